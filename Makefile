@@ -1,0 +1,45 @@
+# Two commands on a fresh machine:
+#   make reproduce   set up .venv and run the pipeline on the embedded default (config.yaml)
+#   make test        set up .venv and run the tests
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CORES ?= all
+STAMP := $(VENV)/.installed
+
+.PHONY: install reproduce report test test-fast bench lint dry-run clean
+
+$(STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+reproduce: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml
+	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml --report results/report.html
+	@echo "report: results/report.html"
+
+report: $(STAMP)
+	$(BIN)/snakemake --report results/report.html
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest tests/unit
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
+lint: $(STAMP)
+	$(BIN)/snakemake --lint
+
+dry-run: $(STAMP)
+	$(BIN)/snakemake -n --cores 1
+
+clean:
+	rm -rf results/* data/corpora logs .snakemake

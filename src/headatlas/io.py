@@ -1,0 +1,38 @@
+"""Atomic file writing: an output either exists complete or not at all."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+
+def partial_path(path: str | os.PathLike) -> Path:
+    """The temporary name an output is written under before it is complete."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.partial")
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike):
+    """Yield a temporary path; rename it onto ``path`` only if the block succeeds.
+
+    A crash or exception leaves no file at ``path``, so a half-written output can
+    never be taken as complete (by us or by Snakemake).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = partial_path(path)
+    tmp.unlink(missing_ok=True)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs):
+    """``open`` for writing, with the atomic rename of :func:`atomic_path`."""
+    with atomic_path(path) as tmp, open(tmp, mode, **kwargs) as handle:
+        yield handle

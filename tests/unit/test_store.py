@@ -1,0 +1,71 @@
+import h5py
+import numpy as np
+import pytest
+
+from headatlas.errors import StoreError
+from headatlas.store import SCHEMA_VERSION, Store, StoreWriter, open_stores
+
+ATTRS = {"n_layers": 1, "n_heads": 2, "model_name": "m", "corpus": "c"}
+
+
+def random_attn(n, seed=0):
+    a = np.random.default_rng(seed).random((1, 2, n, n)).astype(np.float32)
+    return a / a.sum(-1, keepdims=True)
+
+
+def write(path, lengths, start=0):
+    with StoreWriter(path, ATTRS) as writer:
+        for k, n in enumerate(lengths):
+            tokens = ["[CLS]"] + [f"w{i}" for i in range(n - 2)] + ["[SEP]"]
+            writer.add(start + k, f"ex{start + k}", tokens, np.arange(n), np.zeros(n),
+                       [-1] + list(range(n - 2)) + [-1], random_attn(n, start + k))
+        writer.skipped_ids = ["too-long-1"]
+
+
+def test_roundtrip_keeps_every_field(tmp_path):
+    path = tmp_path / "s.h5"
+    write(path, [4, 6])
+    with Store(path) as store:
+        assert len(store) == 2 and store.attrs["schema_version"] == SCHEMA_VERSION
+        examples = list(store)
+        assert store.skipped_ids == ["too-long-1"]
+        assert list(store.n_words) == [2, 4]
+    assert [e.id for e in examples] == ["ex0", "ex1"]
+    second = examples[1]
+    assert second.tokens[0] == "[CLS]" and second.attn.shape == (1, 2, 6, 6)
+    np.testing.assert_allclose(second.attn, random_attn(6, 1), atol=1e-3)  # float16 storage
+    np.testing.assert_array_equal(second.word_ids, [-1, 0, 1, 2, 3, -1])
+    np.testing.assert_array_equal(second.sep_mask, [0, 0, 0, 0, 0, 1])
+
+
+def test_failed_write_leaves_nothing(tmp_path):
+    path = tmp_path / "s.h5"
+    with pytest.raises(RuntimeError):
+        with StoreWriter(path, ATTRS) as writer:
+            writer.add(0, "a", ["[CLS]", "[SEP]"], [0, 1], [0, 0], [-1, -1], random_attn(2))
+            raise RuntimeError("interrupted")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_incomplete_store_is_refused(tmp_path):
+    path = tmp_path / "s.h5"
+    with h5py.File(path, "w") as f:  # what a killed writer renamed by hand would look like
+        f.attrs.update({**ATTRS, "schema_version": SCHEMA_VERSION, "complete": False})
+    with pytest.raises(StoreError, match="incomplete"):
+        Store(path)
+
+
+def test_missing_and_wrong_shape(tmp_path):
+    with pytest.raises(StoreError, match="no such attention store"):
+        Store(tmp_path / "nope.h5")
+    with StoreWriter(tmp_path / "x.h5", ATTRS) as writer:
+        with pytest.raises(StoreError, match="does not match"):
+            writer.add(0, "a", ["[CLS]", "[SEP]"], [0, 1], [0, 0], [-1, -1], random_attn(3))
+
+
+def test_shards_stream_in_order(tmp_path):
+    write(tmp_path / "a.h5", [3, 4], start=0)
+    write(tmp_path / "b.h5", [5], start=2)
+    stores = open_stores([tmp_path / "a.h5", tmp_path / "b.h5"])
+    assert len(stores) == 3
+    assert [e.index for e in stores] == [0, 1, 2]

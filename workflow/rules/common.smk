@@ -1,0 +1,63 @@
+# Helpers shared by the rules: paths, config lookups, the list of final outputs.
+import os
+import re
+from pathlib import Path
+
+RESULTS = config.get("results", "results")
+CORPORA = config["corpora"]
+MODELS = config["models"]
+EXTRACTION = config.get("extraction", {})
+N_SHARDS = int(EXTRACTION.get("shards", 1))
+SEGMENT_CORPORA = [c for c, spec in CORPORA.items() if spec["kind"] == "segments"]
+TREEBANK_CORPORA = [c for c, spec in CORPORA.items() if spec["kind"] == "treebank"]
+SURFACE_CORPUS = config.get("surface", {}).get("corpus", "wikipedia")
+ENV = "../../envs/headatlas.yaml"
+
+
+wildcard_constraints:
+    model="|".join(map(re.escape, MODELS)) if MODELS else "[^/]+",
+    corpus="[^/.]+",
+    shard=r"\d+",
+
+
+def lib(module):
+    """A library file as an input, so editing an analysis reruns just its rules."""
+    return workflow.source_path(f"../../src/headatlas/{module}")
+
+
+def corpus_file(wildcards):
+    """The prepared corpus an extraction reads; segment corpora are per model (tokenizer)."""
+    if CORPORA[wildcards.corpus]["kind"] == "segments":
+        return f"data/corpora/{wildcards.corpus}/{wildcards.model}.jsonl"
+    return f"data/corpora/{wildcards.corpus}.jsonl"
+
+
+def store_shards(model, corpus):
+    return [f"{RESULTS}/{model}/{corpus}/attention/shard-{i}.h5" for i in range(N_SHARDS)]
+
+
+def stores(wildcards):
+    return store_shards(wildcards.model, wildcards.corpus)
+
+
+SURFACE_TABLES = ["relative_position", "special_tokens", "entropy"]
+
+
+def surface_outputs(model, corpus):
+    base = f"{RESULTS}/{model}/{corpus}/surface"
+    return (
+        [f"{base}/{name}.{ext}" for name in SURFACE_TABLES for ext in ("csv", "svg")]
+        + [f"{base}/attention_lines.svg", f"{base}/example_heads.csv", f"{base}/paper_claims.csv"]
+        + [f"{RESULTS}/{model}/{corpus}/corpus_summary.csv"]
+    )
+
+
+def all_outputs():
+    outputs = []
+    for model in MODELS:
+        if SURFACE_CORPUS in CORPORA:
+            outputs += surface_outputs(model, SURFACE_CORPUS)
+        for corpus in TREEBANK_CORPORA:
+            outputs += store_shards(model, corpus)
+            outputs.append(f"{RESULTS}/{model}/{corpus}/corpus_summary.csv")
+    return outputs

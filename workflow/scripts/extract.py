@@ -1,0 +1,22 @@
+"""Rule extract: one (model, corpus, shard) -> HDF5 attention store."""
+
+import torch
+
+from headatlas.corpora.records import read_jsonl
+from headatlas.extract import extract
+from headatlas.models import load_model
+from headatlas.pipeline import rule_logging
+from headatlas.sources import sha256
+
+with rule_logging(snakemake) as log:
+    torch.set_num_threads(snakemake.threads)
+    wc, params = snakemake.wildcards, snakemake.params
+    loaded = load_model(wc.model, params.spec)
+    log.info("model %s on %s, %d threads", loaded.info, next(loaded.model.parameters()).device,
+             snakemake.threads)
+    sentences = list(read_jsonl(snakemake.input.corpus))
+    stats = extract(loaded, sentences, snakemake.output.store, max_length=params.max_length,
+                    batch_size=params.batch_size, max_tokens=params.max_tokens,
+                    shard=int(wc.shard), n_shards=params.n_shards,
+                    store_attrs={"corpus": wc.corpus, "corpus_sha256": sha256(snakemake.input.corpus)})
+    log.info("done: %s", dict(stats))

@@ -1,0 +1,29 @@
+"""Rule prepare_segments: Wikipedia [CLS] A [SEP] B [SEP] pairs that fit the model's tokenizer."""
+
+import json
+from pathlib import Path
+
+from transformers import AutoTokenizer
+
+from headatlas.corpora import wikipedia
+from headatlas.corpora.records import write_jsonl
+from headatlas.io import atomic_open
+from headatlas.models import resolve
+from headatlas.pipeline import rule_logging
+
+with rule_logging(snakemake) as log:
+    spec = snakemake.params.spec
+    source = Path(spec["path"]) if spec.get("path") else wikipedia.find_summaries()
+    articles = wikipedia.load_articles(source)
+    name, revision = resolve(snakemake.params.model)
+    tokenizer = AutoTokenizer.from_pretrained(name, revision=revision, use_fast=True)
+    segments, stats = wikipedia.make_segments(
+        articles, wikipedia.wordpiece_counter(tokenizer), n=spec.get("n_segments", 1000),
+        max_length=snakemake.params.max_length, seed=spec.get("seed", 0))
+    if len(segments) < spec.get("n_segments", 1000):
+        log.warning("only %d segments could be made from %d articles", len(segments), len(articles))
+    write_jsonl(snakemake.output.corpus, segments)
+    with atomic_open(snakemake.output.stats) as handle:
+        json.dump({"corpus": snakemake.wildcards.corpus, "source": str(source),
+                   "articles": len(articles), **stats}, handle, indent=2)
+    log.info("segments from %s: %s", source, dict(stats))

@@ -1,0 +1,21 @@
+"""Rule prepare_treebank: read a treebank from the mirror, its pinned URL or a path."""
+
+import json
+from pathlib import Path
+
+from headatlas.corpora.prepare import corpus_stats, prepare_treebank
+from headatlas.corpora.records import write_jsonl
+from headatlas.io import atomic_open
+from headatlas.pipeline import rule_logging
+from headatlas.sources import resolve_mirror
+
+with rule_logging(snakemake) as log:
+    corpus = snakemake.wildcards.corpus
+    mirror = resolve_mirror(snakemake.params.mirror)
+    log.info("corpus %s, mirror %s", corpus, mirror or "none (downloading)")
+    sentences = prepare_treebank(corpus, snakemake.params.spec, mirror, Path("data/raw"))
+    stats = corpus_stats(sentences)
+    write_jsonl(snakemake.output.corpus, sentences)
+    with atomic_open(snakemake.output.stats) as handle:
+        json.dump({"corpus": corpus, **stats}, handle, indent=2)
+    log.info("wrote %s: %s", snakemake.output.corpus, stats)
