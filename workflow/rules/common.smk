@@ -43,6 +43,11 @@ def stores(wildcards):
 SURFACE_TABLES = ["relative_position", "special_tokens", "entropy"]
 
 
+def surface_table_files(wildcards):
+    base = f"{RESULTS}/{wildcards.model}/{wildcards.corpus}/surface"
+    return {name: f"{base}/{name}.csv" for name in SURFACE_TABLES}
+
+
 def surface_outputs(model, corpus):
     base = f"{RESULTS}/{model}/{corpus}/surface"
     return (
@@ -52,12 +57,21 @@ def surface_outputs(model, corpus):
     )
 
 
+# Each rules file appends a function ``model -> [final outputs]`` here; rule all asks for them.
+FINAL_TARGETS = []
+
+
 def all_outputs():
-    outputs = []
-    for model in MODELS:
-        if SURFACE_CORPUS in CORPORA:
-            outputs += surface_outputs(model, SURFACE_CORPUS)
-        for corpus in TREEBANK_CORPORA:
-            outputs += store_shards(model, corpus)
-            outputs.append(f"{RESULTS}/{model}/{corpus}/corpus_summary.csv")
-    return outputs
+    return [path for model in MODELS for targets in FINAL_TARGETS for path in targets(model)]
+
+
+def corpus_targets(model):
+    """Every corpus's store and summary (the summary lists what was skipped)."""
+    return [f"{RESULTS}/{model}/{corpus}/corpus_summary.csv" for corpus in CORPORA]
+
+
+def surface_targets(model):
+    return surface_outputs(model, SURFACE_CORPUS) if SURFACE_CORPUS in CORPORA else []
+
+
+FINAL_TARGETS += [corpus_targets, surface_targets]

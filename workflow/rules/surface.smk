@@ -8,14 +8,14 @@ rule surface_table:
     output:
         table=report(
             f"{RESULTS}/{{model}}/{{corpus}}/surface/{{analysis}}.csv",
-            caption="../report/{analysis}.rst",
+            caption="../report/surface_table.rst",
             category="Surface patterns (Clark §3)",
             subcategory="{model}",
             labels={"model": "{model}", "analysis": "{analysis}", "kind": "table"},
         ),
         figure=report(
             f"{RESULTS}/{{model}}/{{corpus}}/surface/{{analysis}}.svg",
-            caption="../report/{analysis}.rst",
+            caption="../report/surface_table.rst",
             category="Surface patterns (Clark §3)",
             subcategory="{model}",
             labels={"model": "{model}", "analysis": "{analysis}", "kind": "figure"},
@@ -30,11 +30,6 @@ rule surface_table:
         ENV
     script:
         "../scripts/surface_table.py"
-
-
-def surface_table_files(wildcards):
-    base = f"{RESULTS}/{wildcards.model}/{wildcards.corpus}/surface"
-    return {name: f"{base}/{name}.csv" for name in SURFACE_TABLES}
 
 
 rule paper_claims:

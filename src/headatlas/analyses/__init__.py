@@ -43,7 +43,7 @@ class Analysis(ABC):
     def result(self) -> pd.DataFrame:
         """The finished table."""
 
-    def head_table(self, **columns: np.ndarray) -> pd.DataFrame:
+    def head_table(self, /, **columns: np.ndarray) -> pd.DataFrame:
         """A per-head table from ``[layers, heads]`` arrays, with 1-based ids."""
         layer, head = np.meshgrid(np.arange(1, self.n_layers + 1), np.arange(1, self.n_heads + 1),
                                   indexing="ij")
