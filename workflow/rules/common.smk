@@ -10,6 +10,7 @@ EXTRACTION = config.get("extraction", {})
 N_SHARDS = int(EXTRACTION.get("shards", 1))
 SEGMENT_CORPORA = [c for c, spec in CORPORA.items() if spec["kind"] == "segments"]
 TREEBANK_CORPORA = [c for c, spec in CORPORA.items() if spec["kind"] == "treebank"]
+DOCUMENT_CORPORA = [c for c, spec in CORPORA.items() if spec["kind"] == "documents"]
 SURFACE_CORPUS = config.get("surface", {}).get("corpus", "wikipedia")
 ENV = "../../envs/headatlas.yaml"
 
@@ -20,14 +21,19 @@ wildcard_constraints:
     shard=r"\d+",
 
 
+def one_of(names):
+    """A wildcard constraint matching exactly these names (nothing if empty)."""
+    return "|".join(map(re.escape, names)) if names else "(?!x)x"
+
+
 def lib(module):
     """A library file as an input, so editing an analysis reruns just its rules."""
     return workflow.source_path(f"../../src/headatlas/{module}")
 
 
 def corpus_file(wildcards):
-    """The prepared corpus an extraction reads; segment corpora are per model (tokenizer)."""
-    if CORPORA[wildcards.corpus]["kind"] == "segments":
+    """The prepared corpus an extraction reads; segments/documents are per model (tokenizer)."""
+    if CORPORA[wildcards.corpus]["kind"] in ("segments", "documents"):
         return f"data/corpora/{wildcards.corpus}/{wildcards.model}.jsonl"
     return f"data/corpora/{wildcards.corpus}.jsonl"
 
