@@ -1,0 +1,80 @@
+"""The whole DAG on a tiny config: outputs, report, partial reruns, cluster profile, lint."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+from headatlas.store import Store
+from tests.conftest import ROOT
+from tests.workflow.conftest import snakemake
+
+pytestmark = pytest.mark.workflow
+
+
+def planned_jobs(result) -> dict[str, int]:
+    """Rule -> count from the 'Job stats' table of a dry run."""
+    table = result.stdout.split("Job stats:")[-1].split("Reasons:")[0] if "Job stats:" in result.stdout else ""
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)
+            if m.group(1) != "total"}
+
+
+def test_every_output_is_built(tiny_workflow):
+    surface = tiny_workflow / "results" / "tiny" / "wikipedia" / "surface"
+    for name in ("relative_position", "special_tokens", "entropy"):
+        table = pd.read_csv(surface / f"{name}.csv")
+        assert len(table) == 4 and table["layer"].min() == 1  # 2 layers x 2 heads, 1-based
+        assert (surface / f"{name}.svg").read_bytes().startswith(b"<?xml")
+    assert len(pd.read_csv(surface / "example_heads.csv")) == 4
+    assert len(pd.read_csv(surface / "paper_claims.csv")) > 5
+    for corpus in ("wikipedia", "tb", "tb_docs"):
+        with Store(tiny_workflow / "results" / "tiny" / corpus / "attention" / "shard-0.h5") as store:
+            assert len(store) > 0 and store.attrs["corpus"] == corpus
+        summary = pd.read_csv(tiny_workflow / "results" / "tiny" / corpus / "corpus_summary.csv")
+        assert "extracted" in set(summary["quantity"])
+    for log in ("prepare/tb.log", "extract/tiny/wikipedia/shard-0.log", "surface/tiny/wikipedia/entropy.log"):
+        assert (tiny_workflow / "logs" / log).stat().st_size > 0
+
+
+def test_nothing_left_to_do(tiny_workflow):
+    assert planned_jobs(snakemake(tiny_workflow, "-n", "--cores", "1")) == {}
+
+
+def test_report_is_one_self_contained_page(tiny_workflow):
+    snakemake(tiny_workflow, "--report", "results/report.html")
+    html = (tiny_workflow / "results" / "report.html").read_text()
+    assert "Relative position" in html and "paper_claims.csv" in html
+
+
+def test_changed_params_rerun_only_that_analysis(tiny_workflow):
+    jobs = planned_jobs(snakemake(tiny_workflow, "-n", "--cores", "1",
+                                  "--config", "surface={'corpus': 'wikipedia', 'options': {'entropy': {'max_examples': 2}}}"))
+    assert jobs.get("surface_table") == 1
+    assert "extract" not in jobs and "prepare_segments" not in jobs
+    assert set(jobs) <= {"surface_table", "paper_claims", "attention_lines", "all"}
+
+
+def test_changed_analysis_code_reruns_analyses_not_extraction(tiny_workflow):
+    module = tiny_workflow / "src" / "headatlas" / "analyses" / "surface.py"
+    original = module.read_text()
+    try:
+        module.write_text(original + "\n# edited\n")
+        jobs = planned_jobs(snakemake(tiny_workflow, "-n", "--cores", "1"))
+    finally:
+        module.write_text(original)
+    assert jobs.get("surface_table") == 3
+    assert not {"extract", "prepare_segments", "prepare_treebank", "prepare_documents"} & set(jobs)
+
+
+def test_slurm_profile_plans_the_jobs(tiny_workflow):
+    result = snakemake(tiny_workflow, "-n", "--forceall", "--workflow-profile", "profiles/slurm")
+    jobs = planned_jobs(result)
+    assert jobs.get("extract") == 3 and jobs.get("surface_table") == 3
+
+
+def test_lint_is_clean():
+    result = snakemake(ROOT, "--lint", check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Congratulations" in result.stdout + result.stderr
