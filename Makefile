@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
+CONFIG ?= config.yaml
+SMK := $(BIN)/snakemake --configfile $(CONFIG) --replace-workflow-config
 STAMP := $(VENV)/.installed
 
 .PHONY: install reproduce report test test-fast bench lint dry-run clean
@@ -19,12 +21,12 @@ $(STAMP): requirements.txt pyproject.toml
 install: $(STAMP)
 
 reproduce: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml
-	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml --report results/report.html
+	$(SMK) --cores $(CORES)
+	$(SMK) --report results/report.html
 	@echo "report: results/report.html"
 
 report: $(STAMP)
-	$(BIN)/snakemake --report results/report.html
+	$(SMK) --report results/report.html
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests
@@ -39,7 +41,7 @@ lint: $(STAMP)
 	$(BIN)/snakemake --lint
 
 dry-run: $(STAMP)
-	$(BIN)/snakemake -n --cores 1
+	$(SMK) -n --cores 1
 
 clean:
 	rm -rf results/* data/corpora logs .snakemake

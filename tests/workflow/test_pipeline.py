@@ -78,3 +78,11 @@ def test_lint_is_clean():
     result = snakemake(ROOT, "--lint", check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Congratulations" in result.stdout + result.stderr
+
+
+def test_paper_configuration_plans_every_analysis():
+    result = snakemake(ROOT, "-n", "--cores", "1", "--configfile", "configs/paper.yaml",
+                       "--replace-workflow-config")
+    jobs = planned_jobs(result)
+    assert jobs["surface_table"] == 6  # two models x three analyses, nothing from config.yaml
+    assert jobs["extract"] == 2 * 4 * 4  # two models x four corpora x four shards
