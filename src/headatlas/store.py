@@ -192,6 +192,11 @@ class Store:
         return len(self.example_ids)
 
     @property
+    def lengths(self) -> np.ndarray:
+        """Tokens per example, without reading any attention."""
+        return np.diff(self._tok_offsets)
+
+    @property
     def skipped_ids(self) -> list[str]:
         """Records extraction left out (over ``max_length`` or empty)."""
         return self._file["skipped_ids"].asstr()[:].tolist()
@@ -247,6 +252,26 @@ class StoreSet:
         for path in self.paths:
             with Store(path) as shard:
                 yield from shard
+
+
+def pick_example(paths: Sequence[str | Path], index: int | None = None,
+                 min_tokens: int = 24) -> Example:
+    """The example with corpus ``index``, or else the shortest with at least ``min_tokens``.
+
+    Reads only the chosen example's attention.
+    """
+    candidates = []  # (n_tokens, shard path, position in shard)
+    for path in paths:
+        with Store(path) as store:
+            for i, (n, k) in enumerate(zip(store.lengths, store.example_index)):
+                if index is None or k == index:
+                    candidates.append((int(n), Path(path), i))
+    if not candidates:
+        raise StoreError(f"no example with corpus index {index} in {list(map(str, paths))}")
+    readable = [c for c in candidates if c[0] >= min_tokens]
+    _, path, i = min(readable or candidates)
+    with Store(path) as store:
+        return store.example(i)
 
 
 def open_stores(paths: str | Path | Iterable[str | Path]) -> StoreSet:

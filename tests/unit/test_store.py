@@ -69,3 +69,16 @@ def test_shards_stream_in_order(tmp_path):
     stores = open_stores([tmp_path / "a.h5", tmp_path / "b.h5"])
     assert len(stores) == 3
     assert [e.index for e in stores] == [0, 1, 2]
+
+
+def test_pick_example_by_index_or_shortest_readable(tmp_path):
+    from headatlas.store import pick_example
+
+    write(tmp_path / "a.h5", [30, 5], start=0)
+    write(tmp_path / "b.h5", [26, 40], start=2)
+    paths = [tmp_path / "a.h5", tmp_path / "b.h5"]
+    assert pick_example(paths, index=3).id == "ex3"
+    assert pick_example(paths, min_tokens=24).id == "ex2"  # 26 tokens: shortest of those >= 24
+    assert pick_example(paths, min_tokens=100).id == "ex1"  # none long enough: the shortest
+    with pytest.raises(StoreError, match="corpus index 9"):
+        pick_example(paths, index=9)

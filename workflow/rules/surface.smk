@@ -65,7 +65,7 @@ rule attention_lines:
             labels={"model": "{model}", "analysis": "example heads (Fig. 1)", "kind": "figure"},
         ),
     params:
-        example=config.get("surface", {}).get("example", 0),
+        example=config.get("surface", {}).get("example"),
     log:
         "logs/surface/{model}/{corpus}/attention_lines.log",
     conda:
