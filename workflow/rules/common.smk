@@ -31,6 +31,12 @@ def lib(module):
     return workflow.source_path(f"../../src/headatlas/{module}")
 
 
+def model_inputs(wildcards):
+    """A model made by the workflow itself (a `path:` under results/) is an input of its jobs."""
+    path = MODELS[wildcards.model].get("path", "")
+    return [f"{path}/config.json"] if path.startswith(f"{RESULTS}/") else []
+
+
 def corpus_file(wildcards):
     """The prepared corpus an extraction reads; segments/documents are per model (tokenizer)."""
     if CORPORA[wildcards.corpus]["kind"] in ("segments", "documents"):

@@ -19,6 +19,8 @@ rule prepare_treebank:
 
 
 rule prepare_segments:
+    input:
+        model=model_inputs,
     output:
         corpus="data/corpora/{corpus}/{model}.jsonl",
         stats="data/corpora/{corpus}/{model}.stats.json",
@@ -39,6 +41,7 @@ rule prepare_segments:
 rule prepare_documents:
     input:
         sentences=lambda wc: f"data/corpora/{CORPORA[wc.corpus]['from']}.jsonl",
+        model=model_inputs,
     output:
         corpus="data/corpora/{corpus}/{model}.jsonl",
         stats="data/corpora/{corpus}/{model}.stats.json",

@@ -5,6 +5,7 @@
 rule extract:
     input:
         corpus=corpus_file,
+        model=model_inputs,
     output:
         store=f"{RESULTS}/{{model}}/{{corpus}}/attention/shard-{{shard}}.h5",
     params:
