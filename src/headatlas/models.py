@@ -14,10 +14,12 @@ Attention is always the eager implementation: sdpa returns no attentions.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -81,22 +83,46 @@ def resolve(spec: dict) -> tuple[str, str | None]:
     return spec["hub"], spec.get("revision")
 
 
-def load_model(name: str, spec: dict, device: str | None = None) -> LoadedModel:
-    """Load tokenizer and encoder (eager attention, eval mode) on CUDA if present."""
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
-
-    source, revision = resolve(spec)
+@contextlib.contextmanager
+def _loading(name: str, source: str):
+    """Turn the hub's OSError into an error that says what to do."""
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, use_fast=True)
-        model = AutoModel.from_pretrained(source, revision=revision, attn_implementation="eager",
-                                          trust_remote_code=False)
+        yield
     except OSError as err:
         raise ModelError(
             f"model {name!r} ({source}) cannot be loaded: {err}.\n  how to fix: check the id; with "
             "no network, download it once elsewhere and use `path:`, or fill the hub cache "
             "(HF_HOME) beforehand") from err
+
+
+def load_tokenizer(name: str, spec: dict):
+    """The model's fast tokenizer (needed for the token -> word alignment)."""
+    from transformers import AutoTokenizer
+
+    source, revision = resolve(spec)
+    with _loading(name, source):
+        tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, use_fast=True)
     if not getattr(tokenizer, "is_fast", False):
         raise ModelError(f"model {name!r}: a fast tokenizer is needed for the word alignment")
+    return tokenizer
+
+
+def wordpiece_counter(tokenizer) -> Callable[[list[str]], int]:
+    """Count wordpieces of a word list exactly as extraction tokenises it (no specials)."""
+    def count(words: list[str]) -> int:
+        return len(tokenizer(words, is_split_into_words=True, add_special_tokens=False)["input_ids"])
+    return count
+
+
+def load_model(name: str, spec: dict, device: str | None = None) -> LoadedModel:
+    """Load tokenizer and encoder (eager attention, eval mode) on CUDA if present."""
+    from transformers import AutoConfig, AutoModel
+
+    tokenizer = load_tokenizer(name, spec)
+    source, revision = resolve(spec)
+    with _loading(name, source):
+        model = AutoModel.from_pretrained(source, revision=revision, attn_implementation="eager",
+                                          trust_remote_code=False)
     if spec.get("random_init"):
         model = _randomised(model, AutoConfig.from_pretrained(source, revision=revision,
                                                               attn_implementation="eager"), spec)

@@ -2,22 +2,15 @@
 
 import json
 
-from transformers import AutoTokenizer
-
 from headatlas.corpora.documents import make_documents
 from headatlas.corpora.records import read_jsonl, write_jsonl
 from headatlas.io import atomic_open
-from headatlas.models import resolve
+from headatlas.models import load_tokenizer, wordpiece_counter
 from headatlas.pipeline import rule_logging
 
 with rule_logging(snakemake) as log:
-    name, revision = resolve(snakemake.params.model)
-    tokenizer = AutoTokenizer.from_pretrained(name, revision=revision, use_fast=True)
-
-    def count(words):
-        return len(tokenizer(words, is_split_into_words=True, add_special_tokens=False)["input_ids"])
-
-    documents, stats = make_documents(read_jsonl(snakemake.input.sentences), count,
+    tokenizer = load_tokenizer(snakemake.wildcards.model, snakemake.params.model)
+    documents, stats = make_documents(read_jsonl(snakemake.input.sentences), wordpiece_counter(tokenizer),
                                       snakemake.params.max_length)
     write_jsonl(snakemake.output.corpus, documents)
     with atomic_open(snakemake.output.stats) as handle:

@@ -3,22 +3,19 @@
 import json
 from pathlib import Path
 
-from transformers import AutoTokenizer
-
 from headatlas.corpora import wikipedia
 from headatlas.corpora.records import write_jsonl
 from headatlas.io import atomic_open
-from headatlas.models import resolve
+from headatlas.models import load_tokenizer, wordpiece_counter
 from headatlas.pipeline import rule_logging
 
 with rule_logging(snakemake) as log:
     spec = snakemake.params.spec
     source = Path(spec["path"]) if spec.get("path") else wikipedia.find_summaries()
     articles = wikipedia.load_articles(source)
-    name, revision = resolve(snakemake.params.model)
-    tokenizer = AutoTokenizer.from_pretrained(name, revision=revision, use_fast=True)
+    tokenizer = load_tokenizer(snakemake.wildcards.model, snakemake.params.model)
     segments, stats = wikipedia.make_segments(
-        articles, wikipedia.wordpiece_counter(tokenizer), n=spec.get("n_segments", 1000),
+        articles, wikipedia.text_counter(wordpiece_counter(tokenizer)), n=spec.get("n_segments", 1000),
         max_length=snakemake.params.max_length, seed=spec.get("seed", 0))
     if len(segments) < spec.get("n_segments", 1000):
         log.warning("only %d segments could be made from %d articles", len(segments), len(articles))

@@ -105,9 +105,7 @@ def make_segments(articles: list[tuple[str, str]], count: Callable[[str], int], 
     return segments, stats
 
 
-def wordpiece_counter(tokenizer) -> Callable[[str], int]:
-    """Count wordpieces exactly as extraction will tokenise (whitespace words, no specials)."""
-    def count(text: str) -> int:
-        return len(tokenizer(text.split(), is_split_into_words=True, add_special_tokens=False)["input_ids"])
-    return count
+def text_counter(count_words: Callable[[list[str]], int]) -> Callable[[str], int]:
+    """Wordpieces of a text split into whitespace words, as its segment will be."""
+    return lambda text: count_words(text.split())
 
