@@ -18,6 +18,11 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/corpora.smk"
 include: "workflow/rules/extract.smk"
 include: "workflow/rules/surface.smk"
+include: "workflow/rules/syntax.smk"
+include: "workflow/rules/coref.smk"
+include: "workflow/rules/clustering.smk"
+include: "workflow/rules/gradients.smk"
+include: "workflow/rules/headtypes.smk"
 
 
 rule all:

@@ -61,6 +61,15 @@ def _figure(width: float, height: float, caption: str) -> Figure:
     return fig
 
 
+def plot_note(message: str, path: str | Path, caption: str) -> None:
+    """A figure that only states why there is nothing to draw (e.g. a relation with no instances)."""
+    fig = _figure(6, 2, caption)
+    ax = fig.add_subplot()
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
+    atomic_savefig(fig, path)
+
+
 def _grid(table: pd.DataFrame, column: str) -> np.ndarray:
     """``table[column]`` as a ``[layers, heads]`` array (row 0 = layer 1)."""
     return table.pivot(index="layer", columns="head", values=column).to_numpy()

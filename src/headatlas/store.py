@@ -187,6 +187,10 @@ class Store:
         self.example_ids = self._file["example_ids"].asstr()[:].tolist()
         self.example_index = self._file["example_index"][:]
         self.n_words = self._file["n_words"][:]
+        # Dataset handles looked up once: h5py's name lookup dominates small reads otherwise.
+        self._attn = self._file["attn"]
+        self._tokens = self._file["tokens"].asstr()
+        self._ids = {name: self._file[name] for name in ("input_ids", "token_type_ids", "word_ids")}
 
     def __len__(self) -> int:
         return len(self.example_ids)
@@ -202,15 +206,15 @@ class Store:
         return self._file["skipped_ids"].asstr()[:].tolist()
 
     def example(self, i: int) -> Example:
-        f = self._file
         t0, t1 = self._tok_offsets[i], self._tok_offsets[i + 1]
         a0, a1 = self._attn_offsets[i], self._attn_offsets[i + 1]
         n = int(t1 - t0)
-        attn = f["attn"][a0:a1].astype(np.float32).reshape(self.n_layers, self.n_heads, n, n)
+        attn = self._attn[a0:a1].astype(np.float32).reshape(self.n_layers, self.n_heads, n, n)
         return Example(
             index=int(self.example_index[i]), id=self.example_ids[i],
-            tokens=f["tokens"].asstr()[t0:t1].tolist(), input_ids=f["input_ids"][t0:t1],
-            token_type_ids=f["token_type_ids"][t0:t1], word_ids=f["word_ids"][t0:t1], attn=attn,
+            tokens=self._tokens[t0:t1].tolist(), input_ids=self._ids["input_ids"][t0:t1],
+            token_type_ids=self._ids["token_type_ids"][t0:t1], word_ids=self._ids["word_ids"][t0:t1],
+            attn=attn,
             cls_token=self.attrs.get("cls_token", "[CLS]"), sep_token=self.attrs.get("sep_token", "[SEP]"),
         )
 

@@ -14,6 +14,11 @@ from tests.workflow.conftest import snakemake
 pytestmark = pytest.mark.workflow
 
 
+# Rules that never read a surface table: a change to one surface analysis must not rerun them.
+INDEPENDENT_OF_SURFACE = ("prepare_", "extract", "corpus_summary", "syntax_", "coref_", "headtypes_",
+                          "clustering_distances", "gradients_importance", "probe", "finetune", "ablation")
+
+
 def planned_jobs(result) -> dict[str, int]:
     """Rule -> count from the 'Job stats' table of a dry run."""
     table = result.stdout.split("Job stats:")[-1].split("Reasons:")[0] if "Job stats:" in result.stdout else ""
@@ -52,8 +57,8 @@ def test_changed_params_rerun_only_that_analysis(tiny_workflow):
     jobs = planned_jobs(snakemake(tiny_workflow, "-n", "--cores", "1",
                                   "--config", "surface={'corpus': 'wikipedia', 'options': {'entropy': {'max_examples': 2}}}"))
     assert jobs.get("surface_table") == 1
-    assert "extract" not in jobs and "prepare_segments" not in jobs
-    assert set(jobs) <= {"surface_table", "paper_claims", "attention_lines", "all"}
+    # Only the entropy table and what reads the surface tables; nothing upstream or beside it.
+    assert not [rule for rule in jobs if rule.startswith(INDEPENDENT_OF_SURFACE)]
 
 
 def test_changed_analysis_code_reruns_analyses_not_extraction(tiny_workflow):
@@ -65,7 +70,7 @@ def test_changed_analysis_code_reruns_analyses_not_extraction(tiny_workflow):
     finally:
         module.write_text(original)
     assert jobs.get("surface_table") == 3
-    assert not {"extract", "prepare_segments", "prepare_treebank", "prepare_documents"} & set(jobs)
+    assert not [rule for rule in jobs if rule.startswith(INDEPENDENT_OF_SURFACE)]
 
 
 def test_slurm_profile_plans_the_jobs(tiny_workflow):

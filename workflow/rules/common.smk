@@ -11,6 +11,8 @@ N_SHARDS = int(EXTRACTION.get("shards", 1))
 SEGMENT_CORPORA = [c for c, spec in CORPORA.items() if spec["kind"] == "segments"]
 TREEBANK_CORPORA = [c for c, spec in CORPORA.items() if spec["kind"] == "treebank"]
 DOCUMENT_CORPORA = [c for c, spec in CORPORA.items() if spec["kind"] == "documents"]
+# Treebanks with dependency trees (CoNLL-2012 has constituency parses only: coreference only).
+DEPENDENCY_CORPORA = [c for c in TREEBANK_CORPORA if CORPORA[c].get("format") != "conll2012"]
 SURFACE_CORPUS = config.get("surface", {}).get("corpus", "wikipedia")
 ENV = "../../envs/headatlas.yaml"
 

@@ -87,4 +87,4 @@ def _examples(stores) -> tuple[Iterable[Example], int, int, int | None]:
 
 
 # Importing the modules registers their analyses.
-from headatlas.analyses import surface  # noqa: E402,F401
+from headatlas.analyses import clustering, coref, headtypes, surface, syntax  # noqa: E402,F401

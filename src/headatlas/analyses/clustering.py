@@ -1,0 +1,302 @@
+"""Clustering attention heads by what they attend to (Clark et al. 2019 §6, Fig. 6).
+
+* ``head_distances`` (a streaming analysis): the distance between heads i and j
+  is the Jensen-Shannon divergence between their attention rows, summed over
+  every query token of every example. The rows are first smoothed to
+  ``(1 - s) a + s / n`` (s = 0.001, n = keys in the example) as in Clark's
+  published code, which keeps every logarithm finite. By default the sum is
+  divided by the number of query tokens (the paper's Fig. 6 caption: "average
+  Jensen-Shannon divergences"); ``average=False`` keeps the code's raw sum.
+  The two differ only by one constant factor, so the MDS picture is the same
+  up to scale.
+* :func:`embed_heads`: 2-D metric MDS of the distances (fixed random state).
+* :func:`group_structure`: mean distance within vs between groups of heads
+  (layers, or behaviours), with a one-sided permutation test of the labels.
+* :func:`paper_claims`: §6's observations beside our numbers.
+
+Natural logarithms throughout (nats), so 0 <= JS <= log 2 per row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from headatlas.analyses import Analysis, register
+
+SMOOTHING = 0.001  # Clark's code: 0.999 * a + 0.001 / n
+CHUNK_MB = 32  # bound on each [chunk, heads, n, n] float32 buffer; small blocks stay in cache, faster
+# The permutation test's default; the brief asks for at least 1,000.
+N_PERMUTATIONS = 1000
+
+
+def _xlogx_sum(x: np.ndarray, buffer: np.ndarray, zeros: bool = True) -> np.ndarray:
+    """``sum_k x log x`` over the last axis; ``buffer`` is scratch shaped like ``x``.
+
+    With ``zeros`` (x may hold zeros), x is clamped to the smallest float before
+    the log, which makes ``0 log 0 = 0`` without a slower masked log.
+    """
+    if zeros:
+        np.log(np.maximum(x, np.finfo(x.dtype).tiny, out=buffer), out=buffer)
+    else:
+        np.log(x, out=buffer)
+    return np.einsum("...k,...k->...", x, buffer)
+
+
+def pairwise_js(attn: np.ndarray, smoothing: float = SMOOTHING,
+                chunk_mb: float = CHUNK_MB) -> np.ndarray:
+    """Jensen-Shannon divergence between every pair of heads, summed over query rows.
+
+    Uses ``JS(p, q) = (sum p log p + sum q log q) / 2 - sum m log m`` with
+    ``m = (p + q) / 2``: the two entropy terms are computed once per head, and
+    only ``m log m`` per pair, as ``s = p + q`` with
+    ``sum m log m = (sum s log s - log 2 * sum s) / 2`` (one pass fewer).
+    Pairs are done for a block of heads against all later heads at once (the
+    upper triangle), the block sized so that each of the two
+    ``[block, heads, n, n]`` float32 buffers stays under ``chunk_mb``.
+
+    Parameters
+    ----------
+    attn : ndarray, shape [heads, n, n]
+        Attention rows (each sums to 1) of all heads of one example, e.g. an
+        :class:`~headatlas.store.Example`'s ``attn`` reshaped to ``[L*H, n, n]``.
+    smoothing : float
+        Each row becomes ``(1 - smoothing) * a + smoothing / n`` first.
+    chunk_mb : float
+        Memory bound (MB) of each of the two work buffers.
+
+    Returns
+    -------
+    ndarray, shape [heads, heads], float64
+        Symmetric, zero diagonal: ``sum over rows q of JS(attn[i, q], attn[j, q])``.
+    """
+    if attn.ndim != 3 or attn.shape[1] != attn.shape[2]:
+        raise ValueError(f"attention of shape {attn.shape}: expected [heads, n, n]")
+    n_heads, n = attn.shape[:2]
+    p = (1 - smoothing) * attn.astype(np.float32) + np.float32(smoothing / n)
+    zeros = smoothing == 0  # smoothed rows are strictly positive: no clamping needed
+    half_plogp = 0.5 * _xlogx_sum(p, np.empty_like(p), zeros).sum(axis=-1, dtype=np.float64)
+    # Total mass of each head (~n; the store's float16 rows do not sum to exactly 1).
+    mass = p.sum(axis=(1, 2), dtype=np.float64)
+    block = max(1, int(chunk_mb * 2**20 // (4 * n_heads * n * n)))
+    # Two flat buffers reused by every block, so no large allocation per block.
+    sums, logs = (np.empty(min(block, n_heads) * n_heads * n * n, np.float32) for _ in range(2))
+    upper = np.zeros((n_heads, n_heads))
+    for start in range(0, n_heads, block):
+        stop = min(start + block, n_heads)
+        shape = (stop - start, n_heads - start, n, n)
+        size = int(np.prod(shape))
+        s = np.add(p[start:stop, None], p[None, start:], out=sums[:size].reshape(shape))
+        slogs = _xlogx_sum(s, logs[:size].reshape(shape), zeros).sum(axis=-1, dtype=np.float64)
+        mlogm = 0.5 * (slogs - np.log(2) * (mass[start:stop, None] + mass[None, start:]))
+        upper[start:stop, start:] = half_plogp[start:stop, None] + half_plogp[None, start:] - mlogm
+    upper = np.triu(np.maximum(upper, 0.0), k=1)  # float rounding can leave tiny negatives
+    return upper + upper.T
+
+
+def head_name(layer: int, head: int) -> str:
+    """``layer-head``, 1-based, as in the papers."""
+    return f"{layer}-{head}"
+
+
+@register
+class HeadDistances(Analysis):
+    """Distances between all pairs of heads (Fig. 6): a square per-head table.
+
+    Columns ``layer``, ``head`` and one column per head named ``"layer-head"``
+    (rows and columns in the same order, layer-major). A cell is the JS
+    divergence of the two heads summed over all query tokens, divided by the
+    number of query tokens when ``average`` (the default).
+
+    Parameters (keyword): ``average`` (bool, default True), ``smoothing``
+    (default 0.001), ``chunk_mb`` (work-buffer bound in MB, default 32).
+    """
+
+    name = "head_distances"
+
+    def __init__(self, n_layers: int, n_heads: int, average: bool = True,
+                 smoothing: float = SMOOTHING, chunk_mb: float = CHUNK_MB, **params):
+        super().__init__(n_layers, n_heads, **params)
+        if not 0 <= smoothing < 1:
+            raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
+        self.average, self.smoothing, self.chunk_mb = average, smoothing, chunk_mb
+        self._sums = np.zeros((n_layers * n_heads,) * 2)
+        self._n_rows = 0
+
+    def update(self, example) -> None:
+        n = example.n_tokens
+        attn = example.attn.reshape(self.n_layers * self.n_heads, n, n)
+        self._sums += pairwise_js(attn, self.smoothing, self.chunk_mb)
+        self._n_rows += n
+
+    def result(self) -> pd.DataFrame:
+        if self._n_rows == 0:
+            raise ValueError("no examples were seen; the distances are undefined")
+        dist = self._sums / self._n_rows if self.average else self._sums
+        names = [head_name(l, h) for l in range(1, self.n_layers + 1)
+                 for h in range(1, self.n_heads + 1)]
+        table = self.head_table(**{name: dist[:, k] for k, name in enumerate(names)})
+        table.attrs["n_rows"] = self._n_rows
+        return table
+
+
+def distance_matrix(table: pd.DataFrame) -> np.ndarray:
+    """The ``[heads, heads]`` array of a :class:`HeadDistances` table (read back from CSV).
+
+    Raises ``ValueError`` when the table is not square, symmetric and in the
+    order of its rows (e.g. a hand-edited or truncated file).
+    """
+    names = [head_name(l, h) for l, h in zip(table["layer"], table["head"])]
+    missing = [n for n in names if n not in table.columns]
+    if missing or len(table.columns) != len(names) + 2:
+        raise ValueError(f"distance table is not square over its {len(names)} heads "
+                         f"(missing columns: {missing[:5]})")
+    dist = table[names].to_numpy(dtype=float)
+    if not np.allclose(dist, dist.T, rtol=1e-4, atol=1e-8) or np.any(np.diag(dist) != 0):
+        raise ValueError("distance table is not symmetric with a zero diagonal")
+    return dist
+
+
+def embed_heads(dist: np.ndarray, seed: int = 0, n_init: int = 4,
+                max_iter: int = 1000) -> tuple[np.ndarray, float]:
+    """2-D metric MDS (SMACOF) of precomputed distances.
+
+    Parameters
+    ----------
+    dist : ndarray, shape [heads, heads]
+        Symmetric distances, zero diagonal.
+    seed : int
+        ``random_state`` of the random starts (the best of ``n_init`` is kept).
+
+    Returns
+    -------
+    coords : ndarray, shape [heads, 2]
+    stress : float
+        :func:`stress1` of the fit.
+    """
+    from sklearn.manifold import MDS
+
+    mds = MDS(n_components=2, metric_mds=True, metric="precomputed", init="random", n_init=n_init,
+              max_iter=max_iter, eps=1e-9, random_state=seed, normalized_stress=True)
+    coords = mds.fit_transform(dist)
+    return coords, stress1(dist, coords)
+
+
+def stress1(dist: np.ndarray, coords: np.ndarray) -> float:
+    """Kruskal's Stress-1: sqrt(sum (|x_i - x_j| - d_ij)^2 / sum d_ij^2) over pairs.
+
+    0 = the picture reproduces the distances exactly; ~0.1 fair, ~0.2 poor.
+    """
+    return float(np.sqrt(((euclidean(coords) - dist) ** 2).sum() / (dist ** 2).sum()))
+
+
+def euclidean(coords: np.ndarray) -> np.ndarray:
+    """Pairwise Euclidean distances of ``[points, dims]`` coordinates."""
+    diff = coords[:, None, :] - coords[None, :, :]
+    return np.sqrt((diff ** 2).sum(axis=-1))
+
+
+def _group_sums(dist: np.ndarray, onehot: np.ndarray) -> np.ndarray:
+    """Sum of ``dist`` over ordered pairs inside each group: ``[..., groups]``.
+
+    ``onehot`` is ``[..., points, groups]``; the result is ``diag(M^T D M)``.
+    """
+    return np.einsum("...ig,...ig->...g", dist @ onehot, onehot)
+
+
+def _with_ties(x):
+    """``x`` nudged up by a relative 1e-9, so a shuffle equal to it up to summation order counts."""
+    return x + 1e-9 * np.abs(x)
+
+
+def group_structure(dist: np.ndarray, labels, n_permutations: int = N_PERMUTATIONS,
+                    seed: int = 0) -> pd.DataFrame:
+    """Are heads with the same label closer than chance? Within vs between distances.
+
+    For each group g (and for all groups together, row ``"all"``): ``within`` =
+    mean distance over pairs of distinct heads both in g; ``between`` = mean
+    distance from g's heads to heads outside g; ``ratio`` = within / between.
+    ``p_value`` is one-sided: the labels are shuffled among the heads (group
+    sizes kept) ``n_permutations`` times, and p = (1 + #{shuffled within <=
+    observed within}) / (1 + n_permutations). For "all", the within mean pools
+    every group's pairs (with the total fixed, a lower within mean is the same
+    as a higher between mean). Groups of one head have no pairs: NaN.
+
+    Parameters
+    ----------
+    dist : ndarray, shape [heads, heads]
+    labels : array-like, shape [heads]
+        Any hashable labels (layers, behaviour names).
+    n_permutations, seed : the test's size and its random generator's seed.
+
+    Returns
+    -------
+    DataFrame with columns ``group``, ``n_heads``, ``within``, ``between``,
+    ``ratio``, ``p_value``, ``n_permutations``.
+    """
+    labels = np.asarray(labels)
+    if dist.shape != (len(labels), len(labels)):
+        raise ValueError(f"{dist.shape} distances for {len(labels)} labels")
+    groups, codes = np.unique(labels, return_inverse=True)
+    eye = np.eye(len(groups))
+    sizes = eye[codes].sum(axis=0)
+    pairs = sizes * (sizes - 1)  # ordered pairs of distinct heads in each group
+    rng = np.random.default_rng(seed)
+    shuffled = rng.permuted(np.tile(codes, (n_permutations, 1)), axis=1)  # [perm, heads]
+    observed, null = _group_sums(dist, eye[codes]), _group_sums(dist, eye[shuffled])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        within = observed / pairs
+        between = ((dist @ eye[codes]).sum(axis=0) - observed) / (sizes * (len(labels) - sizes))
+        p_group = (1 + (null <= _with_ties(observed)).sum(axis=0)) / (1 + n_permutations)
+    p_group[pairs == 0] = np.nan
+    total_pairs = pairs.sum()
+    all_within = observed.sum() / total_pairs if total_pairs else np.nan
+    all_between = (dist.sum() - observed.sum()) / (len(labels) ** 2 - (sizes ** 2).sum())
+    p_all = (1 + (null.sum(axis=1) <= _with_ties(observed.sum())).sum()) / (1 + n_permutations) \
+        if total_pairs else np.nan
+    table = pd.DataFrame({
+        "group": [str(g) for g in groups] + ["all"],
+        "n_heads": np.append(sizes, len(labels)).astype(int),
+        "within": np.append(within, all_within),
+        "between": np.append(between, all_between),
+        "p_value": np.append(p_group, p_all),
+    })
+    table.insert(4, "ratio", table["within"] / table["between"])
+    table["n_permutations"] = n_permutations
+    return table
+
+
+def paper_claims(structure: pd.DataFrame, stress: float, average: bool) -> pd.DataFrame:
+    """Clark et al.'s §6 observations beside ours.
+
+    ``structure`` is the concatenation of :func:`group_structure` tables with
+    the columns ``space`` (``js`` or ``mds``) and ``grouping`` (``layer`` or
+    ``behaviour``) added.
+
+    Returns
+    -------
+    DataFrame with string columns ``claim``, ``paper``, ``ours``, ``note``.
+    """
+    def row(space: str, grouping: str) -> str:
+        hit = structure[(structure["space"] == space) & (structure["grouping"] == grouping)
+                        & (structure["group"] == "all")]
+        if hit.empty or not np.isfinite(hit["within"].iloc[0]):
+            return "not testable (no group has two heads)"
+        r = hit.iloc[0]
+        return (f"within {r['within']:.3g} vs between {r['between']:.3g} (ratio {r['ratio']:.2f}), "
+                f"permutation p = {r['p_value']:.3g} ({int(r['n_permutations'])} shuffles)")
+
+    unit = "JS per token (averaged)" if average else "JS summed over all tokens (Clark's code)"
+    rows = [
+        ("heads in the same layer sit close together", "heads within the same layer are often "
+         "fairly close to each other (Fig. 6)", row("js", "layer"),
+         f"distances: {unit}; mean over pairs of distinct heads"),
+        ("the same in the 2-D picture", "as above, read off Fig. 6", row("mds", "layer"),
+         "Euclidean distances of the MDS coordinates"),
+        ("heads cluster by behaviour", "several clear clusters of heads that behave similarly",
+         row("js", "behaviour"), "behaviours from the surface tables with Clark's code thresholds; "
+         "heads labelled 'other' are left out"),
+        ("2-D distances approximately match the JS divergences", "approximately (no number given)",
+         f"Kruskal Stress-1 = {stress:.3f}", "0 = perfect, ~0.1 fair, ~0.2 poor"),
+    ]
+    return pd.DataFrame(rows, columns=["claim", "paper", "ours", "note"])

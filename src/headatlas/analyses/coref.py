@@ -1,0 +1,764 @@
+"""Coreference heads (Clark et al. 2019 §4.3, Table 2).
+
+For every mention with an antecedent, a head is correct when the mention's
+head word attends most (word-level maps: to = sum over pieces, from = mean;
+itself and ``[CLS]``/``[SEP]`` ignored, no renormalisation) to the head word
+of one of its antecedents. Three baselines pick one earlier mention: the
+nearest, the nearest with the same head word, and four sieves after Lee et
+al. (2011). Accuracy is reported overall and by mention type, with the best
+head chosen on one split and reported on another (and, as in the paper, on
+the same data), and bootstrap 95% intervals over documents.
+
+Conventions (the paper does not spell them out):
+
+* Mention order is the order of head words. A mention *precedes* another
+  when its head word comes earlier, so a mention never precedes one that
+  shares its head word (a nested span with the same head, e.g. an
+  appositive): self-attention is ignored, so such an "antecedent" could
+  never be found. Among mentions sharing a head word the innermost
+  (shortest) one counts as nearest.
+* The head word of a span is the word whose syntactic head lies outside the
+  span (a gap word of a discontinuous mention is outside); if several do,
+  the leftmost. GUM has gold UD trees; CoNLL-2012 has constituency parses,
+  which :func:`constituency_heads` converts to dependencies with head rules
+  first (see there).
+* Mention type from the head word's XPOS: PRP, PRP$, WP, WP$ pronoun;
+  NNP, NNPS proper; anything else nominal (demonstratives tagged DT too).
+* Full string match compares the lowercased words; number, gender and
+  person come from FEATS, a pronoun lexicon and XPOS, and an unknown value
+  agrees with anything.
+* A head word without wordpieces cannot be a query: its mention is counted
+  and left out of the evaluation, for every system alike.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from headatlas.analyses import Analysis, register
+from headatlas.corpora.documents import join_sentences, make_documents
+from headatlas.corpora.records import Sentence, read_jsonl
+from headatlas.errors import CorpusFormatError, StoreError
+from headatlas.store import Example
+from headatlas.wordlevel import word_level, word_units
+
+MENTION_TYPES = ("pronoun", "proper", "nominal")
+KINDS = ("all",) + MENTION_TYPES
+BASELINES = ("nearest", "head_match", "rule_based")
+SYSTEM_NAMES = {"nearest": "nearest mention", "head_match": "head match",
+                "rule_based": "rule-based (4 sieves)", "neural": "neural coref (Wiseman et al. 2015)"}
+# Clark et al. (2019) Table 2, CoNLL-2012, BERT-base (METHODS.md). The neural system's 83 is
+# on untruncated documents with predicted mentions, "only roughly comparable".
+PAPER_HEAD = "5-4"
+PAPER_TABLE2 = pd.DataFrame(
+    [("nearest", 27, 29, 29, 19), ("head_match", 52, 47, 67, 40),
+     ("rule_based", 69, 70, 77, 60), ("neural", 83, np.nan, np.nan, np.nan),
+     ("head", 65, 64, 73, 58)],
+    columns=["system", *KINDS]).set_index("system")
+
+PRONOUN_TAGS = frozenset({"PRP", "PRP$", "WP", "WP$"})
+PROPER_TAGS = frozenset({"NNP", "NNPS"})
+_HEAD_NAME = re.compile(r"\d+-\d+")
+
+
+def _lexicon(entries: Iterable[tuple[str, tuple]]) -> dict[str, tuple]:
+    return {word: features for words, features in entries for word in words.split()}
+
+
+# (number, gender, person); None = unknown. Singular "they" exists but is rare: plural.
+PRONOUNS = _lexicon([
+    ("i me my mine myself", ("Sing", None, "1")),
+    ("we us our ours ourselves", ("Plur", None, "1")),
+    ("you your yours", (None, None, "2")),
+    ("yourself", ("Sing", None, "2")),
+    ("yourselves", ("Plur", None, "2")),
+    ("he him his himself", ("Sing", "Masc", "3")),
+    ("she her hers herself", ("Sing", "Fem", "3")),
+    ("it its itself", ("Sing", "Neut", "3")),
+    ("they them their theirs themselves", ("Plur", None, "3")),
+])
+_TAG_NUMBER = {"NN": "Sing", "NNP": "Sing", "NNS": "Plur", "NNPS": "Plur"}
+
+
+# ----------------------------------------------------------------------------
+# Mentions
+# ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CorefMention:
+    """One mention of a truncated document.
+
+    ``words`` are document word indices (sorted; gaps for a discontinuous
+    mention), ``head`` the head word's index, ``text``/``head_text`` the
+    lowercased words, ``agreement`` (number, gender, person), None = unknown.
+    """
+
+    entity: str
+    words: tuple[int, ...]
+    head: int
+    text: str
+    head_text: str
+    kind: str
+    agreement: tuple[str | None, str | None, str | None]
+
+
+@dataclass
+class CorefDocument:
+    """A truncated document as extracted, with its mentions in head-word order."""
+
+    id: str
+    split: str
+    words: list[str]
+    mentions: list[CorefMention]
+    n_sentences: int = 1
+
+
+def span_head(words: Sequence[int], heads: Sequence[int]) -> int:
+    """The word of a span whose syntactic head lies outside the span (leftmost if several).
+
+    Parameters
+    ----------
+    words : sequence of int
+        The span's word indices (0-based; may have gaps).
+    heads : sequence of int
+        Heads of every word of the document, 1-based, 0 = root.
+    """
+    inside = set(words)
+    for word in sorted(inside):
+        if heads[word] - 1 not in inside:
+            return word
+    raise ValueError(f"span {sorted(inside)} has no word headed outside it: the tree has a cycle")
+
+
+def mention_type(xpos: str) -> str:
+    """``pronoun``, ``proper`` or ``nominal`` from the head word's PTB tag."""
+    if xpos in PRONOUN_TAGS:
+        return "pronoun"
+    return "proper" if xpos in PROPER_TAGS else "nominal"
+
+
+def agreement_features(word: str, xpos: str, feats: str) -> tuple[str | None, str | None, str | None]:
+    """Number, gender, person of a head word; None where unknown.
+
+    FEATS (gold in UD treebanks) first, then the pronoun lexicon, then XPOS
+    (NN/NNP singular, NNS/NNPS plural, nouns third person).
+    """
+    parsed = dict(item.split("=", 1) for item in (feats or "_").split("|") if "=" in item)
+    lexicon = PRONOUNS.get(word.lower(), (None, None, None))
+    from_tag = (_TAG_NUMBER.get(xpos), None, "3" if xpos.startswith("NN") else None)
+    return tuple(parsed.get(key) or lex or tag
+                 for key, lex, tag in zip(("Number", "Gender", "Person"), lexicon, from_tag))
+
+
+def document_mentions(doc: Sentence) -> list[CorefMention]:
+    """The mentions of a document record, sorted by head word (ties: outermost first).
+
+    Reversing this order lists the nearest mentions first and, among those
+    sharing a head word, the innermost first (see :func:`preceding`).
+    """
+    if doc.heads is None or doc.xpos is None:
+        raise ValueError(f"document {doc.id} needs dependency heads and XPOS for head words")
+    mentions = []
+    for mention in doc.mentions or []:
+        head = span_head(mention.words, doc.heads)
+        word, xpos = doc.words[head], doc.xpos[head]
+        feats = doc.feats[head] if doc.feats else "_"
+        mentions.append(CorefMention(
+            entity=mention.entity, words=tuple(mention.words), head=head,
+            text=" ".join(doc.words[w] for w in mention.words).lower(), head_text=word.lower(),
+            kind=mention_type(xpos), agreement=agreement_features(word, xpos, feats)))
+    return sorted(mentions, key=lambda m: (m.head, -len(m.words), m.words))
+
+
+# ----------------------------------------------------------------------------
+# Antecedents and baselines
+# ----------------------------------------------------------------------------
+
+def preceding(mentions: Sequence[CorefMention], i: int) -> list[int]:
+    """Indices of the mentions before mention ``i`` (head word earlier), nearest first."""
+    return [j for j in range(i - 1, -1, -1) if mentions[j].head < mentions[i].head]
+
+
+def antecedents(mentions: Sequence[CorefMention], i: int) -> list[int]:
+    """The preceding mentions of the same entity, nearest first."""
+    return [j for j in preceding(mentions, i) if mentions[j].entity == mentions[i].entity]
+
+
+def agree(a: CorefMention, b: CorefMention) -> bool:
+    """Number, gender and person compatible; an unknown value blocks nothing."""
+    return all(x is None or y is None or x == y for x, y in zip(a.agreement, b.agreement))
+
+
+# Lee et al. (2011)-style sieves, most precise first: (candidate, mention) -> passes.
+SIEVES: tuple[tuple[str, Callable[[CorefMention, CorefMention], bool]], ...] = (
+    ("string", lambda a, b: a.text == b.text),
+    ("head", lambda a, b: a.head_text == b.head_text),
+    ("agreement", agree),
+    ("any", lambda a, b: True),
+)
+
+
+def nearest_passing(mentions: Sequence[CorefMention], i: int,
+                    test: Callable[[CorefMention, CorefMention], bool]) -> int | None:
+    """The nearest preceding mention passing ``test``, None if there is none."""
+    return next((j for j in preceding(mentions, i) if test(mentions[j], mentions[i])), None)
+
+
+def predict(system: str, mentions: Sequence[CorefMention], i: int) -> int | None:
+    """The antecedent a baseline picks for mention ``i`` (an index), None for no pick."""
+    if system == "nearest":
+        return nearest_passing(mentions, i, SIEVES[-1][1])
+    if system == "head_match":
+        return nearest_passing(mentions, i, SIEVES[1][1])
+    if system == "rule_based":
+        picks = (nearest_passing(mentions, i, test) for _, test in SIEVES)
+        return next((j for j in picks if j is not None), None)
+    raise ValueError(f"unknown baseline {system!r}; choose one of {BASELINES}")
+
+
+# ----------------------------------------------------------------------------
+# Attention
+# ----------------------------------------------------------------------------
+
+def word_unit_index(word_ids: np.ndarray, n_words: int) -> np.ndarray:
+    """``[n_words]`` word-level unit of each word, -1 for a word without wordpieces."""
+    unit_word = word_units(word_ids)
+    index = np.full(n_words, -1, dtype=np.int64)
+    is_word = unit_word >= 0
+    index[unit_word[is_word]] = np.flatnonzero(is_word)
+    return index
+
+
+def attended_words(attn: np.ndarray, word_ids: np.ndarray, queries: np.ndarray,
+                   how: str = "mean") -> np.ndarray:
+    """The word each head's query word attends to most.
+
+    Parameters
+    ----------
+    attn : ndarray, shape [layers, heads, n, n]
+        Token-level attention of one example.
+    word_ids : ndarray, shape [n]
+        Word of each token, -1 for special tokens.
+    queries : ndarray of int, shape [Q]
+        Query words (each must have wordpieces).
+    how : str
+        How a multi-piece query's rows are combined (:func:`word_level`).
+
+    Returns
+    -------
+    ndarray of int, shape [layers, heads, Q]
+        The argmax word over the other words; the query itself and special
+        tokens are ignored.
+    """
+    maps = word_level(attn, word_ids, how)  # [L, H, U, U]
+    unit_word = word_units(word_ids)
+    query_units = word_unit_index(word_ids, int(unit_word.max()) + 1)[queries]
+    rows = maps[:, :, query_units, :]  # [L, H, Q, U]
+    ignored = (unit_word < 0)[None, :] | (np.arange(len(unit_word))[None, :] == query_units[:, None])
+    return unit_word[np.where(ignored, -np.inf, rows).argmax(axis=-1)]
+
+
+def head_names(n_layers: int, n_heads: int) -> list[str]:
+    """``layer-head`` names, 1-based, layer-major (the order of ``attn[l, h]`` flattened)."""
+    return [f"{layer}-{head}" for layer in range(1, n_layers + 1) for head in range(1, n_heads + 1)]
+
+
+MENTION_COLUMNS = ("doc", "split", "mention", "entity", "first_word", "last_word", "n_words",
+                   "discontinuous", "nested", "head_word", "head", "kind", "n_antecedents",
+                   "aligned", "evaluated") + BASELINES
+
+
+def mention_rows(doc: CorefDocument, aligned: np.ndarray) -> pd.DataFrame:
+    """One row per mention: status and the baselines' correctness (NaN where not evaluated).
+
+    ``aligned`` ``[n_words]`` says which words have wordpieces. Columns
+    :data:`MENTION_COLUMNS`; ``evaluated`` = has an antecedent and an aligned head word.
+    """
+    mentions, rows = doc.mentions, []
+    for i, mention in enumerate(mentions):
+        gold = set(antecedents(mentions, i))
+        evaluated = bool(gold) and bool(aligned[mention.head])
+        row = {"doc": doc.id, "split": doc.split, "mention": i, "entity": mention.entity,
+               "first_word": mention.words[0], "last_word": mention.words[-1],
+               "n_words": len(mention.words),
+               "discontinuous": mention.words[-1] - mention.words[0] + 1 > len(mention.words),
+               "nested": any(set(mention.words) < set(other.words) for other in mentions),
+               "head_word": mention.head, "head": mention.head_text, "kind": mention.kind,
+               "n_antecedents": len(gold), "aligned": bool(aligned[mention.head]),
+               "evaluated": evaluated}
+        for system in BASELINES:
+            row[system] = float(predict(system, mentions, i) in gold) if evaluated else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(MENTION_COLUMNS))
+
+
+def head_correct(doc: CorefDocument, example: Example, evaluated: np.ndarray,
+                 how: str = "mean") -> np.ndarray:
+    """``[M, layers * heads]`` 1.0/0.0 whether each head finds an antecedent; NaN where not evaluated."""
+    n_layers, n_heads = example.attn.shape[:2]
+    out = np.full((len(doc.mentions), n_layers * n_heads), np.nan)
+    rows = np.flatnonzero(evaluated)
+    if not len(rows):
+        return out
+    # targets[k, w]: word w is the head word of an antecedent of the k-th evaluated mention.
+    targets = np.zeros((len(rows), len(doc.words)), dtype=bool)
+    for k, i in enumerate(rows):
+        targets[k, [doc.mentions[j].head for j in antecedents(doc.mentions, i)]] = True
+    queries = np.array([doc.mentions[i].head for i in rows])
+    predicted = attended_words(example.attn, example.word_ids, queries, how)  # [L, H, E]
+    hits = targets[np.arange(len(rows)), predicted]  # [L, H, E]
+    out[rows] = hits.reshape(n_layers * n_heads, len(rows)).T
+    return out
+
+
+@register
+class Coreference(Analysis):
+    """Per-mention table: status, baselines and every head's correctness (Clark §4.3).
+
+    Parameters
+    ----------
+    documents : dict of int -> CorefDocument
+        By position in the documents JSONL (``Example.index``); see :func:`load_documents`.
+    how : str
+        Word-level ``from`` mode (the paper: mean).
+
+    ``result()`` has one row per mention of every analysed document (columns
+    of :func:`mention_rows`, then one ``layer-head`` column per head);
+    ``attrs["analysed_documents"]`` lists the documents seen.
+    """
+
+    name = "coref"
+
+    def __init__(self, n_layers: int, n_heads: int, documents: dict[int, CorefDocument],
+                 how: str = "mean", **params):
+        super().__init__(n_layers, n_heads, **params)
+        self.documents, self.how = documents, how
+        self._tables: list[pd.DataFrame] = []
+        self.analysed: list[str] = []
+
+    def update(self, example: Example) -> None:
+        doc = self._document(example)
+        aligned = np.zeros(len(doc.words), dtype=bool)
+        aligned[example.word_ids[example.word_ids >= 0]] = True
+        rows = mention_rows(doc, aligned)
+        if len(rows):
+            correct = head_correct(doc, example, rows["evaluated"].to_numpy(), self.how)
+            heads = pd.DataFrame(correct, columns=head_names(self.n_layers, self.n_heads))
+            self._tables.append(pd.concat([rows, heads], axis=1))
+        self.analysed.append(doc.id)
+
+    def _document(self, example: Example) -> CorefDocument:
+        doc = self.documents.get(example.index)
+        if doc is None or doc.id != example.id:
+            raise StoreError(f"store example {example.index} ({example.id}) is not the document "
+                             "at that position of the documents file; rerun the extract rule")
+        if example.word_ids.max(initial=-1) >= len(doc.words):
+            raise StoreError(f"store example {example.id} has more words than its document")
+        return doc
+
+    def result(self) -> pd.DataFrame:
+        columns = list(MENTION_COLUMNS) + head_names(self.n_layers, self.n_heads)
+        table = (pd.concat(self._tables, ignore_index=True) if self._tables
+                 else pd.DataFrame(columns=columns))
+        table.attrs["analysed_documents"] = list(self.analysed)
+        return table
+
+
+# ----------------------------------------------------------------------------
+# Documents: sources, truncation, CoNLL-2012
+# ----------------------------------------------------------------------------
+
+_SPLIT_DIRS = {"train": "train", "development": "dev", "dev": "dev", "test": "test"}
+
+
+def infer_split(source: str) -> str:
+    """Split from a record's ``source`` path (CoNLL-2012 ``.../data/test/...``), else ``""``.
+
+    The innermost folder named train, development/dev or test wins, so a
+    parent folder that happens to be called ``test`` does not.
+    """
+    folders = [part for part in Path(source.rsplit(":", 1)[0]).parts[:-1] if part in _SPLIT_DIRS]
+    return _SPLIT_DIRS[folders[-1]] if folders else ""
+
+
+def with_dependency_heads(sentence: Sentence) -> Sentence:
+    """A sentence with heads and a split: CoNLL-2012 records get both from parse bits and path.
+
+    Records that have heads (treebanks, GUM) are returned unchanged.
+    """
+    if sentence.heads is not None or "parse" not in sentence.meta:
+        return sentence
+    try:
+        heads = constituency_heads(sentence.meta["parse"], sentence.xpos)
+    except ValueError as err:
+        path, _, line = sentence.source.rpartition(":")
+        raise CorpusFormatError(path, line, f"sentence {sentence.id}: {err}",
+                                "check the parse-bit column (6th) of this sentence") from err
+    return replace(sentence, heads=heads, split=sentence.split or infer_split(sentence.source))
+
+
+def conll2012_documents(sentences: Iterable[Sentence], count: Callable[[list[str]], int],
+                        max_length: int) -> tuple[list[Sentence], Counter]:
+    """:func:`~headatlas.corpora.formats.read_conll2012` output -> documents ready for extraction.
+
+    Heads come from the constituency parse (:func:`constituency_heads`), the
+    split from the file's folder; then :func:`make_documents` joins and
+    truncates at a sentence boundary to ``max_length`` wordpieces.
+    """
+    return make_documents((with_dependency_heads(s) for s in sentences), count, max_length)
+
+
+def load_documents(documents_path: str | Path, sentences_path: str | Path
+                   ) -> tuple[dict[int, CorefDocument], pd.DataFrame]:
+    """The truncated documents to analyse, and what truncation left out.
+
+    Parameters
+    ----------
+    documents_path : path
+        The documents JSONL the store was extracted from (``prepare_documents``).
+    sentences_path : path
+        The sentence corpus the documents were joined from. Each document is
+        rebuilt from its kept sentences (``meta["sentence_ids"]``) so that
+        CoNLL-2012 sentences get heads from their parse bits.
+
+    Returns
+    -------
+    documents : dict of int -> CorefDocument
+        By position in the documents JSONL.
+    sources : DataFrame
+        One row per source document: ``doc``, ``split``, ``prepared``,
+        ``sentences``, ``sentences_kept``, ``mentions``, ``mentions_kept``,
+        ``cross_sentence_mentions``, ``empty_node_mentions``.
+    """
+    by_doc: dict[str, list[Sentence]] = defaultdict(list)
+    for sentence in read_jsonl(sentences_path):
+        by_doc[sentence.doc].append(with_dependency_heads(sentence))
+    documents = {}
+    for index, record in enumerate(read_jsonl(documents_path)):
+        documents[index] = _rebuild(record, by_doc.get(record.doc, []))
+    prepared = {doc.id: doc for doc in documents.values()}
+    return documents, pd.DataFrame([_source_row(name, group, prepared.get(name))
+                                    for name, group in by_doc.items()])
+
+
+def _rebuild(record: Sentence, sentences: list[Sentence]) -> CorefDocument:
+    by_id = {s.id: s for s in sentences}
+    kept = [by_id.get(i) for i in record.meta.get("sentence_ids", [])]
+    if not kept or None in kept:
+        raise ValueError(f"document {record.id}: its sentences are not all in the sentence corpus")
+    doc = join_sentences(kept)
+    if doc.words != record.words:
+        raise ValueError(f"document {record.id} differs from its sentences; rerun prepare_documents")
+    return CorefDocument(record.id, doc.split, doc.words, document_mentions(doc), len(kept))
+
+
+def _source_row(name: str, sentences: list[Sentence], doc: CorefDocument | None) -> dict:
+    # make_documents keeps a prefix of each document's sentences.
+    n_kept = 0 if doc is None else doc.n_sentences
+    return {
+        "doc": name, "split": sentences[0].split, "prepared": doc is not None,
+        "sentences": len(sentences), "sentences_kept": n_kept,
+        "mentions": sum(len(s.mentions or []) for s in sentences),
+        "mentions_kept": sum(len(s.mentions or []) for s in sentences[:n_kept]),
+        "cross_sentence_mentions": sum(s.meta.get("cross_sentence_mentions", 0) for s in sentences),
+        "empty_node_mentions": sum(s.meta.get("empty_node_mentions", 0) for s in sentences),
+    }
+
+
+# ----------------------------------------------------------------------------
+# CoNLL-2012 constituency parses -> dependency heads
+# ----------------------------------------------------------------------------
+
+@dataclass
+class _Node:
+    label: str
+    children: list["_Node | int"]  # phrases, or word indices (preterminals)
+
+
+_BIT = re.compile(r"(?P<opens>(?:\([^()*\s]+)*)\*(?P<closes>\)*)")
+_OPEN_LABEL = re.compile(r"\(([^()*\s]+)")
+NP_LABELS = frozenset({"NP", "NML", "NX", "WHNP", "NAC"})
+NOMINAL = frozenset({"NN", "NNS", "NNP", "NNPS", "PRP", "WP", "NML", "NX"})
+VERBAL = frozenset({"VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "MD", "VP"})
+PUNCT_TAGS = frozenset({",", ".", ":", "``", "''", "-LRB-", "-RRB-", "HYPH", "NFP"})
+
+
+def parse_tree(bits: Sequence[str]) -> _Node:
+    """The constituency tree of one sentence from its CoNLL-2012 parse bits.
+
+    A bit is ``(LABEL(LABEL*))``: phrases opened before the word, the word
+    (``*``), the number of phrases closed after it.
+    """
+    root = _Node("", [])
+    stack = [root]
+    for word, bit in enumerate(bits):
+        match = _BIT.fullmatch(bit)
+        if not match:
+            raise ValueError(f"word {word}: malformed parse bit {bit!r}")
+        for label in _OPEN_LABEL.findall(match["opens"]):
+            node = _Node(label, [])
+            stack[-1].children.append(node)
+            stack.append(node)
+        stack[-1].children.append(word)
+        for _ in match["closes"]:
+            if len(stack) == 1:
+                raise ValueError(f"word {word}: parse bit {bit!r} closes a phrase never opened")
+            stack.pop()
+    if len(stack) != 1:
+        raise ValueError(f"parse bits leave {len(stack) - 1} phrase(s) open")
+    only = root.children[0] if len(root.children) == 1 else None
+    return only if isinstance(only, _Node) else root
+
+
+def _category(child: "_Node | int", xpos: Sequence[str]) -> str:
+    """A word's POS tag, or a phrase label without function tags (NP-SBJ -> NP)."""
+    if isinstance(child, int):
+        return xpos[child]
+    match = re.match(r"[A-Z$]+", child.label)
+    return match.group(0) if match else child.label
+
+
+def head_child(node: _Node, xpos: Sequence[str]) -> int:
+    """Index of the head child of a phrase (simplified Collins 1999 head rules).
+
+    Noun phrases: the rightmost noun or pronoun word (or NML/NX) among the
+    direct children -- post-modifiers (PP, SBAR, appositives) sit in a
+    nested NP, so this is the last noun before any post-modifier and the
+    possessive ``'s`` is never the head; else the leftmost NP child
+    (``(NP (NP the city) (PP of Paris))``, coordination); other phrases: the
+    leftmost verb or VP child. Failing those, the rightmost child that is
+    not punctuation (PP -> its NP, SBAR -> its S, ADJP -> its adjective).
+    """
+    cats = [_category(child, xpos) for child in node.children]
+    if _category(node, xpos) in NP_LABELS:
+        order = [(k, NOMINAL) for k in reversed(range(len(cats)))] + [(k, {"NP"}) for k in range(len(cats))]
+    else:
+        order = [(k, VERBAL) for k in range(len(cats))]
+    order += [(k, None) for k in reversed(range(len(cats)))]
+    return next((k for k, wanted in order
+                 if (cats[k] in wanted if wanted is not None else cats[k] not in PUNCT_TAGS)),
+                len(cats) - 1)
+
+
+def constituency_heads(bits: Sequence[str], xpos: Sequence[str]) -> list[int]:
+    """Dependency heads (1-based, 0 = root) from parse bits, by :func:`head_child` percolation.
+
+    Each phrase's non-head children attach to its head child's head word, so
+    the head word of a constituent mention is exactly its lexical head, and
+    :func:`span_head` gives the same answer for both corpora.
+    """
+    heads = [0] * len(bits)
+    _attach(parse_tree(bits), heads, xpos)
+    return heads
+
+
+def _attach(node: _Node, heads: list[int], xpos: Sequence[str]) -> int:
+    """Attach the head words of ``node``'s non-head children to its head word; return that word."""
+    words = [child if isinstance(child, int) else _attach(child, heads, xpos)
+             for child in node.children]
+    head = words[head_child(node, xpos)]
+    for word in words:
+        if word != head:
+            heads[word] = head + 1
+    return head
+
+
+# ----------------------------------------------------------------------------
+# Tables: counts, per-head accuracy, Table 2 with bootstrap intervals
+# ----------------------------------------------------------------------------
+
+def read_mentions(path: str | Path) -> pd.DataFrame:
+    """Read a mentions table written by the coref rule (text kept as text, empty = NaN)."""
+    table = pd.read_csv(path, keep_default_na=False,
+                        dtype={"doc": str, "split": str, "entity": str, "head": str, "kind": str})
+    scores = [c for c in table.columns if c in BASELINES or _HEAD_NAME.fullmatch(c)]
+    table[scores] = table[scores].apply(pd.to_numeric, errors="coerce")
+    return table
+
+
+def score_columns(mentions: pd.DataFrame) -> list[str]:
+    """The ``layer-head`` columns of a mentions table, in order."""
+    return [c for c in mentions.columns if _HEAD_NAME.fullmatch(c)]
+
+
+def _split_order(splits: Iterable[str]) -> list[str]:
+    known = ["train", "dev", "test"]
+    present = set(splits)
+    return [s for s in known if s in present] + sorted(present - set(known))
+
+
+def summary_counts(sources: pd.DataFrame, mentions: pd.DataFrame, analysed: Iterable[str]) -> pd.DataFrame:
+    """Where every mention went: cut, dropped, skipped, unaligned, with/without antecedent.
+
+    Rows are quantities, columns ``all`` and each split. Raises ``ValueError``
+    if the mentions read do not add up to those cut, dropped, skipped and analysed.
+    """
+    sources = sources.assign(analysed=sources["doc"].isin(set(analysed)))
+    columns = {"all": _counts(sources, mentions)}
+    for split in _split_order(sources["split"]):
+        columns[split or "(none)"] = _counts(sources[sources["split"] == split],
+                                             mentions[mentions["split"] == split])
+    table = pd.DataFrame(columns)
+    table.index.name = "quantity"
+    return table
+
+
+def _counts(src: pd.DataFrame, m: pd.DataFrame) -> dict[str, int]:
+    prepared, analysed = src["prepared"], src["analysed"]
+    with_antecedent = m["n_antecedents"] > 0
+    counts = {
+        "documents": len(src),
+        "documents_dropped_first_sentence_too_long": (~prepared).sum(),
+        "documents_skipped_at_extraction": (prepared & ~analysed).sum(),
+        "documents_analysed": analysed.sum(),
+        "sentences": src["sentences"].sum(),
+        "sentences_cut_by_truncation": (src["sentences"] - src["sentences_kept"])[prepared].sum(),
+        "mentions_read": src["mentions"].sum(),
+        "mentions_on_empty_nodes_left_out_by_reader": src["empty_node_mentions"].sum(),
+        "mentions_crossing_a_sentence_cut_to_first_sentence": src["cross_sentence_mentions"].sum(),
+        "mentions_cut_by_truncation": (src["mentions"] - src["mentions_kept"])[prepared].sum(),
+        "mentions_in_dropped_documents": src["mentions"][~prepared].sum(),
+        "mentions_in_skipped_documents": src["mentions_kept"][prepared & ~analysed].sum(),
+        "mentions_analysed": len(m),
+        "mentions_nested": m["nested"].sum(),
+        "mentions_discontinuous": m["discontinuous"].sum(),
+        "mentions_without_antecedent": (~with_antecedent).sum(),
+        "mentions_with_antecedent": with_antecedent.sum(),
+        "mentions_head_unaligned": (~m["aligned"]).sum(),
+        "mentions_with_antecedent_head_unaligned": (with_antecedent & ~m["aligned"]).sum(),
+        "mentions_evaluated": m["evaluated"].sum(),
+        **{f"mentions_evaluated_{kind}": (m["evaluated"] & (m["kind"] == kind)).sum()
+           for kind in MENTION_TYPES},
+        "entities_analysed": m.groupby(["doc", "entity"]).ngroups,
+        "entities_with_one_mention_after_truncation":
+            int((m.groupby(["doc", "entity"]).size() == 1).sum()),
+    }
+    counts = {k: int(v) for k, v in counts.items()}
+    accounted = sum(counts[k] for k in ("mentions_cut_by_truncation", "mentions_in_dropped_documents",
+                                        "mentions_in_skipped_documents", "mentions_analysed"))
+    if accounted != counts["mentions_read"]:
+        raise ValueError(f"{counts['mentions_read']} mentions read but {accounted} accounted for: "
+                         "the documents file does not match its sentence corpus")
+    return counts
+
+
+def head_accuracy(mentions: pd.DataFrame, scopes: Sequence[str], by_kind: str | None = None) -> pd.DataFrame:
+    """Per-head accuracy (%) on the evaluated mentions of each split in ``scopes``.
+
+    Columns ``layer``, ``head``, ``acc_<split>`` and ``n_<split>`` per scope
+    (``all`` = every split), plus ``acc_<by_kind>_<type>`` per mention type.
+    """
+    names = score_columns(mentions)
+    evaluated = mentions[mentions["evaluated"].astype(bool)]
+    table = pd.DataFrame([tuple(map(int, name.split("-"))) for name in names], columns=["layer", "head"])
+    for scope in scopes:
+        subset = _scope(evaluated, scope)
+        table[f"acc_{scope}"] = 100 * subset[names].mean().to_numpy()
+        table[f"n_{scope}"] = len(subset)
+    if by_kind is not None:
+        subset = _scope(evaluated, by_kind)
+        for kind in MENTION_TYPES:
+            table[f"acc_{by_kind}_{kind}"] = 100 * subset.loc[subset["kind"] == kind, names].mean().to_numpy()
+    return table
+
+
+def _scope(mentions: pd.DataFrame, scope: str) -> pd.DataFrame:
+    return mentions if scope == "all" else mentions[mentions["split"] == scope]
+
+
+def best_head(mentions: pd.DataFrame) -> str:
+    """The head with the highest accuracy on these (evaluated) mentions; ties: the first."""
+    names = score_columns(mentions)
+    return names[int(np.argmax(mentions[names].mean().to_numpy()))]
+
+
+def bootstrap_weights(n_docs: int, n_boot: int, seed: int) -> np.ndarray:
+    """``[n_boot, n_docs]`` how often each document is drawn in each resample (with replacement)."""
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n_docs, np.full(n_docs, 1.0 / n_docs), size=n_boot)
+
+
+def bootstrap_interval(weights: np.ndarray, docs: np.ndarray, correct: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """95% percentile interval (%) of accuracy under document resampling.
+
+    Parameters
+    ----------
+    weights : ndarray, shape [B, D]
+        Draw counts per resample and document (:func:`bootstrap_weights`).
+    docs : ndarray of int, shape [M]
+        Each mention's document (0..D-1).
+    correct : ndarray, shape [M, S]
+        1/0 per mention and system.
+
+    Returns
+    -------
+    low, high : ndarray, shape [S]
+    """
+    n_docs = weights.shape[1]
+    hits = np.zeros((n_docs, correct.shape[1]))
+    np.add.at(hits, docs, correct)
+    totals = np.bincount(docs, minlength=n_docs).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = 100 * (weights @ hits) / (weights @ totals)[:, None]  # [B, S]
+    if np.isnan(accuracy).all():
+        return np.full(correct.shape[1], np.nan), np.full(correct.shape[1], np.nan)
+    return tuple(np.nanpercentile(accuracy, [2.5, 97.5], axis=0))
+
+
+def table2(mentions: pd.DataFrame, select_split: str = "train", eval_split: str = "test",
+           n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Clark et al. Table 2: systems x mention types, ours beside the paper's.
+
+    Every system is scored on the evaluated mentions of ``eval_split`` (all
+    mentions if the corpus has no such split). The best head is chosen on
+    ``select_split`` (held out; row left out if the corpus lacks that split)
+    and, as in the paper, on the evaluation data itself. Intervals: 95%
+    bootstrap over the evaluation documents, the same resamples for every
+    system and type, each head fixed (the selection is not redone per resample).
+    """
+    evaluated = mentions[mentions["evaluated"].astype(bool)]
+    eval_name = eval_split if (evaluated["split"] == eval_split).any() else "all"
+    test = _scope(evaluated, eval_name)
+    systems = [(s, "", "", s) for s in BASELINES]
+    train = evaluated[evaluated["split"] == select_split]
+    if len(train) and select_split != eval_name:
+        systems.append(("head", best_head(train), select_split, "best head, chosen on " + select_split))
+    systems.append(("head", best_head(test), eval_name, f"best head, chosen on {eval_name} (paper's regime)"))
+    docs = pd.factorize(test["doc"])[0]
+    weights = bootstrap_weights(int(docs.max()) + 1, n_boot, seed) if len(test) else np.zeros((n_boot, 0))
+    correct = np.column_stack([test[head or system].to_numpy(float) for system, head, _, _ in systems])
+    rows = [_system_row(name, system, head, chosen, eval_name) for system, head, chosen, name in systems]
+    for kind in KINDS:
+        keep = np.ones(len(test), bool) if kind == "all" else (test["kind"] == kind).to_numpy()
+        low, high = bootstrap_interval(weights, docs[keep], correct[keep])
+        for k, row in enumerate(rows):
+            row.update({kind: 100 * correct[keep, k].mean() if keep.any() else np.nan,
+                        f"{kind}_ci_low": low[k], f"{kind}_ci_high": high[k],
+                        f"{kind}_n": int(keep.sum()), f"{kind}_paper": PAPER_TABLE2.loc[systems[k][0], kind]})
+    rows.append({**_system_row(SYSTEM_NAMES["neural"], "neural", "", "", ""),
+                 **{f"{kind}_paper": PAPER_TABLE2.loc["neural", kind] for kind in KINDS}})
+    return pd.DataFrame(rows)
+
+
+def _system_row(name: str, system: str, head: str, chosen: str, evaluated_on: str) -> dict:
+    return {"system": SYSTEM_NAMES.get(name, name), "head": head,
+            "paper_head": PAPER_HEAD if system == "head" else "",
+            "selected_on": chosen, "evaluated_on": evaluated_on}
+
+
+def deviations(source_format: str, max_length: int) -> str:
+    """The known deviations from Clark §4.3, for figure footnotes (the model's are in ``describe``)."""
+    text = (f"documents cut at a sentence boundary to fit {max_length} wordpieces "
+            "(the paper: cut at 128 tokens)")
+    if source_format != "conll2012":
+        text = ("corpus GUM/OntoGUM (gold UD trees, OntoNotes-scheme coreference) instead of "
+                "CoNLL-2012; " + text)
+    return "deviations: " + text

@@ -1,0 +1,366 @@
+"""Gradient-based importance of attention to [SEP], punctuation and other tokens (Clark §3.2, Fig. 3).
+
+For every attention weight a_ij (the post-softmax probability of query i on
+key j, in every head), we take |dL/da_ij|: how much the model's own training
+loss L would change if that single weight changed, holding the others fixed.
+These are averaged per head and per layer, separately for keys that are
+``[SEP]``, ``.``/``,``, ``[CLS]`` and every other token. Clark et al. find the
+[SEP] gradients very small from layer 5 on, where attention to [SEP] is high:
+attending to [SEP] would be a "no-op".
+
+This needs gradients, so the model is re-run on the corpus (the attention
+store cannot be used). The loss is the model's pretraining objective:
+
+* ``mlm`` (a checkpoint with a masked-LM head, e.g. bert-base-cased): BERT's
+  masking — 15% of the non-special wordpieces of each ``[CLS] A [SEP] B [SEP]``
+  segment (at least one), of which 80% become ``[MASK]``, 10% a random
+  token, 10% stay — seeded per example. The loss of a segment is the mean
+  cross-entropy over its masked tokens.
+* ``contrastive`` (a sentence-embedding model without that head, e.g. MiniLM
+  from sentence-transformers): each segment's halves A and B are encoded
+  separately as ``[CLS] A [SEP]`` and ``[CLS] B [SEP]``, mean-pooled (padding
+  excluded), and the in-batch cross-entropy over scaled cosine similarities
+  (scale 20, as in sentence-transformers' MultipleNegativesRankingLoss) is
+  taken in both directions (A->B and B->A, averaged), so A and B inputs are
+  treated alike.
+
+Batch-size choices: both losses are *summed* over the examples (segments or
+pairs) of a batch rather than averaged, so a weight's gradient does not
+shrink with the batch size; with ``mlm`` the examples of a batch do not
+interact, so the result equals running one segment at a time. The model is in
+eval mode (no dropout), so gradients are deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from headatlas.analyses.surface import PAPER_LAYERS, scale_layers
+from headatlas.corpora.records import Sentence
+from headatlas.errors import ModelError
+from headatlas.extract import Encoded, collate, encode, encode_corpus
+from headatlas.models import LoadedModel, load_model, resolve
+from headatlas.store import Example
+
+LOSSES = ("auto", "mlm", "contrastive")
+KINDS = ("sep", "punct", "cls", "other")  # key token kinds, disjoint
+MASK_RATE = 0.15  # BERT: share of wordpieces to predict ...
+MASK_SPLIT = (0.8, 0.1)  # ... of which 80% [MASK], 10% random, 10% unchanged
+SCALE = 20.0  # sentence-transformers' MultipleNegativesRankingLoss scale
+PAPER_FROM_LAYER = 5  # "starting in layer 5 ... the gradients for attention to [SEP] become very small"
+_HEAD_ARCHITECTURES = ("ForMaskedLM", "ForPreTraining")
+
+
+def choose_loss(config, loss: str = "auto") -> str:
+    """``mlm`` or ``contrastive`` for a model config; ``auto`` looks at its ``architectures``.
+
+    A checkpoint saved from a ``...ForMaskedLM``/``...ForPreTraining`` class
+    carries a trained masked-LM head; anything else (``BertModel``) does not.
+    """
+    if loss not in LOSSES:
+        raise ValueError(f"gradients loss {loss!r}: choose one of {LOSSES}")
+    if loss != "auto":
+        return loss
+    names = config.architectures or []
+    return "mlm" if any(name.endswith(_HEAD_ARCHITECTURES) for name in names) else "contrastive"
+
+
+def load_for_loss(name: str, spec: dict, loss: str = "auto",
+                  device: str | None = None) -> tuple[LoadedModel, str]:
+    """Load the model for ``loss``; for ``mlm`` the returned model is the ``...ForMaskedLM``.
+
+    The encoder always comes from :func:`headatlas.models.load_model` (so
+    ``random_init`` and the provenance work as in extraction); for ``mlm`` it
+    replaces the base model inside the checkpoint's masked-LM model.
+
+    Raises :class:`~headatlas.errors.ModelError` when ``mlm`` is asked for but
+    the checkpoint has no trained masked-LM head.
+    """
+    loaded = load_model(name, spec, device)
+    loss = choose_loss(loaded.model.config, loss)
+    if loss == "contrastive":
+        return loaded, loss
+    from transformers import AutoModelForMaskedLM
+
+    source, revision = resolve(spec)
+    mlm, info = AutoModelForMaskedLM.from_pretrained(source, revision=revision, attn_implementation="eager",
+                                                     output_loading_info=True)
+    untrained = [k for k in info["missing_keys"] if not k.startswith(mlm.base_model_prefix)]
+    if untrained:
+        raise ModelError(f"model {name!r}: loss 'mlm' needs a trained masked-LM head, but the checkpoint "
+                         f"lacks {untrained[:3]}.\n  how to fix: set `gradients: {{loss: contrastive}}` "
+                         "(or auto) for a sentence-embedding model")
+    setattr(mlm, mlm.base_model_prefix, loaded.model)
+    mlm.to(next(loaded.model.parameters()).device).eval()
+    return LoadedModel(mlm, loaded.tokenizer, loaded.info), loss
+
+
+def mask_tokens(input_ids: np.ndarray, candidates: np.ndarray, rng: np.random.Generator,
+                vocab_size: int, mask_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """BERT's masking of one example.
+
+    Parameters
+    ----------
+    input_ids : int array, shape [n]
+    candidates : bool array, shape [n]
+        Maskable positions (not ``[CLS]``/``[SEP]``).
+    rng : the example's generator (seed it per example for batch-independent masks).
+
+    Returns
+    -------
+    ids : int array [n]
+        ``max(1, round(0.15 * #candidates))`` chosen positions: 80% ``mask_id``,
+        10% a uniformly random id, 10% unchanged.
+    labels : int array [n]
+        The original id at the chosen positions, -100 (ignored) elsewhere.
+    """
+    where = np.flatnonzero(candidates)
+    if where.size == 0:
+        raise ValueError("no maskable token (the example has only special tokens)")
+    chosen = rng.choice(where, size=max(1, round(MASK_RATE * where.size)), replace=False)
+    ids, labels = input_ids.copy(), np.full_like(input_ids, -100)
+    labels[chosen] = input_ids[chosen]
+    u = rng.random(chosen.size)
+    ids[chosen[u < MASK_SPLIT[0]]] = mask_id
+    swap = chosen[(u >= MASK_SPLIT[0]) & (u < sum(MASK_SPLIT))]
+    ids[swap] = rng.integers(0, vocab_size, swap.size)
+    return ids, labels
+
+
+def key_kinds(tokens: Sequence[str], cls_token: str = "[CLS]", sep_token: str = "[SEP]") -> np.ndarray:
+    """One-hot ``[n, 4]`` kind of each token as a key, in the order of :data:`KINDS`.
+
+    Uses the store's definitions (:class:`~headatlas.store.Example`), so
+    "punctuation" means the same as in the surface analyses.
+    """
+    ex = Example(index=-1, id="", tokens=list(tokens), input_ids=None, token_type_ids=None,
+                 word_ids=None, attn=None, cls_token=cls_token, sep_token=sep_token)
+    sep, punct, cls = ex.sep_mask, ex.punct_mask, ex.cls_mask
+    return np.stack([sep, punct, cls, ~(sep | punct | cls)], axis=1)
+
+
+def attention_gradients(model: torch.nn.Module, inputs: dict[str, torch.Tensor],
+                        loss_fn: Callable) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """The loss and ``dL/d attention`` of every layer (each ``[batch, heads, T, T]``).
+
+    ``loss_fn(outputs)`` maps the model's outputs (with ``attentions``) to a
+    scalar. ``torch.autograd.grad`` on the returned attention tensors (the
+    post-softmax probabilities that multiply the values under eager attention)
+    gives the same as ``retain_grad()`` without accumulating parameter
+    gradients. A layer the loss does not depend on gets zeros.
+    """
+    with torch.enable_grad():
+        out = model(**inputs, output_attentions=True, return_dict=True)
+        if not out.attentions or any(a is None or not a.requires_grad for a in out.attentions):
+            raise ModelError("the model returned no differentiable attentions; load it with "
+                             "attn_implementation='eager'")
+        loss = loss_fn(out)
+        grads = torch.autograd.grad(loss, out.attentions, allow_unused=True, materialize_grads=True)
+    return loss.detach(), list(grads)
+
+
+def mlm_loss(out, labels: torch.Tensor) -> torch.Tensor:
+    """Sum over examples of each example's mean cross-entropy on its masked tokens."""
+    token_loss = F.cross_entropy(out.logits.transpose(1, 2), labels, ignore_index=-100,
+                                 reduction="none")  # [batch, T], 0 where ignored
+    counts = (labels != -100).sum(dim=1).clamp(min=1)
+    return (token_loss.sum(dim=1) / counts).sum()
+
+
+def contrastive_loss(out, attention_mask: torch.Tensor, scale: float = SCALE) -> torch.Tensor:
+    """Symmetric in-batch InfoNCE of mean-pooled embeddings, summed over pairs.
+
+    The batch holds the A inputs in its first half and their B partners in the
+    second; pair i's positive is the other half's i-th row, the rest of that
+    half are negatives.
+    """
+    mask = attention_mask.unsqueeze(-1).to(out.last_hidden_state.dtype)
+    pooled = (out.last_hidden_state * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
+    a, b = F.normalize(pooled, dim=-1).chunk(2)
+    scores = scale * a @ b.T
+    target = torch.arange(len(a), device=scores.device)
+    return (F.cross_entropy(scores, target, reduction="sum")
+            + F.cross_entropy(scores.T, target, reduction="sum")) / 2
+
+
+class GradientSums:
+    """Running sums of |gradient| per head and key kind; memory independent of the corpus."""
+
+    def __init__(self, n_layers: int, n_heads: int):
+        self.n_layers, self.n_heads = n_layers, n_heads
+        self.sums = np.zeros((n_layers, n_heads, len(KINDS)))
+        self.counts = np.zeros(len(KINDS))  # weights per head of each kind (same for every head)
+
+    def add(self, grads: Sequence[torch.Tensor], queries: torch.Tensor, kinds: torch.Tensor) -> None:
+        """Fold in one batch.
+
+        Parameters
+        ----------
+        grads : per layer, ``[batch, heads, T, T]``
+        queries : ``[batch, T]`` 1 for real (non-padding) query tokens
+        kinds : ``[batch, T, 4]`` one-hot key kind, all 0 for padding keys
+        """
+        q, k = queries.to(grads[0].dtype), kinds.to(grads[0].dtype)
+        for layer, grad in enumerate(grads):
+            self.sums[layer] += torch.einsum("bhqk,bq,bkc->hc", grad.abs(), q, k).double().cpu().numpy()
+        self.counts += torch.einsum("bq,bkc->c", q, k).double().cpu().numpy()
+
+    def result(self) -> pd.DataFrame:
+        """Per head: mean |dL/da| over the weights on each kind of key (NaN if none seen)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = np.where(self.counts > 0, self.sums / self.counts, np.nan)
+        layer, head = np.meshgrid(np.arange(1, self.n_layers + 1), np.arange(1, self.n_heads + 1),
+                                  indexing="ij")
+        table = pd.DataFrame({"layer": layer.ravel(), "head": head.ravel()})
+        for c, kind in enumerate(KINDS):
+            table[kind] = means[..., c].ravel()
+        return table
+
+
+def _batches(examples: list, batch_size: int) -> list[list]:
+    """Length-sorted batches of near-equal size (never a lone last example: the
+    contrastive loss of a single pair has no negatives and is identically 0)."""
+    ordered = sorted(examples, key=len)
+    parts = np.array_split(np.arange(len(ordered)), math.ceil(len(ordered) / batch_size))
+    return [[ordered[i] for i in part] for part in parts]
+
+
+def _half(example: Encoded, sentence: Sentence, tokenizer, second: bool) -> Encoded:
+    words = sentence.words_b if second else sentence.words
+    return encode(tokenizer, Sentence(id=sentence.id, words=words), example.index)
+
+
+def _kinds(batch: Sequence[Encoded], tokenizer, width: int) -> torch.Tensor:
+    kinds = torch.zeros((len(batch), width, len(KINDS)), dtype=torch.bool)
+    for row, example in enumerate(batch):
+        tokens = tokenizer.convert_ids_to_tokens(example.input_ids)
+        kinds[row, :len(example)] = torch.from_numpy(key_kinds(tokens, tokenizer.cls_token,
+                                                               tokenizer.sep_token))
+    return kinds
+
+
+def _mlm_batch(batch, tokenizer, device, seed: int, vocab_size: int):
+    inputs = collate(batch, tokenizer.pad_token_id or 0, device)
+    labels = torch.full_like(inputs["input_ids"], -100)
+    for row, example in enumerate(batch):
+        ids = np.asarray(example.input_ids)
+        rng = np.random.default_rng([seed, example.index])
+        masked, targets = mask_tokens(ids, np.asarray(example.word_ids) >= 0, rng, vocab_size,
+                                      tokenizer.mask_token_id)
+        inputs["input_ids"][row, :len(ids)] = torch.from_numpy(masked)
+        labels[row, :len(ids)] = torch.from_numpy(targets)
+    return inputs, batch, lambda out: mlm_loss(out, labels.to(device))
+
+
+def _contrastive_batch(batch, sentences, tokenizer, device):
+    halves = [_half(e, sentences[e.index], tokenizer, second) for second in (False, True) for e in batch]
+    inputs = collate(halves, tokenizer.pad_token_id or 0, device)
+    return inputs, halves, lambda out: contrastive_loss(out, inputs["attention_mask"])
+
+
+def gradient_importance(loaded: LoadedModel, loss: str, sentences: Sequence[Sentence], *,
+                        max_length: int = 128, batch_size: int = 16, max_examples: int | None = None,
+                        seed: int = 0, progress: bool = True) -> tuple[pd.DataFrame, Counter]:
+    """Mean |dL/d attention| per head and key kind over a corpus of segments.
+
+    Parameters
+    ----------
+    loaded : the model from :func:`load_for_loss` (a ``...ForMaskedLM`` for ``mlm``).
+    loss : ``mlm`` or ``contrastive`` (as returned by :func:`load_for_loss`).
+    sentences : the corpus; ``contrastive`` needs segment pairs (``words_b``).
+    max_length : segments whose ``[CLS] A [SEP] B [SEP]`` encoding is longer are
+        skipped (counted), exactly as in extraction, so N matches the store.
+    max_examples : use the first this many (in corpus order) of the segments kept.
+    seed : the masking seed (``mlm``); per example, so batches do not matter.
+
+    Returns
+    -------
+    table : DataFrame, one row per head: ``layer``, ``head`` and the mean
+        |dL/da| on keys of each kind in :data:`KINDS`; ``attrs`` carries
+        ``n_examples`` and ``loss``.
+    stats : Counter of kept / skipped examples and the summed loss.
+    """
+    if loss not in ("mlm", "contrastive"):
+        raise ValueError(f"loss must be 'mlm' or 'contrastive' here, got {loss!r}")
+    tokenizer, model = loaded.tokenizer, loaded.model
+    stats: Counter = Counter()
+    kept, _ = encode_corpus(tokenizer, enumerate(sentences), max_length, stats)
+    kept = kept[:max_examples]  # encode_corpus keeps corpus order
+    if loss == "contrastive" and any(not sentences[e.index].words_b for e in kept):
+        raise ValueError("the contrastive loss needs segment pairs (A and B); this corpus has "
+                         "single sentences. Use a `kind: segments` corpus or loss: mlm")
+    if len(kept) < (2 if loss == "contrastive" else 1):
+        raise ValueError(f"{len(kept)} usable segments: too few for the {loss} loss")
+    device = next(model.parameters()).device
+    config = model.config
+    sums = GradientSums(config.num_hidden_layers, config.num_attention_heads)
+    batches = _batches(kept, batch_size)
+    for batch in tqdm(batches, desc=f"gradients ({loss})", disable=not progress, mininterval=2):
+        if loss == "mlm":
+            inputs, rows, loss_fn = _mlm_batch(batch, tokenizer, device, seed, config.vocab_size)
+        else:
+            inputs, rows, loss_fn = _contrastive_batch(batch, sentences, tokenizer, device)
+        value, grads = attention_gradients(model, inputs, loss_fn)
+        kinds = _kinds(rows, tokenizer, inputs["input_ids"].shape[1]).to(device)
+        sums.add(grads, inputs["attention_mask"], kinds)
+        stats["loss_sum"] += float(value)
+    table = sums.result()
+    table.attrs.update(n_examples=len(kept), loss=loss)
+    stats["used"] = len(kept)
+    return table, stats
+
+
+def layer_table(heads: pd.DataFrame, special: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per layer: mean over heads of each kind's |gradient|, ratios to 'other', and the paper's claim.
+
+    ``special`` (the surface ``special_tokens`` table of the same model and
+    corpus) adds the layer's mean attention *to* [SEP], which the paper ties to
+    where the [SEP] gradient becomes small. The ``paper`` column states the
+    claim for the layers it covers (layer 5 of 12 onwards, scaled to this depth).
+    """
+    layers = heads.groupby("layer", as_index=False)[list(KINDS)].mean()
+    for kind in ("sep", "punct", "cls"):
+        layers[f"{kind}_vs_other"] = layers[kind] / layers["other"]
+    if special is not None:
+        attention = special.groupby("layer")["sep"].mean().rename("attention_to_sep")
+        layers = layers.merge(attention, left_on="layer", right_index=True, how="left")
+    n_layers = int(layers["layer"].max())
+    start, _ = scale_layers(PAPER_FROM_LAYER, PAPER_LAYERS, n_layers)
+    layers["paper"] = np.where(layers["layer"] >= start, "[SEP] gradient very small (no-op)",
+                               "[SEP] gradient not (yet) small")
+    return layers
+
+
+def paper_claims(layers: pd.DataFrame, loss: str) -> pd.DataFrame:
+    """Clark §3.2's gradient claim beside ours (one ``claim, paper, ours, note`` row per claim)."""
+    n_layers = int(layers["layer"].max())
+    start, _ = scale_layers(PAPER_FROM_LAYER, PAPER_LAYERS, n_layers)
+    late, early = layers[layers["layer"] >= start], layers[layers["layer"] < start]
+
+    def ratio(part: pd.DataFrame) -> str:
+        if part.empty:
+            return "no such layers"
+        return (f"[SEP] {part['sep'].mean():.3g} vs other tokens {part['other'].mean():.3g} "
+                f"(ratio {part['sep_vs_other'].mean():.2f})")
+
+    span = f"layers {start}-{n_layers}" if start < n_layers else f"layer {start}"
+    depth = (f"; the model has {n_layers} layers, BERT-base {PAPER_LAYERS}: the paper's layer 5 "
+             f"scaled to {start}") if n_layers != PAPER_LAYERS else ""
+    rows = [(f"gradient for attention to [SEP] is very small from layer {PAPER_FROM_LAYER} on",
+             f"very small from layer {PAPER_FROM_LAYER} (Fig. 3)", f"{span}: {ratio(late)}; "
+             f"earlier: {ratio(early)}", f"mean |dL/da| per weight, {loss} loss{depth}")]
+    if "attention_to_sep" in layers:
+        rho = layers["attention_to_sep"].corr(layers["sep_vs_other"], method="spearman")
+        rows.append(("the [SEP] gradient is small where attention to [SEP] is high",
+                     "same layer (5) where attention to [SEP] becomes high",
+                     f"Spearman rho over layers (attention to [SEP] vs [SEP]/other gradient) = {rho:.2f}",
+                     "negative = the no-op pattern"))
+    return pd.DataFrame(rows, columns=["claim", "paper", "ours", "note"])

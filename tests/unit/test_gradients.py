@@ -1,0 +1,197 @@
+"""Gradient importance (Clark §3.2, Fig. 3) on tiny random BERTs and hand-built cases."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from headatlas.analyses.gradients import (KINDS, GradientSums, attention_gradients, choose_loss,
+                                          contrastive_loss, gradient_importance, key_kinds,
+                                          layer_table, load_for_loss, mask_tokens, mlm_loss,
+                                          paper_claims)
+from headatlas.corpora.records import Sentence
+from headatlas.errors import ModelError
+from headatlas.extract import collate, encode
+from tests.conftest import make_tiny_model
+
+LAYERS, HEADS = 2, 2
+PAIRS = [  # (A, B) halves of tiny "segments"
+    (["the", "cat", "sat", "on", "the", "mat", "."], ["it", "was", "happy", "."]),
+    (["a", "dog", ",", "a", "bird", "."], ["she", "saw", "the", "big", "red", "house", "."]),
+    (["he", "walked", "and", "she", "ran", "."], ["the", "birdie", "sat", "."]),
+]
+
+
+def segments():
+    return [Sentence(id=f"s{i}", words=a, words_b=b) for i, (a, b) in enumerate(PAIRS)]
+
+
+@pytest.fixture(scope="module")
+def tiny_mlm_dir(tmp_path_factory):
+    """A tiny random BertForMaskedLM (config.architectures = ['BertForMaskedLM']) + tokenizer."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    folder = make_tiny_model(tmp_path_factory.mktemp("tiny-mlm"), LAYERS, HEADS)
+    torch.manual_seed(1)
+    BertForMaskedLM(BertConfig.from_pretrained(folder)).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_mlm(tiny_mlm_dir):
+    return load_for_loss("tiny-mlm", {"path": str(tiny_mlm_dir)}, "auto", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tiny_model_dir):
+    return load_for_loss("tiny", {"path": str(tiny_model_dir)}, "auto", device="cpu")
+
+
+def test_loss_is_chosen_from_the_architecture(tiny_mlm, tiny_encoder):
+    assert tiny_mlm[1] == "mlm" and type(tiny_mlm[0].model).__name__ == "BertForMaskedLM"
+    assert tiny_encoder[1] == "contrastive" and type(tiny_encoder[0].model).__name__ == "BertModel"
+
+    class Config:
+        architectures = ["BertForPreTraining"]
+
+    assert choose_loss(Config) == "mlm" and choose_loss(Config, "contrastive") == "contrastive"
+    with pytest.raises(ValueError, match="choose one of"):
+        choose_loss(Config, "mse")
+
+
+def test_mlm_on_a_model_without_the_head_is_refused(tiny_model_dir):
+    with pytest.raises(ModelError, match="masked-LM head"):
+        load_for_loss("tiny", {"path": str(tiny_model_dir)}, "mlm", device="cpu")
+
+
+@pytest.mark.parametrize("which", ["tiny_mlm", "tiny_encoder"])
+def test_both_losses_give_finite_gradients_per_head(which, request):
+    loaded, loss = request.getfixturevalue(which)
+    heads, stats = gradient_importance(loaded, loss, segments(), max_length=32, batch_size=2,
+                                       progress=False)
+    assert list(heads.columns) == ["layer", "head", *KINDS] and len(heads) == LAYERS * HEADS
+    assert np.isfinite(heads[list(KINDS)].to_numpy()).all()
+    assert (heads[["sep", "other"]].to_numpy() > 0).all()
+    assert heads.attrs == {"n_examples": 3, "loss": loss} and stats["used"] == 3
+
+
+def test_gradients_have_the_attention_shape(tiny_mlm):
+    loaded, _ = tiny_mlm
+    tok = loaded.tokenizer
+    batch = [encode(tok, s, i) for i, s in enumerate(segments())]
+    inputs = collate(batch, tok.pad_token_id, "cpu")
+    labels = torch.where(inputs["attention_mask"].bool(), inputs["input_ids"], -100)
+    loss, grads = attention_gradients(loaded.model, inputs, lambda out: mlm_loss(out, labels))
+    width = inputs["input_ids"].shape[1]
+    assert loss.ndim == 0 and len(grads) == LAYERS
+    assert all(g.shape == (3, HEADS, width, width) and torch.isfinite(g).all() for g in grads)
+
+
+def test_attention_to_a_zero_value_vector_has_zero_gradient(tiny_encoder):
+    # In the last layer, the output of query i is sum_j a_ij v_j, so dL/da_ij = g_i . v_j where g_i
+    # is the gradient arriving at that output. Zeroing the value vectors v_j of the [SEP] positions
+    # (a hook on the last layer's value projection) leaves everything else as it was but makes
+    # dL/da_i,SEP = g_i . 0 = 0 exactly: attention to [SEP] then cannot reach the output.
+    loaded, _ = tiny_encoder
+    tok, model = loaded.tokenizer, loaded.model
+    # Two pairs, A halves first (one pair alone has no negatives: its loss is identically 0).
+    words = [PAIRS[0][0], PAIRS[1][0], PAIRS[0][1], PAIRS[1][1]]
+    halves = [encode(tok, Sentence(id=str(i), words=w), i) for i, w in enumerate(words)]
+    inputs = collate(halves, tok.pad_token_id, "cpu")
+    sep = inputs["input_ids"] == tok.sep_token_id  # [batch, T]
+
+    def zero_sep_values(module, args, output):
+        return output * (~sep).unsqueeze(-1).to(output.dtype)
+
+    hook = model.encoder.layer[-1].attention.self.value.register_forward_hook(zero_sep_values)
+    try:
+        _, grads = attention_gradients(model, inputs,
+                                       lambda out: contrastive_loss(out, inputs["attention_mask"]))
+    finally:
+        hook.remove()
+    last = grads[-1].permute(0, 3, 1, 2)  # [batch, key, heads, query]
+    assert torch.all(last[sep] == 0)
+    real = inputs["attention_mask"].bool() & ~sep
+    assert torch.all(last[real].abs().sum(dim=(1, 2)) > 0)
+    assert grads[0].permute(0, 3, 1, 2)[sep].abs().sum() > 0  # earlier layers untouched
+
+
+def test_mlm_last_layer_rows_of_unmasked_queries_have_zero_gradient(tiny_mlm):
+    # The masked-LM head reads each position's final vector separately, and in the last layer
+    # query row i only forms position i's output. So only masked positions' rows get gradient.
+    loaded, _ = tiny_mlm
+    tok = loaded.tokenizer
+    inputs = collate([encode(tok, segments()[0], 0)], tok.pad_token_id, "cpu")
+    labels = torch.full_like(inputs["input_ids"], -100)
+    labels[0, 3] = inputs["input_ids"][0, 3]  # predict position 3 only
+    _, grads = attention_gradients(loaded.model, inputs, lambda out: mlm_loss(out, labels))
+    rows = grads[-1][0].abs().sum(dim=(0, 2))  # per query position
+    assert rows[3] > 0 and torch.all(rows[torch.arange(len(rows)) != 3] == 0)
+
+
+def test_bert_masking():
+    ids = np.arange(100, 122)  # 22 tokens: [CLS] 20 words [SEP]
+    candidates = np.ones(22, bool)
+    candidates[[0, 21]] = False
+    masked, labels = mask_tokens(ids, candidates, np.random.default_rng(0), vocab_size=1000, mask_id=4)
+    chosen = np.flatnonzero(labels != -100)
+    assert len(chosen) == 3  # round(0.15 * 20) = 3
+    assert labels[chosen].tolist() == ids[chosen].tolist() and not {0, 21} & set(chosen)
+    assert (masked[labels == -100] == ids[labels == -100]).all()
+    # 80/10/10 over many draws: 0.8 [MASK], ~0.1 random (rarely the same id), ~0.1 unchanged.
+    rng = np.random.default_rng(1)
+    big = np.arange(1000, 3000)
+    masked, labels = zip(*(mask_tokens(big, np.ones(2000, bool), rng, 10**6, 4) for _ in range(20)))
+    chosen = np.concatenate([m[lab != -100] for m, lab in zip(masked, labels)])
+    original = np.concatenate([lab[lab != -100] for lab in labels])
+    assert (chosen == 4).mean() == pytest.approx(0.8, abs=0.02)
+    assert (chosen == original).mean() == pytest.approx(0.1, abs=0.02)
+    with pytest.raises(ValueError, match="no maskable"):
+        mask_tokens(ids[:2], np.zeros(2, bool), rng, 1000, 4)
+
+
+def test_key_kinds_are_disjoint():
+    kinds = key_kinds(["[CLS]", "a", ",", "b", ".", "[SEP]", "c", "[SEP]"])
+    assert kinds.sum(axis=1).tolist() == [1] * 8
+    assert [KINDS[k] for k in kinds.argmax(axis=1)] == ["cls", "other", "punct", "other", "punct",
+                                                        "sep", "other", "sep"]
+
+
+def test_gradient_sums_by_hand():
+    # One example, 3 real tokens + 1 padding, keys [CLS] a [SEP] (pad); 1 layer, 1 head.
+    # |grad| rows (queries) x keys:        cls  a   sep  pad
+    grad = torch.tensor([[[[1.0, 2.0, 3.0, 9.0],
+                           [1.0, 4.0, 5.0, 9.0],
+                           [3.0, 6.0, 1.0, 9.0],
+                           [9.0, 9.0, 9.0, 9.0]]]])  # padding row and column must be ignored
+    queries = torch.tensor([[1, 1, 1, 0]])
+    kinds = torch.tensor(np.concatenate([key_kinds(["[CLS]", "a", "[SEP]"]), np.zeros((1, 4), bool)])[None])
+    sums = GradientSums(1, 1)
+    sums.add([-grad], queries, kinds)  # signs do not matter: magnitudes
+    row = sums.result().iloc[0]
+    # sep: (3 + 5 + 1) / 3 = 3; other: (2 + 4 + 6) / 3 = 4; cls: (1 + 1 + 3) / 3 = 5/3; punct: none.
+    assert row["sep"] == pytest.approx(3) and row["other"] == pytest.approx(4)
+    assert row["cls"] == pytest.approx(5 / 3) and np.isnan(row["punct"])
+
+
+def test_contrastive_needs_pairs(tiny_encoder):
+    loaded, loss = tiny_encoder
+    singles = [Sentence(id="x", words=["the", "cat"]), Sentence(id="y", words=["a", "dog"])]
+    with pytest.raises(ValueError, match="segment pairs"):
+        gradient_importance(loaded, loss, singles, progress=False)
+    with pytest.raises(ValueError, match="too few"):
+        gradient_importance(loaded, loss, segments()[:1], progress=False)
+
+
+def test_layer_table_and_claims_on_a_six_layer_model():
+    heads = pd.DataFrame({"layer": np.repeat(np.arange(1, 7), 2), "head": np.tile([1, 2], 6),
+                          "sep": np.repeat([4, 4, 1, 1, 1, 1], 2) * 1.0, "punct": 1.0, "cls": 1.0,
+                          "other": 2.0})
+    special = pd.DataFrame({"layer": np.arange(1, 7), "head": 1, "sep": [0.1, 0.1, 0.6, 0.7, 0.7, 0.6]})
+    layers = layer_table(heads, special)
+    # Paper's layer 5 of 12 scaled to 6 layers: round(5 * 6 / 12) = 3 (2.5 rounds half up).
+    assert layers["paper"].str.startswith("[SEP] gradient very small").tolist() == [False, False] + [True] * 4
+    assert layers["sep_vs_other"].tolist() == [2, 2, 0.5, 0.5, 0.5, 0.5]
+    claims = paper_claims(layers, "mlm")
+    assert "layers 3-6: [SEP] 1 vs other tokens 2 (ratio 0.50)" in claims.loc[0, "ours"]
+    assert "rho" in claims.loc[1, "ours"] and float(claims.loc[1, "ours"].split("= ")[1]) < 0

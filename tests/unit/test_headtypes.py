@@ -1,0 +1,245 @@
+"""Guan et al. distance features, head types, stability: answers worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from headatlas.analyses import headtypes as ht
+from headatlas.analyses import run_analysis
+from headatlas.store import Example
+
+# A 16-token input: [CLS] at 0, "," at 5, "." at 14, [SEP] at 15; positions 1-4 and 6-13
+# are the 12 ordinary words. L = N = 16, so window i holds distance i + 1 exactly.
+TOKENS16 = ["[CLS]", "a", "b", "c", "d", ",", "e", "f", "g", "h", "i", "j", "k", "l", ".", "[SEP]"]
+NAMES = ht.feature_names()
+IDX = {name: i for i, name in enumerate(NAMES)}
+
+
+def specials(tokens):
+    return np.stack([[t == "[CLS]" for t in tokens], [t == "[SEP]" for t in tokens],
+                     [t == "," for t in tokens], [t == "." for t in tokens]])
+
+
+def example(tokens, attn, index=0):
+    n = len(tokens)
+    return Example(index=index, id=str(index), tokens=list(tokens), input_ids=np.arange(n),
+                   token_type_ids=np.zeros(n, np.int8), word_ids=np.arange(n), attn=attn)
+
+
+def three_heads(n=16):
+    """[1 layer, 3 heads, n, n]: previous token, all on [CLS], uniform."""
+    prev = np.zeros((n, n), np.float32)
+    prev[0, 0] = 1  # [CLS] has no previous token: it attends to itself
+    prev[np.arange(1, n), np.arange(n - 1)] = 1
+    cls = np.zeros((n, n), np.float32)
+    cls[:, 0] = 1
+    uniform = np.full((n, n), 1 / n, np.float32)
+    return np.stack([prev, cls, uniform])[None]
+
+
+def test_bins_of_a_16_token_input():
+    bins = ht.key_bins(16, specials(TOKENS16))
+    assert bins.shape == (16, 16)
+    assert (bins[:, 0] == IDX["cls"]).all() and (bins[:, 15] == IDX["sep"]).all()
+    assert (bins[:, 5] == IDX["comma"]).all() and (bins[:, 14] == IDX["period"]).all()
+    assert bins[3, 3] == IDX["self"] and bins[15, 15] == IDX["sep"]  # a special key beats self
+    assert bins[3, 4] == IDX["win01"] and bins[3, 2] == IDX["win01"]  # distance 1, both sides
+    assert bins[1, 13] == IDX["win12"]  # distance 12 -> window 12 (width 1)
+
+
+def test_window_width_two_when_l_is_32():
+    # L = 32, N = 16: width 2, so distances 1-2 -> win01, 3-4 -> win02, 31 -> win16.
+    bins = ht.key_bins(32, np.zeros((4, 32), bool))
+    assert [bins[0, d] for d in (1, 2, 3, 4, 31)] == [IDX[w] for w in
+                                                      ("win01", "win01", "win02", "win02", "win16")]
+
+
+def test_features_of_hand_built_heads():
+    feats = ht.distance_features(three_heads(), ht.key_bins(16, specials(TOKENS16)), len(NAMES))[0]
+    expected = np.zeros((3, len(NAMES)))
+    # Previous-token head, per query s: s=0 -> [CLS] (itself), s=1 -> [CLS], s=6 -> ",",
+    # s=15 -> "."; the other 12 queries (2-5, 7-14) -> a word at distance 1 = win01. Divide by 16.
+    expected[0, [IDX["cls"], IDX["comma"], IDX["period"], IDX["win01"]]] = [2 / 16, 1 / 16, 1 / 16, 12 / 16]
+    # All-on-[CLS] head: every token's whole row is in the [CLS] bin.
+    expected[1, IDX["cls"]] = 1
+    # Uniform head: each query gives 1/16 to each key, features = pair counts / 256.
+    # Each special key is one key for all 16 queries: 16/256 = 1/16. Self: the 12 word queries.
+    # Window d: pairs (s, t), t one of the 12 words, |s - t| = d, s anywhere in 0..15:
+    #   d=1: every word has both neighbours in range -> 24; d=10: t = 1-4 (t+10) and 10-13 (t-10) -> 8;
+    #   d=14: only t=1, s=15 -> 1; d=15: t would be 0 or 15, both special -> 0; d=16 impossible -> 0.
+    expected[2, [IDX["cls"], IDX["sep"], IDX["comma"], IDX["period"]]] = 1 / 16
+    expected[2, IDX["self"]] = 12 / 256
+    expected[2, [IDX["win01"], IDX["win10"], IDX["win14"]]] = [24 / 256, 8 / 256, 1 / 256]
+    checked = [IDX[c] for c in ("cls", "sep", "comma", "period", "self", "win01", "win10", "win14",
+                                "win15", "win16")]
+    np.testing.assert_allclose(feats[:2], expected[:2], atol=1e-6)
+    np.testing.assert_allclose(feats[2, checked], expected[2, checked], atol=1e-6)
+    np.testing.assert_allclose(feats.sum(axis=-1), 1, atol=1e-6)
+
+
+def test_rows_are_renormalised_so_features_sum_to_one():
+    attn = three_heads() * np.float32(0.998)  # float16 storage leaves rows a little off 1
+    feats = ht.distance_features(attn, ht.key_bins(16, specials(TOKENS16)), len(NAMES))
+    np.testing.assert_allclose(feats.sum(axis=-1), 1, atol=1e-6)
+    with pytest.raises(ValueError, match="sums to 0"):
+        ht.distance_features(np.zeros((1, 16, 16)), ht.key_bins(16, specials(TOKENS16)))
+    with pytest.raises(ValueError, match="special masks"):
+        ht.key_bins(16, np.zeros((4, 15), bool))
+
+
+def test_analysis_averages_inputs_with_equal_weight():
+    # Input 1 (16 tokens): head 3 uniform -> cls 1/16. Input 2 (32 tokens, [CLS] + 30 words +
+    # [SEP]): uniform -> cls 1/32. Equal weight per input: (1/16 + 1/32) / 2 = 3/64.
+    long_tokens = ["[CLS]"] + ["w"] * 30 + ["[SEP]"]
+    examples = [example(TOKENS16, three_heads(16), 0), example(long_tokens, three_heads(32), 1)]
+    table = run_analysis(ht.DistanceFeatures, examples, progress=False)
+    assert list(table.columns) == ["layer", "head", *NAMES] and len(table) == 3
+    assert table.loc[2, "cls"] == pytest.approx(3 / 64)
+    assert table.loc[1, "cls"] == pytest.approx(1.0)
+    np.testing.assert_allclose(table[NAMES].sum(axis=1), 1, atol=1e-6)
+
+
+def test_collect_features_streams_a_float16_store(tmp_path):
+    from headatlas.store import StoreWriter
+
+    attrs = {"n_layers": 1, "n_heads": 3, "model_name": "m", "corpus": "c", "max_length": 32}
+    with StoreWriter(tmp_path / "s.h5", attrs) as writer:
+        for i in range(3):
+            writer.add(i, str(i), TOKENS16, np.arange(16), np.zeros(16), np.arange(16), three_heads())
+    fs = ht.collect_features(tmp_path / "s.h5", max_examples=2, progress=False)
+    assert fs.features.shape == (2, 3, 21) and fs.example_index.tolist() == [0, 1]
+    assert fs.meta["model_name"] == "m" and fs.lengths.tolist() == [16, 16]
+    # Stored as float16 (1/16 is exact), renormalised rows: the hand values of the test above.
+    assert fs.features[1, 0, IDX["win01"]] == pytest.approx(12 / 16)
+    np.testing.assert_allclose(fs.features.sum(axis=-1), 1, atol=1e-6)
+
+
+def test_feature_set_round_trip(tmp_path):
+    acc = ht.DistanceFeatures(1, 3)
+    acc.update(example(TOKENS16, three_heads()))
+    fs = ht.FeatureSet(acc.per_input, np.array([7]), np.array([16]), 1, 3, 16, {"model_name": "m"})
+    fs.save(tmp_path / "f.npz")
+    back = ht.FeatureSet.load(tmp_path / "f.npz")
+    assert back.features.shape == (1, 3, 21) and back.meta == {"model_name": "m"}
+    pd.testing.assert_frame_equal(back.head_table(), fs.head_table())
+
+
+PROTOTYPES = {  # planted 21-d profiles, one per type (each sums to 1)
+    "diagonal": {"cls": 0.1, "self": 0.1, "win01": 0.8},
+    "vertical": {"cls": 0.5, "sep": 0.4, "win01": 0.05, "win05": 0.05},
+    "dense": {"cls": 0.1, **{f"win{i:02d}": 0.9 / 16 for i in range(1, 17)}},
+    "dense&vertical": {"cls": 0.45, "self": 0.05, **{f"win{i:02d}": 0.5 / 15 for i in range(2, 17)}},
+}
+
+
+def planted(n_per_type=10, n_inputs=1, noise=0.002, seed=0):
+    """[inputs, heads, 21] features of heads drawn around the prototypes, and their true types."""
+    rng = np.random.default_rng(seed)
+    truth = np.repeat(list(PROTOTYPES), n_per_type)
+    rng.shuffle(truth)
+    base = np.array([[PROTOTYPES[t].get(n, 0.0) for n in NAMES] for t in truth])
+    feats = np.clip(base + rng.normal(0, noise, (n_inputs, *base.shape)), 0, None)
+    return feats / feats.sum(axis=-1, keepdims=True), truth
+
+
+def head_table(feats):
+    n = feats.shape[0]
+    return pd.concat([pd.DataFrame({"layer": np.arange(n) // 4 + 1, "head": np.arange(n) % 4 + 1}),
+                      pd.DataFrame(feats, columns=NAMES)], axis=1)
+
+
+@pytest.mark.parametrize("method", ["kmeans", "gmm"])
+def test_planted_clusters_get_the_paper_names(method):
+    feats, truth = planted()
+    types = ht.head_types(head_table(feats[0]), k=4, method=method, seed=0)
+    assert (types["type"].to_numpy() == truth).all()
+    shares = ht.type_shares(types)
+    assert shares["heads"].tolist() == [10, 10, 10, 10]
+    assert shares["paper_pct"].tolist() == [26.04, 25.56, 34.11, 13.28]
+
+
+def test_naming_rule_on_centres():
+    # Profiles (special, near, far): A (.2, .1, .7) dense; B (.3, .7, 0) diagonal;
+    # C (.9, .1, 0) vertical; D (.5, 0, .5) dense&vertical: each the best of its row.
+    centres = np.zeros((4, 21))
+    centres[0, [IDX["cls"], IDX["self"], IDX["win08"]]] = [0.2, 0.1, 0.7]
+    centres[1, [IDX["sep"], IDX["win01"]]] = [0.3, 0.7]
+    centres[2, [IDX["cls"], IDX["win01"]]] = [0.9, 0.1]
+    centres[3, [IDX["period"], IDX["win16"]]] = [0.5, 0.5]
+    assert ht.name_clusters(centres) == ["dense", "diagonal", "vertical", "dense&vertical"]
+    # Another k: no paper names, c1.. by increasing special mass (0.2, 0.3, 0.9).
+    assert ht.name_clusters(centres[:3]) == ["c1", "c2", "c3"]
+
+
+def test_hungarian_matching_of_permuted_labels():
+    reference = np.array([0, 0, 1, 1, 2, 2, 3, 3])
+    perm = np.array([2, 3, 0, 1])  # cluster i of the reference is called perm[i]
+    np.testing.assert_array_equal(ht.match_labels(perm[reference], reference, 4), reference)
+    noisy = perm[reference].copy()
+    noisy[0] = perm[3]  # one head moved: still matched by majority, that head stays off
+    np.testing.assert_array_equal(ht.match_labels(noisy, reference, 4), [3, 0, 1, 1, 2, 2, 3, 3])
+    with pytest.raises(ValueError, match="0..3"):
+        ht.match_labels(np.array([4]), np.array([0]), 4)
+
+
+@pytest.mark.parametrize("resample", ["inputs", "heads"])
+def test_stability_is_one_on_separated_clusters(resample):
+    feats, _ = planted(n_inputs=20, noise=0.01)
+    result = ht.stability(feats, k=4, n_fits=5, fraction=0.5, seed=0, resample=resample)
+    assert result.score == 1.0 and result.fits.shape == (5, 40)
+    table = ht.stability_table([result], n_inputs=20)
+    assert table.loc[0, "consistent_pct"] == 100.0 and table.loc[0, "paper_pct"] == 95.98
+
+
+def test_stability_is_lower_on_noise():
+    # 40 heads with no structure: every input's feature is a random point of the simplex,
+    # so half-samples move heads between arbitrary clusters.
+    rng = np.random.default_rng(1)
+    noise = rng.dirichlet(np.ones(21), size=(20, 40))
+    assert ht.stability(noise, k=4, n_fits=5, seed=0).score < 0.9
+
+
+def test_stability_rejects_bad_arguments():
+    feats, _ = planted(n_inputs=4)
+    with pytest.raises(ValueError, match="resample"):
+        ht.stability(feats, resample="rows")
+    with pytest.raises(ValueError, match="fraction"):
+        ht.stability(feats, fraction=0)
+    with pytest.raises(ValueError, match="cannot form"):
+        ht.fit_clusters(feats[0, :3], k=4)
+
+
+def test_tsne_on_four_heads_does_not_crash():
+    feats, _ = planted(n_per_type=1)
+    xy = ht.tsne_embedding(feats[0], seed=0)  # default perplexity: (4 - 1) / 3 = 1
+    assert xy.shape == (4, 2) and np.isfinite(xy).all()
+    with pytest.raises(ValueError, match="perplexity"):
+        ht.tsne_embedding(feats[0], perplexity=4)
+
+
+def test_type_changes_by_layer():
+    before = pd.DataFrame({"layer": [1, 1, 2, 2], "head": [1, 2, 1, 2],
+                           "type": ["dense", "dense", "vertical", "diagonal"]})
+    after = before.assign(type=["dense", "vertical", "vertical", "dense"])
+    changes = ht.type_changes(before, after)
+    assert changes["changed"].tolist() == [False, True, False, True]
+    assert ht.changes_by_layer(changes)["changed"].tolist() == [1, 1]
+    with pytest.raises(ValueError, match="different layers"):
+        ht.type_changes(before, after.iloc[:3])
+
+
+def test_figures_are_written(tmp_path):
+    from headatlas import plots_headtypes as p
+
+    feats, _ = planted(n_per_type=2)
+    types = ht.head_types(head_table(feats[0]), k=4)
+    p.plot_tsne(types, ht.tsne_embedding(ht.feature_matrix(types)), tmp_path / "t.svg", "caption")
+    p.plot_feature_boxes(types, tmp_path / "b.svg", "caption")
+    p.plot_layer_shares(types, tmp_path / "l.svg", "caption")
+    p.plot_type_grid(types, tmp_path / "g.svg", "caption",
+                     consistent=pd.Series([True] * 7 + [False]))
+    changes = ht.type_changes(types, types.assign(type=types["type"][::-1].to_numpy()))
+    p.plot_type_changes(changes, ht.changes_by_layer(changes), ("a", "b"), tmp_path / "c.svg", "cap")
+    assert all((tmp_path / f"{n}.svg").read_bytes().startswith(b"<?xml") for n in "tblgc")

@@ -1,0 +1,309 @@
+"""Heads as dependency parsers (Clark §4.2) on hand-built sentences with hand-computed answers."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from headatlas.analyses import REGISTRY, run_analysis
+from headatlas.analyses.syntax import (DIRECTIONS, NO_UD_TWIN, OFFSETS, DependencyHeads,
+                                       DependencyScores, best_heads, best_offsets,
+                                       bootstrap_interval, dependencies, example_sentences,
+                                       honest_table, line_panel, offset_correct, table1,
+                                       table1_relations)
+from headatlas.corpora.records import Sentence, write_jsonl
+from headatlas.errors import StoreError
+from headatlas.plots_syntax import plot_dependency_lines, plot_regimes, plot_relation_heatmap
+from headatlas.store import Example
+
+# "the dog chased a cat": the -> dog (det), dog -> chased (nsubj), chased = root,
+# a -> cat (det), cat -> chased (obj). Heads 1-based as in CoNLL, 0 = root.
+WORDS = ["the", "dog", "chased", "a", "cat"]
+HEADS = [2, 3, 0, 5, 3]
+RELS = ["det", "nsubj", "root", "det", "obj"]
+TOKENS = ["[CLS]", *WORDS, "[SEP]"]  # one piece per word: word k is token k + 1
+WORD_IDS = [-1, 0, 1, 2, 3, 4, -1]
+
+# Head A, token level (rows attend to columns; order CLS the dog chased a cat SEP).
+HEAD_A = np.array([
+    [.40, .10, .10, .10, .10, .10, .10],  # [CLS]: never scored
+    [.05, .40, .30, .10, .05, .05, .05],  # the: self .40 ignored -> dog .30         (det, right)
+    [.05, .10, .20, .50, .05, .05, .05],  # dog: chased .50                         (nsubj, right)
+    [.05, .05, .40, .10, .05, .30, .05],  # chased: root, not scored
+    [.05, .05, .05, .50, .10, .20, .05],  # a: chased .50, gold cat                  (det, wrong)
+    [.05, .05, .05, .25, .15, .05, .40],  # cat: [SEP] .40 ignored -> chased .25     (obj, right)
+    [.10, .10, .10, .10, .10, .10, .40],  # [SEP]
+])
+# Head A, head->dep (each dependent's column, word rows other than itself):
+#   the:  dog .10 chased .05 a .05 cat .05 -> dog     (right)
+#   dog:  the .30 chased .40 a .05 cat .05 -> chased  (right)
+#   a:    the .05 dog .05 chased .05 cat .15 -> cat   (right)
+#   cat:  the .05 dog .05 chased .30 a .20 -> chased  (right)
+# Head B: every token puts .3 on itself and .7 on the next token; [SEP] all on itself.
+HEAD_B = 0.3 * np.eye(7) + 0.7 * np.eye(7, k=1)
+HEAD_B[6, 6] = 1.0
+# Head B, dep->head: the -> dog (right), dog -> chased (right), a -> cat (right); cat's only
+#   weight outside itself is on [SEP], so all words tie at 0 -> leftmost, "the" (obj, wrong).
+# Head B, head->dep: the's column is 0 for every other word -> leftmost other word, dog
+#   (right); dog's column: the .7 (wrong); a's: chased .7 (wrong); cat's: a .7 (wrong).
+ACCURACY = {  # (direction, head) -> relation -> accuracy, from the comments above
+    ("dep->head", 1): {"det": 1 / 2, "nsubj": 1, "obj": 1, "all": 3 / 4},
+    ("head->dep", 1): {"det": 1, "nsubj": 1, "obj": 1, "all": 1},
+    ("dep->head", 2): {"det": 1, "nsubj": 1, "obj": 0, "all": 3 / 4},
+    ("head->dep", 2): {"det": 1 / 2, "nsubj": 0, "obj": 0, "all": 1 / 4},
+}
+
+
+def example(index, heads, tokens=TOKENS, word_ids=WORD_IDS, id_=None):
+    """An Example of 1 layer x len(heads) heads."""
+    n = len(tokens)
+    return Example(index=index, id=id_ or f"s{index}", tokens=list(tokens),
+                   input_ids=np.zeros(n, np.int32), token_type_ids=np.zeros(n, np.int8),
+                   word_ids=np.asarray(word_ids), attn=np.asarray([heads], np.float32))
+
+
+def sentence(index, split="train", words=WORDS, heads=HEADS, rels=RELS):
+    return Sentence(id=f"s{index}", words=list(words), heads=list(heads), rels=list(rels),
+                    split=split)
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    """Two copies of the sentence: s0 (train), s1 (test)."""
+    path = tmp_path / "corpus.jsonl"
+    write_jsonl(path, [sentence(0, "train"), sentence(1, "test")])
+    return path
+
+
+def scores_of(examples, corpus, how="mean"):
+    acc = DependencyHeads(1, len(examples[0].attn[0]), corpus=corpus, how=how)
+    for ex in examples:
+        acc.update(ex)
+    return acc.scores()
+
+
+def test_registered():
+    assert "dependency_heads" in REGISTRY
+
+
+def test_accuracy_per_relation_both_directions(corpus):
+    table = run_analysis("dependency_heads", [example(0, [HEAD_A, HEAD_B])], progress=False,
+                         corpus=corpus)
+    got = {(d, h): dict(zip(g["relation"], g["accuracy"]))
+           for (d, h), g in table.groupby(["direction", "head"])}
+    assert got.keys() == ACCURACY.keys()
+    for key, expected in ACCURACY.items():
+        assert got[key] == pytest.approx(expected), key
+    # n: det 2, nsubj 1, obj 1, all 4 (the root word is not scored)
+    assert dict(zip(table["relation"], table["n"])) == {"all": 4, "det": 2, "nsubj": 1, "obj": 1}
+
+
+def test_offset_baselines(corpus):
+    # words 0..4 = the dog chased a cat; gold heads the->1, dog->2, a->4, cat->2.
+    # -3: none right; -2: cat -> 2 (obj); -1: none; +1: the -> 1, dog -> 2, a -> 4 (cat -> 5 is
+    # outside the sentence: wrong); +2: none.
+    table = scores_of([example(0, [HEAD_A])], corpus).offset_table()
+    acc = table.pivot(index="relation", columns="offset", values="accuracy")
+    assert acc.loc["det"].tolist() == [0, 0, 0, 1, 0]
+    assert acc.loc["obj"].tolist() == [0, 1, 0, 0, 0]
+    assert acc.loc["all"].tolist() == [0, 1 / 4, 0, 3 / 4, 0]
+    best = best_offsets(table).set_index("relation")["offset"]
+    assert best.to_dict() == {"all": 1, "det": 1, "nsubj": 1, "obj": -2}
+
+
+def test_offsets_at_sentence_edges_are_wrong_not_errors():
+    # scorer 0 with offsets -3..-1 and scorer 4 with +1, +2 fall outside a 5-word sentence.
+    right = offset_correct(np.array([0, 4]), np.array([1, 3]), n_words=5)
+    assert right.shape == (len(OFFSETS), 2)
+    # only 0 + 1 = 1 (first word) and 4 - 1 = 3 (second word) are right
+    assert right.tolist() == [[False, False], [False, False], [False, True], [True, False],
+                              [False, False]]
+    # a head index equal to a clipped guess must not count: -1 is never a word
+    assert not offset_correct(np.array([0]), np.array([-1]), 5).any()
+
+
+POSS_WORDS = ["John", "'s", "dog", "barked"]
+POSS_HEADS = [3, 1, 4, 0]  # John -> dog (nmod:poss), 's -> John (case), dog -> barked (nsubj)
+POSS_RELS = ["nmod:poss", "case", "nsubj", "root"]
+
+
+def test_possessive_scored_by_the_clitic():
+    deps = dependencies(sentence(0, words=POSS_WORDS, heads=POSS_HEADS, rels=POSS_RELS))
+    assert deps.relation == ["nmod:poss", "case", "nsubj"]
+    assert deps.scorer.tolist() == [1, 1, 2]  # John is scored by 's, the others by themselves
+    assert deps.head.tolist() == [2, 0, 3]
+    # a possessive pronoun has no clitic: scored by itself
+    his = dependencies(sentence(0, words=["his", "cat", "slept"], heads=[2, 3, 0],
+                                rels=["nmod:poss", "nsubj", "root"]))
+    assert his.scorer.tolist() == [0, 1]
+    # the next word is 's but not the possessor's case child (e.g. "Mary 's" attached elsewhere)
+    other = dependencies(sentence(0, words=POSS_WORDS, heads=[3, 3, 4, 0], rels=POSS_RELS))
+    assert other.scorer.tolist()[0] == 0
+
+
+def test_possessive_accuracy_and_baseline(tmp_path):
+    path = tmp_path / "poss.jsonl"
+    write_jsonl(path, [sentence(0, words=POSS_WORDS, heads=POSS_HEADS, rels=POSS_RELS)])
+    tokens = ["[CLS]", *POSS_WORDS, "[SEP]"]
+    # Head 1: John -> 's, 's -> dog, dog -> barked, barked -> dog.
+    # Head 2: John -> dog, 's -> John, dog -> barked, barked -> dog.
+    h1, h2 = np.zeros((6, 6)), np.zeros((6, 6))
+    for head, pairs in ((h1, [(1, 2), (2, 3), (3, 4), (4, 3)]), (h2, [(1, 3), (2, 1), (3, 4), (4, 3)])):
+        head[0, 0] = head[5, 5] = 1
+        for i, j in pairs:
+            head[i, j] = 1
+    ex = example(0, [h1, h2], tokens=tokens, word_ids=[-1, 0, 1, 2, 3, -1])
+    scores = scores_of([ex], path)
+    acc = scores.head_table().query("direction == 'dep->head'").pivot(
+        index="relation", columns="head", values="accuracy")
+    # nmod:poss is judged by 's: head 1 ('s -> dog) right, head 2 ('s -> John) wrong, although
+    # head 2's John -> dog is the gold arc. case ('s -> John) is the other way round.
+    assert acc.loc["nmod:poss"].tolist() == [1, 0]
+    assert acc.loc["case"].tolist() == [0, 1]
+    # offset +1 from the scoring word 's (1) is dog (2): right
+    off = scores.offset_table().set_index(["relation", "offset"])["accuracy"]
+    assert off[("nmod:poss", 1)] == 1 and off[("nmod:poss", -1)] == 0
+
+
+def test_split_word_attention_is_summed(tmp_path):
+    # "a bb c": bb is two pieces. Row of "a": .3 + .3 on bb's pieces, .4 on c. Word level
+    # (to = sum) gives bb .6 > c .4, so a -> bb; token level would have said c.
+    path = tmp_path / "split.jsonl"
+    write_jsonl(path, [sentence(0, words=["a", "bb", "c"], heads=[2, 0, 2],
+                                rels=["det", "root", "obj"])])
+    attn = np.full((6, 6), 1 / 6)
+    attn[1] = [0, 0, .3, .3, .4, 0]
+    ex = example(0, [attn], tokens=["[CLS]", "a", "b", "##b", "c", "[SEP]"],
+                 word_ids=[-1, 0, 1, 1, 2, -1])
+    table = scores_of([ex], path).head_table().set_index(["relation", "direction"])
+    assert table.loc[("det", "dep->head"), "accuracy"] == 1
+
+
+def test_unaligned_words_are_counted_not_scored(tmp_path):
+    # "chased" has no wordpiece: dog -> chased (nsubj) and cat -> chased (obj) cannot be scored.
+    path = tmp_path / "unaligned.jsonl"
+    write_jsonl(path, [sentence(0)])
+    keep = [0, 1, 2, 4, 5, 6]  # drop the token of "chased"
+    ex = example(0, [HEAD_A[np.ix_(keep, keep)]], tokens=[TOKENS[i] for i in keep],
+                 word_ids=[WORD_IDS[i] for i in keep])
+    scores = scores_of([ex], path)
+    counts = scores.counts().set_index("relation")
+    assert counts.loc["all", ["n", "unaligned"]].tolist() == [2, 2]
+    assert counts.loc["nsubj", ["n", "unaligned"]].tolist() == [0, 1]
+    total = scores.coverage_table().set_index("split").loc["total"]
+    assert total["unaligned_words"] == 1 and total["unaligned_dependencies"] == 2
+    assert total["dependencies"] == 4
+
+
+def test_skipped_and_stale_sentences(corpus):
+    acc = DependencyHeads(1, 1, corpus=corpus)
+    acc.update(example(0, [HEAD_A]))
+    scores = acc.scores(skipped_ids=["s1"])  # s1 was too long for extraction
+    assert scores.unscored[["id", "reason"]].values.tolist() == [["s1", "skipped_by_extraction"]]
+    cov = scores.coverage_table().set_index("split")
+    assert cov.loc["total", ["sentences", "scored", "skipped_by_extraction"]].tolist() == [2, 1, 1]
+    with pytest.raises(StoreError, match="another version of the corpus"):
+        acc.update(example(1, [HEAD_A], id_="not-s1"))
+
+
+def test_save_load_subset(corpus, tmp_path):
+    scores = scores_of([example(0, [HEAD_A, HEAD_B]), example(1, [HEAD_B, HEAD_A])], corpus)
+    path = tmp_path / "scores.npz"
+    scores.save(path)
+    loaded = DependencyScores.load(path)
+    pd.testing.assert_frame_equal(loaded.head_table(), scores.head_table())
+    test = loaded.subset(["test"])
+    assert test.sentences["id"].tolist() == ["s1"]
+    # on s1 head 1 is HEAD_B: dep->head all = 3/4
+    row = test.head_table().query("relation == 'all' and direction == 'dep->head' and head == 1")
+    assert row["accuracy"].item() == 3 / 4
+
+
+def test_bootstrap_by_hand():
+    # one sentence: every resample is that sentence -> the interval is the point, 3/4
+    assert bootstrap_interval(np.array([3]), np.array([4])) == (0.75, 0.75)
+    # all correct -> every resample is 1
+    assert bootstrap_interval(np.array([2, 3, 1]), np.array([2, 3, 1])) == (1.0, 1.0)
+    # two sentences 1/1 and 0/1: resamples give 1 (p=1/4), 1/2 (p=1/2), 0 (p=1/4), so the
+    # 2.5% and 97.5% quantiles of 1,000 resamples are 0 and 1
+    assert bootstrap_interval(np.array([1, 0]), np.array([1, 1])) == (0.0, 1.0)
+    # sentences without an instance carry no weight (kept, half the resamples would be 0/0)
+    assert bootstrap_interval(np.array([1, 0]), np.array([1, 0])) == (1.0, 1.0)
+    # nothing at all -> NaN
+    assert np.isnan(bootstrap_interval(np.array([0]), np.array([0]))).all()
+
+
+def test_bootstrap_seeded_and_contains_point():
+    rng = np.random.default_rng(1)
+    total = rng.integers(1, 6, 50)
+    correct = rng.binomial(total, 0.6)
+    first = bootstrap_interval(correct, total, n_boot=500, seed=3)
+    assert bootstrap_interval(correct, total, n_boot=500, seed=3) == first
+    point = correct.sum() / total.sum()
+    assert first[0] < point < first[1]
+    assert first[1] - first[0] < 0.3
+
+
+def test_best_heads_ties_and_order():
+    table = pd.DataFrame({
+        "relation": ["det"] * 3 + ["obj"] * 2,
+        "direction": ["head->dep", "dep->head", "dep->head", "head->dep", "dep->head"],
+        "layer": [1, 1, 2, 1, 1], "head": [1, 2, 1, 1, 1], "n": 10,
+        "accuracy": [.9, .9, .5, .2, .1],
+    })
+    expected = [("det", "dep->head", 1, 2), ("obj", "head->dep", 1, 1)]
+    for shuffled in (table, table.sample(frac=1, random_state=0)):
+        best = best_heads(shuffled).sort_values("relation")
+        assert list(best[["relation", "direction", "layer", "head"]].itertuples(index=False,
+                                                                                 name=None)) == expected
+    offsets = pd.DataFrame({"relation": "det", "offset": [2, 1, -3], "n": 4,
+                            "accuracy": [.5, .5, .25]})
+    assert best_offsets(offsets)["offset"].item() == 1  # tie .5: +1 comes before +2 in OFFSETS
+
+
+def test_table1_relations():
+    counts = pd.DataFrame({"relation": ["all", "punct", "root", "det", "case", "mark", "obj", "cc"],
+                           "n": [900, 500, 300, 200, 200, 150, 120, 99]})
+    # root/punct out, case/det tie at 200 (by name), cc is under 100; obj and mark are paper
+    # twins, added after the top 2 in the paper's order (dobj before mark)
+    assert table1_relations(counts, top=2) == ["all", "case", "det", "obj", "mark"]
+
+
+def test_regimes(corpus):
+    # s0 (train): head 1 = HEAD_A, head 2 = HEAD_B; s1 (test): swapped.
+    scores = scores_of([example(0, [HEAD_A, HEAD_B]), example(1, [HEAD_B, HEAD_A])], corpus)
+    # Paper's regime over both sentences: det is .75 for every head and direction
+    # (1/2 + 2/2 or 2/2 + 1/2 of 4), so the tie rule picks dep->head 1-1.
+    t1 = table1(scores, min_count=1).set_index("paper_relation")
+    assert t1.loc["det", ["relation", "head", "direction", "acc"]].tolist() == \
+        ["det", "1-1", "dep->head", 75.0]
+    assert t1.loc["dobj", "note"] == "paper's SD dobj = UD obj"
+    assert t1.loc["pobj", "note"] == NO_UD_TWIN and t1.loc["pobj", "relation"] == ""
+    assert pd.isna(t1.loc["pobj", "acc"]) and t1.loc["pobj", "paper_acc"] == 76.3
+    assert "fewer than 1" in t1.loc["amod", "note"]  # twin absent from this corpus
+    # Honest: for "all", head->dep 1-1 is perfect on train (HEAD_A) but is HEAD_B on test: 1/4.
+    # On test itself the best is head->dep 1-2 (HEAD_A), 100%: the paper's regime flatters.
+    honest = honest_table(("train", scores.subset(["train"])), [("test", scores.subset(["test"]))],
+                          min_count=1, n_boot=200).set_index("relation")
+    row = honest.loc["all"]
+    assert (row["head"], row["direction"], row["select_acc"]) == ("1-1", "head->dep", 100.0)
+    assert (row["acc"], row["same_data_head"], row["same_data_acc"]) == (25.0, "1-2", 100.0)
+    assert row["acc_low"] == row["acc_high"] == 25.0  # one test sentence
+    assert row["baseline_offset"] == 1 and row["baseline_acc"] == 75.0
+
+
+def test_example_sentences_and_figures(corpus, tmp_path):
+    examples = [example(0, [HEAD_A, HEAD_B]), example(1, [HEAD_B, HEAD_A])]
+    scores = scores_of(examples, corpus)
+    # head 1-1 dep->head gets det 1/2 on s0 and 2/2 on s1: s1 first (5 words: outside 8-16 in both)
+    assert example_sentences(scores, "det", "dep->head", 1, 1, n=2) == [1, 0]
+    panel = line_panel(examples[1], sentence(1), "det", "dep->head", 1, 1)
+    assert panel.labels == TOKENS
+    assert panel.highlight.tolist() == [False, True, True, False, True, True, False]
+    plot_dependency_lines([[panel, panel], [panel]], tmp_path / "lines.svg", "caption")
+    plot_relation_heatmap(scores.head_table(), "det", (1, 1.0), tmp_path / "heat.svg", "caption")
+    honest = honest_table(("train", scores.subset(["train"])), [("test", scores.subset(["test"]))],
+                          min_count=1, n_boot=50)
+    plot_regimes(honest, tmp_path / "regimes.svg", "caption")
+    for name in ("lines", "heat", "regimes"):
+        assert (tmp_path / f"{name}.svg").read_bytes().startswith(b"<?xml")
+    assert DIRECTIONS == ("dep->head", "head->dep")
