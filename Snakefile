@@ -23,6 +23,7 @@ include: "workflow/rules/coref.smk"
 include: "workflow/rules/clustering.smk"
 include: "workflow/rules/gradients.smk"
 include: "workflow/rules/headtypes.smk"
+include: "workflow/rules/probes.smk"
 
 
 rule all:

@@ -1,0 +1,712 @@
+"""Attention-based probing classifiers (Clark et al. 2019 §5, Table 3) and
+Coenen et al. (2019)'s attention-vector edge classifier.
+
+The probes are graph-based head selectors: for every word j of a sentence a
+softmax over the candidate heads, ROOT and the other words, trained with
+cross-entropy while the attention stays fixed (the maps are read from a
+feature cache; nothing back-propagates into the encoder). With K = layers x
+heads maps, the score of candidate i for dependent j is
+
+* ``attn_only``: ``sum_k w_k a^k(j->i) + u_k a^k(i->j)`` — one weight per
+  (layer, head, direction);
+* ``attn_glove``: the same with per-pair weights ``W [v_j ; v_i] + b``, a
+  linear map of the frozen GloVe vectors of the two words (``v_ROOT = 0``);
+* ``random_attn_glove``: ``attn_glove`` over the maps of the random-encoder
+  twin of the model (pretrained embeddings, random other weights);
+* ``distances_glove``: no attention: a one-hidden-layer MLP (256 tanh units)
+  over 7 distance/offset features and ``[v_j ; v_i]``;
+* ``right_branching``: no training: each word's head is the next word.
+
+ROOT's attention score is ``r_cls a(j->[CLS]) + r_sep a(j->[SEP])`` per map
+(and ``a([CLS]->j)``, ``a([SEP]->j)`` for the transposed maps), with two
+learned scalars shared by all maps, as in Clark's published code.
+
+Conventions, and where they differ from Clark's published code:
+
+* a word is never a candidate head of itself (the code leaves it in, which
+  can only cost accuracy); there is no tree decoding, each word takes its
+  argmax (as in the code), so several words may pick ROOT;
+* the distance features are the code's 8 without its "same word" indicator,
+  which self-masking makes constant: distance ahead and behind (each divided
+  by the sentence length), indicators for offsets -2, -1, +1, +2, and ROOT;
+* right-branching attaches the last word to ROOT (the code's offset baseline
+  attaches it to itself, always wrong; the last word is nearly always
+  punctuation, which UAS does not count);
+* GloVe is 50-d (6B) here, 100-d in the paper; OOV words get zeros;
+* training follows the code: Adam, learning rate 0.002, summed cross-entropy
+  over all words (punctuation included), one epoch; ``batch_size`` > 1 sums
+  the loss over several sentences per step (an option for speed, same
+  objective). Sentences are shuffled with the seed; with several epochs the
+  epoch with the best dev UAS is kept;
+* UAS leaves out punctuation: UD relation ``punct`` or UPOS ``PUNCT``.
+
+Coenen et al.'s classifier: logistic regression over the attention of a word
+pair, ``[a^k(i->j) ; a^k(j->i)]`` for every head k with i the earlier word,
+predicting whether a dependency joins the two words; trained on balanced
+GUM-train pairs (every edge of a sentence and as many random non-edges),
+tested on balanced pairs of the test splits.
+
+Features are materialised once per (model, corpus) by :func:`build_features`
+(word-level maps, float16, one contiguous HDF5 dataset, units ordered
+``[CLS], [SEP], w_0 .. w_{n-1}``; ``2 K sum (n+2)^2`` bytes, 1.1 GB for GUM with
+72 heads) and streamed a sentence at a time, so memory does not grow with the
+corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import h5py
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from headatlas.corpora.records import Sentence, read_jsonl
+from headatlas.errors import HeadAtlasError, StoreError
+from headatlas.io import atomic_path
+from headatlas.store import Example, Store
+from headatlas.wordlevel import word_level, word_units
+
+log = logging.getLogger(__name__)
+
+PROBES = ("right_branching", "distances_glove", "random_attn_glove", "attn_only", "attn_glove")
+TRAINED = PROBES[1:]
+LR = 0.002
+HIDDEN = 256
+N_DISTANCE = 7
+OFFSETS = (-2, -1, 1, 2)
+PUNCT = "punct"
+FEATURES_VERSION = 1
+
+# Clark et al. (2019) Table 3: UAS on the PTB dev set (Stanford Dependencies), BERT-base.
+PAPER_TABLE3 = pd.DataFrame(
+    [("structural_probe", "Structural probe (UUAS, Hewitt & Manning)", 80.0,
+      "UUAS of a probe on vectors, not comparable; not run"),
+     ("right_branching", "Right-branching", 26.0, ""),
+     ("distances_glove", "Distances + GloVe", 58.0, ""),
+     ("random_attn_glove", "Random Init Attn + GloVe", 30.0, ""),
+     ("attn_only", "Attn", 61.0, ""),
+     ("attn_glove", "Attn + GloVe", 77.0, "")],
+    columns=["probe", "paper_name", "paper_uas", "note"])
+# Coenen et al. (2019): accuracy of a linear classifier on BERT-base attention vectors.
+PAPER_EDGE_ACCURACY = 85.8
+
+
+# --- the feature cache ----------------------------------------------------------------------
+
+def sentence_maps(example: Example, n_words: int, how: str = "mean") -> np.ndarray:
+    """Word-level maps of one ``[CLS] words [SEP]`` example, units ``[CLS], [SEP], words``.
+
+    Parameters
+    ----------
+    example : Example
+        ``attn [L, H, T, T]`` over the wordpieces.
+    n_words : int
+        Words of the sentence (n); a word without wordpieces keeps zero rows/columns.
+    how : {"mean", "first", "max"}
+        Attention *from* a split word (:func:`headatlas.wordlevel.word_level`).
+
+    Returns
+    -------
+    ndarray ``[L*H, n+2, n+2]`` float32; rows attend to columns.
+    """
+    units = word_level(example.attn, example.word_ids, how)
+    unit_words = word_units(example.word_ids)
+    specials = np.flatnonzero(unit_words < 0)
+    if specials.tolist() != [0, len(unit_words) - 1]:
+        raise StoreError(f"example {example.id}: probes need [CLS] words [SEP] inputs, "
+                         f"found special tokens at units {specials.tolist()}")
+    pos = unit_words + 2
+    pos[0], pos[-1] = 0, 1
+    n_maps = units.shape[0] * units.shape[1]
+    out = np.zeros((n_maps, n_words + 2, n_words + 2), np.float32)
+    out[:, pos[:, None], pos[None, :]] = units.reshape(n_maps, len(pos), len(pos))
+    return out
+
+
+def scored_words(sentence: Sentence) -> np.ndarray:
+    """Words UAS counts: all but punctuation (UD relation ``punct`` or UPOS ``PUNCT``)."""
+    rels = [r.split(":")[0] for r in sentence.rels]
+    upos = sentence.upos or [""] * len(rels)
+    return np.array([r != PUNCT and u != "PUNCT" for r, u in zip(rels, upos)], dtype=bool)
+
+
+def _check_tree(sentence: Sentence) -> None:
+    heads = sentence.heads
+    if heads is None or sentence.rels is None:
+        raise HeadAtlasError(f"{sentence.source or sentence.id}: sentence has no dependency "
+                             "annotation; probes need a treebank")
+    n = len(sentence.words)
+    if len(heads) != n or any(h < 0 or h > n or h == i + 1 for i, h in enumerate(heads)):
+        raise HeadAtlasError(f"{sentence.source or sentence.id}: heads {heads} are not a valid "
+                             f"head list for {n} words")
+
+
+def build_features(store_paths: Sequence[str | Path], corpus_path: str | Path,
+                   out_path: str | Path, how: str = "mean", progress: bool = True) -> dict:
+    """Write the probes' feature cache of one (model, treebank) pair.
+
+    Parameters
+    ----------
+    store_paths : list of paths
+        The attention store shards of the treebank.
+    corpus_path : path
+        The prepared corpus JSONL the stores were extracted from (trees, splits).
+    out_path : path
+        HDF5 file, written atomically. Datasets: ``maps`` float16, flat, sentence
+        s's ``[K, n_s+2, n_s+2]`` block at ``map_offsets[s]``; ``heads`` int16
+        (CoNLL: 1-based, 0 = ROOT), ``scored`` bool, ``words`` str, all flat at
+        ``word_offsets[s]``; per sentence ``split``, ``example_index``, ``example_id``.
+    how : {"mean", "first", "max"}
+
+    Returns
+    -------
+    dict
+        Sentences per split in the corpus and in the cache (the rest were too
+        long for the encoder), and words without wordpieces.
+    """
+    sentences = list(read_jsonl(corpus_path))
+    shards = [Store(p) for p in store_paths]
+    try:
+        order = _aligned_examples(shards, sentences, corpus_path)
+        chosen = [sentences[shards[k].example_index[i]] for k, i in order]
+        n = np.array([len(s.words) for s in chosen], dtype=np.int64)
+        map_offsets = np.concatenate([[0], np.cumsum(shards[0].n_layers * shards[0].n_heads
+                                                     * (n + 2) ** 2)])
+        stats = _coverage(sentences, chosen)
+        with atomic_path(out_path) as tmp, h5py.File(tmp, "w") as f:
+            maps = f.create_dataset("maps", (int(map_offsets[-1]),), np.float16)  # contiguous
+            for s, (k, i) in enumerate(tqdm(order, desc="probe features", disable=not progress,
+                                            mininterval=5)):
+                example = shards[k].example(i)
+                maps[map_offsets[s]:map_offsets[s + 1]] = \
+                    sentence_maps(example, int(n[s]), how).astype(np.float16).ravel()
+                aligned = np.unique(example.word_ids[example.word_ids >= 0])
+                stats["unaligned_words"] += int(n[s]) - len(aligned)
+            f["map_offsets"], f["word_offsets"] = map_offsets, np.concatenate([[0], np.cumsum(n)])
+            f["heads"] = np.concatenate([s.heads for s in chosen] + [[]]).astype(np.int16)
+            f["scored"] = np.concatenate([scored_words(s) for s in chosen] + [np.zeros(0, bool)])
+            for name, values in (("words", [w for s in chosen for w in s.words]),
+                                 ("split", [s.split for s in chosen]),
+                                 ("example_id", [s.id for s in chosen])):
+                f.create_dataset(name, data=values, dtype=h5py.string_dtype())
+            for key in ("model_name", "model_id", "corpus", "n_layers", "n_heads", "random_init"):
+                if key in shards[0].attrs:
+                    f.attrs[key] = shards[0].attrs[key]
+            f.attrs.update(word_level=how, version=FEATURES_VERSION, coverage=json.dumps(stats))
+    finally:
+        for shard in shards:
+            shard.close()
+    return stats
+
+
+def _aligned_examples(shards: list[Store], sentences: list[Sentence], corpus_path) -> list:
+    """(shard, position) of every stored example, after checking it matches its corpus tree."""
+    order = []
+    for k, shard in enumerate(shards):
+        for i, (index, n_words) in enumerate(zip(shard.example_index, shard.n_words)):
+            if index >= len(sentences) or n_words != len(sentences[index].words):
+                raise StoreError(f"{shard.path}: example {shard.example_ids[i]} does not match "
+                                 f"record {index} of {corpus_path}; re-extract the store")
+            _check_tree(sentences[index])
+            order.append((k, i))
+    return order
+
+
+def _coverage(sentences: list[Sentence], chosen: list[Sentence]) -> dict:
+    """Sentences per split in the corpus and in the cache."""
+    corpus = pd.Series([s.split for s in sentences]).value_counts()
+    cached = pd.Series([s.split for s in chosen], dtype=object).value_counts()
+    return {"corpus": {k: int(v) for k, v in corpus.items()},
+            "cached": {k: int(cached.get(k, 0)) for k in corpus.index}, "unaligned_words": 0}
+
+
+@dataclass
+class ProbeSentence:
+    """One cached sentence: ``maps [K, n+2, n+2]`` (units ``[CLS], [SEP], words``),
+    ``heads [n]`` (1-based, 0 = ROOT), ``scored [n]`` (not punctuation), ``words``."""
+
+    maps: np.ndarray
+    heads: np.ndarray
+    scored: np.ndarray
+    words: list[str]
+
+    @property
+    def n_words(self) -> int:
+        return len(self.heads)
+
+
+class FeatureSet:
+    """Read-only view of a feature cache; :meth:`sentence` reads one sentence's maps."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise HeadAtlasError(f"{self.path}: no probe feature cache; build it with "
+                                 f"`snakemake {self.path}`")
+        self._file = h5py.File(self.path, "r", locking=False)
+        f = self._file
+        if f.attrs.get("version") != FEATURES_VERSION:
+            raise HeadAtlasError(f"{self.path}: feature cache of another version; delete it")
+        self.attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
+        self.n_maps = int(self.attrs["n_layers"]) * int(self.attrs["n_heads"])
+        self._maps = f["maps"]
+        self._map_offsets = f["map_offsets"][:]
+        self._word_offsets = f["word_offsets"][:]
+        self._heads = f["heads"][:].astype(np.int64)
+        self._scored = f["scored"][:]
+        self._words = f["words"].asstr()[:].tolist()
+        self.split = np.array(f["split"].asstr()[:].tolist(), dtype=object)
+
+    def __len__(self) -> int:
+        return len(self.split)
+
+    @property
+    def n_words(self) -> np.ndarray:
+        """Words per cached sentence."""
+        return np.diff(self._word_offsets)
+
+    @property
+    def coverage(self) -> dict:
+        return json.loads(self.attrs["coverage"])
+
+    def indices(self, split: str) -> np.ndarray:
+        """Cached sentences of ``split``; a clear error when the corpus has none."""
+        rows = np.flatnonzero(self.split == split)
+        if not len(rows):
+            raise HeadAtlasError(f"{self.path}: no {split!r} sentences (splits: "
+                                 f"{sorted(set(self.split))}); the probes need train/dev/test")
+        return rows
+
+    def sentence(self, s: int) -> ProbeSentence:
+        w0, w1 = self._word_offsets[s], self._word_offsets[s + 1]
+        n = int(w1 - w0)
+        maps = self._maps[self._map_offsets[s]:self._map_offsets[s + 1]]
+        return ProbeSentence(maps.astype(np.float32).reshape(self.n_maps, n + 2, n + 2),
+                             self._heads[w0:w1], self._scored[w0:w1], self._words[w0:w1])
+
+    def words(self, rows: Sequence[int]) -> list[str]:
+        """The words of sentences ``rows``, without reading their maps."""
+        return [w for s in rows for w in self._words[self._word_offsets[s]:self._word_offsets[s + 1]]]
+
+    def sentences(self, rows: Sequence[int]) -> Iterator[ProbeSentence]:
+        for s in rows:
+            yield self.sentence(int(s))
+
+    def close(self) -> None:
+        self._file.close()
+
+
+# --- batches and probes ---------------------------------------------------------------------
+
+@dataclass
+class Batch:
+    """Padded sentences. ``maps [B, K, M+2, M+2]``; ``heads``, ``scored``, ``glove_ids``
+    ``[B, M]`` (padding: head -100, not scored); ``n_words [B]``."""
+
+    maps: torch.Tensor
+    heads: torch.Tensor
+    scored: torch.Tensor
+    glove_ids: torch.Tensor
+    n_words: torch.Tensor
+
+    @property
+    def candidates(self) -> torch.Tensor:
+        """``[B, M, M+1]`` bool: ROOT and the sentence's other words, for real words only."""
+        m = self.heads.shape[1]
+        word = torch.arange(m)
+        real = word[None, :] < self.n_words[:, None]  # [B, M]
+        cand = torch.cat([torch.ones_like(real[:, :1]), real], 1)  # [B, M+1]: ROOT, words
+        not_self = torch.ones(m, m + 1, dtype=torch.bool)
+        not_self[word, word + 1] = False
+        return real[:, :, None] & cand[:, None, :] & not_self[None]
+
+
+def collate(sentences: Sequence[ProbeSentence], glove=None) -> Batch:
+    """Pad sentences into a :class:`Batch`; GloVe ids from ``glove`` (OOV row when None)."""
+    m = max(s.n_words for s in sentences)
+    k = sentences[0].maps.shape[0]
+    maps = np.zeros((len(sentences), k, m + 2, m + 2), np.float32)
+    heads = np.full((len(sentences), m), -100, np.int64)
+    scored = np.zeros((len(sentences), m), bool)
+    ids = np.zeros((len(sentences), m), np.int64)
+    for b, s in enumerate(sentences):
+        n = s.n_words
+        maps[b, :, :n + 2, :n + 2] = s.maps
+        heads[b, :n], scored[b, :n] = s.heads, s.scored
+        if glove is not None:
+            ids[b, :n] = glove.ids(s.words)
+    return Batch(torch.from_numpy(maps), torch.from_numpy(heads), torch.from_numpy(scored),
+                 torch.from_numpy(ids), torch.tensor([s.n_words for s in sentences]))
+
+
+def pair_features(maps: torch.Tensor, root: torch.Tensor) -> torch.Tensor:
+    """Attention between each dependent and each candidate, both directions.
+
+    Parameters
+    ----------
+    maps : ``[B, K, M+2, M+2]``, units ``[CLS], [SEP], words``; rows attend to columns.
+    root : ``[2]``, weights of ``[CLS]`` and ``[SEP]`` in the ROOT candidate's score.
+
+    Returns
+    -------
+    ``[B, 2K, M, M+1]``: ``[:, :K, j, c]`` attention from dependent j to candidate c
+    (c = 0 ROOT, c = i+1 word i), ``[:, K:, j, c]`` from candidate c to dependent j.
+    """
+    words = maps[:, :, 2:, 2:]
+    to_root = root[0] * maps[:, :, 2:, 0] + root[1] * maps[:, :, 2:, 1]
+    from_root = root[0] * maps[:, :, 0, 2:] + root[1] * maps[:, :, 1, 2:]
+    forward = torch.cat([to_root[..., None], words], -1)
+    backward = torch.cat([from_root[..., None], words.transpose(-1, -2)], -1)
+    return torch.cat([forward, backward], 1)
+
+
+def distance_features(n_words: torch.Tensor, m: int) -> torch.Tensor:
+    """``[B, M, M+1, 7]``: candidate ahead / behind (distance / n), offset -2, -1, +1, +2, ROOT."""
+    offset = (torch.arange(m)[None, :] - torch.arange(m)[:, None]).float()  # candidate - dependent
+    n = n_words.float()[:, None, None]
+    ahead, behind = offset.clamp(min=0) / n, (-offset).clamp(min=0) / n
+    marks = torch.stack([(offset == o).float() for o in OFFSETS], -1).expand(len(n_words), -1, -1, -1)
+    words = torch.cat([ahead[..., None], behind[..., None], marks,
+                       torch.zeros_like(ahead)[..., None]], -1)
+    root = torch.zeros(len(n_words), m, 1, N_DISTANCE)
+    root[..., -1] = 1.0
+    return torch.cat([root, words], 2)
+
+
+def _glove_pairs(embed: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
+    """``[B, M, M+1, 2d]``: ``[v_j ; v_i]`` for dependent j and candidate i (v_ROOT = 0)."""
+    v = embed(ids)
+    m = v.shape[1]
+    dep = v[:, :, None, :].expand(-1, -1, m + 1, -1)
+    cand = torch.cat([torch.zeros_like(v[:, :1]), v], 1)[:, None, :, :].expand(-1, m, -1, -1)
+    return torch.cat([dep, cand], -1)
+
+
+class AttentionProbe(nn.Module):
+    """Attn-only (``glove=None``) or Attn + GloVe probe over ``n_maps`` attention maps.
+
+    Parameters
+    ----------
+    n_maps : int
+        K = layers x heads; the probe weighs 2K maps (both directions).
+    glove : ndarray ``[V+1, d]`` or None
+        Frozen GloVe table (last row zeros = OOV) for per-pair weights.
+    """
+
+    def __init__(self, n_maps: int, glove: np.ndarray | None = None):
+        super().__init__()
+        self.root = nn.Parameter(torch.ones(2))  # start: ROOT score = attention to [CLS] + [SEP]
+        if glove is None:
+            bound = (3.0 / (2 * n_maps)) ** 0.5  # Glorot-uniform bound of a 2K vector
+            self.weights = nn.Parameter(torch.empty(2 * n_maps).uniform_(-bound, bound))
+        else:
+            self.embed = nn.Embedding.from_pretrained(torch.as_tensor(glove), freeze=True)
+            self.pair = nn.Linear(2 * glove.shape[1], 2 * n_maps)
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        """Logits ``[B, M, M+1]`` (candidate 0 = ROOT); impossible candidates are -inf."""
+        feats = pair_features(batch.maps, self.root)
+        if hasattr(self, "pair"):
+            # W [v_j ; v_i] + b is linear, so split it instead of building [B, M, M+1, 2K].
+            d = self.embed.embedding_dim
+            v = self.embed(batch.glove_ids)
+            dep = v @ self.pair.weight[:, :d].T + self.pair.bias  # [B, M, 2K]
+            cand = nn.functional.pad(v @ self.pair.weight[:, d:].T, (0, 0, 1, 0))  # [B, M+1, 2K]
+            logits = (torch.einsum("bjk,bkjc->bjc", dep, feats)
+                      + torch.einsum("bck,bkjc->bjc", cand, feats))
+        else:
+            logits = torch.einsum("k,bkjc->bjc", self.weights, feats)
+        return logits.masked_fill(~batch.candidates, float("-inf"))
+
+    def weight_table(self, n_layers: int, n_heads: int) -> pd.DataFrame | None:
+        """Attn-only: the learned weight of every (layer, head, direction), 1-based."""
+        if not hasattr(self, "weights"):
+            return None
+        w = self.weights.detach().numpy().reshape(2, n_layers, n_heads)
+        layer, head = np.meshgrid(np.arange(1, n_layers + 1), np.arange(1, n_heads + 1),
+                                  indexing="ij")
+        return pd.concat([pd.DataFrame({"direction": name, "layer": layer.ravel(),
+                                        "head": head.ravel(), "weight": w[d].ravel()})
+                          for d, name in enumerate(("dep->head", "head->dep"))], ignore_index=True)
+
+
+class DistanceProbe(nn.Module):
+    """Distances + GloVe baseline: MLP (one tanh hidden layer) over distance features and
+    ``[v_j ; v_i]``, one score per (dependent, candidate); no attention."""
+
+    def __init__(self, glove: np.ndarray, hidden: int = HIDDEN):
+        super().__init__()
+        self.embed = nn.Embedding.from_pretrained(torch.as_tensor(glove), freeze=True)
+        self.mlp = nn.Sequential(nn.Linear(N_DISTANCE + 2 * glove.shape[1], hidden), nn.Tanh(),
+                                 nn.Linear(hidden, 1))
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        m = batch.heads.shape[1]
+        x = torch.cat([distance_features(batch.n_words, m),
+                       _glove_pairs(self.embed, batch.glove_ids)], -1)
+        return self.mlp(x).squeeze(-1).masked_fill(~batch.candidates, float("-inf"))
+
+
+def right_branching(n_words: int) -> np.ndarray:
+    """Predicted heads (1-based, 0 = ROOT): word j's head is word j+1; the last word's is ROOT."""
+    heads = np.arange(2, n_words + 2)
+    heads[-1:] = 0
+    return heads
+
+
+def make_probe(probe: str, n_maps: int, glove=None) -> nn.Module:
+    """A fresh trainable probe by name (see :data:`TRAINED`)."""
+    if probe == "attn_only":
+        return AttentionProbe(n_maps)
+    if probe in ("attn_glove", "random_attn_glove"):
+        return AttentionProbe(n_maps, glove.table)
+    if probe == "distances_glove":
+        return DistanceProbe(glove.table)
+    raise ValueError(f"probe {probe!r} is not trainable; choose one of {TRAINED}")
+
+
+# --- training and scoring -------------------------------------------------------------------
+
+def _batches(rows: np.ndarray, size: int) -> Iterator[np.ndarray]:
+    for start in range(0, len(rows), size):
+        yield rows[start:start + size]
+
+
+def evaluate(model: nn.Module | None, features: FeatureSet, rows: np.ndarray, glove=None,
+             batch_size: int = 8) -> tuple[int, int]:
+    """(correct, scored) heads over ``rows``; ``model=None`` is the right-branching baseline."""
+    correct = total = 0
+    if model is None:
+        for s in features.sentences(rows):
+            correct += int(((right_branching(s.n_words) == s.heads) & s.scored).sum())
+            total += int(s.scored.sum())
+        return correct, total
+    rows = rows[np.argsort(features.n_words[rows], kind="stable")]
+    model.eval()
+    with torch.no_grad():
+        for chunk in _batches(rows, batch_size):  # similar lengths: little padding
+            batch = collate(list(features.sentences(chunk)), glove)
+            hit = (model(batch).argmax(-1) == batch.heads) & batch.scored
+            correct += int(hit.sum())
+            total += int(batch.scored.sum())
+    return correct, total
+
+
+def train_probe(probe: str, train: FeatureSet, dev: FeatureSet, glove=None, *, seed: int = 0,
+                epochs: int = 1, batch_size: int = 1, lr: float = LR,
+                progress: bool = True) -> tuple[nn.Module, pd.DataFrame]:
+    """Train one probe on ``train``'s "train" split, choosing the epoch on ``dev``'s "dev".
+
+    Returns
+    -------
+    model : the probe with the weights of the best dev epoch
+    history : DataFrame, one row per epoch: ``epoch``, ``loss`` (mean per word),
+        ``dev_uas`` (%), ``seconds``.
+    """
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    model = make_probe(probe, train.n_maps, glove)
+    optimiser = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    rows, dev_rows = train.indices("train"), dev.indices("dev")
+    history, best, best_uas = [], None, -1.0
+    for epoch in range(1, epochs + 1):
+        start, loss_sum, n_words = time.perf_counter(), 0.0, 0
+        model.train()
+        order = rng.permutation(rows)
+        for chunk in tqdm(list(_batches(order, batch_size)), desc=f"{probe} seed {seed} epoch {epoch}",
+                          disable=not progress, mininterval=10):
+            batch = collate(list(train.sentences(chunk)), glove)
+            logits = model(batch)
+            loss = nn.functional.cross_entropy(logits.flatten(0, 1), batch.heads.flatten(),
+                                               ignore_index=-100, reduction="sum")
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            loss_sum += loss.item()
+            n_words += int(batch.n_words.sum())
+        correct, total = evaluate(model, dev, dev_rows, glove)
+        uas = 100.0 * correct / total
+        history.append({"epoch": epoch, "loss": loss_sum / n_words, "dev_uas": uas,
+                        "seconds": time.perf_counter() - start})
+        log.info("%s seed %d epoch %d: loss %.4f, dev UAS %.2f", probe, seed, epoch,
+                 loss_sum / n_words, uas)
+        if uas > best_uas:
+            best_uas, best = uas, {k: v.clone() for k, v in model.state_dict().items()}
+    model.load_state_dict(best)
+    return model, pd.DataFrame(history)
+
+
+def run_probe(probe: str, train: FeatureSet, evals: dict[str, tuple[FeatureSet, str]],
+              glove=None, *, seed: int = 0, epochs: int = 1, batch_size: int = 1,
+              lr: float = LR, progress: bool = True) -> tuple[pd.DataFrame, nn.Module | None]:
+    """Train (unless right-branching) and score one probe on every evaluation set.
+
+    Parameters
+    ----------
+    probe : one of :data:`PROBES`
+    train : features whose "train" split trains and whose "dev" split picks the epoch.
+    evals : ``{name: (features, split)}``, e.g. ``{"gum_test": (gum, "test")}``; the
+        features must come from the same model as ``train``.
+
+    Returns
+    -------
+    scores : DataFrame, one row per evaluation set: ``probe``, ``seed``, ``eval``,
+        ``uas`` (%), ``correct``, ``scored`` (words), ``sentences``, ``epoch`` (0 when
+        not trained), ``train_seconds``.
+    model : the trained probe (None for right-branching).
+    """
+    if probe not in PROBES:
+        raise ValueError(f"unknown probe {probe!r}; choose one of {PROBES}")
+    model, epoch, seconds = None, 0, 0.0
+    if probe != "right_branching":
+        model, history = train_probe(probe, train, train, glove, seed=seed, epochs=epochs,
+                                     batch_size=batch_size, lr=lr, progress=progress)
+        epoch = int(history.loc[history["dev_uas"].idxmax(), "epoch"])
+        seconds = float(history["seconds"].sum())
+    rows = []
+    for name, (features, split) in evals.items():
+        idx = features.indices(split)
+        correct, total = evaluate(model, features, idx, glove)
+        rows.append({"probe": probe, "seed": seed, "eval": name, "uas": 100.0 * correct / total,
+                     "correct": correct, "scored": total, "sentences": len(idx), "epoch": epoch,
+                     "train_seconds": seconds})
+    return pd.DataFrame(rows), model
+
+
+def save_probe(path: str | Path, probe: str, model: nn.Module | None, n_layers: int,
+               n_heads: int) -> None:
+    """Write a trained probe's parameters (atomically) with what is needed to read them back."""
+    state = {"probe": probe, "n_layers": n_layers, "n_heads": n_heads,
+             "state": model.state_dict() if model is not None else {}}
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+
+
+def attn_only_weights(path: str | Path) -> pd.DataFrame:
+    """The weight table (:meth:`AttentionProbe.weight_table`) of an attn-only probe file."""
+    saved = torch.load(path, weights_only=False)
+    if saved.get("probe") != "attn_only":
+        raise HeadAtlasError(f"{path}: a {saved.get('probe')!r} probe, not attn_only")
+    model = AttentionProbe(saved["n_layers"] * saved["n_heads"])
+    model.load_state_dict(saved["state"])
+    return model.weight_table(saved["n_layers"], saved["n_heads"])
+
+
+def table3(runs: pd.DataFrame) -> pd.DataFrame:
+    """Clark's Table 3 beside ours: per probe, mean and sd of UAS over seeds per evaluation set.
+
+    ``runs`` stacks :func:`run_probe` score tables. Columns: ``probe``,
+    ``paper_name``, ``paper_uas``, then per evaluation set ``<eval>`` (mean UAS),
+    ``<eval>_sd`` (sample sd over seeds, ddof 1; 0 for a single run) and
+    ``<eval>_sentences``; ``seeds`` (runs averaged) and ``note``. Probes we did not
+    run keep empty cells.
+    """
+    stats = runs.groupby(["probe", "eval"], sort=False).agg(
+        mean=("uas", "mean"), sd=("uas", "std"), sentences=("sentences", "max"),
+        seeds=("uas", "size")).reset_index()
+    stats["sd"] = stats["sd"].fillna(0.0)
+    columns = []
+    for name in dict.fromkeys(stats["eval"]):
+        one = stats[stats["eval"] == name].set_index("probe")
+        columns.append(one[["mean", "sd", "sentences"]].set_axis(
+            [name, f"{name}_sd", f"{name}_sentences"], axis=1))
+    ours = pd.concat(columns + [stats.groupby("probe")["seeds"].max()], axis=1)
+    if "attention" in runs:  # whose attention each probe read
+        ours.insert(0, "attention", runs.groupby("probe")["attention"].first())
+    table = PAPER_TABLE3.merge(ours, left_on="probe", right_index=True, how="left")
+    counts = [c for c in table.columns if c.endswith("_sentences")] + ["seeds"]
+    table[counts] = table[counts].astype("Int64")
+    return table[["probe", "paper_name", "paper_uas"] + list(ours.columns) + ["note"]]
+
+
+# --- Coenen et al.: edge classifier on attention vectors -------------------------------------
+
+def edge_pairs(features: FeatureSet, split: str, rng: np.random.Generator,
+               max_pairs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Balanced word pairs of ``split``: every dependency edge and as many random non-edges.
+
+    For each sentence: every non-root edge, as the unordered pair (i < j), and
+    an equal number of pairs (i < j) no edge joins, drawn without replacement
+    (fewer when the sentence has fewer). The larger class is then cut to the
+    size of the smaller, and both to ``max_pairs / 2`` when given.
+
+    Returns
+    -------
+    X : ndarray ``[P, 2K]`` float32, ``[a^k(i->j) for k ; a^k(j->i) for k]``
+    y : ndarray ``[P]`` int, 1 = edge
+    """
+    feats, labels = [], []
+    for s in features.sentences(features.indices(split)):
+        n = s.n_words
+        dep = np.flatnonzero(s.heads > 0)
+        edge = np.zeros((n, n), bool)
+        edge[dep, s.heads[dep] - 1] = edge[s.heads[dep] - 1, dep] = True
+        i, j = np.triu_indices(n, 1)
+        pos, neg = np.flatnonzero(edge[i, j]), np.flatnonzero(~edge[i, j])
+        neg = rng.choice(neg, size=min(len(pos), len(neg)), replace=False)
+        for kind, chosen in ((1, pos), (0, neg)):
+            a, b = i[chosen] + 2, j[chosen] + 2
+            feats.append(np.concatenate([s.maps[:, a, b].T, s.maps[:, b, a].T], 1).astype(np.float16))
+            labels.append(np.full(len(chosen), kind))
+    X, y = np.concatenate(feats), np.concatenate(labels)
+    per_class = min(int(y.sum()), int((1 - y).sum()))
+    if max_pairs:
+        per_class = min(per_class, max_pairs // 2)
+    keep = np.concatenate([rng.choice(np.flatnonzero(y == c), per_class, replace=False)
+                           for c in (1, 0)])
+    return X[keep].astype(np.float32), y[keep]
+
+
+def edge_classifier(X: np.ndarray, y: np.ndarray, seed: int = 0):
+    """L2-regularised logistic regression on standardised attention vectors."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    classifier = LogisticRegression(max_iter=2000, random_state=seed)
+    return make_pipeline(StandardScaler(), classifier).fit(X, y)
+
+
+def run_edge_probe(train: FeatureSet, evals: dict[str, tuple[FeatureSet, str]], seed: int = 0,
+                   max_train_pairs: int | None = 100_000) -> pd.DataFrame:
+    """Fit the edge classifier on ``train``'s "train" pairs; accuracy (%) per evaluation set.
+
+    Columns: ``seed``, ``eval``, ``accuracy``, ``pairs`` (balanced test pairs),
+    ``train_pairs``, ``train_accuracy``.
+    """
+    rng = np.random.default_rng(seed)
+    X, y = edge_pairs(train, "train", rng, max_train_pairs)
+    clf = edge_classifier(X, y, seed)
+    train_acc = 100.0 * clf.score(X, y)
+    rows = []
+    for name, (features, split) in evals.items():
+        Xt, yt = edge_pairs(features, split, rng)
+        rows.append({"seed": seed, "eval": name, "accuracy": 100.0 * clf.score(Xt, yt),
+                     "pairs": len(yt), "train_pairs": len(y), "train_accuracy": train_acc})
+    return pd.DataFrame(rows)
+
+
+def edge_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Coenen et al.'s accuracy beside ours: mean and sd (ddof 1) over seeds per attention source
+    and evaluation set.
+
+    ``runs`` stacks :func:`run_edge_probe` tables with an ``attention`` column. Columns:
+    ``attention``, ``eval``, ``accuracy``, ``accuracy_sd``, ``seeds``, ``pairs``,
+    ``train_pairs``, ``train_accuracy``, ``paper_accuracy``.
+    """
+    table = runs.groupby(["attention", "eval"], sort=False).agg(
+        accuracy=("accuracy", "mean"), accuracy_sd=("accuracy", "std"), seeds=("seed", "size"),
+        pairs=("pairs", "mean"), train_pairs=("train_pairs", "mean"),
+        train_accuracy=("train_accuracy", "mean")).reset_index()
+    table["accuracy_sd"] = table["accuracy_sd"].fillna(0.0)
+    table["paper_accuracy"] = PAPER_EDGE_ACCURACY
+    return table

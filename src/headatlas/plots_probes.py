@@ -1,0 +1,67 @@
+"""Figures for the probing classifiers (Clark et al. 2019 §5, Table 3).
+
+* :func:`plot_table3`: UAS of every probe, ours (mean +- sd over seeds, one bar
+  per evaluation set) beside the paper's number;
+* :func:`plot_probe_weights`: the attn-only probe's learned weight of every
+  head (layers x heads), one panel per direction.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from headatlas.plots import _figure, atomic_savefig
+
+_BAR_COLOURS = ("#3498db", "#e67e22", "#2ca25f", "#9b59b6")
+
+
+def plot_table3(table: pd.DataFrame, evals: Sequence[str], path: str | Path, caption: str) -> None:
+    """Horizontal bars: UAS per probe and evaluation set with sd error bars; paper as diamonds.
+
+    ``table`` is :func:`headatlas.analyses.probes.table3`'s output; probes without
+    our numbers (the structural probe) show the paper's value only.
+    """
+    ours = table[list(evals)].notna().any(axis=1)
+    probes = [name if run else f"{name} (paper only)"
+              for name, run in zip(table["paper_name"], ours)]
+    fig = _figure(8, 0.5 + 0.55 * len(probes), caption)
+    ax = fig.subplots()
+    y = np.arange(len(probes))
+    height = 0.8 / max(len(evals), 1)
+    for k, name in enumerate(evals):
+        ax.barh(y - 0.4 + height * (k + 0.5), table[name], height, xerr=table[f"{name}_sd"],
+                color=_BAR_COLOURS[k % len(_BAR_COLOURS)], label=f"ours, {name.replace('_', ' ')}",
+                error_kw={"elinewidth": 0.8, "capsize": 2})
+    ax.scatter(table["paper_uas"], y, marker="D", color="black", zorder=3, s=18,
+               label="paper (PTB dev, BERT-base)")
+    ax.set(yticks=y, yticklabels=probes, xlabel="UAS (%, punctuation excluded)", xlim=(0, 100))
+    ax.invert_yaxis()
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside, hiding no bar
+    atomic_savefig(fig, path)
+
+
+def plot_probe_weights(weights: pd.DataFrame, path: str | Path, caption: str) -> None:
+    """Heat maps (layer x head) of the attn-only weights, averaged over seeds, per direction.
+
+    ``weights`` has columns ``direction``, ``layer``, ``head``, ``weight`` (1-based
+    ids, several seeds stacked).
+    """
+    mean = weights.groupby(["direction", "layer", "head"])["weight"].mean()
+    directions = list(dict.fromkeys(weights["direction"]))
+    n_layers, n_heads = int(weights["layer"].max()), int(weights["head"].max())
+    bound = float(np.abs(mean).max()) or 1.0
+    fig = _figure(2 * (1 + 0.3 * n_heads), 1 + 0.3 * n_layers, caption)
+    axes = np.atleast_1d(fig.subplots(1, len(directions), sharey=True))
+    for ax, direction in zip(axes, directions):
+        grid = mean.loc[direction].unstack("head").to_numpy()
+        image = ax.imshow(grid, cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto",
+                          extent=(0.5, n_heads + 0.5, n_layers + 0.5, 0.5))
+        ax.set(title=f"attn-only weights, {direction}", xlabel="head",
+               xticks=range(1, n_heads + 1), yticks=range(1, n_layers + 1))
+    axes[0].set_ylabel("layer")
+    fig.colorbar(image, ax=list(axes), shrink=0.8, label="weight")
+    atomic_savefig(fig, path)

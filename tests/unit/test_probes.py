@@ -1,0 +1,276 @@
+"""Probing classifiers (Clark §5) and the edge classifier (Coenen et al.) on planted signals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from headatlas.analyses.probes import (PAPER_TABLE3, AttentionProbe, FeatureSet, ProbeSentence,
+                                       attn_only_weights, build_features, collate,
+                                       distance_features, edge_pairs, evaluate, pair_features,
+                                       right_branching, run_edge_probe, run_probe, save_probe,
+                                       scored_words, table3, train_probe)
+from headatlas.corpora.records import Sentence, write_jsonl
+from headatlas.errors import HeadAtlasError, StoreError
+from headatlas.glove import GloVe
+from headatlas.store import StoreWriter
+
+LAYERS, HEADS = 2, 2
+PLANTED = (0, 1)  # layer 1, head 2 (0-based here) points every word at its gold head
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors: one thread avoids thread-pool overhead (tenfold on a busy machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def random_heads(n: int, rng) -> list[int]:
+    """A random tree: the root, then each word attached to the root or an earlier word."""
+    root = int(rng.integers(n))
+    heads = [0] * n
+    for i in range(n):
+        if i != root:
+            heads[i] = int(rng.choice([root] + [j for j in range(i) if j != root])) + 1
+    return heads
+
+
+def planted_attention(heads: list[int], rng, planted: bool = True) -> np.ndarray:
+    """``[L, H, n+2, n+2]`` noise rows; the planted head puts half of each word's row on its
+    gold head's token (ROOT: on [SEP])."""
+    n = len(heads)
+    attn = rng.dirichlet(np.ones(n + 2), size=(LAYERS, HEADS, n + 2))
+    if planted:
+        for j, h in enumerate(heads):
+            target = h if h else n + 1  # token of word h-1 is h; ROOT -> [SEP]
+            attn[PLANTED][j + 1] *= 0.5
+            attn[PLANTED][j + 1, target] += 0.5
+    return attn
+
+
+def write_corpus(folder, sentences: list[Sentence], attn_of, name="tb"):
+    """A corpus JSONL and a store of one wordpiece per word with ``attn_of(sentence)``."""
+    corpus, store = folder / f"{name}.jsonl", folder / f"{name}.h5"
+    write_jsonl(corpus, sentences)
+    attrs = {"model_name": "planted", "model_id": "planted", "corpus": name}
+    with StoreWriter(store, attrs | {"n_layers": LAYERS, "n_heads": HEADS}) as writer:
+        for index, s in enumerate(sentences):
+            n = len(s.words)
+            writer.add(index, s.id, ["[CLS]", *s.words, "[SEP]"], np.arange(n + 2), np.zeros(n + 2),
+                       [-1, *range(n), -1], attn_of(s))
+    return store, corpus
+
+
+def tree_sentence(i: int, heads: list[int], split: str) -> Sentence:
+    n = len(heads)
+    return Sentence(id=f"s{i}", words=[f"w{k % 5}" for k in range(n)], split=split, heads=heads,
+                    rels=["root" if h == 0 else "dep" for h in heads], upos=["X"] * n)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """200 random trees (120 train, 40 dev, 40 test) whose head (1, 2) points at gold heads."""
+    folder = tmp_path_factory.mktemp("planted")
+    rng = np.random.default_rng(0)
+    splits = ["train"] * 120 + ["dev"] * 40 + ["test"] * 40
+    sentences = [tree_sentence(i, random_heads(int(rng.integers(3, 10)), rng), split)
+                 for i, split in enumerate(splits)]
+    store, corpus = write_corpus(folder, sentences, lambda s: planted_attention(s.heads, rng))
+    build_features([store], corpus, folder / "features.h5", progress=False)
+    return FeatureSet(folder / "features.h5")
+
+
+def test_attn_only_learns_the_planted_head(planted, tmp_path):
+    # The planted head alone gets every word right (its argmax is the gold head, or [SEP]
+    # for the root), so a probe that finds it scores ~100%, and that head's dep->head
+    # weight must be the largest of the 2 x 4 weights.
+    model, history = train_probe("attn_only", planted, planted, seed=0, epochs=2, lr=0.05,
+                                 progress=False)
+    correct, total = evaluate(model, planted, planted.indices("test"))
+    assert correct / total > 0.95
+    weights = model.weight_table(LAYERS, HEADS)
+    best = weights.loc[weights["weight"].idxmax()]
+    assert (best["direction"], best["layer"], best["head"]) == ("dep->head", 1, 2)
+    assert list(history.columns) == ["epoch", "loss", "dev_uas", "seconds"] and len(history) == 2
+    save_probe(tmp_path / "p.pt", "attn_only", model, LAYERS, HEADS)
+    pd.testing.assert_frame_equal(attn_only_weights(tmp_path / "p.pt"), weights)
+    save_probe(tmp_path / "rb.pt", "right_branching", None, LAYERS, HEADS)
+    with pytest.raises(HeadAtlasError, match="not attn_only"):
+        attn_only_weights(tmp_path / "rb.pt")
+
+
+def test_attn_glove_learns_the_planted_head_too(planted):
+    glove = GloVe(["w0", "w1", "w2"], np.eye(3, dtype=np.float32))  # w3, w4 are OOV
+    scores, model = run_probe("attn_glove", planted, {"test": (planted, "test")}, glove,
+                              seed=1, epochs=2, batch_size=4, lr=0.05, progress=False)
+    assert model.weight_table(LAYERS, HEADS) is None  # per-pair weights: none per head
+    assert scores.loc[0, "uas"] > 95 and scores.loc[0, "epoch"] in (1, 2)
+
+
+def test_distances_probe_learns_right_branching_trees(tmp_path):
+    # Every word's head is the next word (the last word is the root): the +1 offset
+    # indicator alone decides, so the distance + GloVe MLP reaches 100%.
+    sentences = [tree_sentence(i, list(range(2, n + 1)) + [0], split)
+                 for i, (n, split) in enumerate([(3 + i % 6, "train") for i in range(60)]
+                                                + [(4, "dev"), (7, "test"), (9, "test")])]
+    rng = np.random.default_rng(1)
+    store, corpus = write_corpus(tmp_path, sentences, lambda s: planted_attention(s.heads, rng, False))
+    build_features([store], corpus, tmp_path / "f.h5", progress=False)
+    features = FeatureSet(tmp_path / "f.h5")
+    glove = GloVe(["w0"], np.ones((1, 2), np.float32))
+    model, _ = train_probe("distances_glove", features, features, glove, seed=0, epochs=3,
+                           lr=0.02, progress=False)
+    # Test: 7 + 9 = 16 words, none punctuation, all scored (the roots' gold head is ROOT).
+    assert evaluate(model, features, features.indices("test"), glove) == (16, 16)
+
+
+def test_right_branching_on_a_hand_tree():
+    # "The cat sat ." heads The->cat(2), cat->sat(3), sat->ROOT(0), .->sat(3).
+    # Right-branching predicts 2, 3, 4, 0: The and cat right, sat wrong, "." not scored.
+    s = Sentence(id="h", words=["The", "cat", "sat", "."], heads=[2, 3, 0, 3],
+                 rels=["det", "nsubj", "root", "punct"], upos=["DET", "NOUN", "VERB", "PUNCT"])
+    pred = right_branching(4)
+    assert pred.tolist() == [2, 3, 4, 0]
+    scored = scored_words(s)
+    assert ((pred == np.array(s.heads)) & scored).sum() / scored.sum() == pytest.approx(2 / 3)
+    assert right_branching(1).tolist() == [0]
+
+
+def test_punctuation_is_left_out_by_relation_or_upos():
+    s = Sentence(id="p", words=["Hi", ",", "you", "!"], heads=[0, 1, 1, 1],
+                 rels=["root", "punct", "vocative", "discourse"],
+                 upos=["INTJ", "PUNCT", "PRON", "PUNCT"])
+    assert scored_words(s).tolist() == [True, False, True, False]
+
+
+def test_pair_features_by_hand():
+    # One map, two words; units [CLS], [SEP], w0, w1 (rows attend to columns).
+    a = torch.tensor([[[[.1, .2, .3, .4],
+                        [.5, .1, .2, .2],
+                        [.3, .1, .2, .4],     # w0 -> CLS .3, SEP .1, w0 .2, w1 .4
+                        [.2, .2, .5, .1]]]])  # w1 -> CLS .2, SEP .2, w0 .5, w1 .1
+    f = pair_features(a, torch.tensor([1.0, 2.0]))
+    assert f.shape == (1, 2, 2, 3)
+    # dep->candidate, ROOT = 1 * a(j->CLS) + 2 * a(j->SEP): w0: .3 + .2 = .5; w1: .2 + .4 = .6
+    torch.testing.assert_close(f[0, 0], torch.tensor([[.5, .2, .4], [.6, .5, .1]]))
+    # candidate->dep, ROOT = 1 * a(CLS->j) + 2 * a(SEP->j): w0: .3 + .4 = .7; w1: .4 + .4 = .8
+    torch.testing.assert_close(f[0, 1], torch.tensor([[.7, .2, .5], [.8, .4, .1]]))
+
+
+def test_distance_features_by_hand():
+    f = distance_features(torch.tensor([3]), 3)[0]  # [3 dependents, ROOT + 3 candidates, 7]
+    assert f[0, 0].tolist() == [0, 0, 0, 0, 0, 0, 1]  # ROOT: only its indicator
+    torch.testing.assert_close(f[0, 2], torch.tensor([1 / 3, 0, 0, 0, 1, 0, 0]))  # +1: ahead 1/3
+    torch.testing.assert_close(f[2, 1], torch.tensor([0, 2 / 3, 1, 0, 0, 0, 0]))  # -2: behind 2/3
+
+
+def test_batch_masks_self_and_padding():
+    short = ProbeSentence(np.zeros((1, 3, 3)), np.array([0]), np.array([True]), ["a"])
+    long = ProbeSentence(np.zeros((1, 4, 4)), np.array([2, 0]), np.array([True, True]), ["a", "b"])
+    batch = collate([short, long])
+    assert batch.heads.tolist() == [[0, -100], [2, 0]]
+    # [ROOT, w0, w1] for each dependent: never itself, never a padding word.
+    assert batch.candidates.tolist() == [[[True, False, False], [False, False, False]],
+                                         [[True, False, True], [True, True, False]]]
+    logits = AttentionProbe(1)(batch)
+    assert torch.isinf(logits[0, 0, 1]) and torch.isfinite(logits[1, 0, 2])
+
+
+def test_feature_cache_word_level_order(tmp_path):
+    # Tokens [CLS] a ##b c [SEP]: word 0 has two pieces. Units are stored as [CLS], [SEP], w0, w1.
+    s = Sentence(id="x", words=["ab", "c"], split="test", heads=[0, 1], rels=["root", "dep"])
+    write_jsonl(tmp_path / "c.jsonl", [s])
+    attn = np.random.default_rng(0).dirichlet(np.ones(5), size=(1, 1, 5))
+    with StoreWriter(tmp_path / "s.h5", {"n_layers": 1, "n_heads": 1}) as w:
+        w.add(0, "x", ["[CLS]", "a", "##b", "c", "[SEP]"], np.arange(5), np.zeros(5),
+              [-1, 0, 0, 1, -1], attn)
+    build_features([tmp_path / "s.h5"], tmp_path / "c.jsonl", tmp_path / "f.h5", progress=False)
+    maps = FeatureSet(tmp_path / "f.h5").sentence(0).maps[0]
+    a = attn[0, 0].astype(np.float16).astype(np.float32)
+    # [CLS] -> ab is the sum over its pieces; ab -> c is the mean of the pieces' rows.
+    assert maps[0, 2] == pytest.approx(a[0, 1] + a[0, 2], abs=1e-3)
+    assert maps[2, 3] == pytest.approx((a[1, 3] + a[2, 3]) / 2, abs=1e-3)
+    assert maps[1, 1] == pytest.approx(a[4, 4], abs=1e-3)  # [SEP] -> [SEP]
+    np.testing.assert_allclose(maps.sum(1), 1, atol=1e-2)
+
+
+def test_store_and_corpus_out_of_sync(tmp_path):
+    s = Sentence(id="x", words=["a", "b"], heads=[0, 1], rels=["root", "dep"])
+    write_jsonl(tmp_path / "c.jsonl", [Sentence(id="x", words=["a", "b", "c"], heads=[0, 1, 1],
+                                                rels=["root", "dep", "dep"])])
+    with StoreWriter(tmp_path / "s.h5", {"n_layers": 1, "n_heads": 1}) as w:
+        w.add(0, "x", ["[CLS]", "a", "b", "[SEP]"], np.arange(4), np.zeros(4), [-1, 0, 1, -1],
+              np.full((1, 1, 4, 4), 0.25))
+    with pytest.raises(StoreError, match="re-extract"):
+        build_features([tmp_path / "s.h5"], tmp_path / "c.jsonl", tmp_path / "f.h5")
+    assert not (tmp_path / "f.h5").exists() and s.words
+
+
+def test_missing_split_and_annotation_are_clear_errors(planted, tmp_path):
+    with pytest.raises(HeadAtlasError, match="no 'validation' sentences"):
+        planted.indices("validation")
+    write_jsonl(tmp_path / "c.jsonl", [Sentence(id="x", words=["a"])])
+    with StoreWriter(tmp_path / "s.h5", {"n_layers": 1, "n_heads": 1}) as w:
+        w.add(0, "x", ["[CLS]", "a", "[SEP]"], np.arange(3), np.zeros(3), [-1, 0, -1],
+              np.full((1, 1, 3, 3), 1 / 3))
+    with pytest.raises(HeadAtlasError, match="no dependency annotation"):
+        build_features([tmp_path / "s.h5"], tmp_path / "c.jsonl", tmp_path / "f.h5")
+
+
+def test_edge_classifier_separates_the_planted_signal(planted):
+    # Edges have >= 0.5 attention in the planted head (dependent -> head), non-edges only
+    # Dirichlet noise: a linear classifier separates them almost perfectly; test pairs
+    # are balanced (half edges).
+    result = run_edge_probe(planted, {"test": (planted, "test")}, seed=0)
+    row = result.iloc[0]
+    assert row["accuracy"] > 95 and row["pairs"] % 2 == 0 and row["train_pairs"] > 500
+
+
+def test_table3_mean_and_sd_over_seeds():
+    runs = pd.DataFrame({"probe": ["attn_only"] * 2 + ["right_branching"],
+                         "seed": [0, 1, 0], "eval": ["gum_test"] * 3, "uas": [60.0, 62.0, 30.0],
+                         "sentences": [50] * 3})
+    table = table3(runs).set_index("probe")
+    # attn_only: mean (60 + 62) / 2 = 61, sample sd sqrt(((60-61)^2 + (62-61)^2) / 1) = sqrt(2).
+    assert table.loc["attn_only", "gum_test"] == 61.0
+    assert table.loc["attn_only", "gum_test_sd"] == pytest.approx(2 ** 0.5)
+    assert table.loc["right_branching", "gum_test_sd"] == 0.0
+    assert table.loc["attn_only", "paper_uas"] == 61.0 and len(table) == len(PAPER_TABLE3)
+    assert np.isnan(table.loc["attn_glove", "gum_test"])  # not run: no number invented
+    assert table.loc["attn_only", "seeds"] == 2 and table.loc["attn_only", "gum_test_sentences"] == 50
+
+
+def test_edge_pairs_by_hand(tmp_path):
+    # "a b c", heads a->b, b->ROOT, c->b: edges {a,b} and {b,c}; the only non-edge is {a,c}.
+    # Each sentence gives its 2 edges and min(2, 1) = 1 non-edge; then the larger class is
+    # cut to the smaller: 1 edge + 1 non-edge.
+    s = Sentence(id="x", words=["a", "b", "c"], split="train", heads=[2, 0, 2],
+                 rels=["dep", "root", "dep"])
+    write_jsonl(tmp_path / "c.jsonl", [s])
+    attn = np.arange(25, dtype=float).reshape(1, 1, 5, 5)  # not rows of 1: only positions matter
+    with StoreWriter(tmp_path / "s.h5", {"n_layers": 1, "n_heads": 1}) as w:
+        w.add(0, "x", ["[CLS]", "a", "b", "c", "[SEP]"], np.arange(5), np.zeros(5), [-1, 0, 1, 2, -1],
+              attn)
+    build_features([tmp_path / "s.h5"], tmp_path / "c.jsonl", tmp_path / "f.h5", progress=False)
+    X, y = edge_pairs(FeatureSet(tmp_path / "f.h5"), "train", np.random.default_rng(0))
+    assert sorted(y.tolist()) == [0, 1]
+    # Non-edge {a, c}: tokens a = 1, c = 3, so [a(a->c), a(c->a)] = [attn[1, 3], attn[3, 1]] = [8, 16].
+    assert X[y == 0].tolist() == [[8.0, 16.0]]
+    assert X[y == 1].tolist() in ([[7.0, 11.0]], [[13.0, 17.0]])  # {a, b} or {b, c}
+
+
+def test_figures_are_written(tmp_path):
+    from headatlas.plots_probes import plot_probe_weights, plot_table3
+
+    runs = pd.DataFrame({"probe": ["attn_only", "attn_only", "right_branching"], "seed": [0, 1, 0],
+                         "eval": ["gum_test"] * 3, "uas": [60.0, 62.0, 30.0], "sentences": [9] * 3})
+    plot_table3(table3(runs), ["gum_test"], tmp_path / "t.svg", "caption")
+    weights = pd.DataFrame({"direction": ["dep->head"] * 4 + ["head->dep"] * 4,
+                            "layer": [1, 1, 2, 2] * 2, "head": [1, 2] * 4, "weight": np.arange(8.0)})
+    plot_probe_weights(weights, tmp_path / "w.svg", "caption")
+    assert all((tmp_path / f).read_bytes().startswith(b"<?xml") for f in ("t.svg", "w.svg"))
