@@ -30,7 +30,7 @@ rule coref_mentions:
     log:
         "logs/coref/{model}/{corpus}/mentions.log",
     benchmark:
-        "benchmarks/coref/{model}/{corpus}/mentions.tsv"
+        "logs/benchmarks/coref/{model}/{corpus}/mentions.tsv"
     conda:
         ENV
     script:
@@ -74,7 +74,7 @@ rule coref_accuracy:
     log:
         "logs/coref/{model}/{corpus}/accuracy.log",
     benchmark:
-        "benchmarks/coref/{model}/{corpus}/accuracy.tsv"
+        "logs/benchmarks/coref/{model}/{corpus}/accuracy.tsv"
     conda:
         ENV
     script:

@@ -35,7 +35,7 @@ rule headtypes_features:
     resources:
         mem_mb=1000,
     benchmark:
-        "benchmarks/out/headtypes/{model}/{corpus}/features.tsv"
+        "logs/benchmarks/headtypes/{model}/{corpus}/features.tsv"
     log:
         "logs/headtypes/{model}/{corpus}/features.log",
     conda:
@@ -66,7 +66,7 @@ rule headtypes_cluster:
     params:
         cluster=HEADTYPES_CLUSTER,
     benchmark:
-        "benchmarks/out/headtypes/{model}/{corpus}/cluster.tsv"
+        "logs/benchmarks/headtypes/{model}/{corpus}/cluster.tsv"
     log:
         "logs/headtypes/{model}/{corpus}/cluster.log",
     conda:
@@ -94,7 +94,7 @@ rule headtypes_stability:
         n_fits=HEADTYPES.get("n_fits", 10),
         fraction=HEADTYPES.get("fraction", 0.5),
     benchmark:
-        "benchmarks/out/headtypes/{model}/{corpus}/stability.tsv"
+        "logs/benchmarks/headtypes/{model}/{corpus}/stability.tsv"
     log:
         "logs/headtypes/{model}/{corpus}/stability.log",
     conda:
@@ -127,7 +127,7 @@ rule headtypes_figure:
     wildcard_constraints:
         figure=one_of(HEADTYPES_FIGURES),
     benchmark:
-        "benchmarks/out/headtypes/{model}/{corpus}/{figure}.tsv"
+        "logs/benchmarks/headtypes/{model}/{corpus}/{figure}.tsv"
     log:
         "logs/headtypes/{model}/{corpus}/{figure}.log",
     conda:

@@ -45,7 +45,7 @@ rule probe_features:
     log:
         "logs/probes/{model}/{corpus}/features.log",
     benchmark:
-        "benchmarks/probes/{model}/{corpus}/features.tsv"
+        "logs/benchmarks/probes/{model}/{corpus}/features.tsv"
     conda:
         ENV
     script:
@@ -81,7 +81,7 @@ rule probe_run:
     log:
         "logs/probes/{model}/{corpus}/{probe}-seed{seed}.log",
     benchmark:
-        "benchmarks/probes/{model}/{corpus}/{probe}-seed{seed}.tsv"
+        "logs/benchmarks/probes/{model}/{corpus}/{probe}-seed{seed}.tsv"
     conda:
         ENV
     script:
@@ -177,7 +177,7 @@ rule probe_edges:
     log:
         "logs/probes/{model}/{corpus}/edges.log",
     benchmark:
-        "benchmarks/probes/{model}/{corpus}/edges.tsv"
+        "logs/benchmarks/probes/{model}/{corpus}/edges.tsv"
     conda:
         ENV
     script:
