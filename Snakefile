@@ -24,6 +24,8 @@ include: "workflow/rules/clustering.smk"
 include: "workflow/rules/gradients.smk"
 include: "workflow/rules/headtypes.smk"
 include: "workflow/rules/probes.smk"
+include: "workflow/rules/finetune.smk"
+include: "workflow/rules/ablation.smk"
 
 
 rule all:

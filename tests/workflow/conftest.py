@@ -54,6 +54,10 @@ def tiny_config(root: Path) -> dict:
         },
         "extraction": {"max_length": 48, "batch_size": 4, "threads": 1},
         "surface": {"corpus": "wikipedia"},
+        "syntax": {"key_relations": ["det", "obj", "nmod:poss", "aux:pass"]},  # aux:pass: absent -> note
+        "finetune": {"models": ["tiny"], "corpus": "tb", "max_steps": 4, "batch_size": 4,
+                     "eval_every": 2, "max_length": 48, "threads": 1},
+        "ablation": {"task": "upos", "model": "tiny", "batch_size": 8, "threads": 1},
     }
 
 

@@ -1,0 +1,461 @@
+"""Head-type ablation without re-training (Guan et al. 2020, §5, Tables 2 and 3).
+
+The heads of one type (dense, diagonal, dense&vertical, vertical; from the
+head-type table) are changed *inside* the task model, and the task is scored
+again. The change is made on the attention probabilities by an attention
+function registered with transformers' ``AttentionInterface`` under the name
+:data:`IMPLEMENTATION`; the model code itself is not copied. Per head one of:
+
+* ``keep``      the weights as computed;
+* ``prune``     every weight set to 0 (the head's output is the zero vector);
+* ``uniform``   every weight replaced by 1/L over the L real (non-padding)
+  tokens of the input, ``[CLS]``/``[SEP]`` included;
+* ``no_intra``  weights between tokens of the same sentence set to 0;
+* ``no_inter``  weights between tokens of different sentences set to 0.
+
+Sentences: a packed tagging example's sentences, or a SQuAD question (one
+sentence) and its context's sentences. ``[CLS]``/``[SEP]`` belong to no
+sentence: attention between one of them and any *other* token is
+inter-sentence, a token's attention to itself is always intra-sentence.
+The paper does not say whether the remaining weights are renormalised; like
+its pruning ("mask the attention value to 0") we do not renormalise by
+default; ``renormalise=True`` rescales each ablated row to sum to 1 again
+(equal to masking those keys before the softmax).
+
+Usage: call :func:`register`, load the task model with
+``attn_implementation=IMPLEMENTATION`` and pass
+``headatlas_ablation=Ablation(actions, sentence_ids)`` to its forward call;
+without that argument the function is exactly eager attention.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from headatlas.errors import HeadAtlasError
+
+log = logging.getLogger(__name__)
+
+IMPLEMENTATION = "headatlas_ablate"
+TYPES = ("dense", "diagonal", "dense&vertical", "vertical")
+ACTIONS = ("keep", "prune", "uniform", "no_intra", "no_inter")
+KEEP, PRUNE, UNIFORM, NO_INTRA, NO_INTER = range(len(ACTIONS))
+# How an action is shown in the table (the paper's ✓, ✗, 1/L and its intra/inter columns).
+MARKS = {"keep": "keep", "prune": "prune (0)", "uniform": "uniform (1/L)",
+         "no_intra": "no intra", "no_inter": "no inter"}
+
+
+# ----------------------------------------------------------------------------
+# the intervention
+# ----------------------------------------------------------------------------
+
+def same_sentence(sentence_ids: torch.Tensor) -> torch.Tensor:
+    """``[batch, T, T]`` bool: query and key lie in the same sentence.
+
+    ``sentence_ids`` ``[batch, T]``: sentence index per token, negative for
+    special and padding tokens, which match only themselves.
+    """
+    positions = torch.arange(sentence_ids.shape[-1], device=sentence_ids.device)
+    ids = torch.where(sentence_ids < 0, -1 - positions, sentence_ids)
+    return ids[:, :, None] == ids[:, None, :]
+
+
+def ablate(weights: torch.Tensor, actions: torch.Tensor, key_real: torch.Tensor,
+           same: torch.Tensor | None = None, renormalise: bool = False) -> torch.Tensor:
+    """Apply one layer's per-head actions to its attention probabilities.
+
+    Parameters
+    ----------
+    weights : ``[batch, heads, T, T]`` softmax attention (rows sum to 1).
+    actions : ``[heads]`` action codes (``KEEP`` ... ``NO_INTER``).
+    key_real : ``[batch, T]`` bool, False at padding.
+    same : ``[batch, T, T]`` bool from :func:`same_sentence`; needed only
+        for ``NO_INTRA``/``NO_INTER``.
+    renormalise : rescale rows changed by ``NO_INTRA``/``NO_INTER`` to sum to
+        1 (a row left with nothing stays 0).
+
+    Returns
+    -------
+    ``[batch, heads, T, T]`` new weights (the input is not modified).
+    """
+    act = actions.view(1, -1, 1, 1)
+    out = weights.masked_fill(act == PRUNE, 0.0)
+    if (actions == UNIFORM).any():
+        real = key_real[:, None, None, :].to(weights.dtype)
+        out = torch.where(act == UNIFORM, real / real.sum(-1, keepdim=True), out)
+    by_sentence = (act == NO_INTRA) | (act == NO_INTER)
+    if by_sentence.any():
+        if same is None:
+            raise ValueError("intra/inter-sentence ablation needs sentence ids")
+        same = same[:, None]
+        out = out.masked_fill(((act == NO_INTRA) & same) | ((act == NO_INTER) & ~same), 0.0)
+        if renormalise:
+            total = out.sum(-1, keepdim=True)
+            out = torch.where(by_sentence & (total > 0), out / total.clamp_min(1e-30), out)
+    return out
+
+
+@dataclass
+class Ablation:
+    """The per-forward-call state: what every head does, and the batch's sentences.
+
+    ``actions`` ``[layers, heads]`` codes; ``sentence_ids`` ``[batch, T]``
+    (see :func:`same_sentence`) or None when no head uses ``no_intra``/``no_inter``.
+    """
+
+    actions: torch.Tensor
+    sentence_ids: torch.Tensor | None = None
+    renormalise: bool = False
+    _same: torch.Tensor | None = field(default=None, init=False, repr=False)
+
+    def apply(self, layer: int, weights: torch.Tensor, attention_mask: torch.Tensor | None):
+        if layer >= self.actions.shape[0] or weights.shape[1] != self.actions.shape[1]:
+            raise ValueError(f"ablation plan is {tuple(self.actions.shape)} (layers, heads) but "
+                             f"layer {layer} has {weights.shape[1]} heads")
+        actions = self.actions[layer].to(weights.device)
+        if bool((actions == KEEP).all()):
+            return weights
+        return ablate(weights, actions, _key_real(attention_mask, weights), self.same(),
+                      self.renormalise)
+
+    def same(self) -> torch.Tensor | None:
+        if self._same is None and self.sentence_ids is not None:
+            self._same = same_sentence(self.sentence_ids)
+        return self._same
+
+
+def _key_real(attention_mask: torch.Tensor | None, weights: torch.Tensor) -> torch.Tensor:
+    """``[batch, K]`` bool from the additive eager mask ``[batch, 1, Q, K]`` (0 = attend)."""
+    if attention_mask is None:
+        return torch.ones(weights.shape[0], weights.shape[-1], dtype=torch.bool, device=weights.device)
+    return attention_mask[:, 0, 0, :] > torch.finfo(attention_mask.dtype).min / 2
+
+
+def ablated_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0,
+                      headatlas_ablation: Ablation | None = None, **kwargs):
+    """Eager attention with the ablation applied to the probabilities (AttentionInterface signature).
+
+    ``query``/``key``/``value`` ``[batch, heads, T, d]``; returns the context
+    ``[batch, T, heads, d]`` and the (ablated) weights ``[batch, heads, T, T]``.
+    """
+    scaling = query.size(-1) ** -0.5 if scaling is None else scaling
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        scores = scores + attention_mask
+    weights = torch.nn.functional.softmax(scores, dim=-1)
+    if headatlas_ablation is not None:
+        weights = headatlas_ablation.apply(module.layer_idx, weights, attention_mask)
+    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
+    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
+@functools.cache
+def register() -> None:
+    """Register :func:`ablated_attention` (and the eager padding mask) as :data:`IMPLEMENTATION`.
+
+    The mask must be registered too: for an implementation without one,
+    transformers builds no padding mask at all.
+    """
+    from transformers import AttentionInterface, AttentionMaskInterface
+    from transformers.masking_utils import eager_mask
+
+    AttentionInterface.register(IMPLEMENTATION, ablated_attention)
+    AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
+
+
+# ----------------------------------------------------------------------------
+# head types and variants
+# ----------------------------------------------------------------------------
+
+def read_head_types(path: str | Path, n_layers: int, n_heads: int) -> np.ndarray:
+    """``[layers, heads]`` type names from a CSV with columns layer, head (1-based), type."""
+    table = pd.read_csv(path)
+    missing = {"layer", "head", "type"} - set(table.columns)
+    if missing:
+        raise HeadAtlasError(f"{path}: head-type table lacks column(s) {sorted(missing)}")
+    unknown = set(table["type"]) - set(TYPES)
+    if unknown:
+        raise HeadAtlasError(f"{path}: unknown head type(s) {sorted(unknown)}; expected {TYPES}"
+                             "\n  how to fix: cluster with k = 4 so that the types are named")
+    layers, heads = table["layer"].to_numpy() - 1, table["head"].to_numpy() - 1
+    if len(table) != n_layers * n_heads or table[["layer", "head"]].duplicated().any() \
+            or layers.min() < 0 or heads.min() < 0 or layers.max() >= n_layers or heads.max() >= n_heads:
+        raise HeadAtlasError(f"{path}: expected each of {n_layers} x {n_heads} heads once (1-based "
+                             f"layer/head), got {len(table)} rows.\n  how to fix: use the head types "
+                             "of a model with the task model's shape")
+    types = np.empty((n_layers, n_heads), dtype=object)
+    types[layers, heads] = table["type"].to_numpy()
+    return types
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One row of the table: an action per head type (types not named are kept)."""
+
+    name: str
+    group: str
+    actions: tuple[tuple[str, str], ...] = ()
+    paper_id: str = ""  # the row number in Guan et al.'s Tables 2/3, if they have this row
+
+    def action(self, head_type: str) -> str:
+        return dict(self.actions).get(head_type, "keep")
+
+
+def variants() -> list[Variant]:
+    """The grid: Tables 2 and 3 of the paper, extended to every type.
+
+    Unablated; prune one type (paper rows 2-5); prune two types, diagonal and
+    one other kept (6-7); keep only one type (others pruned); substitute one
+    type with uniform attention (8-11); remove intra- or inter-sentence
+    attention of one type (12-15 for diagonal and dense&vertical); only one
+    type keeps intra-sentence (16, 18) or inter-sentence (17, 19) attention.
+    """
+    rows = [Variant("unablated", "baseline", (), "1")]
+    ids = dict(zip(TYPES, range(2, 6)))
+    rows += [Variant(f"prune {t}", "prune one", ((t, "prune"),), str(ids[t])) for t in TYPES]
+    rows += [Variant("prune dense + vertical", "prune two", (("dense", "prune"), ("vertical", "prune")), "6"),
+             Variant("prune dense&vertical + vertical", "prune two",
+                     (("dense&vertical", "prune"), ("vertical", "prune")), "7")]
+    rows += [Variant(f"keep only {t}", "keep only", tuple((o, "prune") for o in TYPES if o != t))
+             for t in TYPES]
+    ids = dict(zip(TYPES, range(8, 12)))
+    rows += [Variant(f"uniform {t}", "substitute", ((t, "uniform"),), str(ids[t])) for t in TYPES]
+    ids = {("diagonal", "no_intra"): "12", ("diagonal", "no_inter"): "13",
+           ("dense&vertical", "no_intra"): "14", ("dense&vertical", "no_inter"): "15"}
+    rows += [Variant(f"{t}: {MARKS[a]}", "remove one", ((t, a),), ids.get((t, a), ""))
+             for t in TYPES for a in ("no_intra", "no_inter")]
+    ids = {("diagonal", "intra"): "16", ("diagonal", "inter"): "17",
+           ("dense&vertical", "intra"): "18", ("dense&vertical", "inter"): "19"}
+    rows += [Variant(f"only {t} keeps {part}", f"only one keeps {part}",
+                     tuple((o, f"no_{part}") for o in TYPES if o != t), ids.get((t, part), ""))
+             for part in ("intra", "inter") for t in TYPES]
+    return rows
+
+
+def head_actions(types: np.ndarray, variant: Variant) -> torch.Tensor:
+    """``[layers, heads]`` action codes of ``variant`` for heads typed ``types``."""
+    codes = np.vectorize(lambda t: ACTIONS.index(variant.action(t)), otypes=[np.int64])(types)
+    return torch.from_numpy(codes)
+
+
+# Guan et al. (2020), BERT-large-wwm fine-tuned on SQuAD v1.1, dev set, EM ("Acc.") / F1.
+# Only what can be read reliably (METHODS.md, or stated in the paper's prose) is given as a
+# number; the printed tables are garbled in the text we have, so other cells are None (n/a).
+PAPER = {
+    "1": {"em": None, "f1": 89.68, "note": ""},
+    "3": {"em": 4.59, "f1": 7.55, "note": "text: 'makes the model totally inoperative'"},
+    "5": {"em": None, "f1": None, "note": "text: costs < 1.5%"},
+    "8": {"em": None, "f1": None, "note": "text: costs < 10%"},
+    "10": {"em": None, "f1": None, "note": "text: 'significant accuracy loss'"},
+    "11": {"em": None, "f1": None, "note": "text: accuracy over 50%"},
+    "12": {"em": None, "f1": None, "note": "text: 'poor accuracy of 19.96%' (table: 16.96)"},
+    "13": {"em": None, "f1": None, "note": "text: 'little interference'"},
+    "16": {"em": 71.80, "f1": None, "note": "text: 'decent accuracy of 71.80%'"},
+    "19": {"em": 75.54, "f1": None, "note": "text: 'accuracy of 75.54%'"},
+}
+PAPER_MODEL = "bert-large-uncased-whole-word-masking-finetuned-squad (24 x 16 heads), SQuAD v1.1 dev"
+
+
+# ----------------------------------------------------------------------------
+# the grid
+# ----------------------------------------------------------------------------
+
+def run_grid(evaluate: Callable[[torch.Tensor], dict[str, float]], types: np.ndarray,
+             main: str, grid: Sequence[Variant] | None = None, progress: bool = True) -> pd.DataFrame:
+    """Score every variant: one row per variant, our metrics beside the paper's numbers.
+
+    ``evaluate(actions)`` scores the task under the ``[layers, heads]`` plan;
+    ``main`` names its headline metric, also given as a share (%) of the
+    unablated score. Variants that change the same heads in the same way (a
+    type with no heads) are scored once.
+    """
+    grid = variants() if grid is None else grid
+    if grid[0].actions:
+        raise ValueError("the first variant must be the unablated model (the reference)")
+    done: dict[bytes, dict[str, float]] = {}
+    rows = []
+    for variant in tqdm(grid, desc="ablation", unit="variant", disable=not progress):
+        actions = head_actions(types, variant)
+        key = actions.numpy().tobytes()
+        if key not in done:
+            done[key] = evaluate(actions)
+            log.info("%s: %s", variant.name, done[key])
+        paper = PAPER.get(variant.paper_id, {})
+        rows.append({"paper_id": variant.paper_id, "group": variant.group, "variant": variant.name,
+                     **{t: MARKS[variant.action(t)] for t in TYPES},
+                     "heads_changed": int((actions != KEEP).sum()), **done[key],
+                     "paper_em": paper.get("em"), "paper_f1": paper.get("f1"),
+                     "paper_note": paper.get("note", "")})
+    table = pd.DataFrame(rows)
+    table[["paper_em", "paper_f1"]] = table[["paper_em", "paper_f1"]].apply(pd.to_numeric)
+    reference = table[main].iloc[0]  # a model scoring 0 unablated has no meaningful share
+    table[f"{main}_pct_of_unablated"] = 100 * table[main] / reference if reference else np.nan
+    table["paper_f1_pct_of_unablated"] = 100 * table["paper_f1"] / PAPER["1"]["f1"]
+    return table
+
+
+def type_counts(types: np.ndarray) -> dict[str, int]:
+    """How many heads each type has (0 for absent types)."""
+    return {t: int((types == t).sum()) for t in TYPES}
+
+
+# ----------------------------------------------------------------------------
+# the tasks
+# ----------------------------------------------------------------------------
+
+TASKS = ("upos", "squad")
+MAIN_METRIC = {"upos": "accuracy", "squad": "f1"}
+
+
+def load_task_model(task: str, source: str, revision: str | None = None, device: str | None = None):
+    """``(model, tokenizer)``: the fine-tuned task model with the ablation attention, eval mode."""
+    from transformers import (AutoModelForQuestionAnswering, AutoModelForTokenClassification,
+                              AutoTokenizer)
+
+    if task not in TASKS:
+        raise HeadAtlasError(f"unknown ablation task {task!r}; expected one of {TASKS}")
+    register()
+    cls = AutoModelForTokenClassification if task == "upos" else AutoModelForQuestionAnswering
+    model = cls.from_pretrained(source, revision=revision, attn_implementation=IMPLEMENTATION)
+    tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, use_fast=True)
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    return model.to(device).eval(), tokenizer
+
+
+def _plan(actions: torch.Tensor, renormalise: bool) -> Callable[[torch.Tensor], dict]:
+    """Forward keyword arguments for one batch: the ablation with the batch's sentences."""
+    return lambda sentence_ids: {"headatlas_ablation": Ablation(actions, sentence_ids, renormalise)}
+
+
+def upos_task(model, examples, batch_size: int = 32,
+              renormalise: bool = False) -> Callable[[torch.Tensor], dict[str, float]]:
+    """``evaluate(actions)`` -> word accuracy (%) and loss of the tagger on packed ``examples``."""
+    from headatlas.finetune import tag_scores
+
+    def evaluate(actions: torch.Tensor) -> dict[str, float]:
+        scores = tag_scores(model, examples, batch_size, _plan(actions, renormalise))
+        return {"accuracy": scores["accuracy"], "loss": scores["loss"]}
+
+    return evaluate
+
+
+# A sentence ends at . ! or ? (closing quotes/brackets included) followed by space and a capital,
+# digit or opening quote. SQuAD has no sentence annotation; abbreviations ("Mr. Smith") are split.
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+def sentence_starts(text: str) -> list[int]:
+    """Character offsets where the sentences of ``text`` start (the first is 0)."""
+    return [0] + [m.end() for m in _SENTENCE_END.finditer(text)]
+
+
+@dataclass
+class SquadWindow:
+    """One model input ``[CLS] question [SEP] context window [SEP]``."""
+
+    example: int  # index into the examples
+    input_ids: list[int]
+    token_type_ids: list[int]
+    spans: list[tuple[int, int] | None]  # character span in the context; None off the context
+    sentence_ids: list[int]  # question 0, context sentences 1.., -1 for [CLS]/[SEP]
+
+
+def squad_windows(tokenizer, examples: Sequence, max_length: int = 384,
+                  stride: int = 128) -> list[SquadWindow]:
+    """Tokenise SQuAD examples; a long context becomes overlapping windows (``stride`` overlap)."""
+    enc = tokenizer([e.question.lstrip() for e in examples], [e.context for e in examples],
+                    truncation="only_second", max_length=max_length, stride=stride,
+                    return_overflowing_tokens=True, return_offsets_mapping=True,
+                    return_token_type_ids=True)
+    windows = []
+    for i, ids in enumerate(enc["input_ids"]):
+        example = enc["overflow_to_sample_mapping"][i]
+        starts = sentence_starts(examples[example].context)
+        parts = enc.sequence_ids(i)
+        offsets = enc["offset_mapping"][i]
+        spans = [tuple(o) if part == 1 else None for o, part in zip(offsets, parts)]
+        sentences = [-1 if part is None else 0 if part == 0 else bisect.bisect_right(starts, o[0])
+                     for o, part in zip(offsets, parts)]
+        windows.append(SquadWindow(example, ids, enc["token_type_ids"][i], spans, sentences))
+    return windows
+
+
+@torch.inference_mode()
+def squad_predictions(model, windows: Sequence[SquadWindow], examples: Sequence,
+                      batch_size: int = 32, extra_inputs: Callable | None = None,
+                      max_answer_length: int = 30) -> dict[str, str]:
+    """Question id -> answer text: the best-scoring span (start + end logit) over its windows.
+
+    A span lies inside the context, ends at or after its start and is at most
+    ``max_answer_length`` tokens long (as in the BERT SQuAD recipe).
+    """
+    device = next(model.parameters()).device
+    best: dict[int, tuple[float, str]] = {}
+    for start in range(0, len(windows), batch_size):
+        batch = windows[start:start + batch_size]
+        inputs, sentence_ids = _pad_windows(batch, model.config.pad_token_id or 0)
+        extra = extra_inputs(sentence_ids.to(device)) if extra_inputs else {}
+        out = model(**{k: v.to(device) for k, v in inputs.items()}, **extra)
+        for row, window in enumerate(batch):
+            score, text = _best_span(out.start_logits[row], out.end_logits[row], window,
+                                     examples[window.example].context, max_answer_length)
+            if window.example not in best or score > best[window.example][0]:
+                best[window.example] = (score, text)
+    return {examples[i].id: text for i, (_, text) in best.items()}
+
+
+def _best_span(start_logits, end_logits, window: SquadWindow, context: str,
+               max_answer_length: int) -> tuple[float, str]:
+    n = len(window.input_ids)
+    inside = torch.tensor([span is not None for span in window.spans], device=start_logits.device)
+    scores = start_logits[:n, None] + end_logits[None, :n]  # [start, end]
+    order = torch.ones(n, n, dtype=torch.bool, device=scores.device)
+    valid = inside[:, None] & inside[None, :] & order.triu() & ~order.triu(max_answer_length)
+    if not bool(valid.any()):
+        return -float("inf"), ""
+    flat = int(scores.masked_fill(~valid, -torch.inf).argmax())
+    first, last = divmod(flat, n)
+    return float(scores[first, last]), context[window.spans[first][0]:window.spans[last][1]]
+
+
+def _pad_windows(batch: Sequence[SquadWindow], pad_id: int):
+    width = max(len(w.input_ids) for w in batch)
+    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+    types = torch.zeros((len(batch), width), dtype=torch.long)
+    mask = torch.zeros((len(batch), width), dtype=torch.long)
+    sentence_ids = torch.full((len(batch), width), -1, dtype=torch.long)
+    for row, window in enumerate(batch):
+        n = len(window.input_ids)
+        ids[row, :n] = torch.tensor(window.input_ids)
+        types[row, :n] = torch.tensor(window.token_type_ids)
+        sentence_ids[row, :n] = torch.tensor(window.sentence_ids)
+        mask[row, :n] = 1
+    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}, sentence_ids
+
+
+def squad_task(model, tokenizer, examples: Sequence, batch_size: int = 32,
+               renormalise: bool = False, max_length: int = 384, stride: int = 128,
+               max_answer_length: int = 30) -> Callable[[torch.Tensor], dict[str, float]]:
+    """``evaluate(actions)`` -> official SQuAD v1.1 exact match and F1 (%) on ``examples``."""
+    from headatlas.corpora.formats import squad_evaluate
+
+    windows = squad_windows(tokenizer, examples, max_length, stride)
+    log.info("%d questions -> %d windows of <= %d wordpieces", len(examples), len(windows), max_length)
+
+    def evaluate(actions: torch.Tensor) -> dict[str, float]:
+        predictions = squad_predictions(model, windows, examples, batch_size,
+                                        _plan(actions, renormalise), max_answer_length)
+        return squad_evaluate(examples, predictions)
+
+    return evaluate

@@ -1,0 +1,64 @@
+"""Figure for the head-type ablation (Guan et al. 2020, Tables 2 and 3 as a chart).
+
+Drawn with :class:`matplotlib.figure.Figure` directly and written with
+:func:`headatlas.plots.atomic_savefig` (whole or not at all, byte-stable SVG).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from headatlas.plots import atomic_savefig
+
+GROUP_COLOURS = {"baseline": "#7f8c8d", "prune one": "#e74c3c", "prune two": "#c0392b",
+                 "keep only": "#e67e22", "substitute": "#3498db", "remove one": "#27ae60",
+                 "only one keeps intra": "#8e44ad", "only one keeps inter": "#16a085"}
+
+
+def plot_ablation(table: pd.DataFrame, metric: str, path: str | Path, caption: str) -> None:
+    """One bar per variant: our score as % of the unablated one, the paper's F1 likewise.
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`headatlas.ablation.run_grid` output (row 0 = unablated), with
+        ``variant``, ``group``, ``paper_id``, ``heads_changed``,
+        ``<metric>_pct_of_unablated`` and ``paper_f1_pct_of_unablated``.
+    metric : str
+        Our headline metric (``accuracy`` or ``f1``).
+    path : str or Path
+        ``.svg`` or ``.png``.
+    caption : str
+        Model, task, data, head-type source and deviations, printed below.
+    """
+    n = len(table)
+    lines = textwrap.wrap(caption, width=120)
+    fig = Figure(figsize=(8.0, 1.4 + 0.22 * n + 0.13 * len(lines)), layout="constrained")
+    ax = fig.subplots()
+    y = np.arange(n)
+    ours = table[f"{metric}_pct_of_unablated"].to_numpy(float)
+    colours = [GROUP_COLOURS.get(g, "#95a5a6") for g in table["group"]]
+    ax.barh(y, ours, color=colours, height=0.7, label=f"ours: {metric}, % of unablated (colour: group)")
+    paper = table["paper_f1_pct_of_unablated"].to_numpy(float)
+    known = np.isfinite(paper)
+    ax.scatter(paper[known], y[known], marker="D", color="black", s=18, zorder=3,
+               label="Guan et al.: F1, % of unablated (where readable)")
+    for row, value in zip(y[np.isfinite(ours)], ours[np.isfinite(ours)]):
+        ax.text(value + 1, row, f"{value:.0f}", va="center", fontsize=6)
+    labels = [f"{v} ({h} heads)" + (f" [{p}]" if p else "")
+              for v, h, p in zip(table["variant"], table["heads_changed"], table["paper_id"])]
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.axvline(100, color="0.5", lw=0.8, ls="--")
+    top = np.nanmax(ours, initial=0) if np.isfinite(ours).any() else 0
+    ax.set(xlim=(0, max(110, top + 8)), xlabel="% of the unablated score")
+    ax.set_title("Head-type ablation without re-training ([n] = row of Guan et al. Tables 2-3)",
+                 fontsize=9)
+    fig.legend(loc="outside upper center", ncol=2, fontsize=7, frameon=False)
+    fig.supxlabel("\n".join(lines), fontsize=7, color="0.3", ha="left", x=0.01)
+    atomic_savefig(fig, path)

@@ -1,0 +1,272 @@
+"""Head-type ablation: the attention function, the masks, the grid, and the SQuAD path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from headatlas.ablation import (IMPLEMENTATION, KEEP, NO_INTER, NO_INTRA, PRUNE, UNIFORM,
+                                Ablation, Variant, ablate, head_actions, load_task_model,
+                                read_head_types, run_grid, same_sentence, sentence_starts,
+                                squad_task, squad_windows, upos_task, variants)
+from headatlas.corpora.formats import read_squad
+from headatlas.corpora.records import Sentence
+from headatlas.errors import HeadAtlasError
+from headatlas.finetune import label_map, pack_documents
+from tests.conftest import FIXTURES, make_tiny_model
+
+# [CLS] a b c [SEP]: "a b" is sentence 0, "c" sentence 1; specials are in no sentence.
+TWO_SENTENCES = torch.tensor([[-1, 0, 0, 1, -1]])
+SAME = torch.tensor([[1, 0, 0, 0, 0],
+                     [0, 1, 1, 0, 0],
+                     [0, 1, 1, 0, 0],
+                     [0, 0, 0, 1, 0],
+                     [0, 0, 0, 0, 1]], dtype=torch.bool)
+# Heads of the tiny 2 x 2 model, 1-based: 1-1 diagonal, 1-2 dense, 2-1 dense, 2-2 vertical.
+TYPES = np.array([["diagonal", "dense"], ["dense", "vertical"]], dtype=object)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models gain nothing from threads; on a busy machine extra threads only spin."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory):
+    """The tiny random BertModel loaded with the ablation attention (and the same with eager)."""
+    from transformers import AutoModel
+
+    from headatlas.ablation import register
+
+    folder = make_tiny_model(tmp_path_factory.mktemp("tiny-ablate"), layers=2, heads=2)
+    register()
+    ablated = AutoModel.from_pretrained(folder, attn_implementation=IMPLEMENTATION).eval()
+    eager = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
+    return ablated, eager
+
+
+def inputs():
+    """Two inputs, the second padded: lengths 6 and 4."""
+    ids = torch.tensor([[2, 9, 11, 13, 5, 3], [2, 16, 17, 3, 0, 0]])
+    mask = (torch.arange(6) < torch.tensor([[6], [4]])).long()
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
+
+
+def per_head_context(model, layer: int, **kwargs) -> torch.Tensor:
+    """``[batch, T, heads, d]``: the context vectors of every head of ``layer`` (0-based)."""
+    seen = {}
+    module = model.encoder.layer[layer].attention.self
+    hook = module.register_forward_hook(lambda mod, args, out: seen.update(out=out[0]))
+    with torch.no_grad():
+        model(**inputs(), **kwargs)
+    hook.remove()
+    heads = model.config.num_attention_heads
+    return seen["out"].view(*seen["out"].shape[:2], heads, -1)
+
+
+def test_same_sentence_matches_hand_written_mask():
+    assert torch.equal(same_sentence(TWO_SENTENCES)[0], SAME)
+
+
+def test_intra_inter_removal_by_hand():
+    weights = torch.full((1, 2, 5, 5), 0.2)  # uniform rows over the 5 tokens
+    actions = torch.tensor([NO_INTRA, NO_INTER])
+    real = torch.ones(1, 5, dtype=torch.bool)
+    out = ablate(weights, actions, real, same_sentence(TWO_SENTENCES))
+    # Not renormalised: head 0 keeps 0.2 where tokens are in different sentences, head 1 the rest.
+    assert torch.allclose(out[0, 0], 0.2 * (~SAME).float())
+    assert torch.allclose(out[0, 1], 0.2 * SAME.float())
+    norm = ablate(weights, actions, real, same_sentence(TWO_SENTENCES), renormalise=True)
+    # Renormalised: row "a" of head 0 keeps [CLS], c, [SEP] -> 1/3 each; row [CLS] keeps 4 -> 1/4.
+    assert torch.allclose(norm[0, 0, 1], torch.tensor([1 / 3, 0, 0, 1 / 3, 1 / 3]))
+    assert torch.allclose(norm[0, 0, 0], torch.tensor([0, 0.25, 0.25, 0.25, 0.25]))
+    # Head 1: row "a" keeps a, b -> 1/2 each; [CLS] keeps only itself -> 1.
+    assert torch.allclose(norm[0, 1, 1], torch.tensor([0, 0.5, 0.5, 0, 0]))
+    assert torch.allclose(norm[0, 1, 0], torch.tensor([1.0, 0, 0, 0, 0]))
+
+
+def test_prune_and_uniform_by_hand():
+    weights = torch.tensor([[0.5, 0.3, 0.2, 0.0]]).expand(1, 3, 4, 4)  # last key is padding
+    real = torch.tensor([[True, True, True, False]])
+    out = ablate(weights, torch.tensor([KEEP, PRUNE, UNIFORM]), real)
+    assert torch.equal(out[0, 0], weights[0, 0])
+    assert torch.equal(out[0, 1], torch.zeros(4, 4))
+    assert torch.allclose(out[0, 2], torch.tensor([1 / 3, 1 / 3, 1 / 3, 0]).expand(4, 4))
+    with pytest.raises(ValueError, match="sentence ids"):
+        ablate(weights, torch.tensor([KEEP, NO_INTRA, KEEP]), real)
+
+
+def test_packed_example_keeps_sentence_boundaries():
+    from transformers import BertTokenizer
+
+    from tests.conftest import VOCAB
+
+    tokenizer = BertTokenizer(vocab={w: i for i, w in enumerate(VOCAB)})
+    doc = [Sentence("s1", ["the", "cat"], doc="d", upos=["DET", "NOUN"]),
+           Sentence("s2", ["it", "runs"], doc="d", upos=["PRON", "VERB"])]
+    (example,) = pack_documents(tokenizer, doc, label_map(doc), max_length=16)
+    # [CLS] the cat it run ##s [SEP]: "runs" has two pieces, both in sentence 1.
+    assert example.sentence_ids == [-1, 0, 0, 1, 1, 1, -1]
+    expected = torch.tensor([[1, 0, 0, 0, 0, 0, 0],
+                             [0, 1, 1, 0, 0, 0, 0],
+                             [0, 1, 1, 0, 0, 0, 0],
+                             [0, 0, 0, 1, 1, 1, 0],
+                             [0, 0, 0, 1, 1, 1, 0],
+                             [0, 0, 0, 1, 1, 1, 0],
+                             [0, 0, 0, 0, 0, 0, 1]], dtype=torch.bool)
+    assert torch.equal(same_sentence(torch.tensor([example.sentence_ids]))[0], expected)
+
+
+def test_keep_everything_is_eager_attention(encoder):
+    ablated, eager = encoder
+    keep = Ablation(torch.full((2, 2), KEEP))
+    with torch.no_grad():
+        a = ablated(**inputs(), headatlas_ablation=keep).last_hidden_state
+        b = eager(**inputs()).last_hidden_state
+        c = ablated(**inputs()).last_hidden_state  # no plan at all
+    assert torch.allclose(a, b, atol=1e-6) and torch.allclose(c, b, atol=1e-6)
+
+
+def test_uniform_everywhere_equals_hand_computed_forward(encoder):
+    ablated, _ = encoder
+    x_in = inputs()
+    with torch.no_grad():
+        out = ablated(**x_in, headatlas_ablation=Ablation(torch.full((2, 2), UNIFORM)))
+        real = x_in["attention_mask"].float()[:, :, None]  # [batch, T, 1]
+        x = ablated.embeddings(input_ids=x_in["input_ids"], token_type_ids=x_in["token_type_ids"])
+        for layer in ablated.encoder.layer:
+            # Uniform weights 1/L over the L real tokens: every query's context, in every head,
+            # is the mean of the value vectors of the real tokens (padding excluded).
+            values = layer.attention.self.value(x)
+            context = ((values * real).sum(1, keepdim=True) / real.sum(1, keepdim=True)).expand_as(x)
+            att = layer.attention.output.LayerNorm(layer.attention.output.dense(context) + x)
+            hidden = torch.nn.functional.gelu(layer.intermediate.dense(att))
+            x = layer.output.LayerNorm(layer.output.dense(hidden) + att)
+    assert torch.allclose(out.last_hidden_state, x, atol=1e-5)
+
+
+def test_pruning_a_type_leaves_other_heads_unchanged(encoder, tmp_path):
+    ablated, _ = encoder
+    csv = tmp_path / "types.csv"
+    pd.DataFrame({"layer": [1, 1, 2, 2], "head": [1, 2, 1, 2],
+                  "type": ["diagonal", "dense", "dense", "vertical"]}).to_csv(csv, index=False)
+    types = read_head_types(csv, 2, 2)
+    actions = head_actions(types, Variant("prune dense", "prune one", (("dense", "prune"),)))
+    assert actions.tolist() == [[KEEP, PRUNE], [PRUNE, KEEP]]
+    before = per_head_context(ablated, 0)
+    after = per_head_context(ablated, 0, headatlas_ablation=Ablation(actions))
+    # Layer 1 gets the same input either way: head 1-1 (diagonal) is untouched, 1-2 is zero.
+    assert torch.equal(after[:, :, 0], before[:, :, 0])
+    assert torch.equal(after[:, :, 1], torch.zeros_like(after[:, :, 1]))
+    assert not torch.equal(before[:, :, 1], after[:, :, 1])
+    # Layer 2: the pruned dense head 2-1 outputs zeros as well.
+    assert per_head_context(ablated, 1, headatlas_ablation=Ablation(actions))[:, :, 0].abs().max() == 0
+
+
+def test_read_head_types_errors(tmp_path):
+    csv = tmp_path / "t.csv"
+    pd.DataFrame({"layer": [1, 1, 2], "head": [1, 2, 1], "type": ["dense"] * 3}).to_csv(csv, index=False)
+    with pytest.raises(HeadAtlasError, match="2 x 2 heads once"):
+        read_head_types(csv, 2, 2)
+    pd.DataFrame({"layer": [1], "head": [1], "type": ["c1"]}).to_csv(csv, index=False)
+    with pytest.raises(HeadAtlasError, match="unknown head type"):
+        read_head_types(csv, 1, 1)
+    pd.DataFrame({"layer": [1], "kind": ["dense"]}).to_csv(csv, index=False)
+    with pytest.raises(HeadAtlasError, match="lacks column"):
+        read_head_types(csv, 1, 1)
+
+
+def test_grid_has_the_papers_rows():
+    grid = variants()
+    by_id = {v.paper_id: v for v in grid if v.paper_id}
+    assert sorted(by_id, key=int) == [str(i) for i in range(1, 20)]
+    assert by_id["3"].action("diagonal") == "prune" and by_id["3"].action("dense") == "keep"
+    assert by_id["6"].action("diagonal") == "keep" and by_id["6"].action("vertical") == "prune"
+    assert by_id["9"].action("diagonal") == "uniform"
+    # 16: only diagonal keeps intra-sentence attention; 19: only dense&vertical keeps inter.
+    assert [by_id["16"].action(t) for t in ("dense", "diagonal")] == ["no_intra", "keep"]
+    assert by_id["19"].action("vertical") == "no_inter" and by_id["19"].action("dense&vertical") == "keep"
+    assert grid[0].name == "unablated" and len(grid) == 31
+
+
+def test_run_grid_scores_each_distinct_plan_once():
+    calls = []
+
+    def evaluate(actions):  # a fake task: score = 100 - 10 per changed head
+        calls.append(actions)
+        return {"accuracy": 100.0 - 10 * int((actions != KEEP).sum())}
+
+    types = np.array([["dense", "dense"], ["diagonal", "diagonal"]], dtype=object)  # no vertical heads
+    table = run_grid(evaluate, types, "accuracy", progress=False)
+    row = table.set_index("variant")
+    assert row.loc["prune dense", "accuracy"] == 80 and row.loc["prune vertical", "accuracy"] == 100
+    assert row.loc["prune dense", "accuracy_pct_of_unablated"] == 80
+    assert row.loc["prune diagonal", "paper_f1"] == 7.55 and np.isnan(row.loc["prune dense", "paper_f1"])
+    assert len(calls) < len(table)  # "prune vertical" is the unablated plan: not re-scored
+    broken = run_grid(lambda actions: {"f1": 0.0}, types, "f1", grid=variants()[:3], progress=False)
+    assert broken["f1_pct_of_unablated"].isna().all()  # no share of a zero score
+
+
+def test_upos_task_runs_on_a_tiny_tagger(tmp_path):
+    from transformers import AutoTokenizer, BertForTokenClassification
+
+    folder = make_tiny_model(tmp_path / "base")
+    BertForTokenClassification.from_pretrained(folder, num_labels=2).save_pretrained(tmp_path / "tagger")
+    AutoTokenizer.from_pretrained(folder).save_pretrained(tmp_path / "tagger")
+    model, tokenizer = load_task_model("upos", str(tmp_path / "tagger"), device="cpu")
+    doc = [Sentence("s1", ["the", "cat"], doc="d", upos=["A", "B"]),
+           Sentence("s2", ["it", "sat"], doc="d", upos=["B", "A"])]
+    examples = pack_documents(tokenizer, doc, {"A": 0, "B": 1}, max_length=16)
+    evaluate = upos_task(model, examples)
+    for actions in (torch.full((2, 2), KEEP), torch.full((2, 2), NO_INTER)):
+        assert 0 <= evaluate(actions)["accuracy"] <= 100
+
+
+def test_sentence_starts():
+    assert sentence_starts("It rained. Then (he) left! \"Yes.\" 3 more. end") == [0, 11, 27, 34]
+
+
+@pytest.fixture(scope="module")
+def tiny_qa(tmp_path_factory):
+    """A tiny random BertForQuestionAnswering with the tiny WordPiece tokenizer."""
+    from transformers import AutoConfig, BertForQuestionAnswering
+
+    folder = make_tiny_model(tmp_path_factory.mktemp("tiny-qa"), layers=2, heads=2)
+    torch.manual_seed(1)
+    BertForQuestionAnswering(AutoConfig.from_pretrained(folder)).save_pretrained(folder)
+    return load_task_model("squad", str(folder), device="cpu")
+
+
+def test_squad_windows_mark_question_and_context_sentences(tiny_qa):
+    _, tokenizer = tiny_qa
+    examples = read_squad(FIXTURES / "formats" / "squad_v1.1_sample.json")
+    windows = squad_windows(tokenizer, examples, max_length=24, stride=8)
+    assert len(windows) > len(examples)  # the context does not fit in 24: several windows
+    for window in windows:
+        ids = window.sentence_ids
+        assert ids[0] == -1 and ids[-1] == -1 and set(ids) <= {-1, 0, 1, 2}
+        # the question is sentence 0; context tokens carry their context sentence (1 or 2)
+        first_context = next(i for i, s in enumerate(window.spans) if s is not None)
+        assert set(ids[1:first_context - 1]) == {0} and ids[first_context] >= 1
+    # The context's second sentence starts at "It was": its tokens are sentence 2.
+    second = examples[0].context.index("It was")
+    last = windows[-1]
+    assert {s for s, span in zip(last.sentence_ids, last.spans) if span and span[0] >= second} == {2}
+
+
+def test_squad_path_end_to_end(tiny_qa):
+    model, tokenizer = tiny_qa
+    examples = read_squad(FIXTURES / "formats" / "squad_v1.1_sample.json")
+    evaluate = squad_task(model, tokenizer, examples, batch_size=2, max_length=24, stride=8)
+    grid = [v for v in variants() if v.paper_id in ("1", "3", "9", "12", "19")]
+    table = run_grid(evaluate, TYPES, "f1", grid=grid, progress=False)
+    assert list(table["paper_id"]) == ["1", "3", "9", "12", "19"]
+    for column in ("exact_match", "f1"):
+        assert table[column].between(0, 100).all()
+    assert table.loc[0, "paper_f1"] == 89.68

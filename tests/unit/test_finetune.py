@@ -1,0 +1,135 @@
+"""Fine-tuning for UPOS tagging: splits, packing, a few training steps, the checkpoint."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+import torch
+
+from headatlas.corpora.records import Sentence
+from headatlas.errors import HeadAtlasError
+from headatlas.finetune import (IGNORE, TuneOptions, collate, fine_tune, label_map,
+                                pack_documents, save_checkpoint, split_sentences, tag_scores)
+from tests.conftest import VOCAB, make_tiny_model
+
+# Each word always has the same tag, so a tagger can learn it quickly.
+TAGS = {"the": "DET", "a": "DET", "cat": "NOUN", "dog": "NOUN", "mat": "NOUN", "house": "NOUN",
+        "sat": "VERB", "saw": "VERB", "was": "AUX", "big": "ADJ", "red": "ADJ", "he": "PRON",
+        "she": "PRON", "on": "ADP", "and": "CCONJ", ".": "PUNCT"}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models gain nothing from threads; on a busy machine extra threads only spin."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def tokenizer():
+    from transformers import BertTokenizer
+
+    return BertTokenizer(vocab={w: i for i, w in enumerate(VOCAB)})
+
+
+def corpus(n_docs: int = 6, per_doc: int = 8, splits: bool = True, seed: int = 0) -> list[Sentence]:
+    rng = random.Random(seed)
+    names = ["train"] * (n_docs - 2) + ["dev", "test"]
+    out = []
+    for d in range(n_docs):
+        for s in range(per_doc):
+            words = [rng.choice(sorted(TAGS)) for _ in range(rng.randint(3, 7))]
+            out.append(Sentence(f"d{d}-{s}", words, doc=f"d{d}", split=names[d] if splits else "",
+                                upos=[TAGS[w] for w in words]))
+    return out
+
+
+def test_pack_by_hand():
+    # Every word here is one wordpiece; max_length 8 leaves room for 6 between [CLS] and [SEP]:
+    # sentences 1 + 2 (3 + 3) fill one example, 3 (6 words) fits exactly alone, 4 (7 words)
+    # cannot fit and is counted, not cut; 5 is another document, so it starts a new example.
+    doc = [Sentence("1", ["the", "cat", "sat"], doc="d", upos=["DET", "NOUN", "VERB"]),
+           Sentence("2", ["he", "saw", "it"], doc="d", upos=["PRON", "VERB", "PRON"]),
+           Sentence("3", ["the", "big", "red", "dog", "sat", "on"], doc="d", upos=["X"] * 6),
+           Sentence("4", ["a", "big", "red", "dog", "sat", "on", "it"], doc="d", upos=["X"] * 7),
+           Sentence("5", ["she"], doc="e", upos=["PRON"])]
+    labels = label_map(doc)  # sorted: DET NOUN PRON VERB X
+    stats = Counter()
+    examples = pack_documents(tokenizer(), doc, labels, max_length=8, stats=stats)
+    assert [len(e) for e in examples] == [8, 8, 3]  # docs are never mixed: "she" is alone
+    first = examples[0]
+    assert first.sentence_ids == [-1, 0, 0, 0, 1, 1, 1, -1]
+    assert first.labels == [IGNORE, 0, 1, 3, 2, 3, 2, IGNORE]
+    assert stats["too_long_sentences"] == 1 and stats["too_long_words"] == 7
+    assert examples[2].doc == "e" and examples[2].n_words == 1
+
+
+def test_first_wordpiece_carries_the_label():
+    doc = [Sentence("1", ["he", "runs"], doc="d", upos=["PRON", "VERB"])]  # runs = run ##s
+    (example,) = pack_documents(tokenizer(), doc, {"PRON": 0, "VERB": 1}, max_length=16)
+    assert example.labels == [IGNORE, 0, 1, IGNORE, IGNORE]
+
+
+def test_collate_pads():
+    doc = [Sentence("1", ["he"], doc="a", upos=["PRON"]), Sentence("2", ["the", "cat"], doc="b",
+                                                                 upos=["DET", "NOUN"])]
+    examples = pack_documents(tokenizer(), doc, label_map(doc), max_length=16)
+    inputs, sentence_ids = collate(examples, pad_id=0)
+    assert inputs["input_ids"].shape == (2, 4)
+    assert inputs["attention_mask"].tolist() == [[1, 1, 1, 0], [1, 1, 1, 1]]
+    assert inputs["labels"][0].tolist() == [IGNORE, 2, IGNORE, IGNORE]  # DET 0, NOUN 1, PRON 2
+    assert sentence_ids[0].tolist() == [-1, 0, -1, -1]
+
+
+def test_splits_from_labels_or_by_document():
+    parts, by_doc = split_sentences(corpus())
+    assert not by_doc and {s.doc for s in parts["test"]} == {"d5"}
+    parts, by_doc = split_sentences(corpus(n_docs=20, splits=False))
+    # 20 documents, 10% each: 2 test (d18, d19), 2 dev (d16, d17), 16 train.
+    assert by_doc and {s.doc for s in parts["dev"]} == {"d16", "d17"}
+    assert {s.doc for s in parts["test"]} == {"d18", "d19"} and len(parts["train"]) == 16 * 8
+    with pytest.raises(HeadAtlasError, match="needs train/dev/test"):
+        split_sentences([Sentence("1", ["a"], split="dev"), Sentence("2", ["a"], split="test")])
+    with pytest.raises(HeadAtlasError, match=">= 3 documents"):
+        split_sentences(corpus(n_docs=2, splits=False))
+    with pytest.raises(HeadAtlasError, match="no UPOS"):
+        label_map([Sentence("1", ["a"])])
+
+
+def test_fine_tuning_lowers_the_loss_and_saves_a_loadable_checkpoint(tmp_path):
+    from transformers import AutoModelForTokenClassification
+
+    from headatlas.models import load_model
+
+    base = make_tiny_model(tmp_path / "base", layers=2, heads=2)
+    # 4 training documents pack into 8 examples: an epoch is 2 steps, dev is scored after each.
+    options = TuneOptions(epochs=50, batch_size=4, lr=3e-3, max_steps=20, eval_every=10,
+                          patience=20, max_length=32, seed=0)
+    result = fine_tune(str(base), corpus(), options, progress=False)
+    curve = result.curve
+    assert list(curve["step"]) == list(range(2, 21, 2))
+    # Mean training loss of steps 19-20 is well below that of steps 1-2 (~log 9 = 2.2 at start).
+    assert curve["train_loss"].iloc[-1] < 0.8 * curve["train_loss"].iloc[0]
+    assert result.metrics["steps"] == 20 and 0 <= result.metrics["test_accuracy"] <= 100
+
+    folder = save_checkpoint(result.model, result.tokenizer, tmp_path / "upos" / "model")
+    assert not (tmp_path / "upos" / ".model.partial").exists()
+    loaded = AutoModelForTokenClassification.from_pretrained(folder).eval()
+    assert loaded.config.id2label[0] == "ADJ" and len(loaded.config.id2label) == len(set(TAGS.values()))
+    examples = pack_documents(result.tokenizer, corpus()[:8], loaded.config.label2id, 32)
+    assert tag_scores(loaded, examples) == tag_scores(result.model, examples)
+    encoder = load_model("tuned", {"path": str(folder)}, device="cpu")  # as extraction loads it
+    assert encoder.n_layers == 2 and encoder.n_heads == 2
+
+
+def test_fine_tuning_is_seeded(tmp_path):
+    base = make_tiny_model(tmp_path / "base")
+    options = TuneOptions(epochs=1, batch_size=4, max_steps=3, eval_every=3, max_length=32)
+    a = fine_tune(str(base), corpus(), options, progress=False)
+    b = fine_tune(str(base), corpus(), options, progress=False)
+    assert a.curve["train_loss"].equals(b.curve["train_loss"])
+    for key, value in a.model.state_dict().items():
+        assert torch.equal(value, b.model.state_dict()[key])
