@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from headatlas.store import Store
-from tests.conftest import ROOT
+from tests.conftest import FIXTURES, ROOT
 from tests.workflow.conftest import snakemake
 
 pytestmark = pytest.mark.workflow
@@ -86,8 +86,11 @@ def test_lint_is_clean():
 
 
 def test_paper_configuration_plans_every_analysis():
+    squad = FIXTURES / "formats" / "squad_v1.1_sample.json"  # stands in for SQuAD v1.1 dev
     result = snakemake(ROOT, "-n", "--cores", "1", "--configfile", "configs/paper.yaml",
-                       "--replace-workflow-config")
+                       "--replace-workflow-config", "--config",
+                       f"ablation={{'task': 'squad', 'model': 'bert-large-squad', 'squad_path': '{squad}'}}")
     jobs = planned_jobs(result)
-    assert jobs["surface_table"] == 6  # two models x three analyses, nothing from config.yaml
-    assert jobs["extract"] == 2 * 4 * 4  # two models x four corpora x four shards
+    assert jobs["surface_table"] == 9  # three models x three analyses, nothing from config.yaml
+    assert jobs["extract"] == 3 * 4 * 4  # three models x four corpora x four shards
+    assert jobs["ablation"] == 1
