@@ -50,7 +50,7 @@ def atomic_savefig(fig: Figure, path: str | Path) -> None:
         fig.savefig(tmp, format=fmt, metadata=metadata)
 
 
-def _figure(width: float, height: float, caption: str) -> Figure:
+def captioned_figure(width: float, height: float, caption: str) -> Figure:
     """A ``width`` x ``height`` inch constrained-layout figure plus a caption band below it."""
     lines = textwrap.wrap(caption, width=int(width * 15)) or [""]
     band_inches = 0.15 + _CAPTION_LINE_INCHES * len(lines)
@@ -63,7 +63,7 @@ def _figure(width: float, height: float, caption: str) -> Figure:
 
 def plot_note(message: str, path: str | Path, caption: str) -> None:
     """A figure that only states why there is nothing to draw (e.g. a relation with no instances)."""
-    fig = _figure(6, 2, caption)
+    fig = captioned_figure(6, 2, caption)
     ax = fig.add_subplot()
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
@@ -80,7 +80,7 @@ def plot_relative_position(rel: pd.DataFrame, path: str | Path, caption: str) ->
     panels = (("prev", "previous token"), ("self", "current token"), ("next", "next token"))
     grids = [_grid(rel, column) for column, _ in panels]
     n_layers, n_heads = grids[0].shape
-    fig = _figure(3 * (1 + 0.3 * n_heads), 1 + 0.3 * n_layers, caption)
+    fig = captioned_figure(3 * (1 + 0.3 * n_heads), 1 + 0.3 * n_layers, caption)
     axes = fig.subplots(1, 3, sharey=True)
     for ax, grid, (_, title) in zip(axes, grids, panels):
         image = ax.imshow(grid, vmin=0, vmax=1, cmap="Blues", aspect="auto",
@@ -108,7 +108,7 @@ def _layer_axis(ax, n_layers: int, ylabel: str) -> None:
 def plot_special_tokens(special: pd.DataFrame, path: str | Path, caption: str) -> None:
     """Fig. 2: attention to [CLS], [SEP], ./, by layer (top) and to [SEP] from [SEP] vs others (bottom)."""
     n_layers = int(special["layer"].max())
-    fig = _figure(5.5, 7, caption)
+    fig = captioned_figure(5.5, 7, caption)
     top, bottom = fig.subplots(2, 1, sharex=True)
     for column, label in (("cls", "[CLS]"), ("sep", "[SEP]"), ("punct", ". or ,")):
         _points_by_layer(top, special, column, label, COLOURS[column])
@@ -127,7 +127,7 @@ def plot_entropy(entropy: pd.DataFrame, path: str | Path, caption: str) -> None:
     """Fig. 4: per-head entropy of all rows and of the [CLS] row, by layer, against uniform."""
     n_layers = int(entropy["layer"].max())
     uniform = float(entropy["uniform_entropy"].mean())
-    fig = _figure(10, 4, caption)
+    fig = captioned_figure(10, 4, caption)
     axes = fig.subplots(1, 2, sharey=True)
     for ax, column, title in zip(axes, ("entropy", "cls_entropy"),
                                  ("all query tokens", "[CLS] query token only")):
@@ -152,7 +152,7 @@ def plot_attention_lines(example: Example, heads: dict[str, tuple[int, int]], pa
             raise ValueError(f"head {layer}-{head} ({behaviour}) is outside the model's "
                              f"{n_layers} layers x {n_heads} heads")
     n = example.n_tokens
-    fig = _figure(2.6 * len(heads), 1 + 0.16 * n, caption)
+    fig = captioned_figure(2.6 * len(heads), 1 + 0.16 * n, caption)
     axes = np.atleast_1d(fig.subplots(1, len(heads)))
     for ax, (behaviour, (layer, head)), colour in zip(axes, heads.items(),
                                                       matplotlib.colormaps["tab10"].colors):

@@ -12,7 +12,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from headatlas.plots import BEHAVIOURS, COLOURS, _figure, atomic_savefig
+from headatlas.plots import BEHAVIOURS, COLOURS, captioned_figure, atomic_savefig
 
 # Behaviour colours follow the surface figures; "broad" and "other" get their own.
 BEHAVIOUR_COLOURS = {"broad": "#f39c12", "next": COLOURS["next"], "prev": COLOURS["prev"],
@@ -30,7 +30,7 @@ def plot_mds(coords: pd.DataFrame, path: str | Path, caption: str) -> None:
     ``x``, ``y``. Each point is labelled with its layer number (left panel);
     the right panel joins each layer's heads to the layer's centroid.
     """
-    fig = _figure(11, 5.2, caption)
+    fig = captioned_figure(11, 5.2, caption)
     left, right = fig.subplots(1, 2)
     for behaviour, group in coords.groupby("behaviour", sort=False):
         left.scatter(group["x"], group["y"], s=40, color=BEHAVIOUR_COLOURS.get(behaviour, "k"),
@@ -63,7 +63,7 @@ def plot_gradients(heads: pd.DataFrame, path: str | Path, caption: str) -> None:
     different gradient scales can be compared.
     """
     layers = heads.groupby("layer", as_index=False)[list(KIND_LABELS)].mean()
-    fig = _figure(10, 4, caption)
+    fig = captioned_figure(10, 4, caption)
     left, right = fig.subplots(1, 2)
     for kind in KIND_LABELS:
         colour = KIND_COLOURS[kind]

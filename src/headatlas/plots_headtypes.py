@@ -21,7 +21,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
 from headatlas.analyses.headtypes import TYPES, feature_columns, layer_shares
-from headatlas.plots import _figure, atomic_savefig
+from headatlas.plots import captioned_figure, atomic_savefig
 
 TYPE_COLOURS = {"dense": "#4c72b0", "diagonal": "#dd8452", "dense&vertical": "#55a868",
                 "vertical": "#c44e52"}
@@ -46,7 +46,7 @@ def plot_tsne(types: pd.DataFrame, xy: np.ndarray, path: str | Path, caption: st
     if len(xy) != len(types):
         raise ValueError(f"{len(xy)} t-SNE points for {len(types)} heads")
     colours = type_colours(types["type"])
-    fig = _figure(6, 5, caption)
+    fig = captioned_figure(6, 5, caption)
     ax = fig.subplots()
     for name, colour in colours.items():
         sel = (types["type"] == name).to_numpy()
@@ -66,7 +66,7 @@ def plot_feature_boxes(types: pd.DataFrame, path: str | Path, caption: str) -> N
     columns = feature_columns(types)
     x = types[columns].to_numpy(float)
     colours = type_colours(types["type"])
-    fig = _figure(3.2 * len(colours), 3.8, caption)
+    fig = captioned_figure(3.2 * len(colours), 3.8, caption)
     axes = np.atleast_1d(fig.subplots(1, len(colours), sharey=True))
     for ax, (name, colour) in zip(axes, colours.items()):
         sel = (types["type"] == name).to_numpy()
@@ -85,7 +85,7 @@ def plot_layer_shares(types: pd.DataFrame, path: str | Path, caption: str) -> No
     """Fig. 3: stacked share of each type among the heads of each layer."""
     shares = layer_shares(types)
     colours = type_colours(types["type"])
-    fig = _figure(1.5 + 0.45 * len(shares), 3.5, caption)
+    fig = captioned_figure(1.5 + 0.45 * len(shares), 3.5, caption)
     ax = fig.subplots()
     bottom = np.zeros(len(shares))
     for name in shares.columns:
@@ -112,7 +112,7 @@ def plot_type_grid(types: pd.DataFrame, path: str | Path, caption: str,
     """Layers x heads coloured by type; heads with ``consistent == False`` get a black dot."""
     colours = type_colours(types["type"])
     n_layers, n_heads = int(types["layer"].max()), int(types["head"].max())
-    fig = _figure(2.5 + 0.35 * n_heads, 1.2 + 0.35 * n_layers, caption)
+    fig = captioned_figure(2.5 + 0.35 * n_heads, 1.2 + 0.35 * n_layers, caption)
     ax = fig.subplots()
     _type_image(ax, types, colours)
     handles = [Patch(color=c, label=n) for n, c in colours.items()]
@@ -134,7 +134,7 @@ def plot_type_changes(changes: pd.DataFrame, by_layer: pd.DataFrame, labels: tup
     """
     colours = type_colours(pd.concat([changes["before"], changes["after"]]))
     n_layers, n_heads = int(changes["layer"].max()), int(changes["head"].max())
-    fig = _figure(6 + 0.35 * n_heads, 1.5 + 0.35 * n_layers, caption)
+    fig = captioned_figure(6 + 0.35 * n_heads, 1.5 + 0.35 * n_layers, caption)
     left, right = fig.subplots(1, 2, width_ratios=[n_heads, max(4, n_heads // 2)])
     _type_image(left, changes.rename(columns={"after": "type"}), colours)
     moved = changes[changes["changed"]]

@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from headatlas.plots import _figure, atomic_savefig
+from headatlas.plots import captioned_figure, atomic_savefig
 
 _BAR_COLOURS = ("#3498db", "#e67e22", "#2ca25f", "#9b59b6")
 
@@ -28,7 +28,7 @@ def plot_table3(table: pd.DataFrame, evals: Sequence[str], path: str | Path, cap
     ours = table[list(evals)].notna().any(axis=1)
     probes = [name if run else f"{name} (paper only)"
               for name, run in zip(table["paper_name"], ours)]
-    fig = _figure(8, 0.5 + 0.55 * len(probes), caption)
+    fig = captioned_figure(8, 0.5 + 0.55 * len(probes), caption)
     ax = fig.subplots()
     y = np.arange(len(probes))
     height = 0.8 / max(len(evals), 1)
@@ -54,7 +54,7 @@ def plot_probe_weights(weights: pd.DataFrame, path: str | Path, caption: str) ->
     directions = list(dict.fromkeys(weights["direction"]))
     n_layers, n_heads = int(weights["layer"].max()), int(weights["head"].max())
     bound = float(np.abs(mean).max()) or 1.0
-    fig = _figure(2 * (1 + 0.3 * n_heads), 1 + 0.3 * n_layers, caption)
+    fig = captioned_figure(2 * (1 + 0.3 * n_heads), 1 + 0.3 * n_layers, caption)
     axes = np.atleast_1d(fig.subplots(1, len(directions), sharey=True))
     for ax, direction in zip(axes, directions):
         grid = mean.loc[direction].unstack("head").to_numpy()

@@ -24,7 +24,7 @@ import pandas as pd
 from matplotlib.collections import LineCollection
 
 from headatlas.analyses.syntax import DIRECTIONS, LinePanel
-from headatlas.plots import _figure, atomic_savefig
+from headatlas.plots import captioned_figure, atomic_savefig
 
 HIGHLIGHT = "#d62728"  # Clark's Fig. 5: attention to/from the words of interest in red
 BASE = "#4a6fa5"
@@ -48,7 +48,7 @@ def plot_relation_heatmap(table: pd.DataFrame, relation: str, baseline: tuple[in
         raise ValueError(f"relation {relation!r} has no scored dependency in this table")
     n_layers, n_heads = int(rows["layer"].max()), int(rows["head"].max())
     best = rows.loc[rows["accuracy"].idxmax()]
-    fig = _figure(2 * (1 + 0.32 * n_heads), 1.2 + 0.32 * n_layers, caption)
+    fig = captioned_figure(2 * (1 + 0.32 * n_heads), 1.2 + 0.32 * n_layers, caption)
     axes = fig.subplots(1, 2, sharey=True)
     for ax, direction in zip(axes, DIRECTIONS):
         grid = rows[rows["direction"] == direction].pivot(index="layer", columns="head",
@@ -80,7 +80,7 @@ def plot_dependency_lines(panels: Sequence[Sequence[LinePanel]], path: str | Pat
     """
     n_rows = max(len(column) for column in panels)
     longest = max(len(p.labels) for column in panels for p in column)
-    fig = _figure(2.8 * len(panels), n_rows * (0.6 + 0.15 * longest), caption)
+    fig = captioned_figure(2.8 * len(panels), n_rows * (0.6 + 0.15 * longest), caption)
     axes = np.atleast_2d(fig.subplots(n_rows, len(panels), squeeze=False))
     for c, column in enumerate(panels):
         for r in range(n_rows):
@@ -118,7 +118,7 @@ def plot_regimes(table: pd.DataFrame, path: str | Path, caption: str) -> None:
     """
     sets = list(pd.unique(table["evaluated_on"]))
     relations = list(pd.unique(table["relation"]))
-    fig = _figure(4.2 * len(sets), 0.8 + 0.28 * len(relations), caption)
+    fig = captioned_figure(4.2 * len(sets), 0.8 + 0.28 * len(relations), caption)
     axes = np.atleast_1d(fig.subplots(1, len(sets), sharey=True))
     y = np.arange(len(relations))
     for ax, label in zip(axes, sets):
