@@ -34,6 +34,17 @@ def make_tiny_model(folder: Path, layers: int = 2, heads: int = 2, seed: int = 0
     return folder
 
 
+@pytest.fixture(autouse=True, scope="session")
+def one_torch_thread():
+    """Tiny models gain nothing from threads; on a busy machine extra threads only spin."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     return make_tiny_model(tmp_path_factory.mktemp("tiny-bert"))

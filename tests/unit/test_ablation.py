@@ -28,15 +28,6 @@ SAME = torch.tensor([[1, 0, 0, 0, 0],
 TYPES = np.array([["diagonal", "dense"], ["dense", "vertical"]], dtype=object)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models gain nothing from threads; on a busy machine extra threads only spin."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def encoder(tmp_path_factory):
     """The tiny random BertModel loaded with the ablation attention (and the same with eager)."""

@@ -20,15 +20,6 @@ TAGS = {"the": "DET", "a": "DET", "cat": "NOUN", "dog": "NOUN", "mat": "NOUN", "
         "she": "PRON", "on": "ADP", "and": "CCONJ", ".": "PUNCT"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models gain nothing from threads; on a busy machine extra threads only spin."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def tokenizer():
     from transformers import BertTokenizer
 

@@ -21,15 +21,6 @@ LAYERS, HEADS = 2, 2
 PLANTED = (0, 1)  # layer 1, head 2 (0-based here) points every word at its gold head
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: one thread avoids thread-pool overhead (tenfold on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def random_heads(n: int, rng) -> list[int]:
     """A random tree: the root, then each word attached to the root or an earlier word."""
     root = int(rng.integers(n))
