@@ -43,6 +43,18 @@ PUNCT_TOKENS = frozenset({".", ","})
 _WORD_MARKERS = "Ġ▁"
 
 
+def token_masks(tokens: Sequence[str], cls_token: str = "[CLS]",
+                sep_token: str = "[SEP]") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Boolean ``[n]`` masks of ``[CLS]``, ``[SEP]`` and period/comma tokens.
+
+    The one definition of these token classes, shared by every analysis.
+    """
+    cls = np.array([t == cls_token for t in tokens], dtype=bool)
+    sep = np.array([t == sep_token for t in tokens], dtype=bool)
+    punct = np.array([t.lstrip(_WORD_MARKERS) in PUNCT_TOKENS for t in tokens], dtype=bool)
+    return cls, sep, punct
+
+
 @dataclass
 class Example:
     """One example's attention and tokens.
@@ -66,16 +78,16 @@ class Example:
 
     @property
     def cls_mask(self) -> np.ndarray:
-        return np.array([t == self.cls_token for t in self.tokens])
+        return token_masks(self.tokens, self.cls_token, self.sep_token)[0]
 
     @property
     def sep_mask(self) -> np.ndarray:
-        return np.array([t == self.sep_token for t in self.tokens])
+        return token_masks(self.tokens, self.cls_token, self.sep_token)[1]
 
     @property
     def punct_mask(self) -> np.ndarray:
         """Tokens that are a period or a comma (Clark et al.'s punctuation)."""
-        return np.array([t.lstrip(_WORD_MARKERS) in PUNCT_TOKENS for t in self.tokens])
+        return token_masks(self.tokens, self.cls_token, self.sep_token)[2]
 
 
 class StoreWriter:

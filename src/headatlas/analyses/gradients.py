@@ -48,7 +48,7 @@ from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
 from headatlas.extract import Encoded, collate, encode, encode_corpus
 from headatlas.models import LoadedModel, load_model, resolve
-from headatlas.store import Example
+from headatlas.store import token_masks
 
 LOSSES = ("auto", "mlm", "contrastive")
 KINDS = ("sep", "punct", "cls", "other")  # key token kinds, disjoint
@@ -138,12 +138,10 @@ def mask_tokens(input_ids: np.ndarray, candidates: np.ndarray, rng: np.random.Ge
 def key_kinds(tokens: Sequence[str], cls_token: str = "[CLS]", sep_token: str = "[SEP]") -> np.ndarray:
     """One-hot ``[n, 4]`` kind of each token as a key, in the order of :data:`KINDS`.
 
-    Uses the store's definitions (:class:`~headatlas.store.Example`), so
+    Uses the store's definitions (:func:`~headatlas.store.token_masks`), so
     "punctuation" means the same as in the surface analyses.
     """
-    ex = Example(index=-1, id="", tokens=list(tokens), input_ids=None, token_type_ids=None,
-                 word_ids=None, attn=None, cls_token=cls_token, sep_token=sep_token)
-    sep, punct, cls = ex.sep_mask, ex.punct_mask, ex.cls_mask
+    cls, sep, punct = token_masks(tokens, cls_token, sep_token)
     return np.stack([sep, punct, cls, ~(sep | punct | cls)], axis=1)
 
 
