@@ -1,14 +1,23 @@
 # headatlas: what do the attention heads of BERT-family encoders look at?
 # corpora -> extraction -> HDF5 store -> analyses -> report.  See README.md.
-from snakemake.utils import min_version, validate
+import sys
+from pathlib import Path
+
+from snakemake.utils import min_version
 
 min_version("9.0")
+# The light library modules (config checks, code inputs) are read from this workflow's own copy.
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+from headatlas.config import load_config
 
 
 configfile: "config.yaml"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
+# Fills every default from the schema and checks names; errors name their config key.
+load_config(
+    config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
+)
 
 
 report: "workflow/report/workflow.rst"
@@ -29,6 +38,6 @@ include: "workflow/rules/ablation.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_outputs(),
-    default_target: True

@@ -1,25 +1,28 @@
-# Helpers shared by the rules: paths, config lookups, the list of final outputs.
-import os
+# Helpers shared by the rules: the checked config's plan, paths, code inputs, the final targets.
+# Every value a rule needs is config[...] (defaults filled from the schema) or PLAN (derived,
+# in headatlas.config, unit-tested); rules compute nothing themselves.
 import re
-from pathlib import Path
 
-RESULTS = config.get("results", "results")
-CORPORA = config["corpora"]
+from snakemake.logging import logger
+
+from headatlas.codedeps import code_files
+from headatlas.config import corpus_format, plan
+
+PLAN = plan(config)
+RESULTS = PLAN.results
 MODELS = config["models"]
-EXTRACTION = config.get("extraction", {})
-N_SHARDS = int(EXTRACTION.get("shards", 1))
-SEGMENT_CORPORA = [c for c, spec in CORPORA.items() if spec["kind"] == "segments"]
-TREEBANK_CORPORA = [c for c, spec in CORPORA.items() if spec["kind"] == "treebank"]
-DOCUMENT_CORPORA = [c for c, spec in CORPORA.items() if spec["kind"] == "documents"]
-# Treebanks with dependency trees (CoNLL-2012 has constituency parses only: coreference only).
-DEPENDENCY_CORPORA = [c for c in TREEBANK_CORPORA if CORPORA[c].get("format") != "conll2012"]
-SURFACE_CORPUS = config.get("surface", {}).get("corpus", "wikipedia")
+CORPORA = config["corpora"]
+EXTRACTION = config["extraction"]
 ENV = "../../envs/headatlas.yaml"
+STORE = f"{RESULTS}/{{model}}/{{corpus}}/attention/shard-{{shard}}.h5"
+
+for omission in PLAN.omitted:
+    logger.info(str(omission))
 
 
 wildcard_constraints:
-    model="|".join(map(re.escape, MODELS)) if MODELS else "[^/]+",
-    corpus="[^/.]+",
+    model="|".join(map(re.escape, MODELS)),
+    corpus="|".join(map(re.escape, CORPORA)),
     shard=r"\d+",
 
 
@@ -28,9 +31,10 @@ def one_of(names):
     return "|".join(map(re.escape, names)) if names else "(?!x)x"
 
 
-def lib(module):
-    """A library file as an input, so editing an analysis reruns just its rules."""
-    return workflow.source_path(f"../../src/headatlas/{module}")
+def code(script):
+    """The library files ``script`` imports, transitively: editing one reruns exactly its rules."""
+    base = Path(workflow.basedir)
+    return code_files(base / "workflow" / "scripts" / script, base / "src")
 
 
 def model_inputs(wildcards):
@@ -47,45 +51,49 @@ def corpus_file(wildcards):
 
 
 def store_shards(model, corpus):
-    return [f"{RESULTS}/{model}/{corpus}/attention/shard-{i}.h5" for i in range(N_SHARDS)]
+    return [
+        STORE.format(model=model, corpus=corpus, shard=i)
+        for i in range(EXTRACTION["shards"])
+    ]
 
 
 def stores(wildcards):
     return store_shards(wildcards.model, wildcards.corpus)
 
 
-SURFACE_TABLES = ["relative_position", "special_tokens", "entropy"]
+# The surface tables (one per analysis; the schema lists them): read by later analyses too.
+SURFACE_DIR = f"{RESULTS}/{{model}}/{{corpus}}/surface"
+SURFACE_TABLES = list(config["surface"]["options"])
 
 
-def surface_table_files(wildcards):
-    base = f"{RESULTS}/{wildcards.model}/{wildcards.corpus}/surface"
+def surface_tables(wildcards):
+    base = SURFACE_DIR.format(model=wildcards.model, corpus=wildcards.corpus)
     return {name: f"{base}/{name}.csv" for name in SURFACE_TABLES}
 
 
-def surface_outputs(model, corpus):
-    base = f"{RESULTS}/{model}/{corpus}/surface"
-    return (
-        [f"{base}/{name}.{ext}" for name in SURFACE_TABLES for ext in ("csv", "svg")]
-        + [f"{base}/attention_lines.svg", f"{base}/example_heads.csv", f"{base}/paper_claims.csv"]
-        + [f"{RESULTS}/{model}/{corpus}/corpus_summary.csv"]
-    )
+# Probes read word-level attention caches; 'random_attn_glove' reads the random twin's.
+PROBES_FEATURES = f"{RESULTS}/{{model}}/{{corpus}}/probes/features.h5"
 
 
-# Each rules file appends a function ``model -> [final outputs]`` here; rule all asks for them.
-FINAL_TARGETS = []
+def probe_attention(wildcards):
+    """The model whose attention a probe reads."""
+    if wildcards.probe == "random_attn_glove":
+        return config["probes"]["random_model"]
+    return wildcards.model
+
+
+def probe_features(model, corpora):
+    return [PROBES_FEATURES.format(model=model, corpus=c) for c in corpora]
+
+
+# Each rules file registers ``analysis -> (model -> [final outputs])`` here; rule all asks for them.
+FINAL_TARGETS = {}
 
 
 def all_outputs():
-    return [path for model in MODELS for targets in FINAL_TARGETS for path in targets(model)]
-
-
-def corpus_targets(model):
-    """Every corpus's store and summary (the summary lists what was skipped)."""
-    return [f"{RESULTS}/{model}/{corpus}/corpus_summary.csv" for corpus in CORPORA]
-
-
-def surface_targets(model):
-    return surface_outputs(model, SURFACE_CORPUS) if SURFACE_CORPUS in CORPORA else []
-
-
-FINAL_TARGETS += [corpus_targets, surface_targets]
+    return [
+        path
+        for model in MODELS
+        for targets in FINAL_TARGETS.values()
+        for path in targets(model)
+    ]

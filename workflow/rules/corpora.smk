@@ -2,18 +2,22 @@
 
 
 rule prepare_treebank:
+    input:
+        code=code("prepare_treebank.py"),
     output:
         corpus="data/corpora/{corpus}.jsonl",
         stats="data/corpora/{corpus}.stats.json",
-    params:
-        spec=lambda wc: CORPORA[wc.corpus],
-        mirror=config.get("mirror"),
-    wildcard_constraints:
-        corpus=one_of(TREEBANK_CORPORA),
     log:
         "logs/prepare/{corpus}.log",
+    benchmark:
+        "logs/benchmarks/prepare/{corpus}.tsv"
+    wildcard_constraints:
+        corpus=one_of(PLAN.treebanks),
     conda:
         ENV
+    params:
+        spec=lambda wc: CORPORA[wc.corpus],
+        mirror=config["mirror"],
     script:
         "../scripts/prepare_treebank.py"
 
@@ -21,19 +25,22 @@ rule prepare_treebank:
 rule prepare_segments:
     input:
         model=model_inputs,
+        code=code("prepare_segments.py"),
     output:
         corpus="data/corpora/{corpus}/{model}.jsonl",
         stats="data/corpora/{corpus}/{model}.stats.json",
+    log:
+        "logs/prepare/{corpus}.{model}.log",
+    benchmark:
+        "logs/benchmarks/prepare/{corpus}.{model}.tsv"
+    wildcard_constraints:
+        corpus=one_of(PLAN.segments),
+    conda:
+        ENV
     params:
         spec=lambda wc: CORPORA[wc.corpus],
         model=lambda wc: MODELS[wc.model],
-        max_length=EXTRACTION.get("max_length", 128),
-    wildcard_constraints:
-        corpus=one_of(SEGMENT_CORPORA),
-    log:
-        "logs/prepare/{corpus}.{model}.log",
-    conda:
-        ENV
+        max_length=EXTRACTION["max_length"],
     script:
         "../scripts/prepare_segments.py"
 
@@ -42,17 +49,20 @@ rule prepare_documents:
     input:
         sentences=lambda wc: f"data/corpora/{CORPORA[wc.corpus]['from']}.jsonl",
         model=model_inputs,
+        code=code("prepare_documents.py"),
     output:
         corpus="data/corpora/{corpus}/{model}.jsonl",
         stats="data/corpora/{corpus}/{model}.stats.json",
-    params:
-        model=lambda wc: MODELS[wc.model],
-        max_length=EXTRACTION.get("max_length", 128),
-    wildcard_constraints:
-        corpus=one_of(DOCUMENT_CORPORA),
     log:
         "logs/prepare/{corpus}.{model}.log",
+    benchmark:
+        "logs/benchmarks/prepare/{corpus}.{model}.tsv"
+    wildcard_constraints:
+        corpus=one_of(PLAN.documents),
     conda:
         ENV
+    params:
+        model=lambda wc: MODELS[wc.model],
+        max_length=EXTRACTION["max_length"],
     script:
         "../scripts/prepare_documents.py"

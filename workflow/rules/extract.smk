@@ -6,21 +6,24 @@ rule extract:
     input:
         corpus=corpus_file,
         model=model_inputs,
+        code=code("extract.py"),
     output:
-        store=f"{RESULTS}/{{model}}/{{corpus}}/attention/shard-{{shard}}.h5",
-    params:
-        spec=lambda wc: MODELS[wc.model],
-        max_length=EXTRACTION.get("max_length", 128),
-        batch_size=EXTRACTION.get("batch_size", 32),
-        max_tokens=EXTRACTION.get("max_tokens"),
-        n_shards=N_SHARDS,
-    threads: EXTRACTION.get("threads", 2)
-    resources:
-        mem_mb=8000,
+        store=STORE,
     log:
         "logs/extract/{model}/{corpus}/shard-{shard}.log",
+    benchmark:
+        "logs/benchmarks/extract/{model}/{corpus}/shard-{shard}.tsv"
     conda:
         ENV
+    threads: EXTRACTION["threads"]
+    resources:
+        mem_mb=8000,
+    params:
+        spec=lambda wc: MODELS[wc.model],
+        max_length=EXTRACTION["max_length"],
+        batch_size=EXTRACTION["batch_size"],
+        max_tokens=EXTRACTION["max_tokens"],
+        n_shards=EXTRACTION["shards"],
     script:
         "../scripts/extract.py"
 
@@ -30,17 +33,29 @@ rule corpus_summary:
         corpus=corpus_file,
         stats=lambda wc: str(Path(corpus_file(wc)).with_suffix(".stats.json")),
         stores=stores,
+        code=code("corpus_summary.py"),
     output:
         report(
             f"{RESULTS}/{{model}}/{{corpus}}/corpus_summary.csv",
             caption="../report/corpus_summary.rst",
             category="Corpora",
             subcategory="{model}",
-            labels={"model": "{model}", "corpus": "{corpus}", "table": "corpus summary"},
+            labels={
+                "model": "{model}",
+                "corpus": "{corpus}",
+                "table": "corpus summary",
+            },
         ),
     log:
         "logs/summary/{model}/{corpus}.log",
+    benchmark:
+        "logs/benchmarks/summary/{model}/{corpus}.tsv"
     conda:
         ENV
     script:
         "../scripts/corpus_summary.py"
+
+
+FINAL_TARGETS["corpora"] = lambda model: [
+    f"{RESULTS}/{model}/{corpus}/corpus_summary.csv" for corpus in CORPORA
+]

@@ -1,74 +1,95 @@
 # Surface patterns (Clark et al. §3): one job per analysis, each streams the store once.
+SURFACE_DIR = f"{RESULTS}/{{model}}/{{corpus}}/surface"
+SURFACE_REPORT = {"category": "Surface patterns (Clark §3)", "subcategory": "{model}"}
+SURFACE_TABLES = list(
+    config["surface"]["options"]
+)  # one per analysis (the schema lists them)
 
 
 rule surface_table:
     input:
         stores=stores,
-        code=lib("analyses/surface.py"),
+        code=code("surface_table.py"),
     output:
         table=report(
-            f"{RESULTS}/{{model}}/{{corpus}}/surface/{{analysis}}.csv",
+            f"{SURFACE_DIR}/{{analysis}}.csv",
             caption="../report/surface_table.rst",
-            category="Surface patterns (Clark §3)",
-            subcategory="{model}",
             labels={"model": "{model}", "analysis": "{analysis}", "kind": "table"},
+            **SURFACE_REPORT,
         ),
         figure=report(
-            f"{RESULTS}/{{model}}/{{corpus}}/surface/{{analysis}}.svg",
+            f"{SURFACE_DIR}/{{analysis}}.svg",
             caption="../report/surface_table.rst",
-            category="Surface patterns (Clark §3)",
-            subcategory="{model}",
             labels={"model": "{model}", "analysis": "{analysis}", "kind": "figure"},
+            **SURFACE_REPORT,
         ),
-    params:
-        options=lambda wc: config.get("surface", {}).get("options", {}).get(wc.analysis, {}),
-    wildcard_constraints:
-        analysis="|".join(SURFACE_TABLES),
     log:
         "logs/surface/{model}/{corpus}/{analysis}.log",
+    benchmark:
+        "logs/benchmarks/surface/{model}/{corpus}/{analysis}.tsv"
+    wildcard_constraints:
+        analysis=one_of(SURFACE_TABLES),
     conda:
         ENV
+    params:
+        options=lambda wc: config["surface"]["options"][wc.analysis],
     script:
         "../scripts/surface_table.py"
 
 
-rule paper_claims:
+rule surface_claims:
     input:
-        unpack(surface_table_files),
+        unpack(surface_tables),
+        code=code("paper_claims.py"),
     output:
         report(
-            f"{RESULTS}/{{model}}/{{corpus}}/surface/paper_claims.csv",
+            f"{SURFACE_DIR}/paper_claims.csv",
             caption="../report/paper_claims.rst",
-            category="Surface patterns (Clark §3)",
-            subcategory="{model}",
             labels={"model": "{model}", "analysis": "paper vs ours", "kind": "table"},
+            **SURFACE_REPORT,
         ),
     log:
         "logs/surface/{model}/{corpus}/paper_claims.log",
+    benchmark:
+        "logs/benchmarks/surface/{model}/{corpus}/paper_claims.tsv"
     conda:
         ENV
     script:
         "../scripts/paper_claims.py"
 
 
-rule attention_lines:
+rule surface_lines:
     input:
-        unpack(surface_table_files),
+        unpack(surface_tables),
         stores=stores,
+        code=code("attention_lines.py"),
     output:
-        heads=f"{RESULTS}/{{model}}/{{corpus}}/surface/example_heads.csv",
+        heads=f"{SURFACE_DIR}/example_heads.csv",
         figure=report(
-            f"{RESULTS}/{{model}}/{{corpus}}/surface/attention_lines.svg",
+            f"{SURFACE_DIR}/attention_lines.svg",
             caption="../report/attention_lines.rst",
-            category="Surface patterns (Clark §3)",
-            subcategory="{model}",
-            labels={"model": "{model}", "analysis": "example heads (Fig. 1)", "kind": "figure"},
+            labels={
+                "model": "{model}",
+                "analysis": "example heads (Fig. 1)",
+                "kind": "figure",
+            },
+            **SURFACE_REPORT,
         ),
-    params:
-        example=config.get("surface", {}).get("example"),
     log:
         "logs/surface/{model}/{corpus}/attention_lines.log",
+    benchmark:
+        "logs/benchmarks/surface/{model}/{corpus}/attention_lines.tsv"
     conda:
         ENV
+    params:
+        example=config["surface"]["example"],
     script:
         "../scripts/attention_lines.py"
+
+
+FINAL_TARGETS["surface"] = lambda model: [
+    f"{RESULTS}/{model}/{PLAN.surface_corpus}/surface/{name}"
+    for name in [f"{t}.{ext}" for t in SURFACE_TABLES for ext in ("csv", "svg")]
+    + ["attention_lines.svg", "example_heads.csv", "paper_claims.csv"]
+    if PLAN.surface_corpus is not None
+]

@@ -1,0 +1,372 @@
+"""The configuration: one schema, checked names, and the values derived from them.
+
+``workflow/schemas/config.schema.yaml`` is the one source of truth for every key,
+default and constraint. :func:`load_config` validates a config against it, fills
+in the defaults, and checks the names that point at other entries (a probe
+model, the honest-regime treebank, ...): every mistake is reported at once, each
+naming its key, what is wrong and what is allowed. :func:`plan` derives what
+the workflow runs from a valid config (which corpora feed which analysis,
+the ablation's task model, ...) and says why anything is left out, so rules
+read ``config[...]`` and ``PLAN`` and compute nothing themselves.
+
+This module is imported when the Snakefile is parsed: it must stay light (no
+torch, no transformers).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from headatlas.errors import HeadAtlasError
+
+SPLITS = ("train", "dev", "test")
+MODEL_SOURCES = ("package", "path", "hub")
+# Treebank formats whose trees carry dependency labels (Table 1 needs them); CoNLL-2012's heads
+# are derived from constituency parses, without labels: coreference only.
+LABELLED_TREE_FORMATS = ("gum", "ewt", "conllu", "conllx")
+
+
+class ConfigError(HeadAtlasError):
+    """The configuration is invalid; the message lists every problem, each with its key."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"the configuration has {len(problems)} problem(s):\n{lines}\n"
+                         "  (every key is documented in workflow/schemas/config.schema.yaml)")
+
+
+def load_config(config: dict, schema_path: str | Path) -> dict:
+    """Validate ``config`` in place: fill defaults, check types and names; return it.
+
+    Raises
+    ------
+    ConfigError
+        Listing every problem found, each naming its key.
+    """
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    problems = schema_problems(config, schema)
+    if not problems:  # names are only worth checking in a well-formed config
+        problems = reference_problems(config)
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+# --- the schema ---------------------------------------------------------------------------
+
+def _filling_validator(schema: dict):
+    """A Draft 2020-12 validator that writes each missing property's default into the instance."""
+    from jsonschema import Draft202012Validator, validators
+
+    check_properties = Draft202012Validator.VALIDATORS["properties"]
+
+    def properties(validator, props, instance, subschema):
+        if isinstance(instance, dict):
+            for name, sub in props.items():
+                if name not in instance and isinstance(sub, dict) and "default" in sub:
+                    instance[name] = copy.deepcopy(sub["default"])
+        yield from check_properties(validator, props, instance, subschema)
+
+    return validators.extend(Draft202012Validator, {"properties": properties})(schema)
+
+
+def schema_problems(config: dict, schema: dict) -> list[str]:
+    """Every schema violation of ``config`` (defaults filled in on the way), as messages."""
+    errors = sorted(_filling_validator(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    return list(dict.fromkeys(_describe(e) for e in errors))
+
+
+def key_of(path) -> str:
+    """``models.minilm.path`` from a JSON path; ``(top level)`` for the root."""
+    return ".".join(str(p) for p in path) or "(top level)"
+
+
+def _describe(error) -> str:
+    key = key_of(error.absolute_path)
+    kind, instance, schema = error.validator, error.instance, error.schema
+    if kind == "additionalProperties" and isinstance(instance, dict):
+        known = sorted(schema.get("properties", {}))
+        parts = []
+        for name in sorted(set(instance) - set(known)):
+            where = name if key == "(top level)" else f"{key}.{name}"
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean `{close[0]}`?)" if close else ""
+            parts.append(f"`{where}`: unknown key{hint}; allowed here: {', '.join(known)}")
+        return "; ".join(parts)
+    if kind == "oneOf" and len(error.absolute_path) == 2 and error.absolute_path[0] == "models":
+        given = [s for s in MODEL_SOURCES if isinstance(instance, dict) and s in instance]
+        return (f"`{key}`: give exactly one source of {', '.join(MODEL_SOURCES)}; "
+                f"found {', '.join(given) if given else 'none'}")
+    if kind == "oneOf" and error.context:
+        return _discriminator_problem(key, instance, error.validator_value) or \
+            f"`{key}`: {_fewest_errors_branch(error.context)}"
+    if kind == "enum":
+        return f"`{key}`: {instance!r} is not one of {', '.join(map(str, error.validator_value))}"
+    if kind == "type":
+        wanted = error.validator_value
+        wanted = " or ".join(wanted) if isinstance(wanted, list) else wanted
+        return f"`{key}`: expected {wanted}, got {instance!r}"
+    if kind == "required":
+        missing = [r for r in error.validator_value if r not in instance]
+        return f"`{key}`: missing key(s) {', '.join(missing)}"
+    if kind == "dependentRequired":
+        return f"`{key}`: {error.message} (revision pins a hub model)"
+    if kind == "propertyNames":
+        return (f"`{key}`: name {instance!r} may hold only letters, digits, '_', '-' and '.', "
+                "and must start with a letter or digit")
+    return f"`{key}`: {error.message}"
+
+
+def _discriminator_problem(key: str, instance, branches: list[dict]) -> str | None:
+    """For ``oneOf`` branches told apart by one key's value (e.g. ``by``): a value none allows."""
+    if not isinstance(instance, dict):
+        return None
+    for name, value in instance.items():
+        allowed = []
+        for branch in branches:
+            spec = branch.get("properties", {}).get(name, {})
+            allowed += spec.get("enum", []) + ([spec["const"]] if "const" in spec else [])
+        if allowed and value not in allowed:
+            return f"`{key}.{name}`: {value!r} is not one of {', '.join(map(str, allowed))}"
+    return None
+
+
+def _fewest_errors_branch(context) -> str:
+    """The errors of the ``oneOf`` branch that came closest to matching."""
+    branches: dict[int, list] = {}
+    for e in context:
+        branches.setdefault(e.relative_schema_path[0], []).append(e)
+    closest = min(branches.values(), key=len)
+    return "; ".join(e.message for e in closest)
+
+
+# --- names that point at other entries -----------------------------------------------------
+
+def corpora_of(config: dict, kind: str) -> list[str]:
+    return [name for name, spec in config["corpora"].items() if spec["kind"] == kind]
+
+
+def corpus_format(config: dict, name: str) -> str:
+    """The reader of a corpus: its ``format:``, else its name (gum, ewt, wikipedia)."""
+    return config["corpora"][name].get("format", name)
+
+
+def labelled_treebanks(config: dict) -> list[str]:
+    """Treebanks whose trees carry dependency labels (Table 1, probes, fine-tuning)."""
+    return [c for c in corpora_of(config, "treebank") if corpus_format(config, c) in LABELLED_TREE_FORMATS]
+
+
+def reference_problems(config: dict) -> list[str]:
+    """Names that point at models or corpora which are not configured (or of the wrong kind)."""
+    models = sorted(config["models"])
+    corpora = config["corpora"]
+    treebanks = corpora_of(config, "treebank")
+    labelled = labelled_treebanks(config)
+    problems: list[str] = []
+
+    def check(key: str, value, allowed: list[str], what: str) -> None:
+        if value is not None and value not in allowed:
+            close = difflib.get_close_matches(str(value), allowed, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            listed = ", ".join(allowed) if allowed else "none"
+            problems.append(f"`{key}`: {value!r} is not {what}{hint}; configured: {listed}")
+
+    for name, spec in corpora.items():
+        if spec["kind"] == "documents":
+            check(f"corpora.{name}.from", spec.get("from"), treebanks, "a treebank corpus")
+        if spec["kind"] != "treebank":
+            for key in ("splits", "keep_splits"):
+                if key in spec:
+                    problems.append(f"`corpora.{name}.{key}`: only treebank corpora have splits")
+        if spec["kind"] == "treebank" and corpus_format(config, name) not in ("gum", "ewt") \
+                and not spec.get("path"):
+            problems.append(f"`corpora.{name}.path`: a {corpus_format(config, name)!r} treebank "
+                            "is read from a file or folder; set `path:` (or format: gum | ewt)")
+    check("surface.corpus", config["surface"]["corpus"], corpora_of(config, "segments"),
+          "a segments corpus")
+    syntax = config["syntax"]
+    if syntax["selection"]:
+        check("syntax.selection.corpus", syntax["selection"]["corpus"], labelled,
+              "a treebank with labelled trees")
+    for i, item in enumerate(syntax["evaluation"]):
+        check(f"syntax.evaluation.{i}.corpus", item["corpus"], labelled, "a treebank with labelled trees")
+    if syntax["evaluation"] and not syntax["selection"]:
+        problems.append("`syntax.evaluation`: set `syntax.selection` too (where the heads are chosen)")
+    for i, pair in enumerate(config["headtypes"]["compare"]):
+        for j, name in enumerate(pair):
+            check(f"headtypes.compare.{i}.{j}", name, models, "a configured model")
+    probes = config["probes"]
+    check("probes.model", probes["model"], models, "a configured model")
+    check("probes.random_model", probes["random_model"], models, "a configured model")
+    check("probes.train", probes["train"], labelled, "a treebank with labelled trees")
+    for i, name in enumerate(probes["test"]):
+        check(f"probes.test.{i}", name, labelled, "a treebank with labelled trees")
+    if probes["model"] is not None:
+        for key in ("random_model", "train"):
+            if probes[key] is None:
+                problems.append(f"`probes.{key}`: needed when `probes.model` is set")
+        if probes["random_model"] in config["models"] and \
+                not config["models"][probes["random_model"]].get("random_init"):
+            problems.append(f"`probes.random_model`: {probes['random_model']!r} is not a "
+                            "random-encoder model; give it `random_init: true`")
+    finetune = config["finetune"]
+    for i, name in enumerate(finetune["models"]):
+        check(f"finetune.models.{i}", name, models, "a configured model")
+    check("finetune.corpus", finetune["corpus"], labelled, "a treebank with labelled trees")
+    if finetune["models"] and finetune["corpus"] is None:
+        problems.append("`finetune.corpus`: needed when `finetune.models` is set")
+    problems += _ablation_problems(config, check)
+    return problems
+
+
+def _ablation_problems(config: dict, check) -> list[str]:
+    ablation, models = config["ablation"], sorted(config["models"])
+    problems: list[str] = []
+    if ablation["model"] is None:
+        return problems
+    if ablation["task"] == "upos":
+        check("ablation.model", ablation["model"], list(config["finetune"]["models"]),
+              "a model listed in finetune.models (the UPOS tagger is fine-tuned from it)")
+        check("ablation.corpus", ablation["corpus"], labelled_treebanks(config),
+              "a treebank with labelled trees")
+    else:
+        check("ablation.model", ablation["model"], models, "a configured model")
+        check("ablation.base", ablation["base"], models, "a configured model")
+        if ablation["squad_path"] is None:
+            problems.append("`ablation.squad_path`: task squad needs the SQuAD v1.1 JSON to score")
+    check("ablation.types_corpus", ablation["types_corpus"], list(config["corpora"]),
+          "a configured corpus")
+    if ablation["types_csv"] is None and ablation["types_corpus"] is None \
+            and config["surface"]["corpus"] is None:
+        problems.append("`ablation.types_corpus`: head types are clustered on the surface corpus, "
+                        "and `surface.corpus` is not set; name a corpus here or set `types_csv`")
+    return problems
+
+
+# --- what runs -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Omission:
+    """An analysis the config leaves out: its rules (name prefixes; none if it still runs for
+    other models), what is missing, and why."""
+
+    rules: tuple[str, ...]
+    what: str
+    why: str
+
+    def __str__(self) -> str:
+        rules = f" [rules {', '.join(r + '*' for r in self.rules)}]" if self.rules else ""
+        return f"left out: {self.what}{rules}: {self.why}"
+
+
+@dataclass
+class Plan:
+    """Values the rules need, derived once from a valid config.
+
+    ``omitted`` says what the config leaves out and why, so a dry run and the
+    README can name every missing table.
+    """
+
+    results: str
+    segments: list[str]
+    treebanks: list[str]
+    documents: list[str]
+    labelled_treebanks: list[str]
+    surface_corpus: str | None
+    syntax_heatmaps: dict[str, str]
+    honest: bool
+    probes_on: bool
+    probe_runs: list[tuple[str, int]]
+    gradient_models: list[str]
+    headtype_pairs: list[tuple[str, str]]
+    finetune_models: list[str]
+    ablation: dict | None
+    omitted: list[Omission] = field(default_factory=list)
+
+
+PROBES = ("right_branching", "distances_glove", "random_attn_glove", "attn_only", "attn_glove")
+
+
+def plan(config: dict) -> Plan:
+    """What the workflow runs for this (validated) config, and what it leaves out and why."""
+    omitted: list[Omission] = []
+
+    def leave_out(rules: tuple[str, ...], what: str, why: str) -> None:
+        omitted.append(Omission(rules, what, why))
+
+    models, surface = config["models"], config["surface"]["corpus"]
+    if surface is None:
+        leave_out(("surface_", "clustering_", "gradients_", "headtypes_"),
+                  "surface patterns, clustering, gradients, head types",
+                  "`surface.corpus` is not set (name a segments corpus)")
+    labelled = labelled_treebanks(config)
+    if not labelled:
+        leave_out(("syntax_",), "dependency heads (Table 1)",
+                  "no treebank with labelled dependency trees is configured")
+    syntax = config["syntax"]
+    honest = bool(syntax["selection"]) and bool(syntax["evaluation"])
+    if labelled and not honest:
+        leave_out(("syntax_honest",), "the honest regime of Table 1",
+                  "`syntax.selection` and `syntax.evaluation` are not set")
+    documents = corpora_of(config, "documents")
+    if not documents:
+        leave_out(("coref_",), "coreference heads (Table 2)", "no documents corpus is configured")
+    probes = config["probes"]
+    probes_on = probes["model"] is not None
+    if not probes_on:
+        leave_out(("probes_",), "probing classifiers (Table 3, edge classifier)",
+                  "`probes.model` is not set")
+    runs = [("right_branching", 0)] + [(p, s) for p in PROBES[1:] for s in probes["seeds"]]
+    gradient_models = [m for m in models if not models[m].get("random_init")] if surface else []
+    random = [m for m in models if models[m].get("random_init")]
+    if surface and random:
+        leave_out((), f"gradient importance of {', '.join(random)}",
+                  "a random encoder was never trained on the loss, so its gradients say nothing")
+    pairs = [tuple(p) for p in config["headtypes"]["compare"]] if surface else []
+    if surface and not pairs:
+        leave_out(("headtypes_compare",), "head-type changes between two models",
+                  "`headtypes.compare` names no [before, after] pair")
+    if not config["finetune"]["models"]:
+        leave_out(("finetune_",), "UPOS fine-tuning", "`finetune.models` is empty")
+    ablation = _ablation_plan(config)
+    if ablation is None:
+        leave_out(("ablation",), "head-type ablation (Guan §5)", "`ablation.model` is not set")
+    slugs = {r.replace(":", "_"): r for r in syntax["key_relations"]}
+    return Plan(config["results"], corpora_of(config, "segments"), corpora_of(config, "treebank"),
+                documents, labelled, surface, slugs, honest, probes_on, runs, gradient_models, pairs,
+                list(config["finetune"]["models"]), ablation, omitted)
+
+
+def _ablation_plan(config: dict) -> dict | None:
+    """The ablation's task model, head-type source and data, or None when it is off."""
+    a, results = config["ablation"], config["results"]
+    if a["model"] is None:
+        return None
+    upos = a["task"] == "upos"
+    task_model = f"{a['model']}_upos" if upos else a["model"]
+    base = a["model"] if upos else a["base"]
+    own = task_model in config["models"] and (a["types_from"] == "task" or not base)
+    types_model = task_model if own else base
+    types_corpus = a["types_corpus"] or config["surface"]["corpus"]
+    model_path = f"{results}/finetune/{a['model']}/upos/model" if upos else \
+        config["models"][a["model"]].get("path", "")
+    corpus = a["corpus"] or config["finetune"]["corpus"]
+    return {
+        "task_model": task_model,
+        "spec": {"path": model_path} if upos else config["models"][a["model"]],
+        "model_inputs": [f"{model_path}/config.json"] if model_path.startswith(f"{results}/") else [],
+        "types": a["types_csv"] or f"{results}/{types_model}/{types_corpus}/headtypes/features.csv",
+        "types_source": f"the table {a['types_csv']}" if a["types_csv"]
+        else f"{types_model} on {types_corpus}",
+        "types_own": None if a["types_csv"] else types_model == task_model,
+        "base": base,
+        "corpus": corpus,
+        "data": f"data/corpora/{corpus}.jsonl" if upos else a["squad_path"],
+        "max_length": a["max_length"] or config["finetune"]["max_length"],
+    }

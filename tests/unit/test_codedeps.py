@@ -1,0 +1,49 @@
+"""Code inputs: the library files a script runs through its imports, transitively."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from headatlas.codedeps import code_files, imported_modules
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_closure_follows_imports_packages_and_relative_imports(tmp_path):
+    src = tmp_path / "src"
+    write(src, {
+        "headatlas/__init__.py": "",
+        "headatlas/a.py": "import headatlas.b\n",
+        "headatlas/b.py": "import os\n",
+        "headatlas/unused.py": "",
+        "headatlas/pkg/__init__.py": "",
+        "headatlas/pkg/c.py": "from . import d\nfrom .e import thing\n",
+        "headatlas/pkg/d.py": "def f():\n    from headatlas import a  # lazy: still counted\n",
+        "headatlas/pkg/e.py": "thing = 1\n",
+    })
+    script = tmp_path / "script.py"
+    script.write_text("import numpy\nfrom headatlas.pkg import c\n")
+    files = {Path(p).relative_to(src.resolve()).as_posix() for p in code_files(script, src)}
+    assert files == {"headatlas/__init__.py", "headatlas/pkg/__init__.py", "headatlas/pkg/c.py",
+                     "headatlas/pkg/d.py", "headatlas/pkg/e.py", "headatlas/a.py", "headatlas/b.py"}
+
+
+def test_names_imported_from_a_package_are_modules_only_when_files_exist(tmp_path):
+    src = tmp_path / "src"
+    write(src, {"headatlas/__init__.py": "", "headatlas/tools/__init__.py": "",
+                "headatlas/tools/x.py": ""})
+    script = tmp_path / "s.py"
+    script.write_text("from headatlas.tools import x, helper\n")
+    assert imported_modules(script, src) == {"headatlas.tools", "headatlas.tools.x"}
+
+
+def test_extraction_script_does_not_import_the_analyses():
+    root = Path(__file__).resolve().parents[2]
+    files = code_files(root / "workflow" / "scripts" / "extract.py", root / "src")
+    assert any(f.endswith("headatlas/extract.py") for f in files)
+    assert not [f for f in files if "/analyses/" in f or "/plots" in f]

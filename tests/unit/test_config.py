@@ -1,0 +1,194 @@
+"""The configuration: defaults from the schema, every mistake named by its key, the derived plan."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from headatlas.config import ConfigError, load_config, plan
+from tests.conftest import ROOT
+
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def minimal() -> dict:
+    return {"models": {"m": {"hub": "bert-base-cased"}, "m_random": {"hub": "bert-base-cased", "random_init": True}},
+            "corpora": {"wiki": {"kind": "segments"}, "tb": {"kind": "treebank", "format": "conllu", "path": "/x"},
+                        "docs": {"kind": "documents", "from": "tb"}}}
+
+
+def load(config: dict) -> dict:
+    return load_config(config, SCHEMA)
+
+
+def embedded() -> dict:
+    return yaml.safe_load((ROOT / "config.yaml").read_text())
+
+
+def paper() -> dict:
+    return yaml.safe_load((ROOT / "configs" / "paper.yaml").read_text())
+
+
+def test_defaults_come_from_the_schema():
+    config = load(minimal())
+    assert config["extraction"] == {"max_length": 128, "batch_size": 32, "max_tokens": None, "shards": 1,
+                                    "threads": 2}
+    assert config["syntax"]["bootstrap"] == {"n": 1000, "seed": 0}
+    assert config["coref"]["bootstrap"] == {"n": 1000, "seed": 0}
+    assert config["coref"]["word_from"] == "mean"
+    assert config["surface"]["options"]["entropy"] == {"max_examples": None}
+    assert config["models"]["m"]["random_init"] is False
+    assert config["probes"]["model"] is None and config["ablation"]["model"] is None
+
+
+def test_defaults_are_not_shared_between_configs():
+    first, second = load(minimal()), load(minimal())
+    first["syntax"]["bootstrap"]["n"] = 5
+    first["syntax"]["key_relations"].append("x")
+    assert second["syntax"]["bootstrap"]["n"] == 1000
+    assert "x" not in second["syntax"]["key_relations"]
+
+
+def test_the_shipped_configurations_are_valid():
+    for config in (embedded(), paper()):
+        load(config)
+
+
+# Each case: (what is wrong, how to make it so, the key the error must name, a word it must say).
+def _set(path: str, value):
+    def edit(config):
+        *parents, last = path.split(".")
+        node = config
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    return edit
+
+
+def _remove(path: str):
+    def edit(config):
+        *parents, last = path.split(".")
+        node = config
+        for key in parents:
+            node = node[key]
+        del node[last]
+    return edit
+
+
+MISTAKES = [
+    ("unknown top-level key", _set("extraciton", {}), "`extraciton`", "extraction"),
+    ("nested typo", _set("extraction.max_lenght", 64), "`extraction.max_lenght`", "max_length"),
+    ("typo inside surface.options", _set("surface.options", {"entropy": {"max_exampels": 10}}),
+     "`surface.options.entropy.max_exampels`", "max_examples"),
+    ("unknown analysis in surface.options", _set("surface.options", {"entropi": {}}),
+     "`surface.options.entropi`", "entropy"),
+    ("model with two sources", _set("models.m.package", "pkg"), "`models.m`", "package, hub"),
+    ("model with no source", _set("models.m", {"random_init": False}), "`models.m`", "none"),
+    ("revision without a hub id", _set("models.p", {"path": "/p", "revision": "abc"}), "`models.p`", "hub"),
+    ("unknown key in a model", _set("models.m.hubb", "x"), "`models.m.hubb`", "hub"),
+    ("probes.model typo", _set("probes", {"model": "mm", "random_model": "m_random", "train": "tb"}),
+     "`probes.model`", "'m'"),
+    ("probes.random_model not a random encoder", _set("probes", {"model": "m", "random_model": "m", "train": "tb"}),
+     "`probes.random_model`", "random_init"),
+    ("probes.model without its twin", _set("probes", {"model": "m", "train": "tb"}), "`probes.random_model`",
+     "needed"),
+    ("documents.from names a missing corpus", _set("corpora.docs.from", "tbb"), "`corpora.docs.from`", "'tb'"),
+    ("documents without from", _remove("corpora.docs.from"), "`corpora.docs`", "from"),
+    ("syntax.selection names a missing corpus", _set("syntax.selection", {"corpus": "gum", "splits": ["train"]}),
+     "`syntax.selection.corpus`", "treebank"),
+    ("syntax.evaluation names a segments corpus",
+     _set("syntax", {"selection": {"corpus": "tb", "splits": ["train"]},
+                     "evaluation": [{"corpus": "wiki", "splits": ["test"]}]}),
+     "`syntax.evaluation.0.corpus`", "treebank"),
+    ("syntax.evaluation without selection", _set("syntax.evaluation", [{"corpus": "tb", "splits": ["test"]}]),
+     "`syntax.evaluation`", "selection"),
+    ("headtypes.compare names a missing model", _set("headtypes.compare", [["m", "m_upos"]]),
+     "`headtypes.compare.0.1`", "model"),
+    ("finetune.models names a missing model", _set("finetune", {"models": ["mini"], "corpus": "tb"}),
+     "`finetune.models.0`", "model"),
+    ("ablation.model is not fine-tuned", _set("ablation.model", "m"), "`ablation.model`", "finetune.models"),
+    ("squad ablation without the SQuAD file", _set("ablation", {"task": "squad", "model": "m"}),
+     "`ablation.squad_path`", "SQuAD"),
+    ("surface.corpus names a treebank", _set("surface.corpus", "tb"), "`surface.corpus`", "segments"),
+    ("a value outside its enum", _set("syntax.word_from", "meen"), "`syntax.word_from`", "mean"),
+    ("a value of the wrong type", _set("extraction.batch_size", "32"), "`extraction.batch_size`", "integer"),
+    ("a number out of range", _set("extraction.max_length", 4), "`extraction.max_length`", "8"),
+    ("the old coref key word_level", _set("coref.word_level", "mean"), "`coref.word_level`", "word_from"),
+    ("the old integer bootstrap", _set("coref.bootstrap", 1000), "`coref.bootstrap`", "object"),
+    ("a path-format treebank without path", _remove("corpora.tb.path"), "`corpora.tb.path`", "path"),
+    ("splits on a segments corpus", _set("corpora.wiki.splits", {"by": "file", "train": ["*"]}),
+     "`corpora.wiki.splits`", "treebank"),
+    ("splits by an unknown rule", _set("corpora.tb.splits", {"by": "chance", "train": ["*"]}),
+     "`corpora.tb.splits.by`", "proportion"),
+    ("a split name that does not exist", _set("coref.eval_split", "testing"), "`coref.eval_split`", "test"),
+    ("a corpus of unknown kind", _set("corpora.tb.kind", "bank"), "`corpora.tb.kind`", "treebank"),
+]
+
+
+@pytest.mark.parametrize("case", MISTAKES, ids=[m[0] for m in MISTAKES])
+def test_each_mistake_is_an_error_naming_its_key(case):
+    _, edit, key, word = case
+    config = minimal()
+    edit(config)
+    with pytest.raises(ConfigError) as caught:
+        load(config)
+    message = str(caught.value)
+    assert key in message, message
+    assert word in message, message
+
+
+def test_every_problem_is_reported_at_once():
+    config = minimal()
+    config["extraction"] = {"max_lenght": 64, "batch_size": 0}
+    with pytest.raises(ConfigError) as caught:
+        load(config)
+    assert len(caught.value.problems) == 2
+
+
+def test_there_are_at_least_twelve_kinds_of_mistake():
+    assert len(MISTAKES) >= 12
+
+
+# --- the plan -------------------------------------------------------------------------------
+
+def test_embedded_plan_runs_everything():
+    p = plan(load(embedded()))
+    assert p.surface_corpus == "wikipedia"
+    assert p.labelled_treebanks == ["gum", "ewt"] and p.documents == ["gum_docs"]
+    assert p.honest and p.probes_on
+    assert p.gradient_models == ["minilm", "minilm_upos"]  # the random encoder is left out ...
+    assert [o.what for o in p.omitted] == ["gradient importance of minilm_random"]  # ... and says so
+    assert p.ablation["task_model"] == "minilm_upos"
+    assert p.ablation["types"] == "results/minilm_upos/wikipedia/headtypes/features.csv"
+    assert p.ablation["data"] == "data/corpora/gum.jsonl"
+    assert p.headtype_pairs == [("minilm", "minilm_upos")]
+
+
+def test_paper_plan_runs_every_table_on_the_papers_corpora():
+    p = plan(load(paper()))
+    assert p.labelled_treebanks == ["ptb_sd"]  # CoNLL-2012 has no dependency labels: coreference only
+    assert p.documents == ["conll2012_docs"]
+    assert p.honest and p.probes_on
+    assert p.gradient_models == ["bert-base-cased", "bert-large-squad"]
+    assert p.ablation["task_model"] == "bert-large-squad"
+    assert p.ablation["types"] == "results/bert-large-squad/wikipedia/headtypes/features.csv"
+    left_out = {rule for o in p.omitted for rule in o.rules}
+    assert left_out == {"finetune_", "headtypes_compare"}
+
+
+def test_a_config_without_optional_analyses_says_what_it_leaves_out():
+    config = minimal()
+    p = plan(load(config))
+    rules = {rule for o in p.omitted for rule in o.rules}
+    assert {"surface_", "syntax_honest", "probes_", "finetune_", "ablation"} <= rules
+    assert "coref_" not in rules  # a documents corpus is configured
+    assert all(str(o).startswith("left out: ") for o in p.omitted)
+
+
+def test_plan_does_not_change_the_config():
+    config = load(embedded())
+    before = copy.deepcopy(config)
+    plan(config)
+    assert config == before
