@@ -48,7 +48,7 @@ rule ablation:
             if ABLATION_TASK == "upos"
             else (ABLATION_SQUAD or [])
         ),
-        code=[lib("ablation.py"), lib("finetune.py"), lib("plots_ablation.py")],
+        code=[lib("ablation.py"), lib("finetune.py"), lib("plots/ablation.py")],
     output:
         table=report(
             f"{RESULTS}/{{task_model}}/ablation/ablation.csv",

@@ -42,7 +42,7 @@ rule clustering_mds:
         distances=f"{CLUSTERING_DIR}/distances.csv",
         stores=stores,
         code=lib("analyses/clustering.py"),
-        plot=lib("plots_clustering.py"),
+        plot=lib("plots/clustering.py"),
     output:
         coordinates=report(
             f"{CLUSTERING_DIR}/coordinates.csv",

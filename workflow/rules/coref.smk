@@ -42,7 +42,7 @@ rule coref_accuracy:
         mentions=f"{RESULTS}/{{model}}/{{corpus}}/coref/mentions.csv",
         stores=stores,
         code=lib("analyses/coref.py"),
-        plot=lib("plots_coref.py"),
+        plot=lib("plots/coref.py"),
     output:
         table=report(
             f"{RESULTS}/{{model}}/{{corpus}}/coref/accuracy.csv",

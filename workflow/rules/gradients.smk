@@ -48,7 +48,7 @@ rule gradients_figure:
     input:
         heads=f"{GRADIENTS_DIR}/heads.csv",
         meta=f"{GRADIENTS_DIR}/run.json",
-        plot=lib("plots_clustering.py"),
+        plot=lib("plots/gradients.py"),
     output:
         report(
             f"{GRADIENTS_DIR}/gradients.svg",

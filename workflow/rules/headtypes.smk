@@ -112,7 +112,7 @@ rule headtypes_figure:
             if wc.figure == "grid"
             else []
         ),
-        code=lib("plots_headtypes.py"),
+        code=lib("plots/headtypes.py"),
     output:
         report(
             f"{HEADTYPES_DIR}/{{figure}}.svg",
@@ -142,7 +142,7 @@ rule headtypes_compare:
         after=f"{HEADTYPES_DIR}/features.csv",
         before_features=f"{RESULTS}/{{base}}/{{corpus}}/headtypes/per_input.npz",
         after_features=f"{HEADTYPES_DIR}/per_input.npz",
-        code=lib("plots_headtypes.py"),
+        code=lib("plots/headtypes.py"),
     output:
         heads=report(
             f"{HEADTYPES_DIR}/changes_from_{{base}}.csv",

@@ -91,7 +91,7 @@ rule probe_run:
 rule probe_table3:
     input:
         runs=[f"{PROBES_DIR}/runs/{p}-seed{s}.csv" for p, s in PROBES_RUNS],
-        code=[lib("analyses/probes.py"), lib("plots_probes.py")],
+        code=[lib("analyses/probes.py"), lib("plots/probes.py")],
     output:
         table=report(
             f"{PROBES_DIR}/table3.csv",
@@ -124,7 +124,7 @@ rule probe_table3:
 rule probe_weights:
     input:
         states=[f"{PROBES_DIR}/runs/attn_only-seed{s}.pt" for s in PROBES_SEEDS],
-        code=[lib("analyses/probes.py"), lib("plots_probes.py")],
+        code=[lib("analyses/probes.py"), lib("plots/probes.py")],
     output:
         table=report(
             f"{PROBES_DIR}/attn_only_weights.csv",

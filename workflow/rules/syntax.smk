@@ -103,7 +103,7 @@ rule syntax_table1:
 rule syntax_heatmaps:
     input:
         scores=f"{SYNTAX_DIR}/scores.npz",
-        code=[lib("analyses/syntax.py"), lib("plots_syntax.py")],
+        code=[lib("analyses/syntax.py"), lib("plots/syntax.py")],
     output:
         **{
             slug: report(
@@ -132,7 +132,7 @@ rule syntax_lines:
         scores=f"{SYNTAX_DIR}/scores.npz",
         stores=stores,
         corpus=corpus_file,
-        code=[lib("analyses/syntax.py"), lib("plots_syntax.py")],
+        code=[lib("analyses/syntax.py"), lib("plots/syntax.py")],
     output:
         examples=f"{SYNTAX_DIR}/lines.csv",
         figure=report(
@@ -160,7 +160,7 @@ rule syntax_honest:
         evaluate=lambda wc: [
             f"{RESULTS}/{wc.model}/{e['corpus']}/syntax/scores.npz" for e in SYNTAX_EVALUATION
         ],
-        code=[lib("analyses/syntax.py"), lib("plots_syntax.py")],
+        code=[lib("analyses/syntax.py"), lib("plots/syntax.py")],
     output:
         table=report(
             f"{SYNTAX_HONEST_DIR}/honest.csv",
