@@ -20,7 +20,7 @@ from headatlas.corpora.documents import make_documents
 from headatlas.corpora.formats import read_conll2012
 from headatlas.corpora.records import Mention, Sentence, write_jsonl
 from headatlas.errors import CorpusFormatError
-from headatlas.plots_coref import plot_head_accuracy
+from headatlas.plots.coref import plot_head_accuracy
 from headatlas.store import Example, StoreWriter
 
 ROOT = Path(__file__).resolve().parents[2]

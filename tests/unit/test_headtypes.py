@@ -231,7 +231,7 @@ def test_type_changes_by_layer():
 
 
 def test_figures_are_written(tmp_path):
-    from headatlas import plots_headtypes as p
+    from headatlas.plots import headtypes as p
 
     feats, _ = planted(n_per_type=2)
     types = ht.head_types(head_table(feats[0]), k=4)

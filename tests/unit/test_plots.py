@@ -1,17 +1,27 @@
-"""Each figure is written whole in the format its suffix names, or not at all."""
+"""Figures: the shared pictures are drawn where they should be, and every figure is written
+whole, captioned, in the format its suffix names, or not at all."""
 
 import re
+import subprocess
+import sys
 
+import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
-from headatlas import plots
+from headatlas.analyses.syntax import LinePanel
+from headatlas.plots import ablation, base, clustering, coref, gradients, headtypes, probes, surface, syntax
 from headatlas.store import Example
 
 CAPTION = "model tiny, corpus unit-test, N=2 segments; deviation: none"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 N_LAYERS, N_HEADS = 2, 3
+PLOT_MODULES = ("surface", "syntax", "coref", "clustering", "gradients", "headtypes", "probes",
+                "ablation")
 
 
 def per_head(**columns):
@@ -49,33 +59,240 @@ def example():
 HEADS = {"broad": (1, 1), "next": (1, 2), "sep": (2, 1), "punct": (2, 3)}
 
 
+# ----------------------------------------------------------------------------
+# the layer x head heat map
+# ----------------------------------------------------------------------------
+
+def test_head_grid_places_each_head_by_its_ids():
+    table = pd.DataFrame({"layer": [2, 1, 2, 1], "head": [1, 3, 3, 1], "v": [21.0, 13.0, 23.0, 11.0]})
+    grid = base.head_grid(table, "v")
+    assert grid.shape == (2, 3)  # layers x heads, up to the largest ids
+    assert grid[0, 0] == 11 and grid[0, 2] == 13 and grid[1, 0] == 21 and grid[1, 2] == 23
+    assert np.isnan(grid[:, 1]).all()  # head 2 is missing: blank, and head 3 stays third
+
+
+def rendered(fig):
+    """The figure as an RGB array whose row 0 is the top of the picture."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba())[..., :3]
+
+
+def test_heatmap_has_layer_1_on_top_and_head_1_on_the_left():
+    grid = np.zeros((3, 4))
+    grid[0, 0] = 1.0  # layer 1, head 1
+    fig = Figure(figsize=(4, 3), dpi=50)
+    ax = fig.add_axes((0, 0, 1, 1))
+    base.draw_head_heatmap(ax, grid, cmap="gray", vmin=0, vmax=1, ylabel=None)
+    bright = rendered(fig).mean(axis=-1) > 128
+    rows, cols = np.nonzero(bright)
+    height, width = bright.shape
+    # exactly the top-left cell of a 3 x 4 grid is white (inside the black frame)
+    assert rows.max() < height / 3 + 1 and cols.max() < width / 4 + 1
+    assert bright[2: height // 3 - 2, 2: width // 4 - 2].all()
+    assert ax.get_xticks().tolist() == [1, 2, 3, 4] and ax.get_yticks().tolist() == [1, 2, 3]
+
+
+def test_heatmap_outlines_the_head_asked_and_writes_values():
+    fig = Figure()
+    ax = fig.subplots()
+    grid = np.array([[10.0, 90.0, np.nan], [50.0, 20.0, 70.0]])
+    base.draw_head_heatmap(ax, grid, vmin=0, vmax=100, annotate="{:.0f}", outline=(2, 3),
+                           outline_colour="#123456")
+    (box,) = [p for p in ax.patches if isinstance(p, Rectangle)]
+    assert box.get_xy() == (2.5, 1.5) and (box.get_width(), box.get_height()) == (1, 1)
+    assert matplotlib.colors.to_hex(box.get_edgecolor()) == "#123456" and not box.get_fill()
+    # the box surrounds the cell drawn at data (head 3, layer 2), like ax.scatter(3, 2) would
+    assert box.contains_point(ax.transData.transform((3, 2)))
+    texts = {(t.get_position(), t.get_text(), t.get_color()) for t in ax.texts}
+    assert texts == {((1, 1), "10", "white"), ((2, 1), "90", "black"), ((1, 2), "50", "black"),
+                     ((2, 2), "20", "white"), ((3, 2), "70", "black")}  # NaN: no text
+
+
+def test_heatmap_panels_share_layers_limits_and_one_colorbar():
+    fig = Figure()
+    grids = [np.array([[0.0, 1.0]]), np.array([[-3.0, 2.0]])]
+    axes = base.head_heatmaps(fig, grids, ["a", "b"], outlines=[None, (1, 2)], colorbar="value")
+    assert [ax.get_title() for ax in axes] == ["a", "b"]
+    assert [ax.get_ylabel() for ax in axes] == ["layer", ""]
+    assert [im.get_clim() for ax in axes for im in ax.images] == [(-3.0, 2.0)] * 2
+    assert [len(ax.patches) for ax in axes] == [0, 1]
+    assert len(fig.axes) == 3 and fig.axes[2].get_ylabel() == "value"  # the colour bar
+
+
+# ----------------------------------------------------------------------------
+# the attention-lines picture
+# ----------------------------------------------------------------------------
+
+def test_attention_lines_draw_each_weight_from_0_01_with_that_opacity():
+    attn = np.array([[0.5, 0.495, 0.005],
+                     [0.0, 0.01, 0.99],
+                     [0.3, 0.0099, 0.6901]])
+    fig = Figure()
+    ax = fig.subplots()
+    base.draw_attention_lines(ax, attn, ["a", "b", "c"], colour="#0000ff",
+                              highlight=np.array([False, False, True]), highlight_colour="#ff0000")
+    (lines,) = ax.collections
+    drawn = {(int(-s[0, 1]), int(-s[1, 1])): tuple(c) for s, c in
+             zip(lines.get_segments(), lines.get_colors())}
+    assert set(drawn) == {(0, 0), (0, 1), (1, 1), (1, 2), (2, 0), (2, 2)}  # i (left) -> j (right)
+    for (i, j), rgba in drawn.items():
+        assert rgba[3] == pytest.approx(attn[i, j])
+        assert rgba[:3] == ((1.0, 0.0, 0.0) if 2 in (i, j) else (0.0, 0.0, 1.0))
+    assert all(s[0, 0] == 0 and s[1, 0] == 1 for s in lines.get_segments())
+    labels = [(t.get_text(), t.get_color()) for t in ax.texts]
+    assert labels == [("a", "black"), ("b", "black"), ("c", "#ff0000")] * 2  # both columns
+    assert not ax.axison
+
+
+def test_attention_lines_clip_a_weight_above_one():
+    fig = Figure()
+    ax = fig.subplots()
+    base.draw_attention_lines(ax, np.array([[1.0004]], dtype=np.float16), ["x"], colour="k")
+    assert ax.collections[0].get_colors()[0, 3] == 1.0
+
+
+# ----------------------------------------------------------------------------
+# every figure function, on tiny tables
+# ----------------------------------------------------------------------------
+
+def tiny_calls(example):
+    """``(name, draw(path))`` for every public figure function."""
+    rng = np.random.default_rng(2)
+    dependency = pd.concat([per_head(accuracy=(0, 1)).assign(relation="det", direction=d, n=5)
+                            for d in ("dep->head", "head->dep")], ignore_index=True)
+    panel = LinePanel("Head 1-2 det", example.tokens, example.attn[0, 1],
+                      np.array([False, True, True] + [False] * (example.n_tokens - 3)))
+    honest = pd.DataFrame({"evaluated_on": ["dev", "dev"], "relation": ["det", "nsubj"],
+                           "acc": [50.0, 60.0], "acc_low": [40.0, 50.0], "acc_high": [60.0, 70.0],
+                           "baseline_acc": [30.0, 20.0], "baseline_acc_low": [25.0, 15.0],
+                           "baseline_acc_high": [35.0, 25.0], "same_data_acc": [70.0, 80.0]})
+    coords = per_head(x=(-1, 1), y=(-1, 1)).assign(behaviour=["broad", "next", "prev", "sep", "cls", "x"])
+    features = ["cls", "sep", "comma", "period", "self"] + [f"win{i:02d}" for i in range(1, 17)]
+    types = per_head(**{c: (0, 1) for c in features}).assign(
+        type=["dense", "diagonal", "vertical", "dense", "diagonal", "vertical"])
+    changes = types[["layer", "head"]].assign(before=types["type"], after=types["type"][::-1].to_numpy())
+    changes["changed"] = changes["before"] != changes["after"]
+    by_layer = changes.groupby("layer", as_index=False)["changed"].sum()
+    t3 = pd.DataFrame({"paper_name": ["attn-only", "structural"], "dev": [60.0, np.nan],
+                       "dev_sd": [1.0, np.nan], "paper_uas": [77.0, 80.0]})
+    weights = pd.concat([per_head(weight=(-1, 1)).assign(direction=d, seed=s)
+                         for d in ("dep->head", "head->dep") for s in (0, 1)], ignore_index=True)
+    grid = pd.DataFrame({"variant": ["unablated", "prune dense"], "group": ["baseline", "prune one"],
+                         "paper_id": ["1", ""], "heads_changed": [0, 2],
+                         "accuracy_pct_of_unablated": [100.0, 80.0],
+                         "paper_f1_pct_of_unablated": [100.0, np.nan]})
+    return {
+        "plot_relative_position": lambda p: surface.plot_relative_position(
+            per_head(prev=(0, 1), self=(0, 1), next=(0, 1)), p, CAPTION),
+        "plot_special_tokens": lambda p: surface.plot_special_tokens(
+            per_head(cls=(0, 1), sep=(0, 1), punct=(0, 1), sep_from_sep=(0, 1),
+                     sep_from_other=(0, 1)), p, CAPTION),
+        "plot_entropy": lambda p: surface.plot_entropy(
+            per_head(entropy=(0, 3), uniform_entropy=(3.5, 3.5), cls_entropy=(0, 3)), p, CAPTION),
+        "plot_attention_lines": lambda p: surface.plot_attention_lines(example, HEADS, p, CAPTION),
+        "plot_note": lambda p: base.plot_note("nothing to draw", p, CAPTION),
+        "plot_relation_heatmap": lambda p: syntax.plot_relation_heatmap(
+            dependency, "det", (1, 0.5), p, CAPTION),
+        "plot_dependency_lines": lambda p: syntax.plot_dependency_lines([[panel, panel], [panel]], p,
+                                                                        CAPTION),
+        "plot_regimes": lambda p: syntax.plot_regimes(honest, p, CAPTION),
+        "plot_head_accuracy": lambda p: coref.plot_head_accuracy(
+            per_head(acc_a=(0, 100), acc_b=(0, 100)), [("acc_a", "a", "2-3"), ("acc_b", "b", None)],
+            p, CAPTION),
+        "plot_mds": lambda p: clustering.plot_mds(coords, p, CAPTION),
+        "plot_gradients": lambda p: gradients.plot_gradients(
+            per_head(sep=(1, 2), punct=(0.5, 1), cls=(0.1, 0.5), other=(0.2, 0.4)), p, CAPTION),
+        "plot_tsne": lambda p: headtypes.plot_tsne(types, rng.normal(size=(len(types), 2)), p, CAPTION),
+        "plot_feature_boxes": lambda p: headtypes.plot_feature_boxes(types, p, CAPTION),
+        "plot_layer_shares": lambda p: headtypes.plot_layer_shares(types, p, CAPTION),
+        "plot_type_grid": lambda p: headtypes.plot_type_grid(
+            types, p, CAPTION, consistent=pd.Series([True] * 5 + [False])),
+        "plot_type_changes": lambda p: headtypes.plot_type_changes(changes, by_layer, ("a", "b"), p,
+                                                                   CAPTION),
+        "plot_table3": lambda p: probes.plot_table3(t3, ["dev"], p, CAPTION),
+        "plot_probe_weights": lambda p: probes.plot_probe_weights(weights, p, CAPTION),
+        "plot_ablation": lambda p: ablation.plot_ablation(grid, "accuracy", p, CAPTION),
+    }
+
+
+def public_plot_functions():
+    modules = [base] + [sys.modules[f"headatlas.plots.{m}"] for m in PLOT_MODULES]
+    return {name for m in modules for name in vars(m)
+            if name.startswith("plot_") and getattr(m, name).__module__ == m.__name__}
+
+
+def test_every_figure_function_has_a_tiny_case(example):
+    assert set(tiny_calls(example)) == public_plot_functions()
+
+
+@pytest.fixture
+def saved(monkeypatch):
+    """Per figure saved: was it made by captioned_figure?"""
+    class Captioned(Figure):
+        pass
+
+    made_by_captioned_figure = []
+    savefig = Figure.savefig
+
+    def spy(self, *args, **kwargs):
+        made_by_captioned_figure.append(type(self) is Captioned)
+        return savefig(self, *args, **kwargs)
+
+    monkeypatch.setattr(base, "Figure", Captioned)
+    monkeypatch.setattr(Figure, "savefig", spy)
+    return made_by_captioned_figure
+
+
+@pytest.mark.parametrize("name", sorted(public_plot_functions()))
+def test_every_figure_is_one_captioned_svg(tmp_path, example, saved, name):
+    path = tmp_path / "fig" / f"{name}.svg"  # parent folder does not exist yet
+    tiny_calls(example)[name](path)
+    assert saved == [True]  # one figure, built by captioned_figure
+    text = path.read_text()
+    assert text.lstrip().startswith(("<?xml", "<svg"))
+    # through captioned_figure, as text (svg.fonttype none), maybe wrapped over several lines
+    assert CAPTION in " ".join(" ".join(re.findall(r">([^<]*)</text>", text)).split())
+    assert "<dc:date>" not in text
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
+
+
+@pytest.mark.parametrize("module", PLOT_MODULES)
+def test_a_plot_module_imports_no_other_and_no_torch(module):
+    # Reruns follow each script's imports: one figure's module must not pull in the others.
+    code = (f"import sys, headatlas.plots.{module}; "
+            "print(sorted(m for m in sys.modules if m.startswith('headatlas.plots.'))); "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == [
+        str(sorted(["headatlas.plots.base", f"headatlas.plots.{module}"])), "False"]
+
+
+# ----------------------------------------------------------------------------
+# writing: whole, in the suffix's format, or not at all
+# ----------------------------------------------------------------------------
+
 def draw(kind, tables, example, path):
     rel, special, entropy = tables
     if kind == "relative_position":
-        plots.plot_relative_position(rel, path, CAPTION)
+        surface.plot_relative_position(rel, path, CAPTION)
     elif kind == "special_tokens":
-        plots.plot_special_tokens(special, path, CAPTION)
+        surface.plot_special_tokens(special, path, CAPTION)
     elif kind == "entropy":
-        plots.plot_entropy(entropy, path, CAPTION)
+        surface.plot_entropy(entropy, path, CAPTION)
     else:
-        plots.plot_attention_lines(example, HEADS, path, CAPTION)
+        surface.plot_attention_lines(example, HEADS, path, CAPTION)
 
 
 KINDS = ["relative_position", "special_tokens", "entropy", "attention_lines"]
 
 
-@pytest.mark.parametrize("suffix", ["svg", "png"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_writes_one_complete_file(tmp_path, rel, special, entropy, example, kind, suffix):
-    path = tmp_path / "fig" / f"{kind}.{suffix}"  # parent folder does not exist yet
+def test_writes_one_complete_png(tmp_path, rel, special, entropy, example, kind):
+    path = tmp_path / "fig" / f"{kind}.png"
     draw(kind, (rel, special, entropy), example, path)
-    head = path.read_bytes()[:200]
-    if suffix == "png":
-        assert head.startswith(PNG_MAGIC)
-    else:
-        assert head.lstrip().startswith((b"<?xml", b"<svg"))
-        assert CAPTION in path.read_text()  # caption kept as text (svg.fonttype none)
-    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
+    assert path.read_bytes().startswith(PNG_MAGIC)
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -95,21 +312,21 @@ def test_failed_save_leaves_no_file(tmp_path, rel, monkeypatch):
         open(fname, "wb").write(b"half")
         raise OSError("disk full")
 
-    monkeypatch.setattr(plots.Figure, "savefig", fail)
+    monkeypatch.setattr(Figure, "savefig", fail)
     with pytest.raises(OSError):
-        plots.plot_relative_position(rel, tmp_path / "rel.png", CAPTION)
+        surface.plot_relative_position(rel, tmp_path / "rel.png", CAPTION)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_unknown_format_rejected(tmp_path, rel):
     with pytest.raises(ValueError, match="pdf"):
-        plots.plot_relative_position(rel, tmp_path / "rel.pdf", CAPTION)
+        surface.plot_relative_position(rel, tmp_path / "rel.pdf", CAPTION)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_attention_lines_rejects_head_outside_model(tmp_path, example):
     with pytest.raises(ValueError, match="3-1"):
-        plots.plot_attention_lines(example, {"sep": (3, 1)}, tmp_path / "lines.png", CAPTION)
+        surface.plot_attention_lines(example, {"sep": (3, 1)}, tmp_path / "lines.png", CAPTION)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -123,9 +340,10 @@ def comparable_svg(path) -> bytes:
     return re.sub(rb"(\d+\.\d{3})\d+", rb"\1", text)
 
 
-def test_svg_is_reproducible(tmp_path, special):
+@pytest.mark.parametrize("name", ["plot_special_tokens", "plot_head_accuracy", "plot_dependency_lines"])
+def test_svg_is_reproducible(tmp_path, example, name):
     a, b = tmp_path / "a.svg", tmp_path / "b.svg"
-    plots.plot_special_tokens(special, a, CAPTION)
-    plots.plot_special_tokens(special, b, CAPTION)
+    tiny_calls(example)[name](a)
+    tiny_calls(example)[name](b)
     assert comparable_svg(a) == comparable_svg(b)
     assert b"<dc:date>" not in a.read_bytes()  # no timestamp in the file

@@ -256,7 +256,7 @@ def test_edge_pairs_by_hand(tmp_path):
 
 
 def test_figures_are_written(tmp_path):
-    from headatlas.plots_probes import plot_probe_weights, plot_table3
+    from headatlas.plots.probes import plot_probe_weights, plot_table3
 
     runs = pd.DataFrame({"probe": ["attn_only", "attn_only", "right_branching"], "seed": [0, 1, 0],
                          "eval": ["gum_test"] * 3, "uas": [60.0, 62.0, 30.0], "sentences": [9] * 3})

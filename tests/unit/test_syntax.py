@@ -12,7 +12,7 @@ from headatlas.analyses.syntax import (DIRECTIONS, NO_UD_TWIN, OFFSETS, Dependen
                                        table1_relations)
 from headatlas.corpora.records import Sentence, write_jsonl
 from headatlas.errors import StoreError
-from headatlas.plots_syntax import plot_dependency_lines, plot_regimes, plot_relation_heatmap
+from headatlas.plots.syntax import plot_dependency_lines, plot_regimes, plot_relation_heatmap
 from headatlas.store import Example
 
 # "the dog chased a cat": the -> dog (det), dog -> chased (nsubj), chased = root,

@@ -11,7 +11,7 @@ from headatlas.errors import HeadAtlasError
 from headatlas.finetune import pack_documents, split_sentences
 from headatlas.io import atomic_open
 from headatlas.models import resolve
-from headatlas.plots_ablation import plot_ablation
+from headatlas.plots.ablation import plot_ablation
 from headatlas.pipeline import rule_logging
 
 

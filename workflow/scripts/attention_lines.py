@@ -5,7 +5,7 @@ import pandas as pd
 from headatlas.analyses.surface import pick_example_heads
 from headatlas.io import atomic_open
 from headatlas.pipeline import describe, rule_logging
-from headatlas.plots import plot_attention_lines
+from headatlas.plots.surface import plot_attention_lines
 from headatlas.store import open_stores, pick_example
 
 with rule_logging(snakemake) as log:

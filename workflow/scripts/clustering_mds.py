@@ -6,7 +6,7 @@ from headatlas.analyses.clustering import distance_matrix, embed_heads
 from headatlas.analyses.surface import classify_heads
 from headatlas.io import atomic_open
 from headatlas.pipeline import describe, rule_logging
-from headatlas.plots_clustering import plot_mds
+from headatlas.plots.clustering import plot_mds
 from headatlas.store import open_stores
 
 with rule_logging(snakemake) as log:

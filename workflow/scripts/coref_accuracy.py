@@ -3,7 +3,7 @@
 from headatlas.analyses.coref import deviations, head_accuracy, read_mentions, table2
 from headatlas.io import atomic_open
 from headatlas.pipeline import describe, rule_logging
-from headatlas.plots_coref import plot_head_accuracy
+from headatlas.plots.coref import plot_head_accuracy
 from headatlas.store import open_stores
 
 with rule_logging(snakemake) as log:

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 from headatlas.pipeline import describe, rule_logging
-from headatlas.plots_clustering import plot_gradients
+from headatlas.plots.gradients import plot_gradients
 
 LOSS_TEXT = {
     "mlm": "loss: masked-LM with BERT's 15% masking (80/10/10), seed {seed}",

@@ -4,7 +4,7 @@ import pandas as pd
 
 from headatlas.analyses.headtypes import FeatureSet, changes_by_layer, footnote, type_changes
 from headatlas.io import atomic_open
-from headatlas.plots_headtypes import plot_type_changes
+from headatlas.plots.headtypes import plot_type_changes
 from headatlas.pipeline import rule_logging
 
 with rule_logging(snakemake) as log:

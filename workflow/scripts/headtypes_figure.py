@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from headatlas import plots_headtypes as plots
+from headatlas.plots import headtypes as plots
 from headatlas.analyses.headtypes import FeatureSet, feature_matrix, footnote, tsne_embedding
 from headatlas.pipeline import rule_logging
 

@@ -5,7 +5,7 @@ import pandas as pd
 from headatlas.analyses.probes import table3
 from headatlas.io import atomic_open
 from headatlas.pipeline import rule_logging
-from headatlas.plots_probes import plot_table3
+from headatlas.plots.probes import plot_table3
 
 with rule_logging(snakemake) as log:
     runs = pd.concat([pd.read_csv(path, keep_default_na=False, na_values=[""])

@@ -5,7 +5,7 @@ import pandas as pd
 from headatlas.analyses.probes import attn_only_weights
 from headatlas.io import atomic_open
 from headatlas.pipeline import rule_logging
-from headatlas.plots_probes import plot_probe_weights
+from headatlas.plots.probes import plot_probe_weights
 
 with rule_logging(snakemake) as log:
     weights = pd.concat([attn_only_weights(path).assign(seed=seed)

@@ -1,6 +1,6 @@
 """Rule surface_table: one Clark §3 analysis -> its CSV table and figure."""
 
-from headatlas import plots
+from headatlas.plots import surface as plots
 from headatlas.analyses import run_analysis
 from headatlas.io import atomic_open
 from headatlas.pipeline import describe, rule_logging

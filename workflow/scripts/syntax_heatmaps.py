@@ -2,8 +2,8 @@
 
 from headatlas.analyses.syntax import DependencyScores, best_offsets, footnote
 from headatlas.pipeline import rule_logging
-from headatlas.plots import plot_note
-from headatlas.plots_syntax import plot_relation_heatmap
+from headatlas.plots.base import plot_note
+from headatlas.plots.syntax import plot_relation_heatmap
 
 with rule_logging(snakemake) as log:
     scores = DependencyScores.load(snakemake.input.scores)

@@ -3,7 +3,7 @@
 from headatlas.analyses.syntax import DependencyScores, footnote, honest_table
 from headatlas.io import atomic_open
 from headatlas.pipeline import rule_logging
-from headatlas.plots_syntax import plot_regimes
+from headatlas.plots.syntax import plot_regimes
 
 
 def labelled(spec, path):

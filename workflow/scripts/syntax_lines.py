@@ -7,7 +7,7 @@ from headatlas.analyses.syntax import (LINE_RELATIONS, DependencyScores, best_he
 from headatlas.corpora.records import read_jsonl
 from headatlas.io import atomic_open
 from headatlas.pipeline import rule_logging
-from headatlas.plots_syntax import plot_dependency_lines
+from headatlas.plots.syntax import plot_dependency_lines
 
 with rule_logging(snakemake) as log:
     scores = DependencyScores.load(snakemake.input.scores)

@@ -1,26 +1,18 @@
-"""Figures for head clustering (Clark et al. 2019 Fig. 6) and gradient importance (Fig. 3).
-
-Built with :class:`matplotlib.figure.Figure` (no pyplot state) and written with
-:func:`headatlas.plots.atomic_savefig`: whole or not at all, byte-stable SVG.
-"""
+"""Figure for head clustering (Clark et al. 2019 Fig. 6): the heads in 2-D by metric MDS."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import matplotlib
-import numpy as np
 import pandas as pd
 
-from headatlas.plots import BEHAVIOURS, COLOURS, captioned_figure, atomic_savefig
+from headatlas.plots.base import BEHAVIOURS, COLOURS, atomic_savefig, captioned_figure
 
 # Behaviour colours follow the surface figures; "broad" and "other" get their own.
 BEHAVIOUR_COLOURS = {"broad": "#f39c12", "next": COLOURS["next"], "prev": COLOURS["prev"],
                      "cls": COLOURS["cls"], "sep": COLOURS["sep"], "punct": "#1abc9c",
                      "other": "#bdc3c7"}
-# Key kinds of headatlas.analyses.gradients.KINDS (not imported: that module pulls in torch).
-KIND_LABELS = {"sep": "[SEP]", "punct": ". or ,", "cls": "[CLS]", "other": "other"}
-KIND_COLOURS = {"sep": COLOURS["sep"], "punct": "#e67e22", "cls": COLOURS["cls"], "other": "#7f8c8d"}
 
 
 def plot_mds(coords: pd.DataFrame, path: str | Path, caption: str) -> None:
@@ -52,34 +44,4 @@ def plot_mds(coords: pd.DataFrame, path: str | Path, caption: str) -> None:
     for ax in (left, right):
         ax.set_aspect("equal", adjustable="datalim")
         ax.set(xticks=[], yticks=[])
-    atomic_savefig(fig, path)
-
-
-def plot_gradients(heads: pd.DataFrame, path: str | Path, caption: str) -> None:
-    """Fig. 3: mean |dL/d attention| by layer for keys [SEP], ./, [CLS], other.
-
-    Left: the values (points = heads, lines = layer means), as in the paper.
-    Right: each kind relative to "other" tokens (log scale), so layers with
-    different gradient scales can be compared.
-    """
-    layers = heads.groupby("layer", as_index=False)[list(KIND_LABELS)].mean()
-    fig = captioned_figure(10, 4, caption)
-    left, right = fig.subplots(1, 2)
-    for kind in KIND_LABELS:
-        colour = KIND_COLOURS[kind]
-        left.scatter(heads["layer"], heads[kind], s=8, color=colour, alpha=0.35, linewidths=0)
-        left.plot(layers["layer"], layers[kind], color=colour, marker="o", markersize=3,
-                  label=KIND_LABELS[kind])
-        if kind != "other":
-            right.plot(layers["layer"], layers[kind] / layers["other"], color=colour, marker="o",
-                       markersize=3, label=f"{KIND_LABELS[kind]} / other")
-    right.axhline(1.0, color="k", linewidth=0.8, linestyle="--")
-    right.set_yscale("log")
-    left.set(ylabel="avg. |dL / d attention|")
-    right.set(ylabel="relative to other tokens")
-    for ax, title in ((left, "gradient w.r.t. attention weights"), (right, "ratio to other tokens")):
-        ax.set(xlabel="layer", xticks=np.arange(1, int(layers["layer"].max()) + 1))
-        ax.set_title(title, fontsize=10)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
     atomic_savefig(fig, path)

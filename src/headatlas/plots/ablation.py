@@ -1,19 +1,13 @@
-"""Figure for the head-type ablation (Guan et al. 2020, Tables 2 and 3 as a chart).
-
-Drawn with :class:`matplotlib.figure.Figure` directly and written with
-:func:`headatlas.plots.atomic_savefig` (whole or not at all, byte-stable SVG).
-"""
+"""Figure for the head-type ablation (Guan et al. 2020, Tables 2 and 3 as a chart)."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
-from headatlas.plots import atomic_savefig
+from headatlas.plots.base import atomic_savefig, captioned_figure
 
 GROUP_COLOURS = {"baseline": "#7f8c8d", "prune one": "#e74c3c", "prune two": "#c0392b",
                  "keep only": "#e67e22", "substitute": "#3498db", "remove one": "#27ae60",
@@ -37,8 +31,7 @@ def plot_ablation(table: pd.DataFrame, metric: str, path: str | Path, caption: s
         Model, task, data, head-type source and deviations, printed below.
     """
     n = len(table)
-    lines = textwrap.wrap(caption, width=120)
-    fig = Figure(figsize=(8.0, 1.4 + 0.22 * n + 0.13 * len(lines)), layout="constrained")
+    fig = captioned_figure(8.0, 1.4 + 0.22 * n, caption)
     ax = fig.subplots()
     y = np.arange(n)
     ours = table[f"{metric}_pct_of_unablated"].to_numpy(float)
@@ -60,5 +53,4 @@ def plot_ablation(table: pd.DataFrame, metric: str, path: str | Path, caption: s
     ax.set_title("Head-type ablation without re-training ([n] = row of Guan et al. Tables 2-3)",
                  fontsize=9)
     fig.legend(loc="outside upper center", ncol=2, fontsize=7, frameon=False)
-    fig.supxlabel("\n".join(lines), fontsize=7, color="0.3", ha="left", x=0.01)
     atomic_savefig(fig, path)

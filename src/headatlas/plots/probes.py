@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from headatlas.plots import captioned_figure, atomic_savefig
+from headatlas.plots.base import atomic_savefig, captioned_figure, head_grid, head_heatmaps
 
 _BAR_COLOURS = ("#3498db", "#e67e22", "#2ca25f", "#9b59b6")
 
@@ -50,18 +50,12 @@ def plot_probe_weights(weights: pd.DataFrame, path: str | Path, caption: str) ->
     ``weights`` has columns ``direction``, ``layer``, ``head``, ``weight`` (1-based
     ids, several seeds stacked).
     """
-    mean = weights.groupby(["direction", "layer", "head"])["weight"].mean()
+    mean = weights.groupby(["direction", "layer", "head"], as_index=False)["weight"].mean()
     directions = list(dict.fromkeys(weights["direction"]))
     n_layers, n_heads = int(weights["layer"].max()), int(weights["head"].max())
-    bound = float(np.abs(mean).max()) or 1.0
+    bound = float(mean["weight"].abs().max()) or 1.0
     fig = captioned_figure(2 * (1 + 0.3 * n_heads), 1 + 0.3 * n_layers, caption)
-    axes = np.atleast_1d(fig.subplots(1, len(directions), sharey=True))
-    for ax, direction in zip(axes, directions):
-        grid = mean.loc[direction].unstack("head").to_numpy()
-        image = ax.imshow(grid, cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto",
-                          extent=(0.5, n_heads + 0.5, n_layers + 0.5, 0.5))
-        ax.set(title=f"attn-only weights, {direction}", xlabel="head",
-               xticks=range(1, n_heads + 1), yticks=range(1, n_layers + 1))
-    axes[0].set_ylabel("layer")
-    fig.colorbar(image, ax=list(axes), shrink=0.8, label="weight")
+    head_heatmaps(fig, [head_grid(mean[mean["direction"] == d], "weight") for d in directions],
+                  [f"attn-only weights, {d}" for d in directions], cmap="RdBu_r", vmin=-bound,
+                  vmax=bound, colorbar="weight")
     atomic_savefig(fig, path)

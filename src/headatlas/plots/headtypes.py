@@ -6,9 +6,6 @@
 * :func:`plot_type_grid`: layers x heads coloured by type (Fig. 5's colouring),
   heads not clustered consistently in the stability fits marked;
 * :func:`plot_type_changes`: heads whose type changed between two models (Fig. 4's comparison).
-
-Figures are written with :func:`headatlas.plots.atomic_savefig` and carry
-``caption`` (model, corpus, N, deviations) at the bottom.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
 from headatlas.analyses.headtypes import TYPES, feature_columns, layer_shares
-from headatlas.plots import captioned_figure, atomic_savefig
+from headatlas.plots.base import atomic_savefig, captioned_figure, draw_head_heatmap, head_grid
 
 TYPE_COLOURS = {"dense": "#4c72b0", "diagonal": "#dd8452", "dense&vertical": "#55a868",
                 "vertical": "#c44e52"}
@@ -97,14 +94,11 @@ def plot_layer_shares(types: pd.DataFrame, path: str | Path, caption: str) -> No
     atomic_savefig(fig, path)
 
 
-def _type_image(ax, types: pd.DataFrame, colours: dict[str, str], column: str = "type"):
-    """Draw ``types[column]`` as a layers x heads image (row 1 = layer 1 at the top)."""
-    n_layers, n_heads = int(types["layer"].max()), int(types["head"].max())
-    code = {name: i for i, name in enumerate(colours)}
-    grid = types.pivot(index="layer", columns="head", values=column).map(code.get).to_numpy(float)
-    ax.imshow(grid, cmap=ListedColormap(list(colours.values())), vmin=-0.5, vmax=len(colours) - 0.5,
-              aspect="auto", extent=(0.5, n_heads + 0.5, n_layers + 0.5, 0.5))
-    ax.set(xlabel="head", ylabel="layer", xticks=range(1, n_heads + 1), yticks=range(1, n_layers + 1))
+def _type_image(ax, types: pd.DataFrame, colours: dict[str, str], column: str = "type") -> None:
+    """Draw ``types[column]`` as a layers x heads image, one colour per type."""
+    codes = types.assign(code=types[column].map({name: i for i, name in enumerate(colours)}))
+    draw_head_heatmap(ax, head_grid(codes, "code"), cmap=ListedColormap(list(colours.values())),
+                      vmin=-0.5, vmax=len(colours) - 0.5)
 
 
 def plot_type_grid(types: pd.DataFrame, path: str | Path, caption: str,

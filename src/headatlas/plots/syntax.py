@@ -8,9 +8,6 @@
 * :func:`plot_regimes`: per relation, the best head picked on the evaluation
   data itself (the paper's regime) against the head picked on separate data
   (honest, with its bootstrap interval) and the offset baseline.
-
-Figures are written with :func:`headatlas.plots.atomic_savefig` and carry
-``caption`` (model, corpus, N, deviations) at the bottom.
 """
 
 from __future__ import annotations
@@ -18,17 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.collections import LineCollection
 
 from headatlas.analyses.syntax import DIRECTIONS, LinePanel
-from headatlas.plots import captioned_figure, atomic_savefig
+from headatlas.plots.base import (HIGHLIGHT, atomic_savefig, captioned_figure, draw_attention_lines,
+                                  head_grid, head_heatmaps)
 
-HIGHLIGHT = "#d62728"  # Clark's Fig. 5: attention to/from the words of interest in red
-BASE = "#4a6fa5"
-_MIN_LINE_WEIGHT = 0.01  # fainter lines are invisible; leaving them out keeps SVGs small
+BASE = "#4a6fa5"  # the lines and points not of interest
 
 
 def plot_relation_heatmap(table: pd.DataFrame, relation: str, baseline: tuple[int, float],
@@ -49,24 +43,15 @@ def plot_relation_heatmap(table: pd.DataFrame, relation: str, baseline: tuple[in
     n_layers, n_heads = int(rows["layer"].max()), int(rows["head"].max())
     best = rows.loc[rows["accuracy"].idxmax()]
     fig = captioned_figure(2 * (1 + 0.32 * n_heads), 1.2 + 0.32 * n_layers, caption)
-    axes = fig.subplots(1, 2, sharey=True)
-    for ax, direction in zip(axes, DIRECTIONS):
-        grid = rows[rows["direction"] == direction].pivot(index="layer", columns="head",
-                                                          values="accuracy").to_numpy()
-        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto",
-                          extent=(0.5, n_heads + 0.5, n_layers + 0.5, 0.5))
-        ax.set(title=direction, xlabel="head", xticks=range(1, n_heads + 1),
-               yticks=range(1, n_layers + 1))
-        if direction == best["direction"]:
-            ax.add_patch(matplotlib.patches.Rectangle(
-                (best["head"] - 0.5, best["layer"] - 0.5), 1, 1, fill=False, edgecolor=HIGHLIGHT,
-                linewidth=2))
-    axes[0].set_ylabel("layer")
+    best_head = (int(best["layer"]), int(best["head"]))
+    head_heatmaps(fig, [head_grid(rows[rows["direction"] == d], "accuracy") for d in DIRECTIONS],
+                  DIRECTIONS, outlines=[best_head if d == best["direction"] else None
+                                        for d in DIRECTIONS],
+                  vmin=0, vmax=1, colorbar="accuracy")
     offset, base_acc = baseline
-    fig.suptitle(f"{relation} (n = {int(best['n'])}): best head {int(best['layer'])}-"
-                 f"{int(best['head'])} {best['direction']} {100 * best['accuracy']:.1f}%, "
+    fig.suptitle(f"{relation} (n = {int(best['n'])}): best head {best_head[0]}-{best_head[1]} "
+                 f"{best['direction']} {100 * best['accuracy']:.1f}%, "
                  f"best offset {offset:+d} {100 * base_acc:.1f}%", fontsize=10)
-    fig.colorbar(image, ax=axes, label="accuracy", shrink=0.8)
     atomic_savefig(fig, path)
 
 
@@ -81,32 +66,16 @@ def plot_dependency_lines(panels: Sequence[Sequence[LinePanel]], path: str | Pat
     n_rows = max(len(column) for column in panels)
     longest = max(len(p.labels) for column in panels for p in column)
     fig = captioned_figure(2.8 * len(panels), n_rows * (0.6 + 0.15 * longest), caption)
-    axes = np.atleast_2d(fig.subplots(n_rows, len(panels), squeeze=False))
+    axes = fig.subplots(n_rows, len(panels), squeeze=False)
     for c, column in enumerate(panels):
         for r in range(n_rows):
-            ax = axes[r, c]
-            ax.axis("off")
+            axes[r, c].axis("off")
             if r < len(column):
-                _draw_panel(ax, column[r])
+                panel = column[r]
+                draw_attention_lines(axes[r, c], panel.attn, panel.labels, colour=BASE,
+                                     highlight=panel.highlight, linewidth=1.2, label_room=0.9)
+                axes[r, c].set_title(panel.title, fontsize=8)
     atomic_savefig(fig, path)
-
-
-def _draw_panel(ax, panel: LinePanel) -> None:
-    """One head's word-level map as weighted lines between two word columns."""
-    attn, n = panel.attn, len(panel.labels)
-    query, key = np.nonzero(attn >= _MIN_LINE_WEIGHT)
-    segments = np.stack([np.stack([np.zeros(len(query)), -query], 1),
-                         np.stack([np.ones(len(key)), -key], 1)], axis=1)  # [lines, 2 ends, xy]
-    marked = panel.highlight[query] | panel.highlight[key]
-    rgba = np.array([matplotlib.colors.to_rgba(HIGHLIGHT if m else BASE) for m in marked]).reshape(-1, 4)
-    rgba[:, 3] = np.clip(attn[query, key], 0, 1)
-    ax.add_collection(LineCollection(segments, colors=rgba, linewidths=1.2))
-    for x, ha in ((-0.05, "right"), (1.05, "left")):
-        for i, label in enumerate(panel.labels):
-            ax.text(x, -i, label, ha=ha, va="center", fontsize=7,
-                    color=HIGHLIGHT if panel.highlight[i] else "black")
-    ax.set(xlim=(-0.9, 1.9), ylim=(-n + 0.5, 0.5))
-    ax.set_title(panel.title, fontsize=8)
 
 
 def plot_regimes(table: pd.DataFrame, path: str | Path, caption: str) -> None:
