@@ -264,6 +264,15 @@ class StoreSet:
     def __len__(self) -> int:
         return self._len
 
+    @property
+    def skipped_ids(self) -> list[str]:
+        """Records extraction left out, over every shard."""
+        skipped = []
+        for path in self.paths:
+            with Store(path) as shard:
+                skipped += shard.skipped_ids
+        return skipped
+
     def __iter__(self) -> Iterator[Example]:
         for path in self.paths:
             with Store(path) as shard:

@@ -27,7 +27,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from headatlas.analyses import Analysis, register
+from headatlas.analyses.base import Analysis, register
+from headatlas.heads import head_name, head_table
 from headatlas.store import Example
 
 # Thresholds of Clark's published clustering code (General_Analysis.ipynb).
@@ -70,10 +71,7 @@ class RelativePosition(Analysis):
 
     def result(self) -> pd.DataFrame:
         prev, self_, next_ = (_ratio(s, c) for s, c in zip(self._sums, self._counts))
-        table = self.head_table(prev=prev, next=next_)
-        # "self" cannot be passed as a keyword to head_table (it clashes with its self).
-        table.insert(3, "self", self_.ravel())
-        return table
+        return head_table(self.n_layers, self.n_heads, prev=prev, self=self_, next=next_)
 
 
 @register
@@ -108,7 +106,8 @@ class SpecialTokens(Analysis):
 
     def result(self) -> pd.DataFrame:
         to_kind = _ratio(self._to_kind, self._n_queries)
-        return self.head_table(
+        return head_table(
+            self.n_layers, self.n_heads,
             cls=to_kind[..., 0], sep=to_kind[..., 1], punct=to_kind[..., 2],
             sep_from_sep=_ratio(self._sep_from[0], self._n_sep_queries),
             sep_from_other=_ratio(self._sep_from[1], self._n_queries - self._n_sep_queries),
@@ -154,7 +153,8 @@ class Entropy(Analysis):
 
     def result(self) -> pd.DataFrame:
         uniform = self._uniform / self._n_rows if self._n_rows else np.nan
-        return self.head_table(
+        return head_table(
+            self.n_layers, self.n_heads,
             entropy=_ratio(self._sums[0], self._n_rows),
             uniform_entropy=np.full((self.n_layers, self.n_heads), uniform),
             cls_entropy=_ratio(self._sums[1], self._n_cls),
@@ -319,7 +319,7 @@ def paper_claims(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFrame
          f"uniform attention: {last['uniform_entropy'].mean():.2f} nats (mean log n)"),
         ("largest single weight of the high-entropy early heads", "at most ~10%",
          f"{_pct(broad['max_weight'].mean())} (mean row maximum; heads "
-         f"{', '.join(f'{l}-{h}' for l, h in zip(broad['layer'], broad['head']))})",
+         f"{', '.join(map(head_name, broad['layer'], broad['head']))})",
          note(broad_rule, scaled_to("layers 1-4", early))),
     ]
     return pd.DataFrame(rows, columns=["claim", "paper", "ours", "note"])
