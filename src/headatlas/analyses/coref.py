@@ -42,7 +42,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from headatlas.analyses.base import Analysis, register
+from headatlas.analyses.base import Analysis, describe, register, store_provenance
 from headatlas.corpora.documents import join_sentences, make_documents
 from headatlas.corpora.records import Sentence, read_jsonl
 from headatlas.errors import CorpusFormatError, StoreError
@@ -758,3 +758,35 @@ def deviations(source_format: str, max_length: int) -> str:
         text = ("corpus GUM/OntoGUM (gold UD trees, OntoNotes-scheme coreference) instead of "
                 "CoNLL-2012; " + text)
     return "deviations: " + text
+
+
+def accuracy_tables(mentions: pd.DataFrame, stores, select_split: str = "train",
+                    eval_split: str = "test", n_boot: int = 1000, seed: int = 0,
+                    source_format: str = "conllu", max_length: int = 128
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 2 and the per-head accuracies of a per-mention table, with the heat map's captions.
+
+    Parameters
+    ----------
+    mentions : the per-mention table of the :class:`Coreference` analysis (:func:`read_mentions`).
+    stores : the store it came from (for the caption's model and corpus).
+    select_split, eval_split, n_boot, seed : as for :func:`table2`.
+    source_format, max_length : the documents' source format and wordpiece budget (for the deviations).
+
+    Returns
+    -------
+    table : :func:`table2`.
+    heads : :func:`head_accuracy` on the splits the two head rows were chosen on (held
+        out, and the evaluation data), by mention type on the latter;
+        ``attrs["panels"]`` (column, title, best head) per heat-map panel and ``attrs["caption"]``.
+    """
+    table = table2(mentions, select_split, eval_split, n_boot, seed)
+    head_rows = table[table["paper_head"] != ""]
+    chosen = dict(zip(head_rows["selected_on"], head_rows["head"]))
+    heads = head_accuracy(mentions, list(chosen), by_kind=list(chosen)[-1])
+    heads.attrs["panels"] = [(f"acc_{s}", f"accuracy on {s} (best {h})", h) for s, h in chosen.items()]
+    heads.attrs["caption"] = "; ".join(
+        [describe(store_provenance(stores), mentions["doc"].nunique(), "documents with mentions"),
+         "evaluated mentions: " + ", ".join(f"{s} {heads[f'n_{s}'].iloc[0]}" for s in chosen),
+         deviations(source_format, max_length)])
+    return table, heads
