@@ -116,3 +116,8 @@ def test_analysis_contract(cls, tiny_store):
         path = tiny_store / f"{cls.name}.saved"
         result.save(path)
         assert not set(RUN_ATTRS) & set(type(result).load(path).attrs)
+
+
+def test_an_unknown_name_says_what_to_import(tiny_store):
+    with pytest.raises(KeyError, match="import the module that defines it"):
+        run_analysis("no_such_analysis", [tiny_store / "shard-0.h5"])

@@ -9,9 +9,11 @@
   Jensen-Shannon divergences"); ``average=False`` keeps the code's raw sum.
   The two differ only by one constant factor, so the MDS picture is the same
   up to scale.
-* :func:`embed_heads`: 2-D metric MDS of the distances (fixed random state).
+* :func:`embed_heads`: 2-D metric MDS of the distances (fixed random state);
+  :func:`mds_table`: Fig. 6's points with their caption.
 * :func:`group_structure`: mean distance within vs between groups of heads
-  (layers, or behaviours), with a one-sided permutation test of the labels.
+  (layers, or behaviours), with a one-sided permutation test of the labels;
+  :func:`structure_table`: the three tests the workflow reports.
 * :func:`paper_claims`: §6's observations beside our numbers.
 
 Natural logarithms throughout (nats), so 0 <= JS <= log 2 per row.

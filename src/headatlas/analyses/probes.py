@@ -211,9 +211,10 @@ class ProbeFeatures(Analysis):
         self._atomic = atomic_path(self.path)
         self._file = h5py.File(self._atomic.__enter__(), "w")
         self._maps = self._file.create_dataset("maps", (int(self._map_offsets[-1]),), np.float16)
+        self._written = 0
 
     def update(self, example: Example) -> None:
-        s = self.n_examples
+        s = self._written
         if s >= len(self._indices) or example.index != self._indices[s]:
             raise StoreError(f"example {example.id} arrived out of the store's order")
         n = int(self._n[s])
@@ -221,11 +222,12 @@ class ProbeFeatures(Analysis):
             sentence_maps(example, n, self.how).astype(np.float16).ravel()
         aligned = np.unique(example.word_ids[example.word_ids >= 0])
         self._stats["unaligned_words"] += n - len(aligned)
+        self._written += 1
 
     def result(self) -> "FeatureSet":
-        if self.n_examples != len(self._indices):
+        if self._written != len(self._indices):
             raise HeadAtlasError(f"the probe feature cache needs every example of the store: "
-                                 f"{self.n_examples} of {len(self._indices)} were read")
+                                 f"{self._written} of {len(self._indices)} were read")
         f, chosen = self._file, self._chosen
         f["map_offsets"], f["word_offsets"] = self._map_offsets, np.concatenate([[0], np.cumsum(self._n)])
         f["heads"] = np.concatenate([s.heads for s in chosen] + [[]]).astype(np.int16)
