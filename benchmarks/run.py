@@ -284,7 +284,8 @@ def time_naive(loaded, sentences, threads: int = THREADS) -> tuple[Clock, int]:
 
 def time_analyses(store: Path) -> tuple[Clock, dict[str, float]]:
     """Candidate 3: every surface analysis through run_analysis, each streaming the store once."""
-    from headatlas.analyses import run_analysis
+    from headatlas.analyses import surface  # noqa: F401  (registers the surface analyses)
+    from headatlas.analyses.base import run_analysis
 
     each = {}
     with Clock() as clock:
@@ -339,7 +340,8 @@ def profile_extraction(loaded, sdpa, sentences, examples, store: Path, out: Path
 
     import torch
 
-    from headatlas.analyses import run_analysis
+    from headatlas.analyses import surface  # noqa: F401  (registers the surface analyses)
+    from headatlas.analyses.base import run_analysis
     from headatlas.extract import collate, encode_corpus, extract, length_batches
 
     pad = loaded.tokenizer.pad_token_id or 0

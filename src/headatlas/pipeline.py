@@ -1,4 +1,4 @@
-"""Glue for Snakemake scripts: logging into the rule's log file, captions."""
+"""Glue for Snakemake scripts: logging into the rule's log file, writing tables."""
 
 from __future__ import annotations
 
@@ -6,6 +6,10 @@ import contextlib
 import logging
 import sys
 from pathlib import Path
+
+import pandas as pd
+
+from headatlas.io import atomic_open
 
 
 @contextlib.contextmanager
@@ -35,13 +39,13 @@ def rule_logging(snakemake):
             handle.close()
 
 
-def describe(attrs: dict, n_examples: int, unit: str = "segments") -> str:
-    """Figure footnote: model, corpus, N, and the known deviations from the paper."""
-    model = attrs.get("model_name", "?")
-    source = attrs.get("model_id", "")
-    corpus = attrs.get("corpus", "?")
-    text = f"model {model} ({source}), corpus {corpus}, N = {n_examples} {unit}"
-    if attrs.get("model_id") != "bert-base-cased":
-        text += (f"; deviation: paper used bert-base-cased (12x12 heads), this is "
-                 f"{attrs.get('n_layers')}x{attrs.get('n_heads')}")
-    return text
+def write_table(table: pd.DataFrame, path: str | Path, float_format: str | None = None,
+                index: bool = False) -> None:
+    """Write a table as CSV atomically: the file appears complete or not at all.
+
+    ``float_format`` (e.g. ``"%.6g"``) fixes how floats are printed; ``index``
+    writes the row labels too (for tables whose index is a column, e.g. counts
+    by quantity).
+    """
+    with atomic_open(path) as handle:
+        table.to_csv(handle, index=index, float_format=float_format)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from headatlas.analyses import REGISTRY, run_analysis
+from headatlas.analyses.base import REGISTRY, run_analysis
 from headatlas.analyses.clustering import (HeadDistances, distance_matrix, embed_heads, euclidean,
                                            group_structure, pairwise_js, paper_claims, stress1)
 from headatlas.store import Example

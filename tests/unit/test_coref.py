@@ -10,10 +10,10 @@ import pytest
 import yaml
 from docutils.core import publish_parts
 
-from headatlas.analyses import run_analysis
+from headatlas.analyses.base import run_analysis
 from headatlas.analyses.coref import (
     PAPER_TABLE2, Coreference, CorefDocument, CorefMention, agreement_features, antecedents,
-    attended_words, bootstrap_interval, conll2012_documents, constituency_heads, document_mentions,
+    attended_words, conll2012_documents, constituency_heads, document_intervals, document_mentions,
     infer_split, load_documents, parse_tree, predict, read_mentions, span_head, summary_counts,
     table2, with_dependency_heads)
 from headatlas.corpora.documents import make_documents
@@ -338,13 +338,20 @@ def test_best_head_is_chosen_on_train_and_reported_on_test():
     assert again.loc["best head, chosen on train", "all_ci_low"] == held_out["all_ci_low"]  # seeded
 
 
-def test_bootstrap_interval_by_hand():
-    # doc 0: 2 mentions right; doc 1: 1 mention wrong. Resamples {0,0}, {0,1}, {1,1}:
-    # accuracies 4/4 = 100, 2/3 = 66.7, 0/2 = 0 -> percentiles of [100, 66.7, 0].
-    weights = np.array([[2, 0], [1, 1], [0, 2]])
-    low, high = bootstrap_interval(weights, np.array([0, 0, 1]), np.array([[1.0], [1.0], [0.0]]))
-    expected = np.percentile([100, 200 / 3, 0], [2.5, 97.5])
-    assert (low[0], high[0]) == pytest.approx(tuple(expected))
+def test_document_intervals_by_hand():
+    # doc 0: 2 mentions right; doc 1: 1 mention wrong. Resamples {0,0}, {0,1}, {1,1} (p = 1/4,
+    # 1/2, 1/4): accuracies 4/4 = 100, 2/3 = 66.7, 0/2 = 0 -> the 2.5th and 97.5th percentiles
+    # of 1,000 resamples are 0 and 100. Group "doc 0 only": a resample without doc 0 has no
+    # mention of it and is left out, so 100 every time.
+    docs, correct = np.array([0, 0, 1]), np.array([[1.0], [1.0], [0.0]])
+    groups = [np.ones(3, bool), np.array([True, True, False])]
+    low, high = document_intervals(docs, correct, groups)
+    assert low.shape == (2, 1)
+    assert (low[0, 0], high[0, 0]) == (0.0, 100.0)
+    assert (low[1, 0], high[1, 0]) == (100.0, 100.0)
+    # no mention at all: NaN
+    low, high = document_intervals(np.zeros(0, int), np.zeros((0, 2)), [np.zeros(0, bool)])
+    assert np.isnan(low).all() and np.isnan(high).all()
 
 
 def test_mentions_round_trip_and_heat_map(tmp_path):

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from headatlas.analyses import headtypes as ht
-from headatlas.analyses import run_analysis
+from headatlas.analyses.base import run_analysis
 from headatlas.store import Example
 
 # A 16-token input: [CLS] at 0, "," at 5, "." at 14, [SEP] at 15; positions 1-4 and 6-13
@@ -94,35 +94,39 @@ def test_analysis_averages_inputs_with_equal_weight():
     # [SEP]): uniform -> cls 1/32. Equal weight per input: (1/16 + 1/32) / 2 = 3/64.
     long_tokens = ["[CLS]"] + ["w"] * 30 + ["[SEP]"]
     examples = [example(TOKENS16, three_heads(16), 0), example(long_tokens, three_heads(32), 1)]
-    table = run_analysis(ht.DistanceFeatures, examples, progress=False)
+    features = run_analysis(ht.DistanceFeatures, examples, progress=False)
+    assert features.features.shape == (2, 3, 21) and features.lengths.tolist() == [16, 32]
+    table = features.head_table()
     assert list(table.columns) == ["layer", "head", *NAMES] and len(table) == 3
     assert table.loc[2, "cls"] == pytest.approx(3 / 64)
     assert table.loc[1, "cls"] == pytest.approx(1.0)
     np.testing.assert_allclose(table[NAMES].sum(axis=1), 1, atol=1e-6)
 
 
-def test_collect_features_streams_a_float16_store(tmp_path):
+def test_features_stream_a_float16_store(tmp_path):
     from headatlas.store import StoreWriter
 
     attrs = {"n_layers": 1, "n_heads": 3, "model_name": "m", "corpus": "c", "max_length": 32}
     with StoreWriter(tmp_path / "s.h5", attrs) as writer:
         for i in range(3):
             writer.add(i, str(i), TOKENS16, np.arange(16), np.zeros(16), np.arange(16), three_heads())
-    fs = ht.collect_features(tmp_path / "s.h5", max_examples=2, progress=False)
+    fs = run_analysis(ht.DistanceFeatures, tmp_path / "s.h5", max_examples=2, progress=False)
     assert fs.features.shape == (2, 3, 21) and fs.example_index.tolist() == [0, 1]
-    assert fs.meta["model_name"] == "m" and fs.lengths.tolist() == [16, 16]
+    assert fs.attrs["model_name"] == "m" and fs.lengths.tolist() == [16, 16]
+    assert fs.attrs["provenance"]["n_examples"] == 2
+    assert fs.attrs["caption"].startswith("model m (None), corpus c, N = 2 inputs")
     # Stored as float16 (1/16 is exact), renormalised rows: the hand values of the test above.
     assert fs.features[1, 0, IDX["win01"]] == pytest.approx(12 / 16)
     np.testing.assert_allclose(fs.features.sum(axis=-1), 1, atol=1e-6)
 
 
 def test_feature_set_round_trip(tmp_path):
-    acc = ht.DistanceFeatures(1, 3)
-    acc.update(example(TOKENS16, three_heads()))
-    fs = ht.FeatureSet(acc.per_input, np.array([7]), np.array([16]), 1, 3, 16, {"model_name": "m"})
+    fs = run_analysis(ht.DistanceFeatures, [example(TOKENS16, three_heads())], progress=False)
+    fs.attrs["model_name"] = "m"
     fs.save(tmp_path / "f.npz")
     back = ht.FeatureSet.load(tmp_path / "f.npz")
-    assert back.features.shape == (1, 3, 21) and back.meta == {"model_name": "m"}
+    # the run's provenance and caption are not saved
+    assert back.features.shape == (1, 3, 21) and back.attrs == {"model_name": "m"}
     pd.testing.assert_frame_equal(back.head_table(), fs.head_table())
 
 

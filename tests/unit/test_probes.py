@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 import torch
 
-from headatlas.analyses.probes import (PAPER_TABLE3, AttentionProbe, FeatureSet, ProbeSentence,
-                                       attn_only_weights, build_features, collate,
+from headatlas.analyses.base import run_analysis
+from headatlas.analyses.probes import (PAPER_TABLE3, AttentionProbe, FeatureSet, ProbeFeatures,
+                                       ProbeSentence, attn_only_weights, collate,
                                        distance_features, edge_pairs, evaluate, pair_features,
                                        right_branching, run_edge_probe, run_probe, save_probe,
                                        scored_words, table3, train_probe)
@@ -57,6 +58,11 @@ def write_corpus(folder, sentences: list[Sentence], attn_of, name="tb"):
     return store, corpus
 
 
+def build_cache(stores, corpus, path, progress=False):
+    """The probes' feature cache of a store, through the analysis protocol."""
+    return run_analysis(ProbeFeatures, stores, progress=progress, corpus=corpus, path=path)
+
+
 def tree_sentence(i: int, heads: list[int], split: str) -> Sentence:
     n = len(heads)
     return Sentence(id=f"s{i}", words=[f"w{k % 5}" for k in range(n)], split=split, heads=heads,
@@ -72,7 +78,7 @@ def planted(tmp_path_factory):
     sentences = [tree_sentence(i, random_heads(int(rng.integers(3, 10)), rng), split)
                  for i, split in enumerate(splits)]
     store, corpus = write_corpus(folder, sentences, lambda s: planted_attention(s.heads, rng))
-    build_features([store], corpus, folder / "features.h5", progress=False)
+    build_cache([store], corpus, folder / "features.h5", progress=False)
     return FeatureSet(folder / "features.h5")
 
 
@@ -111,7 +117,7 @@ def test_distances_probe_learns_right_branching_trees(tmp_path):
                                                 + [(4, "dev"), (7, "test"), (9, "test")])]
     rng = np.random.default_rng(1)
     store, corpus = write_corpus(tmp_path, sentences, lambda s: planted_attention(s.heads, rng, False))
-    build_features([store], corpus, tmp_path / "f.h5", progress=False)
+    build_cache([store], corpus, tmp_path / "f.h5", progress=False)
     features = FeatureSet(tmp_path / "f.h5")
     glove = GloVe(["w0"], np.ones((1, 2), np.float32))
     model, _ = train_probe("distances_glove", features, features, glove, seed=0, epochs=3,
@@ -180,7 +186,7 @@ def test_feature_cache_word_level_order(tmp_path):
     with StoreWriter(tmp_path / "s.h5", {"n_layers": 1, "n_heads": 1}) as w:
         w.add(0, "x", ["[CLS]", "a", "##b", "c", "[SEP]"], np.arange(5), np.zeros(5),
               [-1, 0, 0, 1, -1], attn)
-    build_features([tmp_path / "s.h5"], tmp_path / "c.jsonl", tmp_path / "f.h5", progress=False)
+    build_cache([tmp_path / "s.h5"], tmp_path / "c.jsonl", tmp_path / "f.h5", progress=False)
     maps = FeatureSet(tmp_path / "f.h5").sentence(0).maps[0]
     a = attn[0, 0].astype(np.float16).astype(np.float32)
     # [CLS] -> ab is the sum over its pieces; ab -> c is the mean of the pieces' rows.
@@ -198,8 +204,23 @@ def test_store_and_corpus_out_of_sync(tmp_path):
         w.add(0, "x", ["[CLS]", "a", "b", "[SEP]"], np.arange(4), np.zeros(4), [-1, 0, 1, -1],
               np.full((1, 1, 4, 4), 0.25))
     with pytest.raises(StoreError, match="re-extract"):
-        build_features([tmp_path / "s.h5"], tmp_path / "c.jsonl", tmp_path / "f.h5")
+        build_cache([tmp_path / "s.h5"], tmp_path / "c.jsonl", tmp_path / "f.h5")
     assert not (tmp_path / "f.h5").exists() and s.words
+
+
+def test_a_cache_that_fails_midway_leaves_no_file(tmp_path):
+    # The second example has a [SEP] between its words: not a "[CLS] words [SEP]" input.
+    sentences = [Sentence(id=f"x{i}", words=["a", "b"], heads=[0, 1], rels=["root", "dep"])
+                 for i in range(2)]
+    write_jsonl(tmp_path / "c.jsonl", sentences)
+    with StoreWriter(tmp_path / "s.h5", {"n_layers": 1, "n_heads": 1}) as w:
+        w.add(0, "x0", ["[CLS]", "a", "b", "[SEP]"], np.arange(4), np.zeros(4), [-1, 0, 1, -1],
+              np.full((1, 1, 4, 4), 0.25))
+        w.add(1, "x1", ["[CLS]", "a", "[SEP]", "b", "[SEP]"], np.arange(5), np.zeros(5),
+              [-1, 0, -1, 1, -1], np.full((1, 1, 5, 5), 0.2))
+    with pytest.raises(StoreError, match=r"\[CLS\] words \[SEP\]"):
+        build_cache([tmp_path / "s.h5"], tmp_path / "c.jsonl", tmp_path / "f.h5")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl", "s.h5"]  # no partial file
 
 
 def test_missing_split_and_annotation_are_clear_errors(planted, tmp_path):
@@ -210,7 +231,7 @@ def test_missing_split_and_annotation_are_clear_errors(planted, tmp_path):
         w.add(0, "x", ["[CLS]", "a", "[SEP]"], np.arange(3), np.zeros(3), [-1, 0, -1],
               np.full((1, 1, 3, 3), 1 / 3))
     with pytest.raises(HeadAtlasError, match="no dependency annotation"):
-        build_features([tmp_path / "s.h5"], tmp_path / "c.jsonl", tmp_path / "f.h5")
+        build_cache([tmp_path / "s.h5"], tmp_path / "c.jsonl", tmp_path / "f.h5")
 
 
 def test_edge_classifier_separates_the_planted_signal(planted):
@@ -247,7 +268,7 @@ def test_edge_pairs_by_hand(tmp_path):
     with StoreWriter(tmp_path / "s.h5", {"n_layers": 1, "n_heads": 1}) as w:
         w.add(0, "x", ["[CLS]", "a", "b", "c", "[SEP]"], np.arange(5), np.zeros(5), [-1, 0, 1, 2, -1],
               attn)
-    build_features([tmp_path / "s.h5"], tmp_path / "c.jsonl", tmp_path / "f.h5", progress=False)
+    build_cache([tmp_path / "s.h5"], tmp_path / "c.jsonl", tmp_path / "f.h5", progress=False)
     X, y = edge_pairs(FeatureSet(tmp_path / "f.h5"), "train", np.random.default_rng(0))
     assert sorted(y.tolist()) == [0, 1]
     # Non-edge {a, c}: tokens a = 1, c = 3, so [a(a->c), a(c->a)] = [attn[1, 3], attn[3, 1]] = [8, 16].

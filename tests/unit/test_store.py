@@ -82,3 +82,29 @@ def test_pick_example_by_index_or_shortest_readable(tmp_path):
     assert pick_example(paths, min_tokens=100).id == "ex1"  # none long enough: the shortest
     with pytest.raises(StoreError, match="corpus index 9"):
         pick_example(paths, index=9)
+
+
+def test_docs_store_md_is_generated_from_the_schema():
+    from pathlib import Path
+
+    from headatlas.store import markdown
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "store.md"
+    assert docs.read_text() == markdown(), \
+        "docs/store.md is out of date: python -m headatlas.store --markdown > docs/store.md"
+
+
+def test_an_extracted_store_has_exactly_the_documented_schema(tiny_model, tmp_path):
+    from headatlas.corpora.records import Sentence
+    from headatlas.extract import extract
+    from headatlas.store import ATTRIBUTES, DATASETS, dataset_dtype
+
+    sentences = [Sentence(id="a", words=["the", "cat", "sat"], words_b=["it", "ran"]),
+                 Sentence(id="b", words=["the", "dog"] * 40)]  # too long: skipped
+    extract(tiny_model, sentences, tmp_path / "s.h5", max_length=32, progress=False,
+            store_attrs={"corpus": "c", "corpus_sha256": "0" * 64})
+    with h5py.File(tmp_path / "s.h5", "r") as f:
+        assert sorted(f) == sorted(d.name for d in DATASETS)
+        for name in f:
+            assert f[name].dtype == dataset_dtype(name), name
+        assert sorted(f.attrs) == sorted(a.name for a in ATTRIBUTES)

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from headatlas.analyses import REGISTRY, run_analysis
+from headatlas.analyses.base import REGISTRY, run_analysis
 from headatlas.analyses.surface import (classify_heads, layer_means, paper_claims,
                                         pick_example_heads, scale_layers)
 from headatlas.store import Example

@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from headatlas.analyses import REGISTRY, run_analysis
+from headatlas.analyses.base import REGISTRY, run_analysis
 from headatlas.analyses.syntax import (DIRECTIONS, NO_UD_TWIN, OFFSETS, DependencyHeads,
                                        DependencyScores, best_heads, best_offsets,
-                                       bootstrap_interval, dependencies, example_sentences,
+                                       dependencies, example_sentences,
                                        honest_table, line_panel, offset_correct, table1,
                                        table1_relations)
 from headatlas.corpora.records import Sentence, write_jsonl
@@ -75,10 +75,7 @@ def corpus(tmp_path):
 
 
 def scores_of(examples, corpus, how="mean"):
-    acc = DependencyHeads(1, len(examples[0].attn[0]), corpus=corpus, how=how)
-    for ex in examples:
-        acc.update(ex)
-    return acc.scores()
+    return run_analysis(DependencyHeads, examples, progress=False, corpus=corpus, how=how)
 
 
 def test_registered():
@@ -87,7 +84,7 @@ def test_registered():
 
 def test_accuracy_per_relation_both_directions(corpus):
     table = run_analysis("dependency_heads", [example(0, [HEAD_A, HEAD_B])], progress=False,
-                         corpus=corpus)
+                         corpus=corpus).head_table()
     got = {(d, h): dict(zip(g["relation"], g["accuracy"]))
            for (d, h), g in table.groupby(["direction", "head"])}
     assert got.keys() == ACCURACY.keys()
@@ -216,31 +213,6 @@ def test_save_load_subset(corpus, tmp_path):
     # on s1 head 1 is HEAD_B: dep->head all = 3/4
     row = test.head_table().query("relation == 'all' and direction == 'dep->head' and head == 1")
     assert row["accuracy"].item() == 3 / 4
-
-
-def test_bootstrap_by_hand():
-    # one sentence: every resample is that sentence -> the interval is the point, 3/4
-    assert bootstrap_interval(np.array([3]), np.array([4])) == (0.75, 0.75)
-    # all correct -> every resample is 1
-    assert bootstrap_interval(np.array([2, 3, 1]), np.array([2, 3, 1])) == (1.0, 1.0)
-    # two sentences 1/1 and 0/1: resamples give 1 (p=1/4), 1/2 (p=1/2), 0 (p=1/4), so the
-    # 2.5% and 97.5% quantiles of 1,000 resamples are 0 and 1
-    assert bootstrap_interval(np.array([1, 0]), np.array([1, 1])) == (0.0, 1.0)
-    # sentences without an instance carry no weight (kept, half the resamples would be 0/0)
-    assert bootstrap_interval(np.array([1, 0]), np.array([1, 0])) == (1.0, 1.0)
-    # nothing at all -> NaN
-    assert np.isnan(bootstrap_interval(np.array([0]), np.array([0]))).all()
-
-
-def test_bootstrap_seeded_and_contains_point():
-    rng = np.random.default_rng(1)
-    total = rng.integers(1, 6, 50)
-    correct = rng.binomial(total, 0.6)
-    first = bootstrap_interval(correct, total, n_boot=500, seed=3)
-    assert bootstrap_interval(correct, total, n_boot=500, seed=3) == first
-    point = correct.sum() / total.sum()
-    assert first[0] < point < first[1]
-    assert first[1] - first[0] < 0.3
 
 
 def test_best_heads_ties_and_order():

@@ -2,14 +2,11 @@
 
 import json
 
-from headatlas.io import atomic_open
-from headatlas.pipeline import rule_logging
+from headatlas.pipeline import rule_logging, write_table
 from headatlas.summary import corpus_summary
 
 with rule_logging(snakemake) as log:
     with open(snakemake.input.stats) as handle:
-        stats = json.load(handle)
-    table = corpus_summary(stats, snakemake.input.stores)
-    with atomic_open(snakemake.output[0]) as handle:
-        table.to_csv(handle, index=False)
+        table = corpus_summary(json.load(handle), snakemake.input.stores)
+    write_table(table, snakemake.output[0])
     log.info("\n%s", table.to_string(index=False))

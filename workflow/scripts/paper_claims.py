@@ -3,13 +3,10 @@
 import pandas as pd
 
 from headatlas.analyses.surface import paper_claims
-from headatlas.io import atomic_open
-from headatlas.pipeline import rule_logging
+from headatlas.pipeline import rule_logging, write_table
 
 with rule_logging(snakemake) as log:
-    rel, special, entropy = (pd.read_csv(snakemake.input[k])
-                             for k in ("relative_position", "special_tokens", "entropy"))
-    claims = paper_claims(rel, special, entropy, n_layers=int(rel["layer"].max()))
-    with atomic_open(snakemake.output[0]) as handle:
-        claims.to_csv(handle, index=False)
+    claims = paper_claims(*(pd.read_csv(snakemake.input[k])
+                            for k in ("relative_position", "special_tokens", "entropy")))
+    write_table(claims, snakemake.output[0])
     log.info("\n%s", claims.to_string(index=False))

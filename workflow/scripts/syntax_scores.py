@@ -1,28 +1,17 @@
 """Rule syntax_scores: one pass over a treebank's store scores every head on every dependency."""
 
-import resource
-import time
-
-from headatlas.analyses.syntax import score_treebank
-from headatlas.io import atomic_open
-from headatlas.pipeline import rule_logging
+from headatlas.analyses.base import run_analysis
+from headatlas.analyses.syntax import DependencyHeads
+from headatlas.pipeline import rule_logging, write_table
 
 with rule_logging(snakemake) as log:
-    start = time.perf_counter()
-    scores = score_treebank(snakemake.input.stores, snakemake.input.corpus, how=snakemake.params.how)
+    scores = run_analysis(DependencyHeads, snakemake.input.stores, corpus=snakemake.input.corpus,
+                          how=snakemake.params.how)
     scores.save(snakemake.output.scores)
-    tables = {"heads": scores.head_table(), "offsets": scores.offset_table(),
-              "coverage": scores.coverage_table()}
+    tables = scores.tables()
     for name, table in tables.items():
-        with atomic_open(snakemake.output[name]) as handle:
-            table.to_csv(handle, index=False, float_format="%.6g")
+        write_table(table, snakemake.output[name], float_format="%.6g")
     log.info("coverage (word-level 'from' = %s):\n%s", snakemake.params.how,
              tables["coverage"].to_string(index=False))
-    for reason, group in scores.unscored.groupby("reason"):
-        log.warning("%d sentences not scored (%s): %s", len(group), reason, " ".join(group["id"]))
-    unaligned = scores.counts().query("unaligned > 0")
-    if len(unaligned):
-        log.warning("dependencies touching a word without wordpieces (not scored):\n%s",
-                    unaligned.to_string(index=False))
-    log.info("%.1f s, peak memory %.0f MB", time.perf_counter() - start,
-             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    for problem in scores.problems():
+        log.warning("%s", problem)

@@ -9,9 +9,11 @@
   Jensen-Shannon divergences"); ``average=False`` keeps the code's raw sum.
   The two differ only by one constant factor, so the MDS picture is the same
   up to scale.
-* :func:`embed_heads`: 2-D metric MDS of the distances (fixed random state).
+* :func:`embed_heads`: 2-D metric MDS of the distances (fixed random state);
+  :func:`mds_table`: Fig. 6's points with their caption.
 * :func:`group_structure`: mean distance within vs between groups of heads
-  (layers, or behaviours), with a one-sided permutation test of the labels.
+  (layers, or behaviours), with a one-sided permutation test of the labels;
+  :func:`structure_table`: the three tests the workflow reports.
 * :func:`paper_claims`: §6's observations beside our numbers.
 
 Natural logarithms throughout (nats), so 0 <= JS <= log 2 per row.
@@ -22,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from headatlas.analyses import Analysis, register
+from headatlas.analyses.base import Analysis, describe, register, store_provenance
+from headatlas.heads import head_name, head_names, head_table
 
 SMOOTHING = 0.001  # Clark's code: 0.999 * a + 0.001 / n
 CHUNK_MB = 32  # bound on each [chunk, heads, n, n] float32 buffer; small blocks stay in cache, faster
@@ -94,11 +97,6 @@ def pairwise_js(attn: np.ndarray, smoothing: float = SMOOTHING,
     return upper + upper.T
 
 
-def head_name(layer: int, head: int) -> str:
-    """``layer-head``, 1-based, as in the papers."""
-    return f"{layer}-{head}"
-
-
 @register
 class HeadDistances(Analysis):
     """Distances between all pairs of heads (Fig. 6): a square per-head table.
@@ -133,11 +131,22 @@ class HeadDistances(Analysis):
         if self._n_rows == 0:
             raise ValueError("no examples were seen; the distances are undefined")
         dist = self._sums / self._n_rows if self.average else self._sums
-        names = [head_name(l, h) for l in range(1, self.n_layers + 1)
-                 for h in range(1, self.n_heads + 1)]
-        table = self.head_table(**{name: dist[:, k] for k, name in enumerate(names)})
+        names = head_names(self.n_layers, self.n_heads)
+        table = head_table(self.n_layers, self.n_heads, **{name: dist[:, k] for k, name in enumerate(names)})
         table.attrs["n_rows"] = self._n_rows
         return table
+
+    def caption(self, result, provenance: dict) -> str:
+        return distance_caption(provenance, provenance["n_examples"], self.average, self.smoothing)
+
+
+def distance_caption(attrs: dict, n_examples: int, average: bool = True,
+                     smoothing: float = SMOOTHING) -> str:
+    """Footnote of the head distances: model, corpus, N, how a distance is computed."""
+    how = "mean JS divergence per token (paper)" if average else \
+        "JS divergence summed over tokens (Clark's code)"
+    return (f"{describe(attrs, n_examples)}; distance = {how}, rows smoothed "
+            f"{1 - smoothing:g}a + {smoothing:g}/n as in Clark's code")
 
 
 def distance_matrix(table: pd.DataFrame) -> np.ndarray:
@@ -263,6 +272,73 @@ def group_structure(dist: np.ndarray, labels, n_permutations: int = N_PERMUTATIO
     })
     table.insert(4, "ratio", table["within"] / table["between"])
     table["n_permutations"] = n_permutations
+    return table
+
+
+def mds_table(distances: pd.DataFrame, behaviour: pd.DataFrame, stores, seed: int = 0,
+              average: bool = True, max_examples: int | None = None) -> pd.DataFrame:
+    """Fig. 6's points: every head placed in 2-D by metric MDS of its distances.
+
+    Parameters
+    ----------
+    distances : DataFrame
+        A :class:`HeadDistances` table (read back from CSV).
+    behaviour : DataFrame
+        ``layer``, ``head``, ``behaviour`` (:func:`headatlas.analyses.surface.classify_heads`).
+    stores : path or list of paths
+        The store the distances came from (for the caption's model, corpus and N).
+    seed, average, max_examples : the MDS random state and the distance options used.
+
+    Returns
+    -------
+    DataFrame with columns ``layer``, ``head``, ``behaviour``, ``x``, ``y``;
+    ``attrs["stress"]`` (:func:`stress1`) and ``attrs["caption"]``.
+    """
+    coords, stress = embed_heads(distance_matrix(distances), seed=seed)
+    table = distances[["layer", "head"]].merge(behaviour, on=["layer", "head"], how="left")
+    table["x"], table["y"] = coords[:, 0], coords[:, 1]
+    provenance = store_provenance(stores)
+    n = provenance["n_examples"] if max_examples is None else min(provenance["n_examples"], max_examples)
+    table.attrs["stress"] = stress
+    table.attrs["caption"] = (f"{distance_caption(provenance, n, average)}; metric MDS (random state "
+                              f"{seed}), Kruskal Stress-1 = {stress:.3f}; behaviours: thresholds of "
+                              "Clark's code")
+    return table
+
+
+def structure_table(dist: np.ndarray, coords: pd.DataFrame, n_permutations: int = N_PERMUTATIONS,
+                    seed: int = 0) -> pd.DataFrame:
+    """:func:`group_structure` of the JS distances by layer and by behaviour, and of the MDS picture by layer.
+
+    Parameters
+    ----------
+    dist : ndarray, shape [heads, heads]
+        The JS distances (:func:`distance_matrix`).
+    coords : DataFrame
+        The :func:`mds_table` of the same heads, in the same order.
+
+    Returns
+    -------
+    The :func:`group_structure` tables stacked, with the columns ``space`` (``js``
+    or ``mds``) and ``grouping`` (``layer`` or ``behaviour``) first. Heads whose
+    behaviour is ``other`` form no behaviour group and are left out of that test.
+    ``attrs["stress"]``: :func:`stress1` of the picture.
+    """
+    xy = coords[["x", "y"]].to_numpy()
+    labelled = (coords["behaviour"] != "other").to_numpy()
+    tests = {
+        ("js", "layer"): (dist, coords["layer"]),
+        ("mds", "layer"): (euclidean(xy), coords["layer"]),
+        ("js", "behaviour"): (dist[labelled][:, labelled], coords.loc[labelled, "behaviour"]),
+    }
+    parts = []
+    for (space, grouping), (d, labels) in tests.items():
+        part = group_structure(d, labels.to_numpy(), n_permutations=n_permutations, seed=seed)
+        part.insert(0, "grouping", grouping)
+        part.insert(0, "space", space)
+        parts.append(part)
+    table = pd.concat(parts, ignore_index=True)
+    table.attrs["stress"] = stress1(dist, xy)
     return table
 
 

@@ -42,10 +42,12 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from headatlas.analyses import Analysis, register
+from headatlas.analyses.base import Analysis, describe, register, store_provenance
 from headatlas.corpora.documents import join_sentences, make_documents
 from headatlas.corpora.records import Sentence, read_jsonl
 from headatlas.errors import CorpusFormatError, StoreError
+from headatlas.heads import head_names, is_head_name, parse_head_name
+from headatlas.stats import bootstrap_ratio
 from headatlas.store import Example
 from headatlas.wordlevel import word_level, word_units
 
@@ -65,7 +67,6 @@ PAPER_TABLE2 = pd.DataFrame(
 
 PRONOUN_TAGS = frozenset({"PRP", "PRP$", "WP", "WP$"})
 PROPER_TAGS = frozenset({"NNP", "NNPS"})
-_HEAD_NAME = re.compile(r"\d+-\d+")
 
 
 def _lexicon(entries: Iterable[tuple[str, tuple]]) -> dict[str, tuple]:
@@ -265,11 +266,6 @@ def attended_words(attn: np.ndarray, word_ids: np.ndarray, queries: np.ndarray,
     return unit_word[np.where(ignored, -np.inf, rows).argmax(axis=-1)]
 
 
-def head_names(n_layers: int, n_heads: int) -> list[str]:
-    """``layer-head`` names, 1-based, layer-major (the order of ``attn[l, h]`` flattened)."""
-    return [f"{layer}-{head}" for layer in range(1, n_layers + 1) for head in range(1, n_heads + 1)]
-
-
 MENTION_COLUMNS = ("doc", "split", "mention", "entity", "first_word", "last_word", "n_words",
                    "discontinuous", "nested", "head_word", "head", "kind", "n_antecedents",
                    "aligned", "evaluated") + BASELINES
@@ -335,6 +331,7 @@ class Coreference(Analysis):
     """
 
     name = "coref"
+    unit = "documents"
 
     def __init__(self, n_layers: int, n_heads: int, documents: dict[int, CorefDocument],
                  how: str = "mean", **params):
@@ -578,14 +575,14 @@ def read_mentions(path: str | Path) -> pd.DataFrame:
     """Read a mentions table written by the coref rule (text kept as text, empty = NaN)."""
     table = pd.read_csv(path, keep_default_na=False,
                         dtype={"doc": str, "split": str, "entity": str, "head": str, "kind": str})
-    scores = [c for c in table.columns if c in BASELINES or _HEAD_NAME.fullmatch(c)]
+    scores = [c for c in table.columns if c in BASELINES or is_head_name(c)]
     table[scores] = table[scores].apply(pd.to_numeric, errors="coerce")
     return table
 
 
 def score_columns(mentions: pd.DataFrame) -> list[str]:
     """The ``layer-head`` columns of a mentions table, in order."""
-    return [c for c in mentions.columns if _HEAD_NAME.fullmatch(c)]
+    return [c for c in mentions.columns if is_head_name(c)]
 
 
 def _split_order(splits: Iterable[str]) -> list[str]:
@@ -657,7 +654,7 @@ def head_accuracy(mentions: pd.DataFrame, scopes: Sequence[str], by_kind: str | 
     """
     names = score_columns(mentions)
     evaluated = mentions[mentions["evaluated"].astype(bool)]
-    table = pd.DataFrame([tuple(map(int, name.split("-"))) for name in names], columns=["layer", "head"])
+    table = pd.DataFrame([parse_head_name(name) for name in names], columns=["layer", "head"])
     for scope in scopes:
         subset = _scope(evaluated, scope)
         table[f"acc_{scope}"] = 100 * subset[names].mean().to_numpy()
@@ -679,38 +676,37 @@ def best_head(mentions: pd.DataFrame) -> str:
     return names[int(np.argmax(mentions[names].mean().to_numpy()))]
 
 
-def bootstrap_weights(n_docs: int, n_boot: int, seed: int) -> np.ndarray:
-    """``[n_boot, n_docs]`` how often each document is drawn in each resample (with replacement)."""
-    rng = np.random.default_rng(seed)
-    return rng.multinomial(n_docs, np.full(n_docs, 1.0 / n_docs), size=n_boot)
+def document_intervals(docs: np.ndarray, correct: np.ndarray, groups: Sequence[np.ndarray],
+                       n_boot: int = 1000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """95% percentile intervals (%) of accuracy under document resampling, per group and system.
 
-
-def bootstrap_interval(weights: np.ndarray, docs: np.ndarray, correct: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    """95% percentile interval (%) of accuracy under document resampling.
+    The documents are resampled once (:func:`headatlas.stats.bootstrap_ratio`);
+    every group (mention type) and system is scored on the same resamples.
 
     Parameters
     ----------
-    weights : ndarray, shape [B, D]
-        Draw counts per resample and document (:func:`bootstrap_weights`).
     docs : ndarray of int, shape [M]
         Each mention's document (0..D-1).
     correct : ndarray, shape [M, S]
         1/0 per mention and system.
+    groups : sequence of bool arrays [M]
+        The mentions of each group (e.g. all, pronoun, proper, nominal).
 
     Returns
     -------
-    low, high : ndarray, shape [S]
+    low, high : ndarray, shape [len(groups), S]
+        NaN for a group with no mention.
     """
-    n_docs = weights.shape[1]
-    hits = np.zeros((n_docs, correct.shape[1]))
-    np.add.at(hits, docs, correct)
-    totals = np.bincount(docs, minlength=n_docs).astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        accuracy = 100 * (weights @ hits) / (weights @ totals)[:, None]  # [B, S]
-    if np.isnan(accuracy).all():
-        return np.full(correct.shape[1], np.nan), np.full(correct.shape[1], np.nan)
-    return tuple(np.nanpercentile(accuracy, [2.5, 97.5], axis=0))
+    n_docs = int(docs.max()) + 1 if len(docs) else 0
+    n_systems = correct.shape[1]
+    hits, totals = [], []
+    for group in groups:
+        hits.append(np.stack([np.bincount(docs[group], weights=correct[group, k], minlength=n_docs)
+                              for k in range(n_systems)], axis=1))
+        counts = np.bincount(docs[group], minlength=n_docs).astype(float)
+        totals.append(np.repeat(counts[:, None], n_systems, axis=1))
+    low, high = bootstrap_ratio(np.hstack(hits), np.hstack(totals), n_boot, seed)
+    return 100 * low.reshape(len(groups), n_systems), 100 * high.reshape(len(groups), n_systems)
 
 
 def table2(mentions: pd.DataFrame, select_split: str = "train", eval_split: str = "test",
@@ -733,15 +729,15 @@ def table2(mentions: pd.DataFrame, select_split: str = "train", eval_split: str 
         systems.append(("head", best_head(train), select_split, "best head, chosen on " + select_split))
     systems.append(("head", best_head(test), eval_name, f"best head, chosen on {eval_name} (paper's regime)"))
     docs = pd.factorize(test["doc"])[0]
-    weights = bootstrap_weights(int(docs.max()) + 1, n_boot, seed) if len(test) else np.zeros((n_boot, 0))
     correct = np.column_stack([test[head or system].to_numpy(float) for system, head, _, _ in systems])
     rows = [_system_row(name, system, head, chosen, eval_name) for system, head, chosen, name in systems]
-    for kind in KINDS:
-        keep = np.ones(len(test), bool) if kind == "all" else (test["kind"] == kind).to_numpy()
-        low, high = bootstrap_interval(weights, docs[keep], correct[keep])
+    groups = [np.ones(len(test), bool) if kind == "all" else (test["kind"] == kind).to_numpy()
+              for kind in KINDS]
+    low, high = document_intervals(docs, correct, groups, n_boot, seed)
+    for g, (kind, keep) in enumerate(zip(KINDS, groups)):
         for k, row in enumerate(rows):
             row.update({kind: 100 * correct[keep, k].mean() if keep.any() else np.nan,
-                        f"{kind}_ci_low": low[k], f"{kind}_ci_high": high[k],
+                        f"{kind}_ci_low": low[g, k], f"{kind}_ci_high": high[g, k],
                         f"{kind}_n": int(keep.sum()), f"{kind}_paper": PAPER_TABLE2.loc[systems[k][0], kind]})
     rows.append({**_system_row(SYSTEM_NAMES["neural"], "neural", "", "", ""),
                  **{f"{kind}_paper": PAPER_TABLE2.loc["neural", kind] for kind in KINDS}})
@@ -762,3 +758,35 @@ def deviations(source_format: str, max_length: int) -> str:
         text = ("corpus GUM/OntoGUM (gold UD trees, OntoNotes-scheme coreference) instead of "
                 "CoNLL-2012; " + text)
     return "deviations: " + text
+
+
+def accuracy_tables(mentions: pd.DataFrame, stores, select_split: str = "train",
+                    eval_split: str = "test", n_boot: int = 1000, seed: int = 0,
+                    source_format: str = "conllu", max_length: int = 128
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 2 and the per-head accuracies of a per-mention table, with the heat map's captions.
+
+    Parameters
+    ----------
+    mentions : the per-mention table of the :class:`Coreference` analysis (:func:`read_mentions`).
+    stores : the store it came from (for the caption's model and corpus).
+    select_split, eval_split, n_boot, seed : as for :func:`table2`.
+    source_format, max_length : the documents' source format and wordpiece budget (for the deviations).
+
+    Returns
+    -------
+    table : :func:`table2`.
+    heads : :func:`head_accuracy` on the splits the two head rows were chosen on (held
+        out, and the evaluation data), by mention type on the latter;
+        ``attrs["panels"]`` (column, title, best head) per heat-map panel and ``attrs["caption"]``.
+    """
+    table = table2(mentions, select_split, eval_split, n_boot, seed)
+    head_rows = table[table["paper_head"] != ""]
+    chosen = dict(zip(head_rows["selected_on"], head_rows["head"]))
+    heads = head_accuracy(mentions, list(chosen), by_kind=list(chosen)[-1])
+    heads.attrs["panels"] = [(f"acc_{s}", f"accuracy on {s} (best {h})", h) for s, h in chosen.items()]
+    heads.attrs["caption"] = "; ".join(
+        [describe(store_provenance(stores), mentions["doc"].nunique(), "documents with mentions"),
+         "evaluated mentions: " + ", ".join(f"{s} {heads[f'n_{s}'].iloc[0]}" for s in chosen),
+         deviations(source_format, max_length)])
+    return table, heads

@@ -33,8 +33,10 @@ eval mode (no dropout), so gradients are deterministic.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -43,10 +45,13 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from headatlas.analyses.base import describe
 from headatlas.analyses.surface import PAPER_LAYERS, scale_layers
 from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
 from headatlas.extract import Encoded, collate, encode, encode_corpus
+from headatlas.heads import head_table
+from headatlas.io import atomic_open
 from headatlas.models import LoadedModel, load_model, resolve
 from headatlas.store import token_masks
 
@@ -57,6 +62,12 @@ MASK_SPLIT = (0.8, 0.1)  # ... of which 80% [MASK], 10% random, 10% unchanged
 SCALE = 20.0  # sentence-transformers' MultipleNegativesRankingLoss scale
 PAPER_FROM_LAYER = 5  # "starting in layer 5 ... the gradients for attention to [SEP] become very small"
 _HEAD_ARCHITECTURES = ("ForMaskedLM", "ForPreTraining")
+LOSS_TEXT = {
+    "mlm": "loss: masked-LM with BERT's 15% masking (80/10/10), seed {seed}",
+    "contrastive": "loss: in-batch contrastive (scale 20, symmetric, mean-pooled [CLS] A [SEP] vs "
+                   "[CLS] B [SEP], batches of ~{batch_size} pairs); deviation: the paper used BERT's "
+                   "masked-LM loss, this model has no masked-LM head",
+}
 
 
 def choose_loss(config, loss: str = "auto") -> str:
@@ -215,12 +226,8 @@ class GradientSums:
         """Per head: mean |dL/da| over the weights on each kind of key (NaN if none seen)."""
         with np.errstate(invalid="ignore", divide="ignore"):
             means = np.where(self.counts > 0, self.sums / self.counts, np.nan)
-        layer, head = np.meshgrid(np.arange(1, self.n_layers + 1), np.arange(1, self.n_heads + 1),
-                                  indexing="ij")
-        table = pd.DataFrame({"layer": layer.ravel(), "head": head.ravel()})
-        for c, kind in enumerate(KINDS):
-            table[kind] = means[..., c].ravel()
-        return table
+        return head_table(self.n_layers, self.n_heads,
+                          **{kind: means[..., c] for c, kind in enumerate(KINDS)})
 
 
 def _batches(examples: list, batch_size: int) -> list[list]:
@@ -314,6 +321,37 @@ def gradient_importance(loaded: LoadedModel, loss: str, sentences: Sequence[Sent
     table.attrs.update(n_examples=len(kept), loss=loss)
     stats["used"] = len(kept)
     return table, stats
+
+
+def run_record(loaded: LoadedModel, corpus: str, loss: str, heads: pd.DataFrame, stats: Counter, *,
+               loss_asked: str, batch_size: int, seed: int, max_length: int) -> dict:
+    """What a :func:`gradient_importance` run used and gave (``run.json``): the model's
+    provenance, the corpus, the shape, the loss (and the one asked for), N, the
+    options, the mean loss per example and the segments skipped for length."""
+    config = loaded.model.config
+    n = heads.attrs["n_examples"]
+    return {**loaded.info, "corpus": corpus, "n_layers": config.num_hidden_layers,
+            "n_heads": config.num_attention_heads, "loss": loss, "loss_asked": loss_asked,
+            "n_examples": n, "batch_size": batch_size, "seed": seed, "max_length": max_length,
+            "mean_loss": stats["loss_sum"] / n, "n_skipped_too_long": stats["too_long"]}
+
+
+def write_run(record: dict, path: str | Path) -> None:
+    """Write a :func:`run_record` as JSON, atomically."""
+    with atomic_open(path) as handle:
+        json.dump(record, handle, indent=1)
+
+
+def read_run(path: str | Path) -> dict:
+    """A :func:`run_record` written by :func:`write_run`."""
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def caption(record: dict) -> str:
+    """Figure footnote of a run (:func:`run_record`): model, corpus, N, the loss and how it deviates."""
+    return (f"{describe(record, record['n_examples'])}; {LOSS_TEXT[record['loss']].format(**record)}; "
+            "mean |dL/da| per attention weight (eval mode, no dropout); [CLS] kept apart from 'other'")
 
 
 def layer_table(heads: pd.DataFrame, special: pd.DataFrame | None = None) -> pd.DataFrame:

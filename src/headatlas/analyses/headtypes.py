@@ -47,7 +47,6 @@ the nearest window) and *far* (every other window); near + far + special = 1.
 
 from __future__ import annotations
 
-import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,11 +55,10 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
-from tqdm.auto import tqdm
-
-from headatlas.analyses import Analysis, register
+from headatlas.analyses.base import Analysis, register, without_run_attrs
+from headatlas.heads import head_name, head_table
 from headatlas.io import atomic_path
-from headatlas.store import Example, open_stores
+from headatlas.store import Example, StoreSet
 
 N_WINDOWS = 16
 SPECIAL = ("cls", "sep", "comma", "period")
@@ -160,16 +158,16 @@ def distance_features(attn: np.ndarray, bins: np.ndarray, n_bins: int | None = N
 
 @register
 class DistanceFeatures(Analysis):
-    """Guan et al.'s 21-d distance feature of every head, streamed over a store.
+    """Guan et al.'s 21-d distance feature of every head and input, streamed over a store.
 
-    ``result()`` is the per-head table (``layer``, ``head`` and the
-    :func:`feature_names` columns), averaged over inputs with equal weight;
-    :attr:`per_input` keeps each input's ``[layers * heads, 21]`` feature for
-    the stability analysis (float32: 1,000 inputs x 72 heads is 6 MB).
-    Parameter ``n_windows`` (default 16).
+    ``result()`` is a :class:`FeatureSet`: every input's ``[layers * heads, 21]``
+    feature (float32: 1,000 inputs x 72 heads is 6 MB), for the per-head table
+    (:meth:`FeatureSet.head_table`, inputs averaged with equal weight) and the
+    stability analysis. Parameter ``n_windows`` (default 16).
     """
 
     name = "distance_features"
+    unit = "inputs"
 
     def __init__(self, n_layers: int, n_heads: int, n_windows: int = N_WINDOWS, **params):
         super().__init__(n_layers, n_heads, **params)
@@ -179,6 +177,11 @@ class DistanceFeatures(Analysis):
         self._features: list[np.ndarray] = []
         self.example_index: list[int] = []
         self.lengths: list[int] = []
+        self._attrs: dict = {}
+
+    def start(self, stores: StoreSet | None) -> None:
+        if stores is not None:
+            self._attrs = {k: stores.attrs.get(k) for k in STORE_ATTRS}
 
     def update(self, example: Example) -> None:
         bins = key_bins(example.n_tokens, special_masks(example), self.n_windows)
@@ -187,24 +190,29 @@ class DistanceFeatures(Analysis):
         self.example_index.append(example.index)
         self.lengths.append(example.n_tokens)
 
-    @property
-    def per_input(self) -> np.ndarray:
-        """float32 [inputs, layers * heads, 21], heads in layer-major order (the table's rows)."""
+    def result(self) -> "FeatureSet":
         if not self._features:
             raise ValueError("no input was analysed")
-        return np.stack(self._features)
+        return FeatureSet(np.stack(self._features), np.asarray(self.example_index, np.int64),
+                          np.asarray(self.lengths, np.int32), self.n_layers, self.n_heads,
+                          self.n_windows, dict(self._attrs))
 
-    def result(self) -> pd.DataFrame:
-        means = self.per_input.mean(axis=0, dtype=np.float64)
-        return self.head_table(**dict(zip(feature_names(self.n_windows), means.T)))
+    def caption(self, result: "FeatureSet", provenance: dict) -> str:
+        return caption(result.attrs, result.n_inputs)
+
+
+# Store attributes a FeatureSet keeps (and saves).
+STORE_ATTRS = ("model_name", "model_id", "corpus", "n_layers", "n_heads", "max_length", "random_init")
 
 
 @dataclass
 class FeatureSet:
     """Per-input distance features of one (model, corpus) and what they came from.
 
-    ``features`` is float32 ``[inputs, layers * heads, n_features]``;
-    ``meta`` holds the store's attributes (model, corpus, shape, max_length).
+    ``features`` is float32 ``[inputs, layers * heads, n_features]``, heads in
+    layer-major order; ``attrs`` holds the store's attributes (model, corpus,
+    shape, max_length), saved with the features (but not a run's provenance
+    and caption).
     """
 
     features: np.ndarray
@@ -213,7 +221,7 @@ class FeatureSet:
     n_layers: int
     n_heads: int
     n_windows: int
-    meta: dict
+    attrs: dict
 
     @property
     def n_inputs(self) -> int:
@@ -221,10 +229,8 @@ class FeatureSet:
 
     def head_table(self) -> pd.DataFrame:
         """Per head: ``layer``, ``head`` (1-based) and the input-averaged features."""
-        layer, head = np.divmod(np.arange(self.n_layers * self.n_heads), self.n_heads)
-        table = pd.DataFrame({"layer": layer + 1, "head": head + 1})
         means = self.features.mean(axis=0, dtype=np.float64)
-        return pd.concat([table, pd.DataFrame(means, columns=feature_names(self.n_windows))], axis=1)
+        return head_table(self.n_layers, self.n_heads, **dict(zip(feature_names(self.n_windows), means.T)))
 
     def save(self, path: str | Path) -> None:
         """Write to ``.npz`` atomically (the file appears complete or not at all)."""
@@ -232,7 +238,7 @@ class FeatureSet:
             np.savez_compressed(handle, features=self.features, example_index=self.example_index,
                                 lengths=self.lengths, shape=np.array([self.n_layers, self.n_heads,
                                                                       self.n_windows]),
-                                meta=np.array(json.dumps(self.meta)))
+                                meta=np.array(json.dumps(without_run_attrs(self.attrs))))
 
     @classmethod
     def load(cls, path: str | Path) -> "FeatureSet":
@@ -240,26 +246,6 @@ class FeatureSet:
             n_layers, n_heads, n_windows = (int(x) for x in data["shape"])
             return cls(data["features"], data["example_index"], data["lengths"], n_layers, n_heads,
                        n_windows, json.loads(str(data["meta"])))
-
-
-_META_KEYS = ("model_name", "model_id", "corpus", "n_layers", "n_heads", "max_length", "random_init")
-
-
-def collect_features(stores: str | Path | Iterable[str | Path], n_windows: int = N_WINDOWS,
-                     max_examples: int | None = None, progress: bool = True) -> FeatureSet:
-    """Stream the store(s) once and keep every input's distance features.
-
-    Memory: one example's attention at a time plus the small per-input array.
-    """
-    store_set = open_stores(stores)
-    acc = DistanceFeatures(store_set.n_layers, store_set.n_heads, n_windows=n_windows)
-    total = len(store_set) if max_examples is None else min(len(store_set), max_examples)
-    for example in tqdm(itertools.islice(store_set, total), total=total, desc=acc.name,
-                        disable=not progress, mininterval=5):
-        acc.update(example)
-    meta = {k: store_set.attrs.get(k) for k in _META_KEYS}
-    return FeatureSet(acc.per_input, np.asarray(acc.example_index, np.int64),
-                      np.asarray(acc.lengths, np.int32), acc.n_layers, acc.n_heads, n_windows, meta)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -570,7 +556,83 @@ def changes_by_layer(changes: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"heads": g.size(), "changed": g.sum(), "share": g.mean()}).reset_index()
 
 
-def footnote(meta: dict, n_inputs: int) -> str:
+def stability_tables(features: FeatureSet, types: pd.DataFrame, k: int = 4, method: str = "kmeans",
+                     n_init: int = 10, seed: int = 0, n_fits: int = 10,
+                     fraction: float = 0.5) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`stability` resampling inputs and resampling heads, matched to the reported types.
+
+    Parameters
+    ----------
+    features : the per-input features the types were clustered from.
+    types : the per-head table of :func:`head_types` (``layer``, ``head``, ``cluster``,
+        ``type``); every fit is matched to its clusters, so "in type" means these types.
+    k, method, n_init, seed : the clustering (as for :func:`head_types`).
+    n_fits, fraction : refits, and the part of the inputs (or heads) each one sees.
+
+    Returns
+    -------
+    table : :func:`stability_table`, one row per way of resampling.
+    heads : per head ``layer``, ``head``, ``type``, ``consistent_<resample>`` (same
+        cluster in every fit) and ``fits_in_type_<resample>``; ``attrs["unstable"]``
+        names the heads that moved between fits when resampling inputs.
+    """
+    reference = types["cluster"].to_numpy()
+    results = [stability(features.features, reference, k=k, method=method, n_init=n_init, seed=seed,
+                         n_fits=n_fits, fraction=fraction, resample=resample) for resample in RESAMPLE]
+    heads = types[["layer", "head", "type"]].assign(
+        **{f"consistent_{r.resample}": r.consistent for r in results},
+        **{f"fits_in_type_{r.resample}": (r.fits == reference).sum(axis=0) for r in results})
+    unstable = heads[~heads["consistent_inputs"]]
+    heads.attrs["unstable"] = list(map(head_name, unstable["layer"], unstable["head"]))
+    return stability_table(results, features.n_inputs), heads
+
+
+FIGURES = ("tsne", "boxplot", "layers", "grid")
+
+
+def figure_inputs(figure: str, features: FeatureSet, types: pd.DataFrame,
+                  stability_heads: pd.DataFrame | None = None, seed: int = 0,
+                  perplexity: float | None = None) -> dict:
+    """What the plot of one head-type figure (:data:`FIGURES`) is drawn from, with its caption.
+
+    ``tsne``: the heads embedded in 2-D (``xy``); ``boxplot``, ``layers``: the
+    types alone; ``grid``: also ``consistent``, the heads that stayed in their
+    cluster in every stability fit resampling inputs (``stability_heads``,
+    from :func:`stability_tables`). Returns the keyword arguments of the plot
+    function: ``types``, ``caption`` and those extras.
+    """
+    text = caption(features.attrs, features.n_inputs)
+    if figure == "tsne":
+        xy = tsne_embedding(feature_matrix(types), seed=seed, perplexity=perplexity)
+        how = "min(30, (heads - 1) / 3)" if perplexity is None else str(perplexity)
+        return {"types": types, "xy": xy, "caption": f"{text}; t-SNE seed {seed}, perplexity {how}"}
+    if figure in ("boxplot", "layers"):
+        return {"types": types, "caption": text}
+    if figure == "grid":
+        if stability_heads is None:
+            raise ValueError("the grid figure needs the stability heads table")
+        return {"types": types, "consistent": stability_heads["consistent_inputs"],
+                "caption": f"{text}; dot: head not in the same cluster in every stability fit "
+                           "(resampling inputs)"}
+    raise ValueError(f"unknown head-type figure {figure!r}; choose one of {FIGURES}")
+
+
+def compare_types(before: pd.DataFrame, after: pd.DataFrame, before_features: FeatureSet,
+                  after_features: FeatureSet) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Which heads changed type between two models, per head and per layer.
+
+    ``before``/``after`` are :func:`head_types` tables, the features those
+    types came from give the caption. Returns :func:`type_changes` (with
+    ``attrs["caption"]``) and :func:`changes_by_layer`.
+    """
+    changes = type_changes(before, after)
+    changes.attrs["caption"] = (" | ".join(caption(f.attrs, f.n_inputs)
+                                           for f in (before_features, after_features))
+                                + "; types are clustered and named per model independently")
+    return changes, changes_by_layer(changes)
+
+
+def caption(meta: dict, n_inputs: int) -> str:
     """Figure footnote: model, corpus, N, and the deviations from Guan et al."""
     heads = int(meta.get("n_layers") or 0) * int(meta.get("n_heads") or 0)
     return (f"model {meta.get('model_name')} ({meta.get('model_id')}), corpus {meta.get('corpus')}, "

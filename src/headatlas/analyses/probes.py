@@ -46,7 +46,7 @@ predicting whether a dependency joins the two words; trained on balanced
 GUM-train pairs (every edge of a sentence and as many random non-edges),
 tested on balanced pairs of the test splits.
 
-Features are materialised once per (model, corpus) by :func:`build_features`
+Features are materialised once per (model, corpus) by :class:`ProbeFeatures`
 (word-level maps, float16, one contiguous HDF5 dataset, units ordered
 ``[CLS], [SEP], w_0 .. w_{n-1}``; ``2 K sum (n+2)^2`` bytes, 1.1 GB for GUM with
 72 heads) and streamed a sentence at a time, so memory does not grow with the
@@ -69,16 +69,20 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from headatlas.analyses.base import Analysis, register
 from headatlas.corpora.records import Sentence, read_jsonl
 from headatlas.errors import HeadAtlasError, StoreError
+from headatlas.heads import head_index
 from headatlas.io import atomic_path
-from headatlas.store import Example, Store
+from headatlas.store import Example, Store, StoreSet
 from headatlas.wordlevel import word_level, word_units
 
 log = logging.getLogger(__name__)
 
 PROBES = ("right_branching", "distances_glove", "random_attn_glove", "attn_only", "attn_glove")
 TRAINED = PROBES[1:]
+ATTENTION_PROBES = ("random_attn_glove", "attn_only", "attn_glove")  # read attention maps
+GLOVE_PROBES = ("distances_glove", "random_attn_glove", "attn_glove")  # read GloVe vectors
 LR = 0.002
 HIDDEN = 256
 N_DISTANCE = 7
@@ -150,62 +154,116 @@ def _check_tree(sentence: Sentence) -> None:
                              f"head list for {n} words")
 
 
-def build_features(store_paths: Sequence[str | Path], corpus_path: str | Path,
-                   out_path: str | Path, how: str = "mean", progress: bool = True) -> dict:
-    """Write the probes' feature cache of one (model, treebank) pair.
+@register
+class ProbeFeatures(Analysis):
+    """The probes' feature cache of one (model, treebank), written while the store streams.
 
     Parameters
     ----------
-    store_paths : list of paths
-        The attention store shards of the treebank.
-    corpus_path : path
-        The prepared corpus JSONL the stores were extracted from (trees, splits).
-    out_path : path
-        HDF5 file, written atomically. Datasets: ``maps`` float16, flat, sentence
-        s's ``[K, n_s+2, n_s+2]`` block at ``map_offsets[s]``; ``heads`` int16
-        (CoNLL: 1-based, 0 = ROOT), ``scored`` bool, ``words`` str, all flat at
-        ``word_offsets[s]``; per sentence ``split``, ``example_index``, ``example_id``.
+    corpus : path
+        The prepared corpus JSONL the store was extracted from (trees, splits).
+    path : path
+        The HDF5 cache, written atomically (it appears complete or not at all).
+        Datasets: ``maps`` float16, flat, sentence s's ``[K, n_s+2, n_s+2]``
+        block at ``map_offsets[s]`` (one contiguous dataset, sized before the
+        stream from the store's example lengths); ``heads`` int16 (CoNLL: 1-based,
+        0 = ROOT), ``scored`` bool, ``words`` str, all flat at ``word_offsets[s]``;
+        per sentence ``split``, ``example_id``. Attributes: the store's model and
+        corpus, ``word_level``, ``version`` and ``coverage`` (sentences per split
+        in the corpus and in the cache; the rest were too long for the encoder;
+        words without wordpieces).
     how : {"mean", "first", "max"}
+        Word-level attention *from* a split word.
 
-    Returns
-    -------
-    dict
-        Sentences per split in the corpus and in the cache (the rest were too
-        long for the encoder), and words without wordpieces.
+    ``result()`` is the cache opened for reading (:class:`FeatureSet`). The
+    store must be given as paths (its example order sizes the cache) and read
+    whole (no ``max_examples``).
     """
-    sentences = list(read_jsonl(corpus_path))
-    shards = [Store(p) for p in store_paths]
-    try:
-        order = _aligned_examples(shards, sentences, corpus_path)
-        chosen = [sentences[shards[k].example_index[i]] for k, i in order]
-        n = np.array([len(s.words) for s in chosen], dtype=np.int64)
-        map_offsets = np.concatenate([[0], np.cumsum(shards[0].n_layers * shards[0].n_heads
-                                                     * (n + 2) ** 2)])
-        stats = _coverage(sentences, chosen)
-        with atomic_path(out_path) as tmp, h5py.File(tmp, "w") as f:
-            maps = f.create_dataset("maps", (int(map_offsets[-1]),), np.float16)  # contiguous
-            for s, (k, i) in enumerate(tqdm(order, desc="probe features", disable=not progress,
-                                            mininterval=5)):
-                example = shards[k].example(i)
-                maps[map_offsets[s]:map_offsets[s + 1]] = \
-                    sentence_maps(example, int(n[s]), how).astype(np.float16).ravel()
-                aligned = np.unique(example.word_ids[example.word_ids >= 0])
-                stats["unaligned_words"] += int(n[s]) - len(aligned)
-            f["map_offsets"], f["word_offsets"] = map_offsets, np.concatenate([[0], np.cumsum(n)])
-            f["heads"] = np.concatenate([s.heads for s in chosen] + [[]]).astype(np.int16)
-            f["scored"] = np.concatenate([scored_words(s) for s in chosen] + [np.zeros(0, bool)])
-            for name, values in (("words", [w for s in chosen for w in s.words]),
-                                 ("split", [s.split for s in chosen]),
-                                 ("example_id", [s.id for s in chosen])):
-                f.create_dataset(name, data=values, dtype=h5py.string_dtype())
-            for key in ("model_name", "model_id", "corpus", "n_layers", "n_heads", "random_init"):
-                if key in shards[0].attrs:
-                    f.attrs[key] = shards[0].attrs[key]
-            f.attrs.update(word_level=how, version=FEATURES_VERSION, coverage=json.dumps(stats))
-    finally:
-        for shard in shards:
-            shard.close()
-    return stats
+
+    name = "probe_features"
+    unit = "sentences"
+    STORE_ATTRS = ("model_name", "model_id", "corpus", "n_layers", "n_heads", "random_init")
+
+    def __init__(self, n_layers: int, n_heads: int, corpus: str | Path, path: str | Path,
+                 how: str = "mean", **params):
+        super().__init__(n_layers, n_heads, **params)
+        self.corpus, self.path, self.how = corpus, Path(path), how
+        self.sentences = list(read_jsonl(corpus))
+        self._file = self._atomic = None
+
+    def start(self, stores: StoreSet | None) -> None:
+        if stores is None:
+            raise HeadAtlasError("the probe feature cache is built from a store (its example "
+                                 "order sizes the cache), not from a list of examples")
+        shards = [Store(p) for p in stores.paths]
+        try:
+            order = _aligned_examples(shards, self.sentences, self.corpus)
+            self._indices = [int(shards[k].example_index[i]) for k, i in order]
+            self._attrs = {k: shards[0].attrs[k] for k in self.STORE_ATTRS if k in shards[0].attrs}
+        finally:
+            for shard in shards:
+                shard.close()
+        self._chosen = [self.sentences[i] for i in self._indices]
+        self._n = np.array([len(s.words) for s in self._chosen], dtype=np.int64)
+        self._map_offsets = np.concatenate([[0], np.cumsum(self.n_layers * self.n_heads
+                                                           * (self._n + 2) ** 2)])
+        self._stats = _coverage(self.sentences, self._chosen)
+        self._atomic = atomic_path(self.path)
+        self._file = h5py.File(self._atomic.__enter__(), "w")
+        self._maps = self._file.create_dataset("maps", (int(self._map_offsets[-1]),), np.float16)
+        self._written = 0
+
+    def update(self, example: Example) -> None:
+        s = self._written
+        if s >= len(self._indices) or example.index != self._indices[s]:
+            raise StoreError(f"example {example.id} arrived out of the store's order")
+        n = int(self._n[s])
+        self._maps[self._map_offsets[s]:self._map_offsets[s + 1]] = \
+            sentence_maps(example, n, self.how).astype(np.float16).ravel()
+        aligned = np.unique(example.word_ids[example.word_ids >= 0])
+        self._stats["unaligned_words"] += n - len(aligned)
+        self._written += 1
+
+    def result(self) -> "FeatureSet":
+        if self._written != len(self._indices):
+            raise HeadAtlasError(f"the probe feature cache needs every example of the store: "
+                                 f"{self._written} of {len(self._indices)} were read")
+        f, chosen = self._file, self._chosen
+        f["map_offsets"], f["word_offsets"] = self._map_offsets, np.concatenate([[0], np.cumsum(self._n)])
+        f["heads"] = np.concatenate([s.heads for s in chosen] + [[]]).astype(np.int16)
+        f["scored"] = np.concatenate([scored_words(s) for s in chosen] + [np.zeros(0, bool)])
+        for name, values in (("words", [w for s in chosen for w in s.words]),
+                             ("split", [s.split for s in chosen]),
+                             ("example_id", [s.id for s in chosen])):
+            f.create_dataset(name, data=values, dtype=h5py.string_dtype())
+        for key, value in self._attrs.items():
+            f.attrs[key] = value
+        f.attrs.update(word_level=self.how, version=FEATURES_VERSION, coverage=json.dumps(self._stats))
+        f.close()
+        self._file = None
+        self._atomic.__exit__(None, None, None)
+        return FeatureSet(self.path)
+
+    def close(self) -> None:
+        """A run that stopped early leaves no cache (the partial file is deleted)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            error = HeadAtlasError("the probe feature cache was not finished")
+            self._atomic.__exit__(type(error), error, None)
+
+
+def coverage_messages(coverage: dict) -> list[tuple[int, str]]:
+    """(logging level, message) lines saying what a feature cache holds and what it left out."""
+    messages = []
+    for split, n in coverage["corpus"].items():
+        left_out = n - coverage["cached"][split]
+        messages.append((logging.INFO, f"{split}: {coverage['cached'][split]} of {n} sentences cached"
+                         + (f" ({left_out} too long for the encoder, left out)" if left_out else "")))
+    if coverage["unaligned_words"]:
+        messages.append((logging.WARNING, f"{coverage['unaligned_words']} words have no wordpieces: "
+                                          "zero attention to and from them"))
+    return messages
 
 
 def _aligned_examples(shards: list[Store], sentences: list[Sentence], corpus_path) -> list:
@@ -432,10 +490,9 @@ class AttentionProbe(nn.Module):
         if not hasattr(self, "weights"):
             return None
         w = self.weights.detach().numpy().reshape(2, n_layers, n_heads)
-        layer, head = np.meshgrid(np.arange(1, n_layers + 1), np.arange(1, n_heads + 1),
-                                  indexing="ij")
-        return pd.concat([pd.DataFrame({"direction": name, "layer": layer.ravel(),
-                                        "head": head.ravel(), "weight": w[d].ravel()})
+        layer, head = head_index(n_layers, n_heads)
+        return pd.concat([pd.DataFrame({"direction": name, "layer": layer,
+                                        "head": head, "weight": w[d].ravel()})
                           for d, name in enumerate(("dep->head", "head->dep"))], ignore_index=True)
 
 
@@ -545,23 +602,42 @@ def train_probe(probe: str, train: FeatureSet, dev: FeatureSet, glove=None, *, s
     return model, pd.DataFrame(history)
 
 
+def evaluation_sets(train: FeatureSet, train_corpus: str, tests: Sequence[str],
+                    paths: Sequence[str | Path], dev: bool = True) -> dict[str, tuple[FeatureSet, str]]:
+    """Where a probe trained on ``train`` (the cache of ``train_corpus``) is scored.
+
+    ``{"<train_corpus>_dev": (train, "dev")}`` (with ``dev``), then
+    ``"<corpus>_test"`` for every corpus of ``tests``, read from its cache in
+    ``paths`` (the training corpus's own test split from ``train``).
+    """
+    evals = {f"{train_corpus}_dev": (train, "dev")} if dev else {}
+    for corpus, path in zip(tests, paths):
+        evals[f"{corpus}_test"] = (train if corpus == train_corpus else FeatureSet(path), "test")
+    return evals
+
+
 def run_probe(probe: str, train: FeatureSet, evals: dict[str, tuple[FeatureSet, str]],
               glove=None, *, seed: int = 0, epochs: int = 1, batch_size: int = 1,
-              lr: float = LR, progress: bool = True) -> tuple[pd.DataFrame, nn.Module | None]:
+              lr: float = LR, progress: bool = True,
+              attention: str = "") -> tuple[pd.DataFrame, nn.Module | None]:
     """Train (unless right-branching) and score one probe on every evaluation set.
 
     Parameters
     ----------
     probe : one of :data:`PROBES`
     train : features whose "train" split trains and whose "dev" split picks the epoch.
-    evals : ``{name: (features, split)}``, e.g. ``{"gum_test": (gum, "test")}``; the
-        features must come from the same model as ``train``.
+    evals : ``{name: (features, split)}``, e.g. ``{"gum_test": (gum, "test")}``
+        (:func:`evaluation_sets`); the features must come from the same model as ``train``.
+    attention : the model whose attention the features hold, recorded for the
+        probes that read it (:data:`ATTENTION_PROBES`).
 
     Returns
     -------
-    scores : DataFrame, one row per evaluation set: ``probe``, ``seed``, ``eval``,
-        ``uas`` (%), ``correct``, ``scored`` (words), ``sentences``, ``epoch`` (0 when
-        not trained), ``train_seconds``.
+    scores : DataFrame, one row per evaluation set: ``attention`` (empty for the
+        attention-free probes), ``probe``, ``seed``, ``eval``, ``uas`` (%),
+        ``correct``, ``scored`` (words), ``sentences``, ``epoch`` (0 when not
+        trained), ``train_seconds``, ``corpus_sentences`` (of the split in the
+        corpus; the rest were too long for the encoder).
     model : the trained probe (None for right-branching).
     """
     if probe not in PROBES:
@@ -576,9 +652,10 @@ def run_probe(probe: str, train: FeatureSet, evals: dict[str, tuple[FeatureSet, 
     for name, (features, split) in evals.items():
         idx = features.indices(split)
         correct, total = evaluate(model, features, idx, glove)
-        rows.append({"probe": probe, "seed": seed, "eval": name, "uas": 100.0 * correct / total,
+        rows.append({"attention": attention if probe in ATTENTION_PROBES else "", "probe": probe,
+                     "seed": seed, "eval": name, "uas": 100.0 * correct / total,
                      "correct": correct, "scored": total, "sentences": len(idx), "epoch": epoch,
-                     "train_seconds": seconds})
+                     "train_seconds": seconds, "corpus_sentences": features.coverage["corpus"][split]})
     return pd.DataFrame(rows), model
 
 
@@ -599,6 +676,46 @@ def attn_only_weights(path: str | Path) -> pd.DataFrame:
     model = AttentionProbe(saved["n_layers"] * saved["n_heads"])
     model.load_state_dict(saved["state"])
     return model.weight_table(saved["n_layers"], saved["n_heads"])
+
+
+def read_runs(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """The score tables of several probe runs (:func:`run_probe`, as CSV) stacked."""
+    return pd.concat([pd.read_csv(path, keep_default_na=False, na_values=[""]) for path in paths],
+                     ignore_index=True)
+
+
+def evaluations(runs: pd.DataFrame) -> list[str]:
+    """The evaluation sets of stacked runs, in order of appearance."""
+    return list(dict.fromkeys(runs["eval"]))
+
+
+def table3_caption(runs: pd.DataFrame, model: str, corpus: str, random_model: str, n_seeds: int,
+                   epochs: int, batch_size: int) -> str:
+    """Footnote of Table 3: whose attention, training, sentences per evaluation set, deviations."""
+    coverage = runs.drop_duplicates("eval").set_index("eval")
+    counts = "; ".join(f"{e.replace('_', ' ')}: {coverage.loc[e, 'sentences']} sentences"
+                       f" ({coverage.loc[e, 'corpus_sentences'] - coverage.loc[e, 'sentences']}"
+                       " too long, left out)" for e in evaluations(runs))
+    return (f"Probe attention: {model} (random-encoder twin {random_model}); trained on {corpus} "
+            f"train, epoch chosen on dev; mean +- sd over {n_seeds} seeds ({epochs} epoch(s), Adam "
+            f"lr 0.002, {batch_size} sentence(s) per step). {counts}. Deviations: the paper probes "
+            f"bert-base-cased on PTB/SD dev with 100-d GloVe; here {model} on UD treebanks with "
+            "50-d GloVe 6B.")
+
+
+def weight_table(states: Sequence[str | Path], seeds: Sequence[int], model: str,
+                 corpus: str) -> pd.DataFrame:
+    """The attn-only probe's weights (:func:`attn_only_weights`) of every seed, with a ``seed`` column.
+
+    ``states`` are the saved probes of ``seeds``; ``attrs["caption"]`` says what was trained on what.
+    """
+    weights = pd.concat([attn_only_weights(path).assign(seed=seed) for seed, path in zip(seeds, states)],
+                        ignore_index=True)
+    weights.attrs["caption"] = (
+        f"Attn-only probe over {model}'s word-level attention, trained on {corpus} train; weights "
+        f"averaged over {len(seeds)} seeds. Raw weights: heads whose attention is more peaked can "
+        "need smaller weights for the same effect.")
+    return weights
 
 
 def table3(runs: pd.DataFrame) -> pd.DataFrame:
@@ -693,6 +810,26 @@ def run_edge_probe(train: FeatureSet, evals: dict[str, tuple[FeatureSet, str]], 
         rows.append({"seed": seed, "eval": name, "accuracy": 100.0 * clf.score(Xt, yt),
                      "pairs": len(yt), "train_pairs": len(y), "train_accuracy": train_acc})
     return pd.DataFrame(rows)
+
+
+def edge_runs(attention: Sequence[str], train_paths: Sequence[str | Path], train_corpus: str,
+              tests: Sequence[str], test_paths: Sequence[str | Path], seeds: Sequence[int],
+              max_train_pairs: int | None = 100_000) -> pd.DataFrame:
+    """The edge classifier of every attention source and seed, summarised (:func:`edge_table`).
+
+    ``train_paths`` holds one cache per attention source (the training corpus);
+    ``test_paths`` one per (attention source, test corpus), source-major.
+    """
+    test_paths = iter(test_paths)
+    runs = []
+    for name, train_path in zip(attention, train_paths):
+        train = FeatureSet(train_path)
+        evals = evaluation_sets(train, train_corpus, tests, [next(test_paths) for _ in tests], dev=False)
+        for seed in seeds:
+            result = run_edge_probe(train, evals, seed=seed, max_train_pairs=max_train_pairs)
+            runs.append(result.assign(attention=name))
+            log.info("%s seed %d:\n%s", name, seed, result.to_string(index=False))
+    return edge_table(pd.concat(runs, ignore_index=True))
 
 
 def edge_table(runs: pd.DataFrame) -> pd.DataFrame:

@@ -27,8 +27,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from headatlas.analyses import Analysis, register
-from headatlas.store import Example
+from headatlas.analyses.base import Analysis, describe, register, store_provenance
+from headatlas.heads import head_name, head_table
+from headatlas.store import Example, pick_example
 
 # Thresholds of Clark's published clustering code (General_Analysis.ipynb).
 ENTROPY_THRESHOLD = 3.8
@@ -70,10 +71,7 @@ class RelativePosition(Analysis):
 
     def result(self) -> pd.DataFrame:
         prev, self_, next_ = (_ratio(s, c) for s, c in zip(self._sums, self._counts))
-        table = self.head_table(prev=prev, next=next_)
-        # "self" cannot be passed as a keyword to head_table (it clashes with its self).
-        table.insert(3, "self", self_.ravel())
-        return table
+        return head_table(self.n_layers, self.n_heads, prev=prev, self=self_, next=next_)
 
 
 @register
@@ -108,7 +106,8 @@ class SpecialTokens(Analysis):
 
     def result(self) -> pd.DataFrame:
         to_kind = _ratio(self._to_kind, self._n_queries)
-        return self.head_table(
+        return head_table(
+            self.n_layers, self.n_heads,
             cls=to_kind[..., 0], sep=to_kind[..., 1], punct=to_kind[..., 2],
             sep_from_sep=_ratio(self._sep_from[0], self._n_sep_queries),
             sep_from_other=_ratio(self._sep_from[1], self._n_queries - self._n_sep_queries),
@@ -154,7 +153,8 @@ class Entropy(Analysis):
 
     def result(self) -> pd.DataFrame:
         uniform = self._uniform / self._n_rows if self._n_rows else np.nan
-        return self.head_table(
+        return head_table(
+            self.n_layers, self.n_heads,
             entropy=_ratio(self._sums[0], self._n_rows),
             uniform_entropy=np.full((self.n_layers, self.n_heads), uniform),
             cls_entropy=_ratio(self._sums[1], self._n_cls),
@@ -219,6 +219,34 @@ def pick_example_heads(rel: pd.DataFrame, special: pd.DataFrame,
     return chosen
 
 
+def example_heads(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFrame, stores,
+                  index: int | None = None,
+                  min_tokens: int = 24) -> tuple[pd.DataFrame, dict[str, tuple[int, int]], Example]:
+    """Fig. 1: four heads chosen from the data and the segment to draw them on.
+
+    Parameters
+    ----------
+    rel, special, entropy : the three per-head tables of the store.
+    stores : the store (path or shard paths).
+    index : corpus index of the segment to draw; by default the shortest with at
+        least ``min_tokens`` tokens (Fig. 1 shows short excerpts).
+
+    Returns
+    -------
+    table : ``behaviour``, ``layer``, ``head``, one row per head
+        (:func:`pick_example_heads`); ``attrs["caption"]``.
+    heads : the same as ``{behaviour: (layer, head)}``.
+    example : the segment.
+    """
+    heads = pick_example_heads(rel, special, entropy)
+    example = pick_example(stores, index, min_tokens=min_tokens)
+    table = pd.DataFrame([(b, l, h) for b, (l, h) in heads.items()], columns=["behaviour", "layer", "head"])
+    provenance = store_provenance(stores)
+    table.attrs["caption"] = describe(provenance, 1, f"segment shown ({example.id}) of "
+                                                     f"{provenance['n_examples']}")
+    return table, heads, example
+
+
 def scale_layers(first: int, last: int, n_layers: int) -> tuple[int, int]:
     """Map the paper's layer range ``first..last`` (of 12) proportionally onto ``n_layers``."""
     lo = max(1, math.floor(first * n_layers / PAPER_LAYERS + 0.5))
@@ -266,7 +294,7 @@ def _broad_early(entropy: pd.DataFrame, early: tuple[int, int]) -> tuple[pd.Data
 
 
 def paper_claims(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFrame,
-                 n_layers: int) -> pd.DataFrame:
+                 n_layers: int | None = None) -> pd.DataFrame:
     """Clark et al.'s §3 claims beside our measured values.
 
     Layer ranges the paper states for BERT-base (12 layers) are scaled
@@ -277,10 +305,13 @@ def paper_claims(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFrame
     over the early heads above the broad threshold (else the highest-entropy
     early head); like the paper's §3, all of it is per token (wordpiece).
 
+    ``n_layers`` defaults to the deepest layer of the tables.
+
     Returns
     -------
     DataFrame with string columns ``claim``, ``paper``, ``ours``, ``note``.
     """
+    n_layers = int(rel["layer"].max()) if n_layers is None else n_layers
     early, deep, middle = (scale_layers(a, b, n_layers) for a, b in ((1, 4), (9, 12), (6, 10)))
     scaled = n_layers != PAPER_LAYERS
 
@@ -319,7 +350,7 @@ def paper_claims(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFrame
          f"uniform attention: {last['uniform_entropy'].mean():.2f} nats (mean log n)"),
         ("largest single weight of the high-entropy early heads", "at most ~10%",
          f"{_pct(broad['max_weight'].mean())} (mean row maximum; heads "
-         f"{', '.join(f'{l}-{h}' for l, h in zip(broad['layer'], broad['head']))})",
+         f"{', '.join(map(head_name, broad['layer'], broad['head']))})",
          note(broad_rule, scaled_to("layers 1-4", early))),
     ]
     return pd.DataFrame(rows, columns=["claim", "paper", "ours", "note"])

@@ -42,14 +42,13 @@ from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
-
-from headatlas.analyses import Analysis, register
+from headatlas.analyses.base import Analysis, describe, register, without_run_attrs
 from headatlas.corpora.records import Sentence, read_jsonl
 from headatlas.errors import StoreError
+from headatlas.heads import head_name
 from headatlas.io import atomic_path
-from headatlas.pipeline import describe
-from headatlas.store import Example, Store, open_stores
+from headatlas.stats import bootstrap_ratio
+from headatlas.store import Example, Store, StoreSet
 from headatlas.wordlevel import units, word_level, word_units
 
 DIRECTIONS = ("dep->head", "head->dep")
@@ -367,6 +366,21 @@ class DependencyScores:
             return np.zeros(0, np.int64)
         return np.flatnonzero((self.row_relation == self.relations.index(relation)) & (self.row_n > 0))
 
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The tables the scores are published as: ``heads``, ``offsets``, ``coverage``."""
+        return {"heads": self.head_table(), "offsets": self.offset_table(),
+                "coverage": self.coverage_table()}
+
+    def problems(self) -> list[str]:
+        """What could not be scored and why, one message per reason (for the rule's log)."""
+        messages = [f"{len(group)} sentences not scored ({reason}): {' '.join(group['id'])}"
+                    for reason, group in self.unscored.groupby("reason")]
+        unaligned = self.counts().query("unaligned > 0")
+        if len(unaligned):
+            messages.append("dependencies touching a word without wordpieces (not scored):\n"
+                            + unaligned.to_string(index=False))
+        return messages
+
     def save(self, path: str | Path) -> None:
         """Write to a ``.npz`` file atomically."""
         with atomic_path(path) as tmp, open(tmp, "wb") as handle:
@@ -374,7 +388,8 @@ class DependencyScores:
                 handle, relations=np.asarray(self.relations, dtype=str),
                 row_sentence=self.row_sentence, row_relation=self.row_relation, row_n=self.row_n,
                 row_unaligned=self.row_unaligned, row_correct=self.row_correct,
-                row_offset=self.row_offset, attrs=np.asarray(json.dumps(self.attrs, default=str)),
+                row_offset=self.row_offset,
+                attrs=np.asarray(json.dumps(without_run_attrs(self.attrs), default=str)),
                 **_frame_arrays("sentences", self.sentences), **_frame_arrays("unscored", self.unscored))
 
     @classmethod
@@ -406,11 +421,14 @@ class DependencyHeads(Analysis):
     ``corpus`` is the prepared JSON Lines file the store was extracted from; each
     example is joined to its record by the store's ``index`` (position in the
     file) and the ids must agree. ``how`` is the word-level *from* mode.
-    ``result()`` is the long table (:meth:`DependencyScores.head_table`);
-    :meth:`scores` gives everything.
+    ``result()`` is the :class:`DependencyScores` (its ``attrs`` carry the store's
+    model and corpus); the records the extraction skipped come from the store.
     """
 
     name = "dependency_heads"
+    unit = "sentences"
+    # Store attributes the scores keep (and save).
+    STORE_ATTRS = ("model_name", "model_id", "n_layers", "n_heads", "corpus", "max_length")
 
     def __init__(self, n_layers: int, n_heads: int, corpus: str | Path, how: str = "mean",
                  **params):
@@ -423,6 +441,13 @@ class DependencyHeads(Analysis):
         self._no_annotation: list[int] = []
         self._rows: dict[str, list[np.ndarray]] = {k: [] for k in (
             "sentence", "relation", "n", "unaligned", "correct", "offset")}
+        self._skipped_ids: list[str] = []
+        self._store_attrs: dict = {}
+
+    def start(self, stores: StoreSet | None) -> None:
+        if stores is not None:
+            self._skipped_ids = stores.skipped_ids
+            self._store_attrs = {k: stores.attrs.get(k) for k in self.STORE_ATTRS}
 
     def _record(self, example: Example) -> Sentence:
         """The corpus record of ``example``; a mismatch means the store is stale."""
@@ -498,39 +523,13 @@ class DependencyHeads(Analysis):
             {"word_from": self.how, "corpus_file": self.params["corpus"]},
         )
 
-    def result(self) -> pd.DataFrame:
-        return self.scores().head_table()
+    def result(self) -> DependencyScores:
+        scores = self.scores(self._skipped_ids)
+        scores.attrs.update(self._store_attrs)
+        return scores
 
-
-def score_treebank(stores, corpus: str | Path, how: str = "mean",
-                   progress: bool = True) -> DependencyScores:
-    """Stream a treebank's store shards once and score every head on every dependency.
-
-    Parameters
-    ----------
-    stores : path or list of paths
-        The store shards of one (model, treebank).
-    corpus : path
-        The prepared corpus (JSON Lines) the store was extracted from.
-    how : {"mean", "first", "max"}
-        Word-level attention *from* a split word.
-    """
-    paths = [stores] if isinstance(stores, (str, Path)) else list(stores)
-    store_set = open_stores(paths)
-    acc = DependencyHeads(store_set.n_layers, store_set.n_heads, corpus=corpus, how=how)
-    for example in tqdm(store_set, total=len(store_set), desc=acc.name, disable=not progress,
-                        mininterval=5):
-        acc.update(example)
-    skipped = [i for path in paths for i in _skipped_ids(path)]
-    scores = acc.scores(skipped)
-    scores.attrs.update({k: store_set.attrs.get(k) for k in (
-        "model_name", "model_id", "n_layers", "n_heads", "corpus", "max_length")})
-    return scores
-
-
-def _skipped_ids(path) -> list[str]:
-    with Store(path) as store:
-        return store.skipped_ids
+    def caption(self, result: DependencyScores, provenance: dict) -> str:
+        return caption(result)
 
 
 # --- selecting heads ----------------------------------------------------------------------
@@ -578,10 +577,6 @@ def table1_relations(counts: pd.DataFrame, top: int = 10, min_count: int = 100) 
     return [ALL] + frequent + extras
 
 
-def _head_name(layer, head) -> str:
-    return f"{int(layer)}-{int(head)}"
-
-
 def _pct(x: float) -> float:
     return round(100 * float(x), 1)
 
@@ -608,7 +603,7 @@ def table1(scores: DependencyScores, top: int = 10, min_count: int = 100) -> pd.
         best, base = heads.loc[relation], offsets.loc[relation]
         rows.append({"relation": relation, "n": int(counts.at[relation, "n"]),
                      "unaligned": int(counts.at[relation, "unaligned"]),
-                     "head": _head_name(best["layer"], best["head"]), "direction": best["direction"],
+                     "head": head_name(best["layer"], best["head"]), "direction": best["direction"],
                      "acc": _pct(best["accuracy"]), "baseline_offset": int(base["offset"]),
                      "baseline_acc": _pct(base["accuracy"])})
     ours = pd.DataFrame(rows)
@@ -646,39 +641,6 @@ def _note(row: dict, unlisted_twin: str | None, n: pd.Series, min_count: int) ->
 
 # --- the honest regime --------------------------------------------------------------------
 
-def bootstrap_interval(correct: np.ndarray, total: np.ndarray, n_boot: int = 1000, seed: int = 0,
-                       level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``sum(correct) / sum(total)``, resampling sentences.
-
-    Parameters
-    ----------
-    correct, total : ndarray ``[S]``
-        Per sentence: correct predictions and scored dependencies. Sentences with
-        ``total == 0`` carry no weight and are dropped before resampling.
-    n_boot : int
-        Resamples (vectorised in chunks, so memory stays ~32 MB for any S).
-    seed : int
-        Seed of the generator: the same inputs give the same interval.
-
-    Returns
-    -------
-    (low, high), NaN if there is nothing to resample.
-    """
-    keep = total > 0
-    correct, total = np.asarray(correct)[keep], np.asarray(total)[keep]
-    s = len(total)
-    if s == 0:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    chunk = max(1, (1 << 22) // s)
-    stats = []
-    for start in range(0, n_boot, chunk):
-        pick = rng.integers(0, s, size=(min(chunk, n_boot - start), s))
-        stats.append(correct[pick].sum(axis=1) / total[pick].sum(axis=1))
-    low, high = np.quantile(np.concatenate(stats), [(1 - level) / 2, (1 + level) / 2])
-    return float(low), float(high)
-
-
 def honest_table(selection: tuple[str, DependencyScores],
                  evaluations: Sequence[tuple[str, DependencyScores]], top: int = 10,
                  min_count: int = 100, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -694,9 +656,15 @@ def honest_table(selection: tuple[str, DependencyScores],
     Parameters
     ----------
     selection : (label, DependencyScores)
-        Where heads and offsets are chosen, e.g. ``("gum train+dev", ...)``.
+        Where heads and offsets are chosen, e.g. ``("gum train+dev", ...)``
+        (:func:`labelled_scores`).
     evaluations : sequence of (label, DependencyScores)
         Where they are reported, e.g. GUM test and EWT test.
+
+    Returns
+    -------
+    DataFrame, one row per (evaluation set, relation); ``attrs["caption"]`` says
+    the sizes and the bootstrap.
     """
     select_label, select = selection
     relations = table1_relations(select.counts(), top, min_count)
@@ -709,25 +677,36 @@ def honest_table(selection: tuple[str, DependencyScores],
             head, base = chosen.loc[relation], chosen_offset.loc[relation]
             c, n = scores.per_sentence(relation, head["direction"], head["layer"], head["head"])
             bc, _ = scores.per_sentence_offset(relation, int(base["offset"]))
+            # The head and the offset are scored on the same resamples of sentences.
+            low, high = bootstrap_ratio(np.column_stack([c, bc]), n, n_boot, seed)
             rows.append({
                 "relation": relation, "selected_on": select_label,
-                "head": _head_name(head["layer"], head["head"]), "direction": head["direction"],
+                "head": head_name(head["layer"], head["head"]), "direction": head["direction"],
                 "select_n": int(head["n"]), "select_acc": _pct(head["accuracy"]),
                 "baseline_offset": int(base["offset"]), "evaluated_on": label,
                 "n": int(n.sum()), "sentences": len(n),
-                **_with_interval("acc", c, n, n_boot, seed),
-                **_with_interval("baseline_acc", bc, n, n_boot, seed),
+                **_with_interval("acc", c, n, low[0], high[0]),
+                **_with_interval("baseline_acc", bc, n, low[1], high[1]),
                 **_same_data(same_data, relation),
             })
-    table = pd.DataFrame(rows)
-    return table.merge(PAPER_TABLE1[["relation", "paper_relation", "paper_acc"]], on="relation",
-                       how="left")
+    table = pd.DataFrame(rows).merge(PAPER_TABLE1[["relation", "paper_relation", "paper_acc"]],
+                                     on="relation", how="left")
+    sizes = ", ".join(f"{label}: N = {len(s.sentences)} sentences"
+                      for label, s in [selection, *evaluations])
+    table.attrs["caption"] = caption(select, f"{sizes}; {n_boot} bootstrap resamples of sentences, "
+                                             f"seed {seed}")
+    return table
 
 
-def _with_interval(name: str, correct: np.ndarray, total: np.ndarray, n_boot: int,
-                   seed: int) -> dict[str, float]:
+def labelled_scores(spec: dict, path: str | Path) -> tuple[str, DependencyScores]:
+    """(``"corpus split+split"``, the scores of those splits) for ``spec = {corpus, splits}``."""
+    return f"{spec['corpus']} {'+'.join(spec['splits'])}", \
+        DependencyScores.load(path).subset(spec["splits"])
+
+
+def _with_interval(name: str, correct: np.ndarray, total: np.ndarray, low: float,
+                   high: float) -> dict[str, float]:
     point = correct.sum() / total.sum() if total.sum() else float("nan")
-    low, high = bootstrap_interval(correct, total, n_boot, seed)
     return {name: _pct(point), f"{name}_low": _pct(low), f"{name}_high": _pct(high)}
 
 
@@ -735,7 +714,7 @@ def _same_data(best: pd.DataFrame, relation: str) -> dict:
     if relation not in best.index:
         return {"same_data_head": "", "same_data_direction": "", "same_data_acc": float("nan")}
     row = best.loc[relation]
-    return {"same_data_head": _head_name(row["layer"], row["head"]),
+    return {"same_data_head": head_name(row["layer"], row["head"]),
             "same_data_direction": row["direction"], "same_data_acc": _pct(row["accuracy"])}
 
 
@@ -789,7 +768,7 @@ def line_panel(example: Example, sentence: Sentence, relation: str, direction: s
     deps = dependencies(sentence)
     mine = np.array([r == relation for r in deps.relation], bool)
     marked = np.union1d(deps.scorer[mine], deps.head[mine])
-    return LinePanel(f"head {layer}-{head} ({direction}), {relation}", labels, attn,
+    return LinePanel(f"head {head_name(layer, head)} ({direction}), {relation}", labels, attn,
                      np.isin(unit_words, marked) & (unit_words >= 0))
 
 
@@ -808,7 +787,60 @@ def load_examples(stores, indices: Iterable[int]) -> dict[int, Example]:
     return found
 
 
-def footnote(scores: DependencyScores, extra: str = "") -> str:
+def line_examples(scores: DependencyScores, stores, corpus: str | Path, how: str = "mean",
+                  relations: Sequence[str] = LINE_RELATIONS) -> tuple[pd.DataFrame, list[list[LinePanel]]]:
+    """Fig. 5: the best head of each relation drawn on two real sentences.
+
+    Parameters
+    ----------
+    scores : the treebank's :class:`DependencyScores` (the best heads are chosen on them).
+    stores, corpus : the store shards and the prepared corpus the scores came from.
+    how : word-level attention *from* a split word.
+    relations : the relations to draw; those absent from the treebank are left out.
+
+    Returns
+    -------
+    table : DataFrame, one row per sentence drawn: ``relation``, ``head``,
+        ``direction``, ``accuracy`` (%), ``index``, ``id``, ``sentence``;
+        ``attrs["caption"]``, ``attrs["absent"]`` (relations not in the treebank).
+    panels : per relation, one :class:`LinePanel` per sentence.
+    """
+    best = best_heads(scores.head_table()).set_index("relation")
+    drawn = [r for r in relations if r in best.index]
+    picks = {r: example_sentences(scores, r, best.at[r, "direction"], best.at[r, "layer"],
+                                  best.at[r, "head"]) for r in drawn}
+    records = list(read_jsonl(corpus))
+    examples = load_examples(stores, [i for indices in picks.values() for i in indices])
+    panels, rows = [], []
+    for relation, indices in picks.items():
+        head = best.loc[relation]
+        panels.append([line_panel(examples[i], records[i], relation, head["direction"],
+                                  int(head["layer"]), int(head["head"]), how) for i in indices])
+        rows += [{"relation": relation, "head": head_name(head["layer"], head["head"]),
+                  "direction": head["direction"], "accuracy": round(100 * head["accuracy"], 1),
+                  "index": i, "id": records[i].id, "sentence": " ".join(records[i].words)}
+                 for i in indices]
+    table = pd.DataFrame(rows)
+    table.attrs["caption"] = caption(scores, "sentences: the first in corpus order with 8-16 words "
+                                             "where the head gets every instance of the relation right")
+    table.attrs["absent"] = sorted(set(relations) - set(drawn))
+    return table, panels
+
+
+def best_offset(scores: DependencyScores, relation: str) -> tuple[int, float] | None:
+    """The best offset baseline of ``relation`` as ``(offset, accuracy)``; None if it does not occur."""
+    offsets = best_offsets(scores.offset_table()).set_index("relation")
+    if relation not in offsets.index:
+        return None
+    return int(offsets.at[relation, "offset"]), offsets.at[relation, "accuracy"]
+
+
+def absent_relation(scores: DependencyScores, relation: str) -> str:
+    """The note drawn instead of a heat map for a relation the treebank lacks."""
+    return f"{relation!r} does not occur in {scores.attrs.get('corpus')}: no heat map"
+
+
+def caption(scores: DependencyScores, extra: str = "") -> str:
     """Figure footnote: model, treebank, N, and the deviations from Clark's §4.2."""
     n_deps = int(scores.counts().set_index("relation").at[ALL, "n"]) if len(scores.row_n) else 0
     text = describe(scores.attrs, len(scores.sentences), f"sentences, {n_deps} dependencies")

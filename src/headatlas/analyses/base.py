@@ -1,0 +1,204 @@
+"""The analysis protocol: one accumulator interface for everything that reads a store.
+
+An analysis is a class that sees each :class:`~headatlas.store.Example` once
+(:meth:`Analysis.update`) and then returns its result (:meth:`Analysis.result`).
+Streaming keeps memory independent of the corpus size, and the same class runs
+from a notebook, a test or a Snakemake rule::
+
+    from headatlas.analyses import surface  # importing a module registers its analyses
+
+    table = run_analysis("entropy", ["results/minilm/wikipedia/attention/shard-0.h5"])
+    table.attrs["caption"]      # figure footnote: model, corpus, N, deviations
+    table.attrs["provenance"]   # analysis, options, N, model and corpus of the store
+
+A result is a per-head table (a DataFrame with 1-based ``layer`` and ``head``
+columns, as in the papers) or, where a table would not hold it, an object with
+an ``attrs`` dict like a DataFrame's (the syntax scores, the head-type
+features, the probes' feature cache). Either way :func:`run_analysis` puts
+``attrs["provenance"]`` and ``attrs["caption"]`` on it; objects that save
+their ``attrs`` leave these two out (:data:`RUN_ATTRS`), so files do not change
+with them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar, Iterable
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from headatlas.store import Example, StoreSet, open_stores
+
+REGISTRY: dict[str, type["Analysis"]] = {}
+# Store attributes every result's provenance records (see headatlas.store.ATTRIBUTES).
+PROVENANCE_KEYS = ("model_name", "model_id", "model_revision", "corpus", "corpus_sha256", "n_layers",
+                   "n_heads", "max_length", "package_version", "schema_version")
+# The attrs run_analysis adds to a result.
+RUN_ATTRS = ("provenance", "caption")
+
+
+class Analysis(ABC):
+    """Base class: subclasses set ``name`` and implement ``update`` and ``result``.
+
+    Parameters
+    ----------
+    n_layers, n_heads : int
+        The model's shape (every example's ``attn`` is ``[n_layers, n_heads, n, n]``).
+    **params
+        The analysis's options, recorded in the result's provenance.
+
+    Optional hooks: :meth:`start` (sees the stores before the first example),
+    :meth:`close` (releases what ``start`` took when a run stops early),
+    :meth:`caption` (the figure footnote; class attribute ``unit`` names what
+    an example is in the default one).
+    """
+
+    name: ClassVar[str]
+    unit: ClassVar[str] = "segments"
+
+    def __init__(self, n_layers: int, n_heads: int, **params):
+        self.n_layers, self.n_heads = n_layers, n_heads
+        self.params = params
+        self.n_examples = 0
+
+    def start(self, stores: StoreSet | None) -> None:
+        """Called once before the first example with the stores being read.
+
+        ``stores`` is None when examples are passed directly. Default: nothing.
+        """
+
+    @abstractmethod
+    def update(self, example: Example) -> None:
+        """Fold one example into the running statistics."""
+
+    @abstractmethod
+    def result(self):
+        """The finished result: a DataFrame, or an object with an ``attrs`` dict."""
+
+    def close(self) -> None:
+        """Release what :meth:`start` acquired (files); called after every run. Default: nothing."""
+
+    def caption(self, result, provenance: dict) -> str:
+        """Figure footnote of ``result``: model, corpus, N and the deviations from the paper."""
+        return describe(provenance, provenance["n_examples"], self.unit)
+
+
+def register(cls: type[Analysis]) -> type[Analysis]:
+    """Class decorator: make an analysis available by name to rules and tests."""
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def run_analysis(analysis: str | type[Analysis], stores, progress: bool = True,
+                 max_examples: int | None = None, **params):
+    """Stream ``stores`` through one analysis and return its result with provenance and caption.
+
+    Parameters
+    ----------
+    analysis : Analysis subclass, or the name of a registered one
+        A name works once the module defining the analysis has been imported.
+    stores : path, list of shard paths, or list of :class:`~headatlas.store.Example`
+        What to analyse, streamed one example at a time.
+    progress : bool
+        Show a progress bar (on stderr: the rule's log).
+    max_examples : int, optional
+        Stop after that many examples (a quick look).
+    **params
+        The analysis's options.
+
+    Returns
+    -------
+    The analysis's result, with ``attrs["provenance"]`` (``analysis``,
+    ``options``, ``n_examples`` and the store's :data:`PROVENANCE_KEYS`) and
+    ``attrs["caption"]`` (:meth:`Analysis.caption`).
+    """
+    cls = _analysis_class(analysis)
+    examples, store_set, n_layers, n_heads, total = _examples(stores)
+    if max_examples is not None:
+        examples, total = itertools.islice(examples, max_examples), min(total, max_examples)
+    acc = cls(n_layers, n_heads, **params)
+    try:
+        acc.start(store_set)
+        for example in tqdm(examples, total=total, desc=cls.name, disable=not progress, mininterval=2):
+            acc.update(example)
+            acc.n_examples += 1
+        result = acc.result()
+    finally:
+        acc.close()
+    attrs = store_set.attrs if store_set is not None else {"n_layers": n_layers, "n_heads": n_heads}
+    provenance = {"analysis": cls.name, "options": {k: _plain(v) for k, v in params.items()},
+                  "n_examples": acc.n_examples, **{k: attrs.get(k) for k in PROVENANCE_KEYS}}
+    result.attrs["provenance"] = provenance
+    result.attrs["caption"] = acc.caption(result, provenance)
+    return result
+
+
+def without_run_attrs(attrs: dict) -> dict:
+    """``attrs`` without the keys :func:`run_analysis` adds: what a result saves to its file."""
+    return {k: v for k, v in attrs.items() if k not in RUN_ATTRS}
+
+
+def describe(attrs: dict, n_examples: int, unit: str = "segments") -> str:
+    """Figure footnote: model, corpus, N, and the known deviations from the paper.
+
+    ``attrs`` holds ``model_name``, ``model_id``, ``corpus``, ``n_layers`` and
+    ``n_heads`` (a store's attributes or a provenance dict; missing ones show as ?).
+    """
+    model = _known(attrs.get("model_name"), "?")
+    source = _known(attrs.get("model_id"), "")
+    corpus = _known(attrs.get("corpus"), "?")
+    text = f"model {model} ({source}), corpus {corpus}, N = {n_examples} {unit}"
+    if attrs.get("model_id") != "bert-base-cased":
+        text += (f"; deviation: paper used bert-base-cased (12x12 heads), this is "
+                 f"{attrs.get('n_layers')}x{attrs.get('n_heads')}")
+    return text
+
+
+def store_provenance(stores) -> dict:
+    """The :data:`PROVENANCE_KEYS` of a store (or its shards) and its ``n_examples``.
+
+    For captions of results computed from a store's tables rather than the store.
+    """
+    store_set = open_stores(stores)
+    return {"n_examples": len(store_set), **{k: store_set.attrs.get(k) for k in PROVENANCE_KEYS}}
+
+
+def _known(value, default: str):
+    return default if value is None else value
+
+
+def _analysis_class(analysis: str | type[Analysis]) -> type[Analysis]:
+    if not isinstance(analysis, str):
+        return analysis
+    if analysis not in REGISTRY:
+        raise KeyError(f"no analysis named {analysis!r} is registered (registered: "
+                       f"{sorted(REGISTRY)}); import the module that defines it first, e.g. "
+                       "`from headatlas.analyses import surface`")
+    return REGISTRY[analysis]
+
+
+def _examples(stores) -> tuple[Iterable[Example], StoreSet | None, int, int, int]:
+    if isinstance(stores, (list, tuple)) and stores and isinstance(stores[0], Example):
+        layers, heads = stores[0].attn.shape[:2]
+        return stores, None, layers, heads, len(stores)
+    store_set = open_stores(stores)
+    return store_set, store_set, store_set.n_layers, store_set.n_heads, len(store_set)
+
+
+def _plain(value) -> Any:
+    """An option as plain data for the provenance: scalars and containers of them, else a summary."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)) and len(value) <= 100:
+        return [_plain(v) for v in value]
+    if isinstance(value, dict) and len(value) <= 100:
+        return {str(k): _plain(v) for k, v in value.items()}
+    size = f" of {len(value)}" if hasattr(value, "__len__") else ""
+    return f"<{type(value).__name__}{size}>"

@@ -1,0 +1,123 @@
+"""The analysis contract (scikit-learn's ``parametrize_with_checks`` idea).
+
+Every module of :mod:`headatlas.analyses` is imported, and every registered
+:class:`~headatlas.analyses.base.Analysis` runs through ``run_analysis`` on one
+tiny store extracted by the tiny random BERT. Each must return its result with
+provenance and caption. An analysis that needs an input the fixture does not
+provide fails here until the fixture learns it (see ``INPUTS``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import pandas as pd
+import pytest
+
+import headatlas.analyses
+from headatlas.analyses.base import PROVENANCE_KEYS, REGISTRY, RUN_ATTRS, Analysis, run_analysis
+from headatlas.corpora.records import Mention, Sentence, write_jsonl
+
+MODULES = [importlib.import_module(f"headatlas.analyses.{m.name}")
+           for m in pkgutil.iter_modules(headatlas.analyses.__path__)]
+# Every analysis the modules define, registered or not (the first check asks that they are).
+CLASSES = sorted({obj for module in MODULES for obj in vars(module).values()
+                  if inspect.isclass(obj) and issubclass(obj, Analysis) and obj is not Analysis
+                  and not inspect.isabstract(obj)}, key=lambda cls: cls.name)
+# One corpus serves every analysis: trees (syntax, probes), splits, XPOS and mentions (coref).
+WORDS = [["the", "cat", "sat", "on", "the", "mat", "."],
+         ["she", "saw", "the", "big", "dog", "."],
+         ["he", "was", "happy", "and", "it", "ran", "."]]
+HEADS = [[2, 3, 0, 6, 6, 3, 3], [2, 0, 5, 5, 2, 2], [3, 3, 0, 6, 6, 3, 3]]
+RELS = [["det", "nsubj", "root", "case", "det", "obl", "punct"],
+        ["nsubj", "root", "det", "amod", "obj", "punct"],
+        ["nsubj", "cop", "root", "cc", "nsubj", "conj", "punct"]]
+XPOS = [["DT", "NN", "VBD", "IN", "DT", "NN", "."], ["PRP", "VBD", "DT", "JJ", "NN", "."],
+        ["PRP", "VBD", "JJ", "CC", "PRP", "VBD", "."]]
+MENTIONS = [[Mention("1", [0, 1]), Mention("2", [4, 5]), Mention("1", [1])],
+            [Mention("3", [0]), Mention("4", [2, 3, 4]), Mention("4", [4])],
+            [Mention("5", [0]), Mention("6", [4]), Mention("5", [0])]]
+RECORDS = [Sentence(id=f"d{i}", doc=f"d{i}", split=split, words=w, heads=h, rels=r, xpos=x,
+                    feats=["_"] * len(w), upos=["X"] * len(w), mentions=m)
+           for i, (split, w, h, r, x, m) in enumerate(zip(["train", "dev", "test"], WORDS, HEADS, RELS,
+                                                          XPOS, MENTIONS))]
+
+
+@pytest.fixture(scope="module")
+def tiny_store(tiny_model, tmp_path_factory):
+    from headatlas.extract import extract
+
+    folder = tmp_path_factory.mktemp("contract")
+    write_jsonl(folder / "corpus.jsonl", RECORDS)
+    extract(tiny_model, RECORDS, folder / "shard-0.h5", max_length=32, progress=False,
+            store_attrs={"corpus": "contract", "corpus_sha256": "0" * 64})
+    return folder
+
+
+def inputs(folder) -> dict:
+    """Each required parameter an analysis may have, by name."""
+    from headatlas.analyses.coref import CorefDocument, document_mentions
+
+    documents = {i: CorefDocument(r.id, r.split, r.words, document_mentions(r))
+                 for i, r in enumerate(RECORDS)}
+    return {"corpus": folder / "corpus.jsonl", "documents": documents, "path": folder / "cache.h5"}
+
+
+def required(cls: type[Analysis]) -> list[str]:
+    """The constructor's parameters without a default, after ``n_layers`` and ``n_heads``."""
+    params = list(inspect.signature(cls.__init__).parameters.values())[3:]
+    return [p.name for p in params if p.default is p.empty
+            and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+
+
+def test_every_analysis_is_registered_once_by_its_name():
+    assert CLASSES, "no analysis found"
+    for cls in CLASSES:
+        assert REGISTRY.get(cls.name) is cls, f"{cls.__name__} is not registered as {cls.name!r}"
+    assert len({cls.name for cls in CLASSES}) == len(CLASSES)
+
+
+def test_importing_an_analysis_module_imports_no_other():
+    import subprocess
+    import sys
+
+    code = ("import sys, headatlas.analyses.surface; "
+            "print(sorted(m for m in sys.modules if m.startswith('headatlas.analyses.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['headatlas.analyses.base', 'headatlas.analyses.surface']"
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda cls: cls.name)
+def test_analysis_contract(cls, tiny_store):
+    pool = inputs(tiny_store)
+    missing = [name for name in required(cls) if name not in pool]
+    assert not missing, f"{cls.name} needs {missing}: teach inputs() in this test to provide them"
+    result = run_analysis(cls.name, [tiny_store / "shard-0.h5"], progress=False,
+                          **{name: pool[name] for name in required(cls)})
+
+    # A table, or an object with a DataFrame-like attrs dict.
+    assert isinstance(result, pd.DataFrame) or isinstance(getattr(result, "attrs", None), dict)
+    provenance = result.attrs["provenance"]
+    assert provenance["analysis"] == cls.name and provenance["n_examples"] == len(RECORDS)
+    assert set(PROVENANCE_KEYS) <= set(provenance)
+    assert (provenance["model_name"], provenance["corpus"], provenance["n_layers"],
+            provenance["n_heads"], provenance["schema_version"]) == ("tiny", "contract", 2, 2, 1)
+    assert set(provenance["options"]) == set(required(cls))
+    caption = result.attrs["caption"]
+    assert isinstance(caption, str) and "tiny" in caption and "contract" in caption
+    if isinstance(result, pd.DataFrame):
+        # per head: 1-based layer and head columns, or one "layer-head" column per head
+        assert {"layer", "head"} <= set(result.columns) or {"1-1", "2-2"} <= set(result.columns)
+
+    # A result that saves its attrs saves neither the run's provenance nor its caption.
+    if hasattr(result, "save") and hasattr(type(result), "load"):
+        path = tiny_store / f"{cls.name}.saved"
+        result.save(path)
+        assert not set(RUN_ATTRS) & set(type(result).load(path).attrs)
+
+
+def test_an_unknown_name_says_what_to_import(tiny_store):
+    with pytest.raises(KeyError, match="import the module that defines it"):
+        run_analysis("no_such_analysis", [tiny_store / "shard-0.h5"])
