@@ -448,7 +448,7 @@ def squad_task(model, tokenizer, examples: Sequence, batch_size: int = 32,
                renormalise: bool = False, max_length: int = 384, stride: int = 128,
                max_answer_length: int = 30) -> Callable[[torch.Tensor], dict[str, float]]:
     """``evaluate(actions)`` -> official SQuAD v1.1 exact match and F1 (%) on ``examples``."""
-    from headatlas.corpora.formats import squad_evaluate
+    from headatlas.tasks.squad import squad_evaluate
 
     windows = squad_windows(tokenizer, examples, max_length, stride)
     log.info("%d questions -> %d windows of <= %d wordpieces", len(examples), len(windows), max_length)

@@ -11,7 +11,7 @@ from headatlas.ablation import (IMPLEMENTATION, KEEP, NO_INTER, NO_INTRA, PRUNE,
                                 Ablation, Variant, ablate, head_actions, load_task_model,
                                 read_head_types, run_grid, same_sentence, sentence_starts,
                                 squad_task, squad_windows, upos_task, variants)
-from headatlas.corpora.formats import read_squad
+from headatlas.tasks.squad import read_squad
 from headatlas.corpora.records import Sentence
 from headatlas.errors import HeadAtlasError
 from headatlas.finetune import label_map, pack_documents

@@ -5,7 +5,7 @@ from collections import Counter
 import torch
 
 from headatlas import ablation
-from headatlas.corpora.formats import read_squad
+from headatlas.tasks.squad import read_squad
 from headatlas.corpora.records import read_jsonl
 from headatlas.errors import HeadAtlasError
 from headatlas.finetune import pack_documents, split_sentences
