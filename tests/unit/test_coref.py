@@ -18,7 +18,6 @@ from headatlas.analyses.coref import (
 from headatlas.corpora.conll2012 import read_conll2012
 from headatlas.corpora.documents import make_documents
 from headatlas.corpora.records import Mention, Sentence, write_jsonl
-from headatlas.errors import CorpusFormatError
 from headatlas.plots_coref import plot_head_accuracy
 from headatlas.store import Example, StoreWriter
 
