@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -10,14 +9,9 @@ import pytest
 from headatlas.corpora.conll2012 import (constituency_heads, parse_tree, read_conll2012,
                                          split_from_folders)
 from headatlas.corpora.records import Mention
-from headatlas.errors import CorpusFormatError
+from tests.conftest import raises_at
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
-
-
-def raises_at(path: Path, line: int, problem: str):
-    """Expect a CorpusFormatError whose message starts with ``path:line: problem``."""
-    return pytest.raises(CorpusFormatError, match="^" + re.escape(f"{path}:{line}: {problem}"))
 
 
 # --- CoNLL-2012 -------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,14 +10,10 @@ import pytest
 
 from headatlas.corpora.conllx import read_conllx
 from headatlas.corpora.formats import FORMATS, Format, corpus_format
-from headatlas.errors import CorpusFormatError, SourceError
+from headatlas.errors import SourceError
+from tests.conftest import raises_at
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
-
-
-def raises_at(path: Path, line: int, problem: str):
-    """Expect a CorpusFormatError whose message starts with ``path:line: problem``."""
-    return pytest.raises(CorpusFormatError, match="^" + re.escape(f"{path}:{line}: {problem}"))
 
 
 # --- CoNLL-X ----------------------------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from pathlib import Path
 
 import numpy as np
@@ -17,16 +16,11 @@ from headatlas.tasks.grid import load_task_model
 from headatlas.tasks.squad import (_pad_windows, ablation_evaluator, exact_match_score, f1_score,
                                    metric_max_over_ground_truths, normalize_answer, read_squad,
                                    sentence_starts, squad_evaluate, squad_task, squad_windows)
-from tests.conftest import make_tiny_model
+from tests.conftest import make_tiny_model, raises_at
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
 # Heads of the tiny 2 x 2 model, 1-based: 1-1 diagonal, 1-2 dense, 2-1 dense, 2-2 vertical.
 TYPES = np.array([["diagonal", "dense"], ["dense", "vertical"]], dtype=object)
-
-
-def raises_at(path: Path, line: int, problem: str):
-    """Expect a CorpusFormatError whose message starts with ``path:line: problem``."""
-    return pytest.raises(CorpusFormatError, match="^" + re.escape(f"{path}:{line}: {problem}"))
 
 
 # --- reading and the official metric -----------------------------------------------------
