@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,13 @@ def mirror_dir() -> Path | None:
     """The corpus mirror: $HEADATLAS_MIRROR, else ../shared/data beside the repo."""
     path = Path(os.environ.get("HEADATLAS_MIRROR") or ROOT.parent / "shared" / "data")
     return path if path.is_dir() else None
+
+
+def raises_at(path: Path, line: int, problem: str):
+    """Expect a CorpusFormatError whose message starts with ``path:line: problem``."""
+    from headatlas.errors import CorpusFormatError
+
+    return pytest.raises(CorpusFormatError, match="^" + re.escape(f"{path}:{line}: {problem}"))
 
 
 def make_tiny_model(folder: Path, layers: int = 2, heads: int = 2, seed: int = 0) -> Path:

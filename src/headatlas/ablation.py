@@ -24,16 +24,16 @@ default; ``renormalise=True`` rescales each ablated row to sum to 1 again
 
 Usage: call :func:`register`, load the task model with
 ``attn_implementation=IMPLEMENTATION`` and pass
-``headatlas_ablation=Ablation(actions, sentence_ids)`` to its forward call;
-without that argument the function is exactly eager attention.
+``headatlas_ablation=Ablation(actions, sentence_ids)`` (what
+:func:`plan` returns per batch) to its forward call; without that argument
+the function is exactly eager attention. The tasks scored this way and the
+rule's runner live in :mod:`headatlas.tasks` (``upos``, ``squad``, ``grid``).
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
 import logging
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -174,6 +174,15 @@ def register() -> None:
     AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
 
 
+def plan(actions: torch.Tensor, renormalise: bool = False) -> Callable[[torch.Tensor], dict]:
+    """Forward keyword arguments for one batch: ``sentence_ids -> {"headatlas_ablation": ...}``.
+
+    Task code calls this with each batch's ``[batch, T]`` sentence ids and
+    passes the result to the model's forward call.
+    """
+    return lambda sentence_ids: {"headatlas_ablation": Ablation(actions, sentence_ids, renormalise)}
+
+
 # ----------------------------------------------------------------------------
 # head types and variants
 # ----------------------------------------------------------------------------
@@ -308,154 +317,3 @@ def run_grid(evaluate: Callable[[torch.Tensor], dict[str, float]], types: np.nda
 def type_counts(types: np.ndarray) -> dict[str, int]:
     """How many heads each type has (0 for absent types)."""
     return {t: int((types == t).sum()) for t in TYPES}
-
-
-# ----------------------------------------------------------------------------
-# the tasks
-# ----------------------------------------------------------------------------
-
-TASKS = ("upos", "squad")
-MAIN_METRIC = {"upos": "accuracy", "squad": "f1"}
-
-
-def load_task_model(task: str, source: str, revision: str | None = None, device: str | None = None):
-    """``(model, tokenizer)``: the fine-tuned task model with the ablation attention, eval mode."""
-    from transformers import (AutoModelForQuestionAnswering, AutoModelForTokenClassification,
-                              AutoTokenizer)
-
-    if task not in TASKS:
-        raise HeadAtlasError(f"unknown ablation task {task!r}; expected one of {TASKS}")
-    register()
-    cls = AutoModelForTokenClassification if task == "upos" else AutoModelForQuestionAnswering
-    model = cls.from_pretrained(source, revision=revision, attn_implementation=IMPLEMENTATION)
-    tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, use_fast=True)
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    return model.to(device).eval(), tokenizer
-
-
-def _plan(actions: torch.Tensor, renormalise: bool) -> Callable[[torch.Tensor], dict]:
-    """Forward keyword arguments for one batch: the ablation with the batch's sentences."""
-    return lambda sentence_ids: {"headatlas_ablation": Ablation(actions, sentence_ids, renormalise)}
-
-
-def upos_task(model, examples, batch_size: int = 32,
-              renormalise: bool = False) -> Callable[[torch.Tensor], dict[str, float]]:
-    """``evaluate(actions)`` -> word accuracy (%) and loss of the tagger on packed ``examples``."""
-    from headatlas.finetune import tag_scores
-
-    def evaluate(actions: torch.Tensor) -> dict[str, float]:
-        scores = tag_scores(model, examples, batch_size, _plan(actions, renormalise))
-        return {"accuracy": scores["accuracy"], "loss": scores["loss"]}
-
-    return evaluate
-
-
-# A sentence ends at . ! or ? (closing quotes/brackets included) followed by space and a capital,
-# digit or opening quote. SQuAD has no sentence annotation; abbreviations ("Mr. Smith") are split.
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
-
-
-def sentence_starts(text: str) -> list[int]:
-    """Character offsets where the sentences of ``text`` start (the first is 0)."""
-    return [0] + [m.end() for m in _SENTENCE_END.finditer(text)]
-
-
-@dataclass
-class SquadWindow:
-    """One model input ``[CLS] question [SEP] context window [SEP]``."""
-
-    example: int  # index into the examples
-    input_ids: list[int]
-    token_type_ids: list[int]
-    spans: list[tuple[int, int] | None]  # character span in the context; None off the context
-    sentence_ids: list[int]  # question 0, context sentences 1.., -1 for [CLS]/[SEP]
-
-
-def squad_windows(tokenizer, examples: Sequence, max_length: int = 384,
-                  stride: int = 128) -> list[SquadWindow]:
-    """Tokenise SQuAD examples; a long context becomes overlapping windows (``stride`` overlap)."""
-    enc = tokenizer([e.question.lstrip() for e in examples], [e.context for e in examples],
-                    truncation="only_second", max_length=max_length, stride=stride,
-                    return_overflowing_tokens=True, return_offsets_mapping=True,
-                    return_token_type_ids=True)
-    windows = []
-    for i, ids in enumerate(enc["input_ids"]):
-        example = enc["overflow_to_sample_mapping"][i]
-        starts = sentence_starts(examples[example].context)
-        parts = enc.sequence_ids(i)
-        offsets = enc["offset_mapping"][i]
-        spans = [tuple(o) if part == 1 else None for o, part in zip(offsets, parts)]
-        sentences = [-1 if part is None else 0 if part == 0 else bisect.bisect_right(starts, o[0])
-                     for o, part in zip(offsets, parts)]
-        windows.append(SquadWindow(example, ids, enc["token_type_ids"][i], spans, sentences))
-    return windows
-
-
-@torch.inference_mode()
-def squad_predictions(model, windows: Sequence[SquadWindow], examples: Sequence,
-                      batch_size: int = 32, extra_inputs: Callable | None = None,
-                      max_answer_length: int = 30) -> dict[str, str]:
-    """Question id -> answer text: the best-scoring span (start + end logit) over its windows.
-
-    A span lies inside the context, ends at or after its start and is at most
-    ``max_answer_length`` tokens long (as in the BERT SQuAD recipe).
-    """
-    device = next(model.parameters()).device
-    best: dict[int, tuple[float, str]] = {}
-    for start in range(0, len(windows), batch_size):
-        batch = windows[start:start + batch_size]
-        inputs, sentence_ids = _pad_windows(batch, model.config.pad_token_id or 0)
-        extra = extra_inputs(sentence_ids.to(device)) if extra_inputs else {}
-        out = model(**{k: v.to(device) for k, v in inputs.items()}, **extra)
-        for row, window in enumerate(batch):
-            score, text = _best_span(out.start_logits[row], out.end_logits[row], window,
-                                     examples[window.example].context, max_answer_length)
-            if window.example not in best or score > best[window.example][0]:
-                best[window.example] = (score, text)
-    return {examples[i].id: text for i, (_, text) in best.items()}
-
-
-def _best_span(start_logits, end_logits, window: SquadWindow, context: str,
-               max_answer_length: int) -> tuple[float, str]:
-    n = len(window.input_ids)
-    inside = torch.tensor([span is not None for span in window.spans], device=start_logits.device)
-    scores = start_logits[:n, None] + end_logits[None, :n]  # [start, end]
-    order = torch.ones(n, n, dtype=torch.bool, device=scores.device)
-    valid = inside[:, None] & inside[None, :] & order.triu() & ~order.triu(max_answer_length)
-    if not bool(valid.any()):
-        return -float("inf"), ""
-    flat = int(scores.masked_fill(~valid, -torch.inf).argmax())
-    first, last = divmod(flat, n)
-    return float(scores[first, last]), context[window.spans[first][0]:window.spans[last][1]]
-
-
-def _pad_windows(batch: Sequence[SquadWindow], pad_id: int):
-    width = max(len(w.input_ids) for w in batch)
-    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-    types = torch.zeros((len(batch), width), dtype=torch.long)
-    mask = torch.zeros((len(batch), width), dtype=torch.long)
-    sentence_ids = torch.full((len(batch), width), -1, dtype=torch.long)
-    for row, window in enumerate(batch):
-        n = len(window.input_ids)
-        ids[row, :n] = torch.tensor(window.input_ids)
-        types[row, :n] = torch.tensor(window.token_type_ids)
-        sentence_ids[row, :n] = torch.tensor(window.sentence_ids)
-        mask[row, :n] = 1
-    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}, sentence_ids
-
-
-def squad_task(model, tokenizer, examples: Sequence, batch_size: int = 32,
-               renormalise: bool = False, max_length: int = 384, stride: int = 128,
-               max_answer_length: int = 30) -> Callable[[torch.Tensor], dict[str, float]]:
-    """``evaluate(actions)`` -> official SQuAD v1.1 exact match and F1 (%) on ``examples``."""
-    from headatlas.corpora.formats import squad_evaluate
-
-    windows = squad_windows(tokenizer, examples, max_length, stride)
-    log.info("%d questions -> %d windows of <= %d wordpieces", len(examples), len(windows), max_length)
-
-    def evaluate(actions: torch.Tensor) -> dict[str, float]:
-        predictions = squad_predictions(model, windows, examples, batch_size,
-                                        _plan(actions, renormalise), max_answer_length)
-        return squad_evaluate(examples, predictions)
-
-    return evaluate

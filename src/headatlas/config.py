@@ -22,13 +22,11 @@ from pathlib import Path
 
 import yaml
 
+from headatlas.corpora.formats import FORMATS
 from headatlas.errors import HeadAtlasError
 
 SPLITS = ("train", "dev", "test")
 MODEL_SOURCES = ("package", "path", "hub")
-# Treebank formats whose trees carry dependency labels (Table 1 needs them); CoNLL-2012's heads
-# are derived from constituency parses, without labels: coreference only.
-LABELLED_TREE_FORMATS = ("gum", "ewt", "conllu", "conllx")
 
 
 class ConfigError(HeadAtlasError):
@@ -152,14 +150,23 @@ def corpora_of(config: dict, kind: str) -> list[str]:
     return [name for name, spec in config["corpora"].items() if spec["kind"] == kind]
 
 
-def corpus_format(config: dict, name: str) -> str:
+def format_name(config: dict, name: str) -> str:
     """The reader of a corpus: its ``format:``, else its name (gum, ewt, wikipedia)."""
     return config["corpora"][name].get("format", name)
 
 
+def _treebanks_with(config: dict, layer: str) -> list[str]:
+    """Treebanks whose format carries ``layer`` (see :data:`headatlas.corpora.formats.FORMATS`)."""
+    return [c for c in corpora_of(config, "treebank")
+            if format_name(config, c) in FORMATS and getattr(FORMATS[format_name(config, c)], layer)]
+
+
 def labelled_treebanks(config: dict) -> list[str]:
-    """Treebanks whose trees carry dependency labels (Table 1, probes, fine-tuning)."""
-    return [c for c in corpora_of(config, "treebank") if corpus_format(config, c) in LABELLED_TREE_FORMATS]
+    """Treebanks whose trees carry dependency labels (Table 1, probes, fine-tuning).
+
+    CoNLL-2012's heads are derived from constituency parses, without labels: coreference only.
+    """
+    return _treebanks_with(config, "labelled_trees")
 
 
 def reference_problems(config: dict) -> list[str]:
@@ -177,17 +184,22 @@ def reference_problems(config: dict) -> list[str]:
             listed = ", ".join(allowed) if allowed else "none"
             problems.append(f"`{key}`: {value!r} is not {what}{hint}; configured: {listed}")
 
+    with_coreference = _treebanks_with(config, "coreference")
     for name, spec in corpora.items():
         if spec["kind"] == "documents":
-            check(f"corpora.{name}.from", spec.get("from"), treebanks, "a treebank corpus")
+            check(f"corpora.{name}.from", spec.get("from"), with_coreference,
+                  "a treebank whose format carries coreference")
         if spec["kind"] != "treebank":
             for key in ("splits", "keep_splits"):
                 if key in spec:
                     problems.append(f"`corpora.{name}.{key}`: only treebank corpora have splits")
-        if spec["kind"] == "treebank" and corpus_format(config, name) not in ("gum", "ewt") \
-                and not spec.get("path"):
-            problems.append(f"`corpora.{name}.path`: a {corpus_format(config, name)!r} treebank "
-                            "is read from a file or folder; set `path:` (or format: gum | ewt)")
+        fmt = format_name(config, name)
+        if spec["kind"] == "treebank" and fmt not in FORMATS:
+            problems.append(f"`corpora.{name}.format`: {fmt!r} is not a treebank format; one of "
+                            f"{', '.join(FORMATS)}")
+        elif spec["kind"] == "treebank" and FORMATS[fmt].files and not spec.get("path"):
+            problems.append(f"`corpora.{name}.path`: a {fmt!r} treebank is read from a file or "
+                            "folder; set `path:` (or format: gum | ewt, read from their pinned source)")
     check("surface.corpus", config["surface"]["corpus"], corpora_of(config, "segments"),
           "a segments corpus")
     syntax = config["syntax"]

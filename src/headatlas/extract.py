@@ -20,6 +20,7 @@ import torch
 from tqdm.auto import tqdm
 
 import headatlas
+from headatlas.batching import pad_batch
 from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
 from headatlas.models import LoadedModel
@@ -93,17 +94,9 @@ def length_batches(examples: Sequence[Encoded], batch_size: int,
 
 
 def collate(batch: Sequence[Encoded], pad_id: int, device) -> dict[str, torch.Tensor]:
-    width = max(len(e) for e in batch)
-    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-    types = torch.zeros((len(batch), width), dtype=torch.long)
-    mask = torch.zeros((len(batch), width), dtype=torch.long)
-    for row, example in enumerate(batch):
-        n = len(example)
-        ids[row, :n] = torch.tensor(example.input_ids)
-        types[row, :n] = torch.tensor(example.token_type_ids)
-        mask[row, :n] = 1
-    return {"input_ids": ids.to(device), "token_type_ids": types.to(device),
-            "attention_mask": mask.to(device)}
+    """Model inputs ``input_ids``, ``token_type_ids``, ``attention_mask`` ``[batch, width]`` on ``device``."""
+    inputs = pad_batch(batch, {"input_ids": pad_id, "token_type_ids": 0})
+    return {name: tensor.to(device) for name, tensor in inputs.items()}
 
 
 @torch.inference_mode()

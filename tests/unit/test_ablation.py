@@ -1,4 +1,4 @@
-"""Head-type ablation: the attention function, the masks, the grid, and the SQuAD path."""
+"""Head-type ablation: the attention function, the masks, the grid (tasks: test_upos.py, test_squad.py)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,12 @@ import pytest
 import torch
 
 from headatlas.ablation import (IMPLEMENTATION, KEEP, NO_INTER, NO_INTRA, PRUNE, UNIFORM,
-                                Ablation, Variant, ablate, head_actions, load_task_model,
-                                read_head_types, run_grid, same_sentence, sentence_starts,
-                                squad_task, squad_windows, upos_task, variants)
-from headatlas.corpora.formats import read_squad
+                                Ablation, Variant, ablate, head_actions, read_head_types, run_grid,
+                                same_sentence, variants)
 from headatlas.corpora.records import Sentence
 from headatlas.errors import HeadAtlasError
-from headatlas.finetune import label_map, pack_documents
-from tests.conftest import FIXTURES, make_tiny_model
+from headatlas.tasks.upos import label_map, pack_documents
+from tests.conftest import make_tiny_model
 
 # [CLS] a b c [SEP]: "a b" is sentence 0, "c" sentence 1; specials are in no sentence.
 TWO_SENTENCES = torch.tensor([[-1, 0, 0, 1, -1]])
@@ -202,62 +200,3 @@ def test_run_grid_scores_each_distinct_plan_once():
     assert len(calls) < len(table)  # "prune vertical" is the unablated plan: not re-scored
     broken = run_grid(lambda actions: {"f1": 0.0}, types, "f1", grid=variants()[:3], progress=False)
     assert broken["f1_pct_of_unablated"].isna().all()  # no share of a zero score
-
-
-def test_upos_task_runs_on_a_tiny_tagger(tmp_path):
-    from transformers import AutoTokenizer, BertForTokenClassification
-
-    folder = make_tiny_model(tmp_path / "base")
-    BertForTokenClassification.from_pretrained(folder, num_labels=2).save_pretrained(tmp_path / "tagger")
-    AutoTokenizer.from_pretrained(folder).save_pretrained(tmp_path / "tagger")
-    model, tokenizer = load_task_model("upos", str(tmp_path / "tagger"), device="cpu")
-    doc = [Sentence("s1", ["the", "cat"], doc="d", upos=["A", "B"]),
-           Sentence("s2", ["it", "sat"], doc="d", upos=["B", "A"])]
-    examples = pack_documents(tokenizer, doc, {"A": 0, "B": 1}, max_length=16)
-    evaluate = upos_task(model, examples)
-    for actions in (torch.full((2, 2), KEEP), torch.full((2, 2), NO_INTER)):
-        assert 0 <= evaluate(actions)["accuracy"] <= 100
-
-
-def test_sentence_starts():
-    assert sentence_starts("It rained. Then (he) left! \"Yes.\" 3 more. end") == [0, 11, 27, 34]
-
-
-@pytest.fixture(scope="module")
-def tiny_qa(tmp_path_factory):
-    """A tiny random BertForQuestionAnswering with the tiny WordPiece tokenizer."""
-    from transformers import AutoConfig, BertForQuestionAnswering
-
-    folder = make_tiny_model(tmp_path_factory.mktemp("tiny-qa"), layers=2, heads=2)
-    torch.manual_seed(1)
-    BertForQuestionAnswering(AutoConfig.from_pretrained(folder)).save_pretrained(folder)
-    return load_task_model("squad", str(folder), device="cpu")
-
-
-def test_squad_windows_mark_question_and_context_sentences(tiny_qa):
-    _, tokenizer = tiny_qa
-    examples = read_squad(FIXTURES / "formats" / "squad_v1.1_sample.json")
-    windows = squad_windows(tokenizer, examples, max_length=24, stride=8)
-    assert len(windows) > len(examples)  # the context does not fit in 24: several windows
-    for window in windows:
-        ids = window.sentence_ids
-        assert ids[0] == -1 and ids[-1] == -1 and set(ids) <= {-1, 0, 1, 2}
-        # the question is sentence 0; context tokens carry their context sentence (1 or 2)
-        first_context = next(i for i, s in enumerate(window.spans) if s is not None)
-        assert set(ids[1:first_context - 1]) == {0} and ids[first_context] >= 1
-    # The context's second sentence starts at "It was": its tokens are sentence 2.
-    second = examples[0].context.index("It was")
-    last = windows[-1]
-    assert {s for s, span in zip(last.sentence_ids, last.spans) if span and span[0] >= second} == {2}
-
-
-def test_squad_path_end_to_end(tiny_qa):
-    model, tokenizer = tiny_qa
-    examples = read_squad(FIXTURES / "formats" / "squad_v1.1_sample.json")
-    evaluate = squad_task(model, tokenizer, examples, batch_size=2, max_length=24, stride=8)
-    grid = [v for v in variants() if v.paper_id in ("1", "3", "9", "12", "19")]
-    table = run_grid(evaluate, TYPES, "f1", grid=grid, progress=False)
-    assert list(table["paper_id"]) == ["1", "3", "9", "12", "19"]
-    for column in ("exact_match", "f1"):
-        assert table[column].between(0, 100).all()
-    assert table.loc[0, "paper_f1"] == 89.68

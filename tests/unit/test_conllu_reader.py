@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from headatlas.corpora.conllu_reader import read_conllu, read_gum_splits
 from headatlas.corpora.records import Mention
 from headatlas.errors import CorpusFormatError
+from tests.conftest import raises_at
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -22,11 +22,6 @@ def write_conll(path: Path, rows: list[str]) -> Path:
     lines = [row if row.startswith("#") else "\t".join(row.split(" ")) for row in rows]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
-
-
-def raises_at(path: Path, line: int, problem: str):
-    """Expect a CorpusFormatError whose message starts with ``path:line: problem``."""
-    return pytest.raises(CorpusFormatError, match="^" + re.escape(f"{path}:{line}: {problem}"))
 
 
 # --- the GUM-style fixture ------------------------------------------------------

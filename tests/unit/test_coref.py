@@ -13,11 +13,10 @@ from docutils.core import publish_parts
 from headatlas.analyses.base import run_analysis
 from headatlas.analyses.coref import (
     PAPER_TABLE2, Coreference, CorefDocument, CorefMention, agreement_features, antecedents,
-    attended_words, conll2012_documents, constituency_heads, document_intervals, document_mentions,
-    infer_split, load_documents, parse_tree, predict, read_mentions, span_head, summary_counts,
-    table2, with_dependency_heads)
+    attended_words, document_intervals, document_mentions, load_documents, predict, read_mentions,
+    span_head, summary_counts, table2)
+from headatlas.corpora.conll2012 import read_conll2012
 from headatlas.corpora.documents import make_documents
-from headatlas.corpora.formats import read_conll2012
 from headatlas.corpora.records import Mention, Sentence, write_jsonl
 from headatlas.errors import CorpusFormatError
 from headatlas.plots.coref import plot_head_accuracy
@@ -140,8 +139,8 @@ def test_span_head_discontinuous_spans():
 
 
 def test_constituency_heads_on_the_conll2012_fixture():
-    sentences = read_conll2012(CONLL)
-    documents, stats = conll2012_documents(sentences, len, 128)
+    sentences = read_conll2012(CONLL)  # heads from the parse bits (headatlas.corpora.conll2012)
+    documents, stats = make_documents(sentences, len, 128)
     assert stats["kept"] == 1 and documents[0].split == "test"  # split from the folder name
     mentions = document_mentions(documents[0])
     by_text = {m.text: m.head_text for m in mentions}
@@ -157,25 +156,6 @@ def test_constituency_heads_on_the_conll2012_fixture():
     assert by_text["a baker"] == "baker"
     # S -> VP -> met is the root; the PP "in Paris" is headed by its NP, attached to met.
     assert documents[0].heads[10] == 0 and documents[0].heads[13] == 11
-
-
-def test_constituency_heads_small_trees_and_bad_bits():
-    assert constituency_heads(["(TOP(NP*", "*))"], ["DT", "NN"]) == [2, 0]
-    # (NP the city council): the rightmost noun heads a compound.
-    assert constituency_heads(["(TOP(NP*", "*", "*))"], ["DT", "NN", "NN"]) == [3, 3, 0]
-    with pytest.raises(ValueError, match="open"):
-        parse_tree(["(TOP(NP*", "*)"])
-    with pytest.raises(ValueError, match="malformed"):
-        parse_tree(["(NP*)*"])
-    broken = Sentence(id="s", words=["a"], xpos=["DT"], source="x.v4_gold_conll:7", meta={"parse": ["(NP*"]})
-    with pytest.raises(CorpusFormatError, match=r"x.v4_gold_conll:7: sentence s: .*open"):
-        with_dependency_heads(broken)
-
-
-def test_split_from_the_innermost_split_folder():
-    assert infer_split("/home/test/conll-2012/v4/data/train/data/english/x.v4_gold_conll:1") == "train"
-    assert infer_split("/data/development/a.v4_gold_conll:7") == "dev"
-    assert infer_split("a.v4_gold_conll:1") == ""
 
 
 # ----------------------------------------------------------------------------
@@ -371,8 +351,8 @@ def test_mentions_round_trip_and_heat_map(tmp_path):
 
 def test_conll2012_fixture_end_to_end(tmp_path):
     sentences = read_conll2012(CONLL)
-    documents, _ = conll2012_documents(sentences, len, 64)  # one wordpiece per word
-    write_jsonl(tmp_path / "sentences.jsonl", sentences)  # as prepare_treebank writes them: no heads
+    documents, _ = make_documents(sentences, len, 64)  # one wordpiece per word
+    write_jsonl(tmp_path / "sentences.jsonl", sentences)  # as prepare_treebank writes them
     write_jsonl(tmp_path / "documents.jsonl", documents)
     words = documents[0].words
     n = len(words) + 2

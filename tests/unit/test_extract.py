@@ -41,6 +41,31 @@ def test_length_batches_sort_and_cap():
     assert sorted(e.index for b in capped for e in b) == [0, 1, 2, 3, 4]
 
 
+def test_collate_pads_by_hand():
+    a = ex.Encoded(0, "a", [2, 9, 3], [0, 0, 1], [-1, 0, -1], 1)
+    b = ex.Encoded(1, "b", [2, 3], [0, 0], [-1, -1], 0)
+    inputs = ex.collate([a, b], pad_id=7, device="cpu")
+    assert list(inputs) == ["input_ids", "token_type_ids", "attention_mask"]
+    assert inputs["input_ids"].tolist() == [[2, 9, 3], [2, 3, 7]]
+    assert inputs["token_type_ids"].tolist() == [[0, 0, 1], [0, 0, 0]]
+    assert inputs["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
+    assert inputs["input_ids"].dtype == torch.long
+
+
+def test_pad_batch_checks_its_input():
+    from types import SimpleNamespace
+
+    from headatlas.batching import pad_batch
+
+    out = pad_batch([SimpleNamespace(ids=[1], tags=[5]), SimpleNamespace(ids=[1, 2], tags=[5, 6])],
+                    {"ids": 0, "tags": -100}, mask=None)
+    assert list(out) == ["ids", "tags"] and out["tags"].tolist() == [[5, -100], [5, 6]]
+    with pytest.raises(ValueError, match="example 0: tags has 2 values, expected 1"):
+        pad_batch([SimpleNamespace(ids=[1], tags=[5, 6])], {"ids": 0, "tags": 0})
+    with pytest.raises(ValueError, match="at least one"):
+        pad_batch([], {"ids": 0})
+
+
 def test_shard_ranges_cover_everything_once():
     parts = [list(ex.shard_range(10, s, 3)) for s in range(3)]
     assert sum(parts, []) == list(range(10))

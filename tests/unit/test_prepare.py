@@ -14,7 +14,7 @@ def test_user_conllu_path_and_split_filter(tmp_path):
                                  None, tmp_path)
     assert corpus_stats(sentences)["documents"] == 2
     with pytest.raises(CorpusFormatError, match="no sentences"):
-        prepare_treebank("mine", {"format": "conllu", "splits": ["test"],
+        prepare_treebank("mine", {"format": "conllu", "keep_splits": ["test"],
                                   "path": str(FIXTURES / "formats" / "gum_style.conllu")}, None, tmp_path)
 
 
@@ -34,6 +34,15 @@ def test_ewt_from_the_mirror():
     stats = corpus_stats(sentences)
     assert stats["sentences"] == 4078 and stats["words"] == 50241
     assert stats["sentences_by_split"] == {"dev": 2001, "test": 2077}
+
+
+@needs_mirror
+@pytest.mark.embedded
+def test_split_rule_on_a_pinned_corpus_matches_mirror_relative_paths():
+    rule = {"by": "file", "dev": ["en_ewt-ud-test.conllu"]}  # names as in the checksum list
+    stats = corpus_stats(prepare_treebank("ewt", {"splits": rule}, mirror_dir(), mirror_dir()),
+                         assigned=True)
+    assert stats["sentences_by_split"] == {"dev": 2077, "unassigned": 2001}
 
 
 @needs_mirror

@@ -6,7 +6,7 @@ import re
 from snakemake.logging import logger
 
 from headatlas.codedeps import code_files
-from headatlas.config import corpus_format, plan
+from headatlas.config import format_name, plan
 
 PLAN = plan(config)
 RESULTS = PLAN.results

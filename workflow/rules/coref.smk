@@ -95,7 +95,7 @@ rule coref_accuracy:
         eval_split=COREF["eval_split"],
         n_boot=COREF["bootstrap"]["n"],
         seed=COREF["bootstrap"]["seed"],
-        source_format=lambda wc: corpus_format(config, CORPORA[wc.corpus]["from"]),
+        source_format=lambda wc: format_name(config, CORPORA[wc.corpus]["from"]),
         max_length=EXTRACTION["max_length"],
     script:
         "../scripts/coref_accuracy.py"

@@ -13,8 +13,9 @@ with rule_logging(snakemake) as log:
     corpus = snakemake.wildcards.corpus
     mirror = resolve_mirror(snakemake.params.mirror)
     log.info("corpus %s, mirror %s", corpus, mirror or "none (downloading)")
-    sentences = prepare_treebank(corpus, snakemake.params.spec, mirror, Path("data/raw"))
-    stats = corpus_stats(sentences)
+    spec = snakemake.params.spec
+    sentences = prepare_treebank(corpus, spec, mirror, Path("data/raw"))
+    stats = corpus_stats(sentences, assigned=spec.get("splits") is not None)
     write_jsonl(snakemake.output.corpus, sentences)
     with atomic_open(snakemake.output.stats) as handle:
         json.dump({"corpus": corpus, **stats}, handle, indent=2)

@@ -14,13 +14,3 @@ module registers its analyses by name.
 * :mod:`~headatlas.analyses.headtypes`: distance features and head types (Guan et al.)
 """
 
-
-def __getattr__(name):
-    # Stop-gap for workflow/scripts/coref_mentions.py (``from headatlas.analyses import
-    # run_analysis``), which this change leaves alone: resolved lazily, so importing the package
-    # still imports nothing. Delete once that script imports from headatlas.analyses.base.
-    if name == "run_analysis":
-        from headatlas.analyses.base import run_analysis
-
-        return run_analysis
-    raise AttributeError(f"module 'headatlas.analyses' has no attribute {name!r}")

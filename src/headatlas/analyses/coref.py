@@ -20,8 +20,8 @@ Conventions (the paper does not spell them out):
 * The head word of a span is the word whose syntactic head lies outside the
   span (a gap word of a discontinuous mention is outside); if several do,
   the leftmost. GUM has gold UD trees; CoNLL-2012 has constituency parses,
-  which :func:`constituency_heads` converts to dependencies with head rules
-  first (see there).
+  which its reader converts to dependencies with head rules
+  (:func:`headatlas.corpora.conll2012.constituency_heads`).
 * Mention type from the head word's XPOS: PRP, PRP$, WP, WP$ pronoun;
   NNP, NNPS proper; anything else nominal (demonstratives tagged DT too).
 * Full string match compares the lowercased words; number, gender and
@@ -34,8 +34,8 @@ Conventions (the paper does not spell them out):
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
-from dataclasses import dataclass, replace
+from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -43,9 +43,8 @@ import numpy as np
 import pandas as pd
 
 from headatlas.analyses.base import Analysis, describe, register, store_provenance
-from headatlas.corpora.documents import join_sentences, make_documents
 from headatlas.corpora.records import Sentence, read_jsonl
-from headatlas.errors import CorpusFormatError, StoreError
+from headatlas.errors import StoreError
 from headatlas.heads import head_names, is_head_name, parse_head_name
 from headatlas.stats import bootstrap_ratio
 from headatlas.store import Example
@@ -369,48 +368,8 @@ class Coreference(Analysis):
 
 
 # ----------------------------------------------------------------------------
-# Documents: sources, truncation, CoNLL-2012
+# Documents: sources and truncation
 # ----------------------------------------------------------------------------
-
-_SPLIT_DIRS = {"train": "train", "development": "dev", "dev": "dev", "test": "test"}
-
-
-def infer_split(source: str) -> str:
-    """Split from a record's ``source`` path (CoNLL-2012 ``.../data/test/...``), else ``""``.
-
-    The innermost folder named train, development/dev or test wins, so a
-    parent folder that happens to be called ``test`` does not.
-    """
-    folders = [part for part in Path(source.rsplit(":", 1)[0]).parts[:-1] if part in _SPLIT_DIRS]
-    return _SPLIT_DIRS[folders[-1]] if folders else ""
-
-
-def with_dependency_heads(sentence: Sentence) -> Sentence:
-    """A sentence with heads and a split: CoNLL-2012 records get both from parse bits and path.
-
-    Records that have heads (treebanks, GUM) are returned unchanged.
-    """
-    if sentence.heads is not None or "parse" not in sentence.meta:
-        return sentence
-    try:
-        heads = constituency_heads(sentence.meta["parse"], sentence.xpos)
-    except ValueError as err:
-        path, _, line = sentence.source.rpartition(":")
-        raise CorpusFormatError(path, line, f"sentence {sentence.id}: {err}",
-                                "check the parse-bit column (6th) of this sentence") from err
-    return replace(sentence, heads=heads, split=sentence.split or infer_split(sentence.source))
-
-
-def conll2012_documents(sentences: Iterable[Sentence], count: Callable[[list[str]], int],
-                        max_length: int) -> tuple[list[Sentence], Counter]:
-    """:func:`~headatlas.corpora.formats.read_conll2012` output -> documents ready for extraction.
-
-    Heads come from the constituency parse (:func:`constituency_heads`), the
-    split from the file's folder; then :func:`make_documents` joins and
-    truncates at a sentence boundary to ``max_length`` wordpieces.
-    """
-    return make_documents((with_dependency_heads(s) for s in sentences), count, max_length)
-
 
 def load_documents(documents_path: str | Path, sentences_path: str | Path
                    ) -> tuple[dict[int, CorefDocument], pd.DataFrame]:
@@ -421,9 +380,8 @@ def load_documents(documents_path: str | Path, sentences_path: str | Path
     documents_path : path
         The documents JSONL the store was extracted from (``prepare_documents``).
     sentences_path : path
-        The sentence corpus the documents were joined from. Each document is
-        rebuilt from its kept sentences (``meta["sentence_ids"]``) so that
-        CoNLL-2012 sentences get heads from their parse bits.
+        The sentence corpus the documents were joined from (every prepared
+        corpus has dependency heads and splits, CoNLL-2012 included).
 
     Returns
     -------
@@ -436,24 +394,24 @@ def load_documents(documents_path: str | Path, sentences_path: str | Path
     """
     by_doc: dict[str, list[Sentence]] = defaultdict(list)
     for sentence in read_jsonl(sentences_path):
-        by_doc[sentence.doc].append(with_dependency_heads(sentence))
+        by_doc[sentence.doc].append(sentence)
     documents = {}
     for index, record in enumerate(read_jsonl(documents_path)):
-        documents[index] = _rebuild(record, by_doc.get(record.doc, []))
+        documents[index] = _document(record, by_doc.get(record.doc, []))
     prepared = {doc.id: doc for doc in documents.values()}
     return documents, pd.DataFrame([_source_row(name, group, prepared.get(name))
                                     for name, group in by_doc.items()])
 
 
-def _rebuild(record: Sentence, sentences: list[Sentence]) -> CorefDocument:
-    by_id = {s.id: s for s in sentences}
-    kept = [by_id.get(i) for i in record.meta.get("sentence_ids", [])]
-    if not kept or None in kept:
-        raise ValueError(f"document {record.id}: its sentences are not all in the sentence corpus")
-    doc = join_sentences(kept)
-    if doc.words != record.words:
+def _document(record: Sentence, sentences: list[Sentence]) -> CorefDocument:
+    """A documents-JSONL record, checked against the first sentences of its source document."""
+    kept = record.meta.get("sentence_ids", [])
+    if not kept or kept != [s.id for s in sentences[:len(kept)]]:
+        raise ValueError(f"document {record.id}: its sentences are not the first sentences of "
+                         f"{record.doc} in the sentence corpus; rerun prepare_documents")
+    if record.words != [word for s in sentences[:len(kept)] for word in s.words]:
         raise ValueError(f"document {record.id} differs from its sentences; rerun prepare_documents")
-    return CorefDocument(record.id, doc.split, doc.words, document_mentions(doc), len(kept))
+    return CorefDocument(record.id, record.split, record.words, document_mentions(record), len(kept))
 
 
 def _source_row(name: str, sentences: list[Sentence], doc: CorefDocument | None) -> dict:
@@ -467,104 +425,6 @@ def _source_row(name: str, sentences: list[Sentence], doc: CorefDocument | None)
         "cross_sentence_mentions": sum(s.meta.get("cross_sentence_mentions", 0) for s in sentences),
         "empty_node_mentions": sum(s.meta.get("empty_node_mentions", 0) for s in sentences),
     }
-
-
-# ----------------------------------------------------------------------------
-# CoNLL-2012 constituency parses -> dependency heads
-# ----------------------------------------------------------------------------
-
-@dataclass
-class _Node:
-    label: str
-    children: list["_Node | int"]  # phrases, or word indices (preterminals)
-
-
-_BIT = re.compile(r"(?P<opens>(?:\([^()*\s]+)*)\*(?P<closes>\)*)")
-_OPEN_LABEL = re.compile(r"\(([^()*\s]+)")
-NP_LABELS = frozenset({"NP", "NML", "NX", "WHNP", "NAC"})
-NOMINAL = frozenset({"NN", "NNS", "NNP", "NNPS", "PRP", "WP", "NML", "NX"})
-VERBAL = frozenset({"VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "MD", "VP"})
-PUNCT_TAGS = frozenset({",", ".", ":", "``", "''", "-LRB-", "-RRB-", "HYPH", "NFP"})
-
-
-def parse_tree(bits: Sequence[str]) -> _Node:
-    """The constituency tree of one sentence from its CoNLL-2012 parse bits.
-
-    A bit is ``(LABEL(LABEL*))``: phrases opened before the word, the word
-    (``*``), the number of phrases closed after it.
-    """
-    root = _Node("", [])
-    stack = [root]
-    for word, bit in enumerate(bits):
-        match = _BIT.fullmatch(bit)
-        if not match:
-            raise ValueError(f"word {word}: malformed parse bit {bit!r}")
-        for label in _OPEN_LABEL.findall(match["opens"]):
-            node = _Node(label, [])
-            stack[-1].children.append(node)
-            stack.append(node)
-        stack[-1].children.append(word)
-        for _ in match["closes"]:
-            if len(stack) == 1:
-                raise ValueError(f"word {word}: parse bit {bit!r} closes a phrase never opened")
-            stack.pop()
-    if len(stack) != 1:
-        raise ValueError(f"parse bits leave {len(stack) - 1} phrase(s) open")
-    only = root.children[0] if len(root.children) == 1 else None
-    return only if isinstance(only, _Node) else root
-
-
-def _category(child: "_Node | int", xpos: Sequence[str]) -> str:
-    """A word's POS tag, or a phrase label without function tags (NP-SBJ -> NP)."""
-    if isinstance(child, int):
-        return xpos[child]
-    match = re.match(r"[A-Z$]+", child.label)
-    return match.group(0) if match else child.label
-
-
-def head_child(node: _Node, xpos: Sequence[str]) -> int:
-    """Index of the head child of a phrase (simplified Collins 1999 head rules).
-
-    Noun phrases: the rightmost noun or pronoun word (or NML/NX) among the
-    direct children -- post-modifiers (PP, SBAR, appositives) sit in a
-    nested NP, so this is the last noun before any post-modifier and the
-    possessive ``'s`` is never the head; else the leftmost NP child
-    (``(NP (NP the city) (PP of Paris))``, coordination); other phrases: the
-    leftmost verb or VP child. Failing those, the rightmost child that is
-    not punctuation (PP -> its NP, SBAR -> its S, ADJP -> its adjective).
-    """
-    cats = [_category(child, xpos) for child in node.children]
-    if _category(node, xpos) in NP_LABELS:
-        order = [(k, NOMINAL) for k in reversed(range(len(cats)))] + [(k, {"NP"}) for k in range(len(cats))]
-    else:
-        order = [(k, VERBAL) for k in range(len(cats))]
-    order += [(k, None) for k in reversed(range(len(cats)))]
-    return next((k for k, wanted in order
-                 if (cats[k] in wanted if wanted is not None else cats[k] not in PUNCT_TAGS)),
-                len(cats) - 1)
-
-
-def constituency_heads(bits: Sequence[str], xpos: Sequence[str]) -> list[int]:
-    """Dependency heads (1-based, 0 = root) from parse bits, by :func:`head_child` percolation.
-
-    Each phrase's non-head children attach to its head child's head word, so
-    the head word of a constituent mention is exactly its lexical head, and
-    :func:`span_head` gives the same answer for both corpora.
-    """
-    heads = [0] * len(bits)
-    _attach(parse_tree(bits), heads, xpos)
-    return heads
-
-
-def _attach(node: _Node, heads: list[int], xpos: Sequence[str]) -> int:
-    """Attach the head words of ``node``'s non-head children to its head word; return that word."""
-    words = [child if isinstance(child, int) else _attach(child, heads, xpos)
-             for child in node.children]
-    head = words[head_child(node, xpos)]
-    for word in words:
-        if word != head:
-            heads[word] = head + 1
-    return head
 
 
 # ----------------------------------------------------------------------------

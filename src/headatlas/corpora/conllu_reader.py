@@ -5,7 +5,7 @@ line numbers and accepts some malformed input (two spaces as a column
 separator, short lines), a light line-level pre-scan first checks the token
 lines and the trees and raises :class:`CorpusFormatError` at ``file:line``.
 The pre-scan and the coreference bracket tracker are shared with the CoNLL-X
-and CoNLL-2012 readers in :mod:`headatlas.corpora.formats`.
+and CoNLL-2012 readers (:mod:`headatlas.corpora.conllx`, :mod:`headatlas.corpora.conll2012`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ _RAW_COLUMNS = {name: (lambda cols, i: cols[i]) for name in ("feats", "xpos", "d
 
 
 # ----------------------------------------------------------------------------
-# Line-level pre-scan (shared with formats.py)
+# Line-level pre-scan (shared with conllx.py)
 # ----------------------------------------------------------------------------
 
 @dataclass
@@ -199,7 +199,7 @@ def parse_block(path: Path, block: TokenBlock, fields: tuple[str, ...]) -> conll
 
 
 # ----------------------------------------------------------------------------
-# Coreference brackets (shared with formats.py)
+# Coreference brackets (shared with conll2012.py)
 # ----------------------------------------------------------------------------
 
 @dataclass

@@ -10,7 +10,9 @@ import logging
 from collections import Counter
 from pathlib import Path
 
+from headatlas.corpora.formats import FORMATS
 from headatlas.corpora.records import Sentence
+from headatlas.corpora.splits import UNASSIGNED, assign_splits
 from headatlas.errors import CorpusFormatError, SourceError
 from headatlas.sources import Source, read_checksums
 
@@ -65,15 +67,12 @@ def prepare_ewt(source: Source) -> list[Sentence]:
 
 
 def read_path(fmt: str, path: str | Path) -> list[Sentence]:
-    """Read a user-supplied corpus file, or every matching file of a folder."""
-    from headatlas.corpora import conllu_reader, formats
-
-    readers = {"conllu": (conllu_reader.read_conllu, "*.conllu"),
-               "conllx": (formats.read_conllx, "*.conll*"),
-               "conll2012": (formats.read_conll2012, "*gold_conll")}
-    if fmt not in readers:
-        raise SourceError(f"unknown corpus format {fmt!r}; choose one of {sorted(readers)}")
-    reader, pattern = readers[fmt]
+    """Read a user-supplied corpus file, or every file of a folder matching the format's glob."""
+    spec = FORMATS.get(fmt)
+    if spec is None or spec.reader is None:
+        readable = sorted(name for name, f in FORMATS.items() if f.reader)
+        raise SourceError(f"unknown corpus format {fmt!r} for a `path:`; choose one of {readable}")
+    reader, pattern = spec.read(), spec.files
     path = Path(path)
     if not path.exists():
         raise SourceError(f"corpus path {path} does not exist.\n  how to fix: set `path:` of the "
@@ -85,26 +84,48 @@ def read_path(fmt: str, path: str | Path) -> list[Sentence]:
 
 
 def prepare_treebank(name: str, spec: dict, mirror: Path | None, cache: Path) -> list[Sentence]:
-    """All sentences of one treebank corpus, in document order."""
+    """All sentences of one treebank corpus, in document order, with their splits.
+
+    Splits come from the source (GUM's ``splits.md``, EWT's file names,
+    CoNLL-2012 folders) unless the corpus has a ``splits:`` rule
+    (:func:`~headatlas.corpora.splits.assign_splits`; ``by: file`` globs are
+    matched against paths relative to ``path:``, or to the mirror/download
+    folder of a pinned corpus). ``keep_splits:`` then keeps only those splits.
+    """
     fmt = spec.get("format", name)
     if spec.get("path"):
-        sentences = read_path(fmt, spec["path"])
-    elif fmt in ("gum", "ewt"):
+        path = Path(spec["path"])
+        sentences = read_path(fmt, path)
+        roots = [path if path.is_dir() else path.parent]
+    elif fmt in CATALOG:
         source = catalog_source(fmt, mirror, cache)
         sentences = prepare_gum(source) if fmt == "gum" else prepare_ewt(source)
+        roots = [root for root in (source.mirror, source.cache / source.name) if root]
     else:
         raise SourceError(f"corpus {name!r}: format {fmt!r} needs a `path:` in the config")
-    if spec.get("splits"):
-        sentences = [s for s in sentences if s.split in spec["splits"]]
+    if spec.get("splits") is not None:
+        if isinstance(spec["splits"], list):
+            raise SourceError(f"corpus {name!r}: `splits: {spec['splits']}` is a list; `splits:` "
+                              "now assigns splits.\n  how to fix: to keep only these splits write "
+                              f"`keep_splits: {spec['splits']}`")
+        assign_splits(sentences, spec["splits"], roots, name)
+    if spec.get("keep_splits"):
+        sentences = [s for s in sentences if s.split in spec["keep_splits"]]
     if not sentences:
         raise CorpusFormatError(spec.get("path", name), 0, "the corpus has no sentences",
-                                "check the path and the `splits:` filter")
+                                "check the path, the `splits:` rule and the `keep_splits:` filter")
     return sentences
 
 
-def corpus_stats(sentences: list[Sentence]) -> dict:
-    """Counts for the log and the report."""
-    by_split = Counter(s.split or "all" for s in sentences)
+def corpus_stats(sentences: list[Sentence], assigned: bool = False) -> dict:
+    """Counts for the log and the report.
+
+    ``sentences_by_split`` names sentences without a split ``all`` when the
+    corpus has no splits at all, else ``unassigned``; always ``unassigned``
+    when ``assigned`` (the splits came from a ``splits:`` rule).
+    """
+    unsplit = not assigned and not any(s.split for s in sentences)
+    by_split = Counter(s.split or ("all" if unsplit else UNASSIGNED) for s in sentences)
     return {"sentences": len(sentences), "words": sum(len(s.words) for s in sentences),
             "documents": len({s.doc for s in sentences}),
             "mentions": sum(len(s.mentions or []) for s in sentences),

@@ -1,4 +1,4 @@
-"""Fine-tune an encoder on UPOS tagging: the task model of the head-type ablation.
+"""UPOS tagging: packed inputs, fine-tuning, accuracy -- the task model of the head-type ablation.
 
 Guan et al. (2020, §5) ablate the heads of a SQuAD-fine-tuned BERT-large.
 SQuAD is not reachable here, so the default task is token-level UPOS tagging
@@ -15,6 +15,10 @@ early stop after ``patience`` evaluations without improvement; accuracy of
 the best weights on the test split. The checkpoint (model, tokenizer, label
 map in ``config.json``) is written with ``save_pretrained`` into a temporary
 folder renamed into place.
+
+:func:`fine_tune_model` is the ``finetune_upos`` rule's whole job (base model
+config entry -> tuned model, metrics, curve); :func:`ablation_evaluator` the
+task's half of the ``ablation`` rule (the tagger scored under a head plan).
 """
 
 from __future__ import annotations
@@ -29,12 +33,13 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from headatlas.batching import pad_batch
 from headatlas.corpora.records import Sentence
 from headatlas.errors import HeadAtlasError
 
@@ -180,19 +185,9 @@ def _example(tokenizer, doc: str, parts: list[tuple[list[int], list[int]]]) -> P
 
 def collate(batch: Sequence[Packed], pad_id: int) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """Model inputs (with ``labels``) and ``sentence_ids`` ``[batch, width]`` (-1 = special/pad)."""
-    width = max(len(e) for e in batch)
-    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-    labels = torch.full((len(batch), width), IGNORE, dtype=torch.long)
-    sentence_ids = torch.full((len(batch), width), -1, dtype=torch.long)
-    mask = torch.zeros((len(batch), width), dtype=torch.long)
-    for row, example in enumerate(batch):
-        n = len(example)
-        ids[row, :n] = torch.tensor(example.input_ids)
-        labels[row, :n] = torch.tensor(example.labels)
-        sentence_ids[row, :n] = torch.tensor(example.sentence_ids)
-        mask[row, :n] = 1
-    inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids),
-              "labels": labels}
+    inputs = pad_batch(batch, {"input_ids": pad_id, "labels": IGNORE, "sentence_ids": -1})
+    sentence_ids = inputs.pop("sentence_ids")
+    inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
     return inputs, sentence_ids
 
 
@@ -248,6 +243,10 @@ class TuneResult:
     curve: pd.DataFrame  # one row per dev evaluation
     model: torch.nn.Module
     tokenizer: object
+
+    def metrics_table(self) -> pd.DataFrame:
+        """The metrics as ``quantity, value`` rows (the rule's ``metrics.csv``)."""
+        return pd.DataFrame({"quantity": list(self.metrics), "value": list(self.metrics.values())})
 
 
 def fine_tune(source: str, sentences: Sequence[Sentence], options: TuneOptions | None = None,
@@ -360,6 +359,27 @@ def _param_groups(model, weight_decay: float) -> list[dict]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
 
 
+def fine_tune_model(name: str, spec: dict, sentences: Iterable[Sentence], corpus: str,
+                    options: dict | None = None, progress: bool = True) -> TuneResult:
+    """Fine-tune the configured model ``name`` (its ``models:`` entry ``spec``) on ``corpus``.
+
+    ``options`` are :class:`TuneOptions` fields. The metrics name the base
+    model, its source and the corpus, then :func:`fine_tune`'s metrics, then
+    every option.
+    """
+    from headatlas.models import resolve
+
+    if spec.get("random_init"):
+        raise HeadAtlasError(f"model {name!r} is a random-init variant; fine-tune a pretrained one")
+    source, revision = resolve(spec)
+    tune = TuneOptions(**(options or {}))
+    result = fine_tune(source, list(sentences), tune, revision=revision, progress=progress)
+    result.metrics = {"base_model": name,
+                      "base_source": spec.get("hub") or spec.get("package") or source,
+                      "corpus": corpus, **result.metrics, **vars(tune)}
+    return result
+
+
 def save_checkpoint(model, tokenizer, folder: str | Path) -> Path:
     """``save_pretrained`` model + tokenizer into ``folder``, whole or not at all.
 
@@ -378,3 +398,48 @@ def save_checkpoint(model, tokenizer, folder: str | Path) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return folder
+
+
+# ----------------------------------------------------------------------------
+# the tagger under a head-type ablation
+# ----------------------------------------------------------------------------
+
+MAIN_METRIC = "accuracy"
+
+
+def upos_task(model, examples: Sequence[Packed], batch_size: int = 32,
+              renormalise: bool = False) -> Callable[[torch.Tensor], dict[str, float]]:
+    """``evaluate(actions)`` -> word accuracy (%) and loss of the tagger on packed ``examples``."""
+    from headatlas.ablation import plan
+
+    def evaluate(actions: torch.Tensor) -> dict[str, float]:
+        scores = tag_scores(model, examples, batch_size, plan(actions, renormalise))
+        return {"accuracy": scores["accuracy"], "loss": scores["loss"]}
+
+    return evaluate
+
+
+def ablation_evaluator(model, tokenizer, sentences: Sequence[Sentence], corpus: str,
+                       split: str = "test", max_examples: int | None = None,
+                       max_length: int = 128, batch_size: int = 32, renormalise: bool = False
+                       ) -> tuple[Callable[[torch.Tensor], dict[str, float]], str]:
+    """The tagger's evaluation on the packed ``split`` of ``sentences``, and its description.
+
+    The first ``max_examples`` sentences of the split are packed as in
+    fine-tuning; every tag must be in the tagger's label map.
+    """
+    parts, by_document = split_sentences(list(sentences))
+    chosen = parts[split][:max_examples]
+    unknown = {t for s in chosen for t in s.upos} - set(model.config.label2id)
+    if unknown:
+        raise HeadAtlasError(f"tags {sorted(unknown)} are not in the tagger's label map; was it "
+                             f"fine-tuned on {corpus}?")
+    stats = Counter()
+    examples = pack_documents(tokenizer, chosen, model.config.label2id, max_length, stats)
+    data = (f"UPOS tagging, {corpus} {split} split"
+            + (" (documents split by order: the corpus has no splits)" if by_document else "")
+            + f", {sum(e.n_words for e in examples)} words in {len(examples)} inputs of <= "
+            f"{max_length} wordpieces, each several consecutive sentences of one document"
+            + (f"; {stats['too_long_sentences']} sentence(s) longer than that left out"
+               if stats["too_long_sentences"] else ""))
+    return upos_task(model, examples, batch_size, renormalise), data

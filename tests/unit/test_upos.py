@@ -1,4 +1,4 @@
-"""Fine-tuning for UPOS tagging: splits, packing, a few training steps, the checkpoint."""
+"""UPOS tagging: splits, packing, a few training steps, the checkpoint, the ablation evaluator."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ from collections import Counter
 import pytest
 import torch
 
+from headatlas.ablation import KEEP, NO_INTER
 from headatlas.corpora.records import Sentence
 from headatlas.errors import HeadAtlasError
-from headatlas.finetune import (IGNORE, TuneOptions, collate, fine_tune, label_map,
-                                pack_documents, save_checkpoint, split_sentences, tag_scores)
+from headatlas.tasks.grid import load_task_model
+from headatlas.tasks.upos import (IGNORE, TuneOptions, ablation_evaluator, collate, fine_tune,
+                                  fine_tune_model, label_map, pack_documents, save_checkpoint,
+                                  split_sentences, tag_scores, upos_task)
 from tests.conftest import VOCAB, make_tiny_model
 
 # Each word always has the same tag, so a tagger can learn it quickly.
@@ -124,3 +127,66 @@ def test_fine_tuning_is_seeded(tmp_path):
     assert a.curve["train_loss"].equals(b.curve["train_loss"])
     for key, value in a.model.state_dict().items():
         assert torch.equal(value, b.model.state_dict()[key])
+
+
+def test_fine_tune_model_names_base_corpus_and_options(tmp_path):
+    base = make_tiny_model(tmp_path / "base")
+    with pytest.raises(HeadAtlasError, match="random-init variant"):
+        fine_tune_model("r", {"path": str(base), "random_init": True}, corpus(), "tb")
+    options = {"epochs": 1, "batch_size": 4, "max_steps": 2, "eval_every": 2, "max_length": 32}
+    result = fine_tune_model("tiny", {"path": str(base)}, iter(corpus()), "tb", options, progress=False)
+    table = result.metrics_table()
+    assert list(table.columns) == ["quantity", "value"]
+    assert table["quantity"].tolist()[:4] == ["base_model", "base_source", "corpus", "test_accuracy"]
+    assert table["quantity"].tolist()[-len(vars(TuneOptions())):] == list(vars(TuneOptions()))
+    assert result.metrics["base_source"] == str(base) and result.metrics["max_steps"] == 2
+
+
+# ----------------------------------------------------------------------------
+# The tagger under a head-type ablation
+# ----------------------------------------------------------------------------
+
+def test_upos_task_runs_on_a_tiny_tagger(tmp_path):
+    from transformers import AutoTokenizer, BertForTokenClassification
+
+    folder = make_tiny_model(tmp_path / "base")
+    BertForTokenClassification.from_pretrained(folder, num_labels=2).save_pretrained(tmp_path / "tagger")
+    AutoTokenizer.from_pretrained(folder).save_pretrained(tmp_path / "tagger")
+    model, tokenizer = load_task_model("upos", str(tmp_path / "tagger"), device="cpu")
+    doc = [Sentence("s1", ["the", "cat"], doc="d", upos=["A", "B"]),
+           Sentence("s2", ["it", "sat"], doc="d", upos=["B", "A"])]
+    examples = pack_documents(tokenizer, doc, {"A": 0, "B": 1}, max_length=16)
+    evaluate = upos_task(model, examples)
+    for actions in (torch.full((2, 2), KEEP), torch.full((2, 2), NO_INTER)):
+        assert 0 <= evaluate(actions)["accuracy"] <= 100
+
+
+def test_ablation_evaluator_packs_the_split_and_describes_it(tmp_path):
+    from transformers import AutoTokenizer, BertForTokenClassification
+
+    sentences = corpus()
+    labels = label_map(sentences)
+    folder = make_tiny_model(tmp_path / "base")
+    BertForTokenClassification.from_pretrained(
+        folder, num_labels=len(labels), label2id=labels,
+        id2label={i: t for t, i in labels.items()}).save_pretrained(tmp_path / "tagger")
+    AutoTokenizer.from_pretrained(folder).save_pretrained(tmp_path / "tagger")
+    model, tokenizer = load_task_model("upos", str(tmp_path / "tagger"), device="cpu")
+    evaluate, described = ablation_evaluator(model, tokenizer, sentences, "tb", "test",
+                                             max_examples=4, max_length=32)
+    # The first 4 test sentences (document d5), one wordpiece per word: 3-7 words each, so they
+    # pack into inputs of <= 30 words between [CLS] and [SEP].
+    test = [s for s in sentences if s.split == "test"][:4]
+    n_words = sum(len(s.words) for s in test)
+    n_inputs = len(pack_documents(tokenizer, test, labels, 32))
+    assert described == (f"UPOS tagging, tb test split, {n_words} words in {n_inputs} inputs of "
+                         "<= 32 wordpieces, each several consecutive sentences of one document")
+    assert 0 <= evaluate(torch.full((2, 2), KEEP))["accuracy"] <= 100
+    _, unsplit = ablation_evaluator(model, tokenizer, corpus(n_docs=20, splits=False), "tb", "dev")
+    assert unsplit.startswith("UPOS tagging, tb dev split (documents split by order: the corpus "
+                              "has no splits), ")
+    odd = [Sentence(s.id, s.words, doc=s.doc, split=s.split, upos=["ODD"] * len(s.words))
+           for s in sentences]
+    with pytest.raises(HeadAtlasError, match=r"tags \['ODD'\] are not in the tagger's label map; "
+                                             "was it fine-tuned on tb"):
+        ablation_evaluator(model, tokenizer, odd, "tb")
