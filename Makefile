@@ -39,6 +39,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint
+	$(BIN)/snakefmt --check Snakefile workflow
 
 dry-run: $(STAMP)
 	$(SMK) -n --cores 1

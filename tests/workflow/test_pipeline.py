@@ -8,6 +8,7 @@ import sys
 
 import pandas as pd
 import pytest
+import yaml
 
 from headatlas.store import Store
 from tests.conftest import ROOT
@@ -55,9 +56,11 @@ def test_report_is_one_self_contained_page(tiny_workflow):
     assert "Relative position" in html and "paper_claims.csv" in html
 
 
-def test_changed_params_rerun_only_that_analysis(tiny_workflow):
-    jobs = planned_jobs(snakemake(tiny_workflow, "-n", "--cores", "1",
-                                  "--config", "surface={'corpus': 'wikipedia', 'options': {'entropy': {'max_examples': 2}}}"))
+def test_changed_params_rerun_only_that_analysis(tiny_workflow, tmp_path):
+    overlay = tmp_path / "overlay.yaml"  # --configfile extends config.yaml (--config gives strings)
+    overlay.write_text(yaml.safe_dump({"surface": {"corpus": "wikipedia",
+                                                   "options": {"entropy": {"max_examples": 2}}}}))
+    jobs = planned_jobs(snakemake(tiny_workflow, "-n", "--cores", "1", "--configfile", str(overlay)))
     assert jobs.get("surface_table") == 1
     # Only the entropy table and what reads the surface tables; nothing upstream or beside it.
     assert not [rule for rule in jobs if rule.startswith(INDEPENDENT_OF_SURFACE)]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from headatlas.heads import parse_head_name
 from headatlas.plots.base import atomic_savefig, captioned_figure, head_grid, head_heatmaps
 
 
@@ -29,7 +30,7 @@ def plot_head_accuracy(heads: pd.DataFrame, panels: list[tuple[str, str, str | N
     fig = captioned_figure(len(panels) * (1.2 + 0.42 * n_heads), 1.2 + 0.38 * n_layers, caption)
     head_heatmaps(fig, [head_grid(heads, column) for column, _, _ in panels],
                   [title for _, title, _ in panels],
-                  outlines=[tuple(map(int, marked.split("-"))) if marked else None
+                  outlines=[parse_head_name(marked) if marked else None
                             for _, _, marked in panels],
                   outline_colour="#e74c3c", vmin=0, vmax=100, annotate="{:.0f}",
                   colorbar="antecedent accuracy (%)")

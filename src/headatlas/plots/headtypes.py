@@ -18,6 +18,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
 from headatlas.analyses.headtypes import TYPES, feature_columns, layer_shares
+from headatlas.heads import head_name
 from headatlas.plots.base import atomic_savefig, captioned_figure, draw_head_heatmap, head_grid
 
 TYPE_COLOURS = {"dense": "#4c72b0", "diagonal": "#dd8452", "dense&vertical": "#55a868",
@@ -51,7 +52,7 @@ def plot_tsne(types: pd.DataFrame, xy: np.ndarray, path: str | Path, caption: st
                    edgecolors="white", linewidths=0.5)
     if len(types) <= _LABEL_HEADS_UP_TO:
         for (x, y), layer, head in zip(xy, types["layer"], types["head"]):
-            ax.annotate(f"{layer}-{head}", (x, y), fontsize=5, color="0.35", xytext=(2, 2),
+            ax.annotate(head_name(layer, head), (x, y), fontsize=5, color="0.35", xytext=(2, 2),
                         textcoords="offset points")
     ax.set(title="t-SNE of the 21-d distance features (colour: k-means type)", xticks=[], yticks=[])
     ax.legend(fontsize=8)

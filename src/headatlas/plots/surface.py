@@ -18,6 +18,7 @@ import pandas as pd
 from headatlas.plots.base import (BEHAVIOURS, COLOURS, atomic_savefig, captioned_figure,
                                   draw_attention_lines, head_grid, head_heatmaps, layer_axis,
                                   points_by_layer)
+from headatlas.heads import head_name
 from headatlas.store import Example
 
 
@@ -76,12 +77,12 @@ def plot_attention_lines(example: Example, heads: dict[str, tuple[int, int]], pa
     n_layers, n_heads = example.attn.shape[:2]
     for behaviour, (layer, head) in heads.items():
         if not (1 <= layer <= n_layers and 1 <= head <= n_heads):
-            raise ValueError(f"head {layer}-{head} ({behaviour}) is outside the model's "
+            raise ValueError(f"head {head_name(layer, head)} ({behaviour}) is outside the model's "
                              f"{n_layers} layers x {n_heads} heads")
     fig = captioned_figure(2.6 * len(heads), 1 + 0.16 * example.n_tokens, caption)
     axes = np.atleast_1d(fig.subplots(1, len(heads)))
     for ax, (behaviour, (layer, head)), colour in zip(axes, heads.items(),
                                                       matplotlib.colormaps["tab10"].colors):
         draw_attention_lines(ax, example.attn[layer - 1, head - 1], example.tokens, colour=colour)
-        ax.set_title(f"Head {layer}-{head}\n{BEHAVIOURS.get(behaviour, behaviour)}", fontsize=9)
+        ax.set_title(f"Head {head_name(layer, head)}\n{BEHAVIOURS.get(behaviour, behaviour)}", fontsize=9)
     atomic_savefig(fig, path)

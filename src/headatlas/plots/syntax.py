@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from headatlas.analyses.syntax import DIRECTIONS, LinePanel
+from headatlas.heads import head_name
 from headatlas.plots.base import (HIGHLIGHT, atomic_savefig, captioned_figure, draw_attention_lines,
                                   head_grid, head_heatmaps)
 
@@ -49,7 +50,7 @@ def plot_relation_heatmap(table: pd.DataFrame, relation: str, baseline: tuple[in
                                         for d in DIRECTIONS],
                   vmin=0, vmax=1, colorbar="accuracy")
     offset, base_acc = baseline
-    fig.suptitle(f"{relation} (n = {int(best['n'])}): best head {best_head[0]}-{best_head[1]} "
+    fig.suptitle(f"{relation} (n = {int(best['n'])}): best head {head_name(*best_head)} "
                  f"{best['direction']} {100 * best['accuracy']:.1f}%, "
                  f"best offset {offset:+d} {100 * base_acc:.1f}%", fontsize=10)
     atomic_savefig(fig, path)
