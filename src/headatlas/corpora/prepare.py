@@ -36,12 +36,14 @@ CATALOG = {
 }
 
 
-def catalog_source(name: str, mirror: Path | None, cache: Path) -> Source:
+def catalog_source(name: str, mirror: Path | None, cache: Path, setting: str = "") -> Source:
+    """The pinned source of a known corpus; ``setting`` describes the mirror for messages."""
     entry = CATALOG[name]
     return Source(name=name, base_url=entry["base_url"],
                   checksums=read_checksums(CHECKSUMS / f"{name}.sha256"),
                   mirror=mirror / entry["mirror_dir"] if mirror else None, cache=cache,
-                  url_paths=entry.get("url_paths", {}))
+                  url_paths=entry.get("url_paths", {}), mirror_dir=entry["mirror_dir"],
+                  mirror_setting=setting or "no mirror is set")
 
 
 def prepare_gum(source: Source) -> list[Sentence]:
@@ -83,7 +85,8 @@ def read_path(fmt: str, path: str | Path) -> list[Sentence]:
     return [s for f in files for s in reader(f)]
 
 
-def prepare_treebank(name: str, spec: dict, mirror: Path | None, cache: Path) -> list[Sentence]:
+def prepare_treebank(name: str, spec: dict, mirror: Path | None, cache: Path,
+                     mirror_setting: str = "") -> list[Sentence]:
     """All sentences of one treebank corpus, in document order, with their splits.
 
     Splits come from the source (GUM's ``splits.md``, EWT's file names,
@@ -98,7 +101,7 @@ def prepare_treebank(name: str, spec: dict, mirror: Path | None, cache: Path) ->
         sentences = read_path(fmt, path)
         roots = [path if path.is_dir() else path.parent]
     elif fmt in CATALOG:
-        source = catalog_source(fmt, mirror, cache)
+        source = catalog_source(fmt, mirror, cache, mirror_setting)
         sentences = prepare_gum(source) if fmt == "gum" else prepare_ewt(source)
         roots = [root for root in (source.mirror, source.cache / source.name) if root]
     else:
