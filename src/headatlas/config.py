@@ -49,8 +49,8 @@ def load_config(config: dict, schema_path: str | Path) -> dict:
     """
     schema = yaml.safe_load(Path(schema_path).read_text())
     problems = schema_problems(config, schema)
-    if not problems:  # names are only worth checking in a well-formed config
-        problems = reference_problems(config)
+    if not problems:  # names and paths are only worth checking in a well-formed config
+        problems = reference_problems(config) + path_problems(config)
     if problems:
         raise ConfigError(problems)
     return config
@@ -259,6 +259,17 @@ def _ablation_problems(config: dict, check) -> list[str]:
         problems.append("`ablation.types_corpus`: head types are clustered on the surface corpus, "
                         "and `surface.corpus` is not set; name a corpus here or set `types_csv`")
     return problems
+
+
+def path_problems(config: dict) -> list[str]:
+    """Files and folders the config names that do not exist (relative paths: from the working
+    directory). A model folder under the results folder is made by the workflow itself."""
+    named = [(f"corpora.{c}.path", spec.get("path")) for c, spec in config["corpora"].items()]
+    named += [(f"models.{m}.path", spec.get("path")) for m, spec in config["models"].items()
+              if not str(spec.get("path", "")).startswith(f"{config['results']}/")]
+    named += [(f"ablation.{k}", config["ablation"][k]) for k in ("squad_path", "types_csv")]
+    return [f"`{key}`: {value} does not exist (relative paths start from the working directory, "
+            f"{Path.cwd()})" for key, value in named if value and not Path(value).exists()]
 
 
 # --- what runs -------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from snakemake.logging import logger
 
 from headatlas.codedeps import code_files
 from headatlas.config import format_name, plan
+from headatlas.corpora.prepare import source_files
 
 PLAN = plan(config)
 RESULTS = PLAN.results
@@ -35,6 +36,11 @@ def code(script):
     """The library files ``script`` imports, transitively: editing one reruns exactly its rules."""
     base = Path(workflow.basedir)
     return code_files(base / "workflow" / "scripts" / script, base / "src")
+
+
+def corpus_sources(wildcards):
+    """The files preparing this corpus reads: an edit (or a new file in its folder) re-prepares it."""
+    return [str(p) for p in source_files(wildcards.corpus, CORPORA[wildcards.corpus])]
 
 
 def model_inputs(wildcards):

@@ -74,15 +74,39 @@ def read_path(fmt: str, path: str | Path) -> list[Sentence]:
     if spec is None or spec.reader is None:
         readable = sorted(name for name, f in FORMATS.items() if f.reader)
         raise SourceError(f"unknown corpus format {fmt!r} for a `path:`; choose one of {readable}")
-    reader, pattern = spec.read(), spec.files
     path = Path(path)
     if not path.exists():
         raise SourceError(f"corpus path {path} does not exist.\n  how to fix: set `path:` of the "
                           "corpus in the config to an existing file or folder")
-    files = sorted(path.rglob(pattern)) if path.is_dir() else [path]
+    files = path_files(fmt, path)
     if not files:
-        raise SourceError(f"{path}: no {pattern} files in this folder")
+        raise SourceError(f"{path}: no {spec.files} files in this folder")
+    reader = spec.read()
     return [s for f in files for s in reader(f)]
+
+
+def path_files(fmt: str, path: str | Path) -> list[Path]:
+    """The files a ``path:`` corpus of format ``fmt`` is read from: the file, or the folder's matches."""
+    path = Path(path)
+    return sorted(path.rglob(FORMATS[fmt].files)) if path.is_dir() else [path]
+
+
+def source_files(name: str, spec: dict) -> list[Path]:
+    """Every file preparing corpus ``name`` reads, so that editing or adding one re-prepares it.
+
+    A pinned corpus (gum, ewt) lists its checksum file: every file read is verified against
+    it, so a file cannot change without it. Documents corpora read only prepared corpora.
+    """
+    from headatlas.corpora.wikipedia import find_summaries
+
+    if spec["kind"] == "segments":
+        return [Path(spec["path"])] if spec.get("path") else [find_summaries()]
+    if spec["kind"] != "treebank":
+        return []
+    fmt = spec.get("format", name)
+    if spec.get("path"):
+        return path_files(fmt, spec["path"]) if Path(spec["path"]).exists() else [Path(spec["path"])]
+    return [CHECKSUMS / f"{fmt}.sha256"]
 
 
 def prepare_treebank(name: str, spec: dict, mirror: Path | None, cache: Path,
