@@ -256,6 +256,7 @@ def test_every_mention_is_counted_once(counted):
     counts = summary_counts(sources, table, table.attrs["analysed_documents"])
     expected = {  # all, train (d1), test (d2, d3, d4)
         "documents": (4, 1, 3),
+        "documents_left_out_malformed_coreference": (0, 0, 0),
         "documents_dropped_first_sentence_too_long": (1, 0, 1),
         "documents_skipped_at_extraction": (1, 0, 1),
         "documents_analysed": (2, 1, 1),
@@ -276,6 +277,24 @@ def test_every_mention_is_counted_once(counted):
     assert list(counts.columns) == ["all", "train", "test"]
     for quantity, values in expected.items():
         assert tuple(counts.loc[quantity]) == values, quantity
+
+
+def test_a_document_left_out_of_coreference_is_counted_and_logged(tmp_path, caplog):
+    bad = sentence("d9", 1, ["Bo", "ran"], ["NNP", "VBD"], [], "test")
+    bad.meta["coreference_excluded"] = "x.conllu:3: mention of entity 4 opens here and is never closed"
+    good = sentence("d8", 1, ["Al", "ran"], ["NNP", "VBD"], [("1", [0])], "test")
+    documents, _ = make_documents([good, bad], len, 8)
+    write_jsonl(tmp_path / "sentences.jsonl", [good, bad])
+    write_jsonl(tmp_path / "documents.jsonl", documents)
+    with caplog.at_level("WARNING"):
+        docs, sources = load_documents(tmp_path / "documents.jsonl", tmp_path / "sentences.jsonl")
+    assert "d9 is left out of coreference" in caplog.text and "x.conllu:3" in caplog.text
+    store = [example(["[CLS]", "al", "ran", "[SEP]"], [-1, 0, 1, -1], np.full((1, 2, 4, 4), 0.25), 0, "d8"),
+             example(["[CLS]", "bo", "ran", "[SEP]"], [-1, 0, 1, -1], np.full((1, 2, 4, 4), 0.25), 1, "d9")]
+    table = run_analysis(Coreference, store, progress=False, documents=docs)
+    counts = summary_counts(sources, table, table.attrs["analysed_documents"])
+    assert counts.loc["documents_left_out_malformed_coreference", "all"] == 1
+    assert counts.loc["documents_analysed", "all"] == 2 and counts.loc["mentions_read", "all"] == 1
 
 
 def test_counts_refuse_mentions_that_vanish(counted):

@@ -33,6 +33,7 @@ Conventions (the paper does not spell them out):
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ from headatlas.stats import bootstrap_ratio
 from headatlas.store import Example
 from headatlas.wordlevel import word_level, word_units
 
+log = logging.getLogger(__name__)
 MENTION_TYPES = ("pronoun", "proper", "nominal")
 KINDS = ("all",) + MENTION_TYPES
 BASELINES = ("nearest", "head_match", "rule_based")
@@ -390,11 +392,16 @@ def load_documents(documents_path: str | Path, sentences_path: str | Path
     sources : DataFrame
         One row per source document: ``doc``, ``split``, ``prepared``,
         ``sentences``, ``sentences_kept``, ``mentions``, ``mentions_kept``,
-        ``cross_sentence_mentions``, ``empty_node_mentions``.
+        ``cross_sentence_mentions``, ``empty_node_mentions``, ``coreference_excluded``
+        (the reader's ``file:line`` problem that left the document out of coreference, or "").
     """
     by_doc: dict[str, list[Sentence]] = defaultdict(list)
     for sentence in read_jsonl(sentences_path):
         by_doc[sentence.doc].append(sentence)
+    for name, group in by_doc.items():
+        if "coreference_excluded" in group[0].meta:
+            log.warning("document %s is left out of coreference (its trees serve the other "
+                        "analyses): %s", name, group[0].meta["coreference_excluded"])
     documents = {}
     for index, record in enumerate(read_jsonl(documents_path)):
         documents[index] = _document(record, by_doc.get(record.doc, []))
@@ -424,6 +431,7 @@ def _source_row(name: str, sentences: list[Sentence], doc: CorefDocument | None)
         "mentions_kept": sum(len(s.mentions or []) for s in sentences[:n_kept]),
         "cross_sentence_mentions": sum(s.meta.get("cross_sentence_mentions", 0) for s in sentences),
         "empty_node_mentions": sum(s.meta.get("empty_node_mentions", 0) for s in sentences),
+        "coreference_excluded": sentences[0].meta.get("coreference_excluded", ""),
     }
 
 
@@ -472,6 +480,7 @@ def _counts(src: pd.DataFrame, m: pd.DataFrame) -> dict[str, int]:
     with_antecedent = m["n_antecedents"] > 0
     counts = {
         "documents": len(src),
+        "documents_left_out_malformed_coreference": (src["coreference_excluded"] != "").sum(),
         "documents_dropped_first_sentence_too_long": (~prepared).sum(),
         "documents_skipped_at_extraction": (prepared & ~analysed).sum(),
         "documents_analysed": analysed.sum(),

@@ -46,7 +46,7 @@ def catalog_source(name: str, mirror: Path | None, cache: Path, setting: str = "
                   mirror_setting=setting or "no mirror is set")
 
 
-def prepare_gum(source: Source) -> list[Sentence]:
+def prepare_gum(source: Source, strict: bool = True) -> list[Sentence]:
     from headatlas.corpora.conllu_reader import read_conllu, read_gum_splits
 
     doc_splits = read_gum_splits(source.fetch("splits.md"))
@@ -55,7 +55,7 @@ def prepare_gum(source: Source) -> list[Sentence]:
         doc = Path(relpath).stem
         if doc not in doc_splits:
             raise SourceError(f"GUM document {doc} is in no split of splits.md")
-        sentences += read_conllu(source.fetch(relpath), split=doc_splits[doc])
+        sentences += read_conllu(source.fetch(relpath), split=doc_splits[doc], strict=strict)
     return sentences
 
 
@@ -68,8 +68,12 @@ def prepare_ewt(source: Source) -> list[Sentence]:
     return sentences
 
 
-def read_path(fmt: str, path: str | Path) -> list[Sentence]:
-    """Read a user-supplied corpus file, or every file of a folder matching the format's glob."""
+def read_path(fmt: str, path: str | Path, strict: bool = True) -> list[Sentence]:
+    """Read a user-supplied corpus file, or every file of a folder matching the format's glob.
+
+    ``strict=False`` lets a coreference reader exclude a document with malformed brackets from
+    coreference (logged) instead of stopping.
+    """
     spec = FORMATS.get(fmt)
     if spec is None or spec.reader is None:
         readable = sorted(name for name, f in FORMATS.items() if f.reader)
@@ -82,7 +86,8 @@ def read_path(fmt: str, path: str | Path) -> list[Sentence]:
     if not files:
         raise SourceError(f"{path}: no {spec.files} files in this folder")
     reader = spec.read()
-    return [s for f in files for s in reader(f)]
+    options = {"strict": strict} if spec.coreference else {}
+    return [s for f in files for s in reader(f, **options)]
 
 
 def path_files(fmt: str, path: str | Path) -> list[Path]:
@@ -122,11 +127,12 @@ def prepare_treebank(name: str, spec: dict, mirror: Path | None, cache: Path,
     fmt = spec.get("format", name)
     if spec.get("path"):
         path = Path(spec["path"])
-        sentences = read_path(fmt, path)
+        sentences = read_path(fmt, path, spec.get("strict_coreference", False))
         roots = [path if path.is_dir() else path.parent]
     elif fmt in CATALOG:
         source = catalog_source(fmt, mirror, cache, mirror_setting)
-        sentences = prepare_gum(source) if fmt == "gum" else prepare_ewt(source)
+        sentences = prepare_gum(source, spec.get("strict_coreference", False)) if fmt == "gum" \
+            else prepare_ewt(source)
         roots = [root for root in (source.mirror, source.cache / source.name) if root]
     else:
         raise SourceError(f"corpus {name!r}: format {fmt!r} needs a `path:` in the config")
@@ -153,7 +159,11 @@ def corpus_stats(sentences: list[Sentence], assigned: bool = False) -> dict:
     """
     unsplit = not assigned and not any(s.split for s in sentences)
     by_split = Counter(s.split or ("all" if unsplit else UNASSIGNED) for s in sentences)
+    excluded = sorted({s.doc for s in sentences if "coreference_excluded" in s.meta})
     return {"sentences": len(sentences), "words": sum(len(s.words) for s in sentences),
             "documents": len({s.doc for s in sentences}),
             "mentions": sum(len(s.mentions or []) for s in sentences),
-            "sentences_by_split": dict(sorted(by_split.items()))}
+            "sentences_by_split": dict(sorted(by_split.items())),
+            "sentences_with_several_roots": sum(s.meta.get("roots", 1) > 1 for s in sentences),
+            "documents_excluded_from_coreference": len(excluded),
+            "documents_excluded_from_coreference_ids": " ".join(excluded)}
