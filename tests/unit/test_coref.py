@@ -89,10 +89,13 @@ def test_three_mention_document_heads_and_baselines():
     assert table.loc[:1, ["nearest", "1-1"]].isna().all().all()  # not evaluated: no score
 
 
-def test_three_mention_table2_beside_the_paper():
+def test_three_mention_table2_beside_the_paper(caplog):
     table = run_analysis(Coreference, [example(ANNA_TOKENS, ANNA_WORD_IDS, anna_attention())],
                          progress=False, documents={0: anna_document()})
-    result = table2(table, n_boot=50).set_index("system")
+    with caplog.at_level("WARNING"):
+        result = table2(table, n_boot=50).set_index("system")
+    # The missing train split is said, not silently worked around.
+    assert "no evaluated mention is in the 'train' split (`coref.select_split`)" in caplog.text
     # No train split here: only the paper's regime (chosen and scored on test): head 1-1, 1/1 right.
     assert list(result.index) == ["nearest mention", "head match", "rule-based (4 sieves)",
                                   "best head, chosen on test (paper's regime)",
@@ -277,6 +280,15 @@ def test_every_mention_is_counted_once(counted):
     assert list(counts.columns) == ["all", "train", "test"]
     for quantity, values in expected.items():
         assert tuple(counts.loc[quantity]) == values, quantity
+
+
+def test_a_corpus_without_splits_says_table2_is_same_data_only():
+    from headatlas.analyses.coref import split_notes
+
+    mentions = pd.DataFrame({"split": ["", ""], "evaluated": [True, True]})
+    (note,) = split_notes(mentions, "train", "test")
+    assert "'test' split (`coref.eval_split`)" in note and "same data" in note and "`splits:`" in note
+    assert split_notes(pd.DataFrame({"split": ["train", "test"]}), "train", "test") == []
 
 
 def test_a_document_left_out_of_coreference_is_counted_and_logged(tmp_path, caplog):

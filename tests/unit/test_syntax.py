@@ -202,6 +202,18 @@ def test_skipped_and_stale_sentences(corpus):
         acc.update(example(1, [HEAD_A], id_="not-s1"))
 
 
+def test_honest_regime_refuses_a_selection_without_those_splits(corpus, tmp_path):
+    from headatlas.analyses.syntax import labelled_scores
+
+    path = tmp_path / "scores.npz"
+    scores_of([example(0, [HEAD_A, HEAD_B]), example(1, [HEAD_B, HEAD_A])], corpus).save(path)
+    label, scores = labelled_scores({"corpus": "tb", "splits": ["test"]}, path)
+    assert label == "tb test" and len(scores.sentences) == 1
+    with pytest.raises(ValueError, match=r"`syntax.selection`: tb has no scored sentence in the "
+                                         r"split\(s\) dev \(its splits: test, train\)"):
+        labelled_scores({"corpus": "tb", "splits": ["dev"]}, path, "syntax.selection")
+
+
 def test_save_load_subset(corpus, tmp_path):
     scores = scores_of([example(0, [HEAD_A, HEAD_B]), example(1, [HEAD_B, HEAD_A])], corpus)
     path = tmp_path / "scores.npz"

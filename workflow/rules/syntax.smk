@@ -152,11 +152,11 @@ rule syntax_lines:
 
 rule syntax_honest:
     input:
-        select=[
-            SYNTAX_SCORES.format(corpus=s["corpus"])
-            for s in [SYNTAX["selection"]]
-            if s
-        ],
+        select=(
+            SYNTAX_SCORES.format(corpus=SYNTAX["selection"]["corpus"])
+            if PLAN.honest
+            else []
+        ),
         evaluate=[
             SYNTAX_SCORES.format(corpus=e["corpus"]) for e in SYNTAX["evaluation"]
         ],

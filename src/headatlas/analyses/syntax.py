@@ -698,10 +698,22 @@ def honest_table(selection: tuple[str, DependencyScores],
     return table
 
 
-def labelled_scores(spec: dict, path: str | Path) -> tuple[str, DependencyScores]:
-    """(``"corpus split+split"``, the scores of those splits) for ``spec = {corpus, splits}``."""
-    return f"{spec['corpus']} {'+'.join(spec['splits'])}", \
-        DependencyScores.load(path).subset(spec["splits"])
+def labelled_scores(spec: dict, path: str | Path, key: str = "syntax") -> tuple[str, DependencyScores]:
+    """(``"corpus split+split"``, the scores of those splits) for ``spec = {corpus, splits}``.
+
+    A corpus with no scored sentence in those splits is an error naming ``key`` (the config
+    entry), never an empty table: the honest regime needs real held-out data.
+    """
+    scores = DependencyScores.load(path)
+    subset = scores.subset(spec["splits"])
+    if not len(subset.sentences):
+        found = sorted(set(scores.sentences["split"])) or ["none"]
+        raise ValueError(
+            f"`{key}`: {spec['corpus']} has no scored sentence in the split(s) "
+            f"{', '.join(spec['splits'])} (its splits: {', '.join(s or '(none)' for s in found)}).\n"
+            f"  how to fix: name splits the corpus has, or give it a `splits:` rule under "
+            f"`corpora.{spec['corpus']}`")
+    return f"{spec['corpus']} {'+'.join(spec['splits'])}", subset
 
 
 def _with_interval(name: str, correct: np.ndarray, total: np.ndarray, low: float,
