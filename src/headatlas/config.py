@@ -186,13 +186,15 @@ def reference_problems(config: dict) -> list[str]:
 
     with_coreference = _treebanks_with(config, "coreference")
     for name, spec in corpora.items():
+        for i, model in enumerate(spec.get("models", [])):
+            check(f"corpora.{name}.models.{i}", model, models, "a configured model")
         if spec["kind"] == "documents":
             check(f"corpora.{name}.from", spec.get("from"), with_coreference,
                   "a treebank whose format carries coreference")
-        if spec["kind"] != "treebank":
-            for key in ("splits", "keep_splits"):
-                if key in spec:
-                    problems.append(f"`corpora.{name}.{key}`: only treebank corpora have splits")
+        if spec["kind"] != "treebank" and "splits" in spec:
+            problems.append(f"`corpora.{name}.splits`: only treebank corpora assign splits")
+        if spec["kind"] == "segments" and "keep_splits" in spec:
+            problems.append(f"`corpora.{name}.keep_splits`: segments have no splits")
         fmt = format_name(config, name)
         if spec["kind"] == "treebank" and fmt not in FORMATS:
             problems.append(f"`corpora.{name}.format`: {fmt!r} is not a treebank format; one of "
@@ -210,6 +212,15 @@ def reference_problems(config: dict) -> list[str]:
         check(f"syntax.evaluation.{i}.corpus", item["corpus"], labelled, "a treebank with labelled trees")
     if syntax["evaluation"] and not syntax["selection"]:
         problems.append("`syntax.evaluation`: set `syntax.selection` too (where the heads are chosen)")
+    shared = [("syntax.selection.corpus", (syntax["selection"] or {}).get("corpus"))]
+    shared += [(f"syntax.evaluation.{i}.corpus", e["corpus"]) for i, e in enumerate(syntax["evaluation"])]
+    shared += [("probes.train", config["probes"]["train"])]
+    shared += [(f"probes.test.{i}", c) for i, c in enumerate(config["probes"]["test"])]
+    for key, name in shared:
+        if name in corpora and "models" in corpora[name]:
+            problems.append(f"`{key}`: {name!r} is extracted for some models only "
+                            f"(`corpora.{name}.models`); analyses across corpora need it for every "
+                            "model: remove the restriction or name another corpus")
     for i, pair in enumerate(config["headtypes"]["compare"]):
         for j, name in enumerate(pair):
             check(f"headtypes.compare.{i}.{j}", name, models, "a configured model")
@@ -310,7 +321,13 @@ class Plan:
     headtype_pairs: list[tuple[str, str]]
     finetune_models: list[str]
     ablation: dict | None
+    corpus_models: dict[str, list[str]] = field(default_factory=dict)
+    coref_selection: dict[str, str] = field(default_factory=dict)
     omitted: list[Omission] = field(default_factory=list)
+
+    def runs_on(self, model: str, corpus: str) -> bool:
+        """Whether ``corpus`` is extracted and analysed for ``model`` (``corpora.<c>.models``)."""
+        return model in self.corpus_models.get(corpus, [model])
 
 
 PROBES = ("right_branching", "distances_glove", "random_attn_glove", "attn_only", "attn_glove")
@@ -361,9 +378,27 @@ def plan(config: dict) -> Plan:
     if ablation is None:
         leave_out(("ablation",), "head-type ablation (Guan §5)", "`ablation.model` is not set")
     slugs = {r.replace(":", "_"): r for r in syntax["key_relations"]}
+    corpus_models = {c: list(spec.get("models") or models) for c, spec in config["corpora"].items()}
     return Plan(config["results"], corpora_of(config, "segments"), corpora_of(config, "treebank"),
                 documents, labelled, surface, slugs, honest, probes_on, runs, gradient_models, pairs,
-                list(config["finetune"]["models"]), ablation, omitted)
+                list(config["finetune"]["models"]), ablation, corpus_models,
+                coref_selection(config, corpus_models), omitted)
+
+
+def coref_selection(config: dict, corpus_models: dict[str, list[str]]) -> dict[str, str]:
+    """For each windows documents corpus, a truncated one of the same treebank (and models) on
+    whose ``coref.select_split`` its held-out head can be chosen when it lacks that split."""
+    corpora = config["corpora"]
+    chosen = {}
+    for name, spec in corpora.items():
+        if spec["kind"] != "documents" or spec["cover"] != "windows":
+            continue
+        for other, o in corpora.items():
+            if o["kind"] == "documents" and o["cover"] == "truncate" and o["from"] == spec["from"] \
+                    and set(corpus_models[name]) <= set(corpus_models[other]):
+                chosen[name] = other
+                break
+    return chosen
 
 
 def _ablation_plan(config: dict) -> dict | None:

@@ -130,6 +130,14 @@ MISTAKES = [
     ("a path-format treebank without path", _remove("corpora.tb.path"), "`corpora.tb.path`", "path"),
     ("splits on a segments corpus", _set("corpora.wiki.splits", {"by": "file", "train": ["*"]}),
      "`corpora.wiki.splits`", "treebank"),
+    ("keep_splits on a segments corpus", _set("corpora.wiki.keep_splits", ["test"]),
+     "`corpora.wiki.keep_splits`", "no splits"),
+    ("a corpus restricted to an unknown model", _set("corpora.docs.models", ["mm"]),
+     "`corpora.docs.models.0`", "model"),
+    ("a restricted corpus in an analysis across corpora",
+     lambda c: (_set("corpora.tb.models", ["m"])(c),
+                _set("probes", {"model": "m", "random_model": "m_random", "train": "tb"})(c)),
+     "`probes.train`", "some models only"),
     ("splits by an unknown rule", _set("corpora.tb.splits", {"by": "chance", "train": ["*"]}),
      "`corpora.tb.splits.by`", "proportion"),
     ("a split name that does not exist", _set("coref.eval_split", "testing"), "`coref.eval_split`", "test"),
@@ -173,7 +181,7 @@ def test_there_are_at_least_twelve_kinds_of_mistake():
 def test_embedded_plan_runs_everything():
     p = plan(load(embedded()))
     assert p.surface_corpus == "wikipedia"
-    assert p.labelled_treebanks == ["gum", "ewt"] and p.documents == ["gum_docs"]
+    assert p.labelled_treebanks == ["gum", "ewt"]
     assert p.honest and p.probes_on
     assert p.gradient_models == ["minilm", "minilm_upos"]  # the random encoder is left out ...
     assert [o.what for o in p.omitted] == ["gradient importance of minilm_random"]  # ... and says so
@@ -181,6 +189,9 @@ def test_embedded_plan_runs_everything():
     assert p.ablation["types"] == "results/minilm_upos/wikipedia/headtypes/features.csv"
     assert p.ablation["data"] == "data/corpora/gum.jsonl"
     assert p.headtype_pairs == [("minilm", "minilm_upos")]
+    assert p.documents == ["gum_docs", "gum_windows"] and p.coref_selection == {"gum_windows": "gum_docs"}
+    assert p.runs_on("minilm", "gum_windows") and not p.runs_on("minilm_upos", "gum_windows")
+    assert p.runs_on("minilm_upos", "gum_docs")
 
 
 def test_paper_plan_runs_every_table_on_the_papers_corpora():

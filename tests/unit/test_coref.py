@@ -431,3 +431,54 @@ def test_captions_render_and_name_deviations(name):
                          "docs": {"kind": "documents", "from": "conll"}}}
     text = render_caption(name, paper, params)
     assert "GUM" not in text and "not bert-base-cased" not in text and "not the paper's" not in text
+
+
+def test_windows_score_every_mention_once_with_antecedents_across_the_overlap(tmp_path):
+    from headatlas.corpora.documents import make_windows
+
+    # d: "Anna slept ." "She woke ." "She left ." -- one wordpiece per word, budget 8 - 2 = 6,
+    # stride 3: window 0 = s1 + s2, window 1 = s2 + s3 (s2's 3 words shared).
+    sentences = [sentence("d", 1, ["Anna", "slept", "."], ["NNP", "VBD", "."], [("1", [0])], "test"),
+                 sentence("d", 2, ["She", "woke", "."], ["PRP", "VBD", "."], [("1", [0])], "test"),
+                 sentence("d", 3, ["She", "left", "."], ["PRP", "VBD", "."], [("1", [0])], "test")]
+    windows, stats = make_windows(sentences, len, 8, stride=3)
+    assert [(w.id, w.meta["sentence_ids"], w.meta["shared_words"]) for w in windows] == [
+        ("d@0", ["d-1", "d-2"], 0), ("d@1", ["d-2", "d-3"], 3)]
+    write_jsonl(tmp_path / "sentences.jsonl", sentences)
+    write_jsonl(tmp_path / "documents.jsonl", windows)
+    docs, sources = load_documents(tmp_path / "documents.jsonl", tmp_path / "sentences.jsonl")
+    tokens = ["[CLS]", "x", "x", "x", "x", "x", "x", "[SEP]"]
+    ids = [-1, 0, 1, 2, 3, 4, 5, -1]
+    store = [example(tokens, ids, np.full((1, 1, 8, 8), 1 / 8), index=k, id=w.id)
+             for k, w in enumerate(windows)]
+    table = run_analysis(Coreference, store, progress=False, documents=docs)
+    # Anna and the first She in window 0; the second She in window 1 (the first She there is
+    # in the shared words: already scored, an antecedent only).
+    assert table[["window", "head", "n_antecedents", "evaluated"]].values.tolist() == [
+        [0, "anna", 0, False], [0, "she", 1, True], [1, "she", 1, True]]
+    counts = summary_counts(sources, table, table.attrs["analysed_documents"])
+    assert counts.loc["mentions_read", "all"] == 3 and counts.loc["mentions_analysed", "all"] == 3
+    # uniform attention: the argmax ties go to the leftmost other word, the previous She / Anna
+    assert table.loc[table["evaluated"], "1-1"].tolist() == [1.0, 1.0]
+
+
+def test_windows_skip_a_sentence_too_long_alone():
+    from headatlas.corpora.documents import make_windows
+
+    sentences = [sentence("d", k, ["w"] * n, ["NN"] * n, [], "test") for k, n in enumerate([3, 3, 9, 2], 1)]
+    windows, stats = make_windows(sentences, len, 8, stride=3)
+    assert [w.meta["sentence_ids"] for w in windows] == [["d-1", "d-2"], ["d-4"]]
+    assert stats["sentences_too_long"] == 1 and stats["windows"] == 2
+
+
+def test_a_windows_corpus_chooses_its_held_out_head_on_its_truncated_twin():
+    mentions = pd.DataFrame({"doc": ["a", "b"], "split": ["test", "test"], "evaluated": [True, True],
+                             "kind": ["pronoun", "pronoun"], "nearest": [1.0, 0.0],
+                             "head_match": [0.0, 0.0], "rule_based": [1.0, 1.0],
+                             "1-1": [1.0, 0.0], "1-2": [0.0, 1.0]})
+    twin = pd.DataFrame({"doc": ["c"], "split": ["train"], "evaluated": [True], "kind": ["pronoun"],
+                         "nearest": [0.0], "head_match": [0.0], "rule_based": [0.0],
+                         "1-1": [0.0], "1-2": [1.0]})
+    result = table2(mentions, n_boot=10, selection=twin, selection_label="docs").set_index("system")
+    held_out = result.loc["best head, chosen on docs train"]
+    assert held_out["head"] == "1-2" and held_out["all"] == 50.0

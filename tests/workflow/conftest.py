@@ -51,6 +51,7 @@ def tiny_config(root: Path) -> dict:
                           "n_segments": 6, "seed": 0},
             "tb": {"kind": "treebank", "format": "conllu", "path": str(root / "tb.conllu")},
             "tb_docs": {"kind": "documents", "from": "tb"},
+            "tb_windows": {"kind": "documents", "from": "tb", "cover": "windows", "stride": 16},
         },
         "extraction": {"max_length": 48, "batch_size": 4, "threads": 1},
         "surface": {"corpus": "wikipedia"},

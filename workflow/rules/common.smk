@@ -97,9 +97,16 @@ FINAL_TARGETS = {}
 
 
 def all_outputs():
+    """Every final target, except those of a corpus restricted to other models."""
     return [
         path
         for model in MODELS
         for targets in FINAL_TARGETS.values()
         for path in targets(model)
+        if runs_here(model, path)
     ]
+
+
+def runs_here(model, path):
+    parts = Path(path).relative_to(RESULTS).parts
+    return len(parts) < 3 or parts[0] != model or PLAN.runs_on(model, parts[1])

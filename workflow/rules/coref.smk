@@ -49,6 +49,14 @@ rule coref_mentions:
 rule coref_accuracy:
     input:
         mentions=f"{COREF_DIR}/mentions.csv",
+        # windows over part of a treebank: the held-out head may be chosen on its truncated twin
+        selection=lambda wc: (
+            [
+                f"{RESULTS}/{wc.model}/{PLAN.coref_selection[wc.corpus]}/coref/mentions.csv"
+            ]
+            if wc.corpus in PLAN.coref_selection
+            else []
+        ),
         stores=stores,
         code=code("coref_accuracy.py"),
     output:
@@ -91,6 +99,7 @@ rule coref_accuracy:
     conda:
         ENV
     params:
+        selection_label=lambda wc: PLAN.coref_selection.get(wc.corpus, ""),
         select_split=COREF["select_split"],
         eval_split=COREF["eval_split"],
         n_boot=COREF["bootstrap"]["n"],

@@ -64,6 +64,7 @@ rule prepare_documents:
     conda:
         ENV
     params:
+        spec=lambda wc: CORPORA[wc.corpus],
         model=lambda wc: MODELS[wc.model],
         max_length=EXTRACTION["max_length"],
     script:

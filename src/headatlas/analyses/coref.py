@@ -113,13 +113,30 @@ class CorefMention:
 
 @dataclass
 class CorefDocument:
-    """A truncated document as extracted, with its mentions in head-word order."""
+    """A document as extracted (truncated, or one window of it), mentions in head-word order.
+
+    ``source`` is the treebank document; ``sentence_ids`` the sentences it holds. A window
+    shares its first ``shared_words`` words with the previous window of its document: the
+    mentions there were scored in that window (the earliest holding them, which holds
+    every antecedent a later one could) and are used here as antecedents only.
+    """
 
     id: str
     split: str
     words: list[str]
     mentions: list[CorefMention]
     n_sentences: int = 1
+    source: str = ""
+    window: int = 0
+    shared_words: int = 0
+    sentence_ids: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        self.source = self.source or self.id
+
+    def owned(self) -> np.ndarray:
+        """Which mentions are scored in this document (not already in the previous window)."""
+        return np.array([m.words[0] >= self.shared_words for m in self.mentions], dtype=bool)
 
 
 def span_head(words: Sequence[int], heads: Sequence[int]) -> int:
@@ -267,7 +284,7 @@ def attended_words(attn: np.ndarray, word_ids: np.ndarray, queries: np.ndarray,
     return unit_word[np.where(ignored, -np.inf, rows).argmax(axis=-1)]
 
 
-MENTION_COLUMNS = ("doc", "split", "mention", "entity", "first_word", "last_word", "n_words",
+MENTION_COLUMNS = ("doc", "window", "split", "mention", "entity", "first_word", "last_word", "n_words",
                    "discontinuous", "nested", "head_word", "head", "kind", "n_antecedents",
                    "aligned", "evaluated") + BASELINES
 
@@ -282,7 +299,8 @@ def mention_rows(doc: CorefDocument, aligned: np.ndarray) -> pd.DataFrame:
     for i, mention in enumerate(mentions):
         gold = set(antecedents(mentions, i))
         evaluated = bool(gold) and bool(aligned[mention.head])
-        row = {"doc": doc.id, "split": doc.split, "mention": i, "entity": mention.entity,
+        row = {"doc": doc.source, "window": doc.window, "split": doc.split, "mention": i,
+               "entity": mention.entity,
                "first_word": mention.words[0], "last_word": mention.words[-1],
                "n_words": len(mention.words),
                "discontinuous": mention.words[-1] - mention.words[0] + 1 > len(mention.words),
@@ -347,10 +365,14 @@ class Coreference(Analysis):
         aligned[example.word_ids[example.word_ids >= 0]] = True
         rows = mention_rows(doc, aligned)
         if len(rows):
+            owned = doc.owned()  # mentions of a previous window's overlap: antecedents only
+            rows["evaluated"] &= owned
+            rows.loc[~rows["evaluated"], list(BASELINES)] = np.nan
             correct = head_correct(doc, example, rows["evaluated"].to_numpy(), self.how)
             heads = pd.DataFrame(correct, columns=head_names(self.n_layers, self.n_heads))
-            self._tables.append(pd.concat([rows, heads], axis=1))
-        self.analysed.append(doc.id)
+            self._tables.append(pd.concat([rows, heads], axis=1)[owned].reset_index(drop=True))
+        if doc.source not in self.analysed:
+            self.analysed.append(doc.source)
 
     def _document(self, example: Example) -> CorefDocument:
         doc = self.documents.get(example.index)
@@ -405,30 +427,38 @@ def load_documents(documents_path: str | Path, sentences_path: str | Path
     documents = {}
     for index, record in enumerate(read_jsonl(documents_path)):
         documents[index] = _document(record, by_doc.get(record.doc, []))
-    prepared = {doc.id: doc for doc in documents.values()}
-    return documents, pd.DataFrame([_source_row(name, group, prepared.get(name))
+    prepared: dict[str, list[CorefDocument]] = defaultdict(list)
+    for doc in documents.values():
+        prepared[doc.source].append(doc)
+    return documents, pd.DataFrame([_source_row(name, group, prepared.get(name, []))
                                     for name, group in by_doc.items()])
 
 
 def _document(record: Sentence, sentences: list[Sentence]) -> CorefDocument:
-    """A documents-JSONL record, checked against the first sentences of its source document."""
+    """A documents-JSONL record, checked against a run of consecutive sentences of its source."""
     kept = record.meta.get("sentence_ids", [])
-    if not kept or kept != [s.id for s in sentences[:len(kept)]]:
-        raise ValueError(f"document {record.id}: its sentences are not the first sentences of "
+    ids = [s.id for s in sentences]
+    start = ids.index(kept[0]) if kept and kept[0] in ids else -1
+    if start < 0 or kept != ids[start:start + len(kept)]:
+        raise ValueError(f"document {record.id}: its sentences are not consecutive sentences of "
                          f"{record.doc} in the sentence corpus; rerun prepare_documents")
-    if record.words != [word for s in sentences[:len(kept)] for word in s.words]:
+    if record.words != [word for s in sentences[start:start + len(kept)] for word in s.words]:
         raise ValueError(f"document {record.id} differs from its sentences; rerun prepare_documents")
-    return CorefDocument(record.id, record.split, record.words, document_mentions(record), len(kept))
+    return CorefDocument(record.id, record.split, record.words, document_mentions(record), len(kept),
+                         source=record.doc, window=record.meta.get("window", 0),
+                         shared_words=record.meta.get("shared_words", 0), sentence_ids=tuple(kept))
 
 
-def _source_row(name: str, sentences: list[Sentence], doc: CorefDocument | None) -> dict:
-    # make_documents keeps a prefix of each document's sentences.
-    n_kept = 0 if doc is None else doc.n_sentences
+def _source_row(name: str, sentences: list[Sentence], docs: list[CorefDocument]) -> dict:
+    # Truncation keeps a prefix of each document's sentences; windows cover every sentence
+    # that fits the budget alone.
+    covered = {i for doc in docs for i in doc.sentence_ids}
+    kept = [s for s in sentences if s.id in covered]
     return {
-        "doc": name, "split": sentences[0].split, "prepared": doc is not None,
-        "sentences": len(sentences), "sentences_kept": n_kept,
+        "doc": name, "split": sentences[0].split, "prepared": bool(docs),
+        "sentences": len(sentences), "sentences_kept": len(kept),
         "mentions": sum(len(s.mentions or []) for s in sentences),
-        "mentions_kept": sum(len(s.mentions or []) for s in sentences[:n_kept]),
+        "mentions_kept": sum(len(s.mentions or []) for s in kept),
         "cross_sentence_mentions": sum(s.meta.get("cross_sentence_mentions", 0) for s in sentences),
         "empty_node_mentions": sum(s.meta.get("empty_node_mentions", 0) for s in sentences),
         "coreference_excluded": sentences[0].meta.get("coreference_excluded", ""),
@@ -579,25 +609,33 @@ def document_intervals(docs: np.ndarray, correct: np.ndarray, groups: Sequence[n
 
 
 def table2(mentions: pd.DataFrame, select_split: str = "train", eval_split: str = "test",
-           n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+           n_boot: int = 1000, seed: int = 0, selection: pd.DataFrame | None = None,
+           selection_label: str = "") -> pd.DataFrame:
     """Clark et al. Table 2: systems x mention types, ours beside the paper's.
 
     Every system is scored on the evaluated mentions of ``eval_split`` (all
     mentions if the corpus has no such split). The best head is chosen on
     ``select_split`` (held out; row left out if the corpus lacks that split)
-    and, as in the paper, on the evaluation data itself. Intervals: 95%
-    bootstrap over the evaluation documents, the same resamples for every
-    system and type, each head fixed (the selection is not redone per resample).
+    and, as in the paper, on the evaluation data itself. When ``mentions``
+    lack ``select_split`` (e.g. windows over the test documents only), the
+    held-out head may be chosen on ``selection``, the per-mention table of the
+    same model on another corpus of the same treebank (named
+    ``selection_label``). Intervals: 95% bootstrap over the evaluation
+    documents, the same resamples for every system and type, each head fixed
+    (the selection is not redone per resample).
     """
     evaluated = mentions[mentions["evaluated"].astype(bool)]
     eval_name = eval_split if (evaluated["split"] == eval_split).any() else "all"
-    for note in split_notes(evaluated, select_split, eval_split):
+    train, chosen_on = evaluated[evaluated["split"] == select_split], select_split
+    if not len(train) and selection is not None:
+        picked = selection[selection["evaluated"].astype(bool)]
+        train, chosen_on = picked[picked["split"] == select_split], f"{selection_label} {select_split}"
+    for note in split_notes(evaluated, select_split, eval_split, held_out=bool(len(train))):
         log.warning("%s", note)
     test = _scope(evaluated, eval_name)
     systems = [(s, "", "", s) for s in BASELINES]
-    train = evaluated[evaluated["split"] == select_split]
     if len(train) and select_split != eval_name:
-        systems.append(("head", best_head(train), select_split, "best head, chosen on " + select_split))
+        systems.append(("head", best_head(train), chosen_on, "best head, chosen on " + chosen_on))
     systems.append(("head", best_head(test), eval_name, f"best head, chosen on {eval_name} (paper's regime)"))
     docs = pd.factorize(test["doc"])[0]
     correct = np.column_stack([test[head or system].to_numpy(float) for system, head, _, _ in systems])
@@ -615,8 +653,12 @@ def table2(mentions: pd.DataFrame, select_split: str = "train", eval_split: str 
     return pd.DataFrame(rows)
 
 
-def split_notes(evaluated: pd.DataFrame, select_split: str, eval_split: str) -> list[str]:
-    """What Table 2 cannot do for lack of a split, in words (for the log and the caption)."""
+def split_notes(evaluated: pd.DataFrame, select_split: str, eval_split: str,
+                held_out: bool = False) -> list[str]:
+    """What Table 2 cannot do for lack of a split, in words (for the log and the caption).
+
+    ``held_out``: a held-out head was chosen elsewhere (see :func:`table2`'s ``selection``).
+    """
     splits = set(evaluated["split"])
     fix = ("give the corpus train/dev/test splits (a `splits:` rule under its `corpora:` entry) "
            "to report a head chosen on held-out data")
@@ -624,7 +666,7 @@ def split_notes(evaluated: pd.DataFrame, select_split: str, eval_split: str) -> 
         return [f"no evaluated mention is in the {eval_split!r} split (`coref.eval_split`): every "
                 "system is scored on all evaluated mentions, and the best head is chosen and "
                 f"scored on the same data (the paper's regime only); {fix}"]
-    if select_split not in splits:
+    if select_split not in splits and not held_out:
         return [f"no evaluated mention is in the {select_split!r} split (`coref.select_split`): "
                 f"the best head is only chosen on the {eval_split!r} data it is scored on (the "
                 f"paper's regime); {fix}"]
@@ -649,7 +691,8 @@ def deviations(source_format: str, max_length: int) -> str:
 
 def accuracy_tables(mentions: pd.DataFrame, stores, select_split: str = "train",
                     eval_split: str = "test", n_boot: int = 1000, seed: int = 0,
-                    source_format: str = "conllu", max_length: int = 128
+                    source_format: str = "conllu", max_length: int = 128,
+                    selection: pd.DataFrame | None = None, selection_label: str = ""
                     ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 2 and the per-head accuracies of a per-mention table, with the heat map's captions.
 
@@ -657,7 +700,7 @@ def accuracy_tables(mentions: pd.DataFrame, stores, select_split: str = "train",
     ----------
     mentions : the per-mention table of the :class:`Coreference` analysis (:func:`read_mentions`).
     stores : the store it came from (for the caption's model and corpus).
-    select_split, eval_split, n_boot, seed : as for :func:`table2`.
+    select_split, eval_split, n_boot, seed, selection, selection_label : as for :func:`table2`.
     source_format, max_length : the documents' source format and wordpiece budget (for the deviations).
 
     Returns
@@ -667,14 +710,18 @@ def accuracy_tables(mentions: pd.DataFrame, stores, select_split: str = "train",
         out, and the evaluation data), by mention type on the latter;
         ``attrs["panels"]`` (column, title, best head) per heat-map panel and ``attrs["caption"]``.
     """
-    table = table2(mentions, select_split, eval_split, n_boot, seed)
+    table = table2(mentions, select_split, eval_split, n_boot, seed, selection, selection_label)
     head_rows = table[table["paper_head"] != ""]
-    chosen = dict(zip(head_rows["selected_on"], head_rows["head"]))
+    # Panels for the splits of these mentions (a head chosen on another corpus has none here).
+    here = set(mentions["split"]) | {"all"}
+    chosen = {s: h for s, h in zip(head_rows["selected_on"], head_rows["head"]) if s in here}
+    held_out = len(head_rows) > 1
     heads = head_accuracy(mentions, list(chosen), by_kind=list(chosen)[-1])
     heads.attrs["panels"] = [(f"acc_{s}", f"accuracy on {s} (best {h})", h) for s, h in chosen.items()]
     heads.attrs["caption"] = "; ".join(
         [describe(store_provenance(stores), mentions["doc"].nunique(), "documents with mentions"),
          "evaluated mentions: " + ", ".join(f"{s} {heads[f'n_{s}'].iloc[0]}" for s in chosen),
          deviations(source_format, max_length),
-         *split_notes(mentions[mentions["evaluated"].astype(bool)], select_split, eval_split)])
+         *split_notes(mentions[mentions["evaluated"].astype(bool)], select_split, eval_split,
+                      held_out)])
     return table, heads
