@@ -48,6 +48,7 @@ def make_tiny_model(folder: Path, layers: int = 2, heads: int = 2, seed: int = 0
 # architecture; both load with from_pretrained. Word lists for BPE/Unigram vocabularies:
 WORDS = [w for w in VOCAB if not w.startswith("[") and not w.startswith("##")]
 PIECES = ["s", "ning", "ed", "ie"]  # word-internal pieces, as in VOCAB's ##-pieces
+CASED = ["The", "It", "He", "She"]  # the cased WordPiece vocabulary's extra words
 FAMILIES = ("bert-uncased", "bert-cased", "roberta", "distilbert", "electra", "albert", "deberta-v2")
 
 
@@ -92,9 +93,13 @@ def make_tiny_encoder(folder: Path, family: str, layers: int = 2, heads: int = 2
     folder.mkdir(parents=True, exist_ok=True)
     wordpiece = {w: i for i, w in enumerate(VOCAB)}
     sizes = _tiny_sizes(layers, heads)
-    if family in ("bert-uncased", "bert-cased"):
-        tokenizer = tf.BertTokenizer(vocab=wordpiece, do_lower_case=family == "bert-uncased")
+    if family == "bert-uncased":
+        tokenizer = tf.BertTokenizer(vocab=wordpiece, do_lower_case=True)
         config = tf.BertConfig(vocab_size=len(VOCAB), max_position_embeddings=max_positions, **sizes)
+    elif family == "bert-cased":
+        cased = {w: i for i, w in enumerate(VOCAB + CASED)}
+        tokenizer = tf.BertTokenizer(vocab=cased, do_lower_case=False)
+        config = tf.BertConfig(vocab_size=len(cased), max_position_embeddings=max_positions, **sizes)
     elif family == "electra":
         tokenizer = tf.BertTokenizer(vocab=wordpiece, do_lower_case=True)
         config = tf.ElectraConfig(vocab_size=len(VOCAB), embedding_size=16,
@@ -149,3 +154,10 @@ def tiny_model(tiny_model_dir):
     from headatlas.models import load_model
 
     return load_model("tiny", {"path": str(tiny_model_dir)}, device="cpu")
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder_dirs(tmp_path_factory) -> dict[str, Path]:
+    """One saved tiny random encoder (2 layers x 2 heads, 64 positions) per family."""
+    root = tmp_path_factory.mktemp("tiny-encoders")
+    return {family: make_tiny_encoder(root / family, family) for family in FAMILIES}

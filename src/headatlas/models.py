@@ -305,10 +305,18 @@ def tokenizer_from_pretrained(source: str, revision: str | None = None, *, name:
     return tokenizer
 
 
-def load_tokenizer(name: str, spec: dict):
-    """The model's fast tokenizer (needed for the token -> word alignment)."""
+def load_tokenizer(name: str, spec: dict, max_length: int | None = None):
+    """The model's fast tokenizer (needed for the token -> word alignment).
+
+    With ``max_length`` (the ``extraction.max_length`` the caller builds inputs
+    for), the model's config is read too and a length its position table
+    cannot take stops here (:func:`check_max_length`), before any work.
+    """
     source, revision = resolve(spec)
-    return tokenizer_from_pretrained(source, revision, name=name)
+    tokenizer = tokenizer_from_pretrained(source, revision, name=name)
+    if max_length is not None:
+        check_max_length(max_length, load_config(name, spec), name)
+    return tokenizer
 
 
 def wordpiece_counter(tokenizer) -> Callable[[list[str]], int]:
