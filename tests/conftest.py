@@ -78,12 +78,32 @@ def _byte_bpe() -> tuple[dict, list]:
     return model["vocab"], [tuple(m) for m in model["merges"]]
 
 
+def _sentencepiece_model(path: Path, specials: list[str]) -> int:
+    """Train a tiny SentencePiece unigram model (``specials``: pad, unk, cls, sep, mask); its size."""
+    import sentencepiece as spm
+
+    text = path.with_suffix(".txt")
+    text.write_text("".join(" ".join(WORDS[i:] + WORDS[:i]) + "\n" for i in range(len(WORDS))))
+    pad, unk, cls, sep, mask = specials
+    ids = {name: specials.index(name) for name in (pad, unk, cls, sep)}
+    spm.SentencePieceTrainer.train(
+        input=str(text), model_prefix=str(path.with_suffix("")), vocab_size=60, model_type="unigram",
+        pad_id=ids[pad], unk_id=ids[unk], bos_id=ids[cls], eos_id=ids[sep], pad_piece=pad, unk_piece=unk,
+        bos_piece=cls, eos_piece=sep, user_defined_symbols=[mask], hard_vocab_limit=False, num_threads=1,
+        minloglevel=2)
+    text.unlink()
+    path.with_suffix(".vocab").unlink()
+    return spm.SentencePieceProcessor(model_file=str(path)).get_piece_size()
+
+
 def make_tiny_encoder(folder: Path, family: str, layers: int = 2, heads: int = 2, seed: int = 0,
-                      max_positions: int = 64, head: str = "") -> Path:
+                      max_positions: int = 64, head: str = "", sentencepiece_file: bool = False) -> Path:
     """Save a tiny random encoder of ``family`` (one of :data:`FAMILIES`) and its tokenizer.
 
     ``head="mlm"`` saves the ``...ForMaskedLM`` model instead of the bare encoder.
     ``max_positions`` is the usable input length: RoBERTa's table gets 2 rows more.
+    ``sentencepiece_file`` (ALBERT, DeBERTa-v2): ship a trained ``spiece.model`` /
+    ``spm.model`` and no ``tokenizer.json``, as those checkpoints do on the hub.
     """
     import torch
     import transformers as tf
@@ -127,6 +147,14 @@ def make_tiny_encoder(folder: Path, family: str, layers: int = 2, heads: int = 2
                                     pos_att_type=["p2c", "c2p"], position_biased_input=False,
                                     type_vocab_size=0, pad_token_id=tokenizer.pad_token_id, **sizes)
     tokenizer.save_pretrained(folder)
+    if sentencepiece_file:
+        if family not in ("albert", "deberta-v2"):
+            raise ValueError(f"{family} has no SentencePiece model file")
+        name = "spiece.model" if family == "albert" else "spm.model"
+        specials = [tokenizer.pad_token, tokenizer.unk_token, tokenizer.cls_token, tokenizer.sep_token,
+                    tokenizer.mask_token]
+        config.vocab_size = max(config.vocab_size, _sentencepiece_model(folder / name, specials))
+        (folder / "tokenizer.json").unlink()
     torch.manual_seed(seed)
     cls = tf.AutoModelForMaskedLM if head == "mlm" else tf.AutoModel
     cls.from_config(config).save_pretrained(folder)

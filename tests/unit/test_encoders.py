@@ -102,6 +102,21 @@ def test_byte_level_bpe_gets_word_markers_only_through_load_tokenizer(tiny_encod
     assert ours.convert_ids_to_tokens(marked) == ["Ġthe", "Ġcat"]
 
 
+@pytest.mark.parametrize("family", ["albert", "deberta-v2"])
+def test_a_sentencepiece_model_file_alone_is_converted(family, tmp_path):
+    """The hub layout of ALBERT and DeBERTa-v3: spiece.model / spm.model and no tokenizer.json."""
+    folder = make_tiny_encoder(tmp_path / family, family, sentencepiece_file=True)
+    assert not (folder / "tokenizer.json").exists()
+    loaded = load_model(family, {"path": str(folder)}, device="cpu")
+    enc = encode(loaded.tokenizer, PAIR, 0)
+    # the trained model has no piece 'ie': 'birdie' -> ▁bird i e
+    assert loaded.tokenizer.convert_ids_to_tokens(enc.input_ids) == [
+        "[CLS]", "▁the", "▁cat", "▁sat", "▁.", "[SEP]", "▁he", "▁saw", "▁a", "▁bird", "i", "e", "▁,", "[SEP]"]
+    assert enc.word_ids == [-1, 0, 1, 2, 3, -1, 4, 5, 6, 7, 7, 7, 8, -1]
+    stats = extract(loaded, CORPUS, tmp_path / "s.h5", max_length=64, progress=False)
+    assert stats["kept"] == 3 and stats["unaligned_words"] == 0
+
+
 # --- special-token classes, by hand ---------------------------------------------------------------
 
 def test_every_separator_counts_and_punctuation_keeps_its_marker():
