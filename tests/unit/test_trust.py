@@ -56,7 +56,8 @@ def test_auto_map_is_refused_by_every_loader(custom_code):
     spec = {"path": str(custom_code)}
     reason = rf"model 'x': {custom_code} is refused: its config.json has an `auto_map` \(AutoConfig, AutoModel\)"
     for load in (lambda: load_tokenizer("x", spec), lambda: load_model("x", spec, device="cpu"),
-                 lambda: load_config("x", spec)):
+                 lambda: load_config("x", spec), lambda: load_masked_lm("x", spec),
+                 lambda: load_model("x", {**spec, "random_init": True}, device="cpu")):
         with pytest.raises(ModelError, match=reason):
             load()
     with pytest.raises(ModelError, match="model_type 'xbert' is not one transformers knows"):
