@@ -169,7 +169,7 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
             progress: bool = True) -> Counter:
     """Extract the attention of ``sentences`` (this shard) into a new store at ``out_path``.
 
-    Raises :class:`~headatlas.config.ConfigError` before any work when
+    Raises :class:`~headatlas.errors.ModelError` before any work when
     ``max_length`` is longer than the model's position table allows.
     """
     check_max_length(max_length, loaded.model.config, loaded.info.get("model_name", loaded.model_class))

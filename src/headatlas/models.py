@@ -378,18 +378,17 @@ def max_input_length(config) -> int | None:
 def check_max_length(max_length: int, config, name: str, key: str = "extraction.max_length") -> None:
     """Refuse a ``max_length`` longer than the model can take, naming ``key``, the model and its limit.
 
-    Raises :class:`~headatlas.config.ConfigError` (one problem).
+    Raises :class:`~headatlas.errors.ModelError` (this module stays free of
+    :mod:`headatlas.config`, so editing the config code never reruns an extraction).
     """
-    from headatlas.config import ConfigError
-
     limit = max_input_length(config)
     if limit is None or max_length <= limit:
         return
     offset = (f" minus the {config.max_position_embeddings - limit} positions "
               f"{config.model_type} reserves" if limit != config.max_position_embeddings else "")
-    raise ConfigError([f"`{key}`: {max_length} tokens is more than model {name!r} "
-                       f"({config.model_type}) can take: {limit} (max_position_embeddings "
-                       f"{config.max_position_embeddings}{offset}); set `{key}` to at most {limit}"])
+    raise ModelError(f"`{key}`: {max_length} tokens is more than model {name!r} ({config.model_type}) "
+                     f"can take: {limit} (max_position_embeddings {config.max_position_embeddings}"
+                     f"{offset}).\n  how to fix: set `{key}` to at most {limit} in the configuration")
 
 
 # --- loading --------------------------------------------------------------------------------

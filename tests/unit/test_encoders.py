@@ -16,8 +16,8 @@ import torch
 from headatlas.analyses.base import run_analysis
 from headatlas.analyses.surface import Entropy, RelativePosition, SpecialTokens
 from headatlas.analyses.syntax import DependencyHeads, table1
-from headatlas.config import ConfigError
 from headatlas.corpora.records import Sentence, write_jsonl
+from headatlas.errors import ModelError
 from headatlas.extract import collate, encode, extract
 from headatlas.models import (check_max_length, load_model, load_tokenizer, max_input_length,
                               takes_token_types)
@@ -225,15 +225,15 @@ def test_max_length_over_the_limit_stops_before_any_work(tiny_encoder_dirs, tmp_
     folder = tiny_encoder_dirs["roberta"]
     loaded = load_model("rob", {"path": str(folder)}, device="cpu")
     message = (r"`extraction.max_length`: 65 tokens is more than model 'rob' \(roberta\) can take: 64 "
-               r"\(max_position_embeddings 66 minus the 2 positions roberta reserves\); set "
-               r"`extraction.max_length` to at most 64")
-    with pytest.raises(ConfigError, match=message):  # every sentence is short: no tensor error would come
+               r"\(max_position_embeddings 66 minus the 2 positions roberta reserves\)\.\n  how to "
+               r"fix: set `extraction.max_length` to at most 64")
+    with pytest.raises(ModelError, match=message):  # every sentence is short: no tensor error would come
         extract(loaded, CORPUS, tmp_path / "s.h5", max_length=65, progress=False)
     assert list(tmp_path.iterdir()) == []
-    with pytest.raises(ConfigError, match=message):  # segment/document preparation
+    with pytest.raises(ModelError, match=message):  # segment/document preparation
         load_tokenizer("rob", {"path": str(folder)}, max_length=65)
     assert load_tokenizer("rob", {"path": str(folder)}, max_length=64).sep_token == "</s>"
-    with pytest.raises(ConfigError, match="`finetune.max_length`: 65 tokens .* model 'b' \\(bert\\) can take: 64"):
+    with pytest.raises(ModelError, match="`finetune.max_length`: 65 tokens .* model 'b' \\(bert\\) can take: 64"):
         check_max_length(65, loaded_config(tiny_encoder_dirs["bert-cased"]), "b", key="finetune.max_length")
 
 
