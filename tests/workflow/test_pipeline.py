@@ -46,6 +46,19 @@ def test_every_output_is_built(tiny_workflow):
         assert (tiny_workflow / "logs" / log).stat().st_size > 0
 
 
+def test_the_second_family_runs_through(tiny_workflow):
+    """RoBERTa: <s> A </s></s> B </s>, no token types; surface tables and Table 1 as for BERT."""
+    results = tiny_workflow / "results" / "tiny_roberta"
+    with Store(results / "wikipedia" / "attention" / "shard-0.h5") as store:
+        assert (store.attrs["cls_token"], store.attrs["sep_token"]) == ("<s>", "</s>")
+        example = next(iter(store))
+        assert int(example.sep_mask.sum()) == 3 and not example.token_type_ids.any()
+    special = pd.read_csv(results / "wikipedia" / "surface" / "special_tokens.csv")
+    assert len(special) == 4 and special[["cls", "sep", "sep_from_sep"]].notna().all().all()
+    table1 = pd.read_csv(results / "tb" / "syntax" / "table1.csv").set_index("relation")
+    assert table1.loc["all", "n"] > 0 and table1.loc["all", "unaligned"] == 0  # every word has its pieces
+
+
 def test_nothing_left_to_do(tiny_workflow):
     assert planned_jobs(snakemake(tiny_workflow, "-n", "--cores", "1")) == {}
 
@@ -61,7 +74,7 @@ def test_changed_params_rerun_only_that_analysis(tiny_workflow, tmp_path):
     overlay.write_text(yaml.safe_dump({"surface": {"corpus": "wikipedia",
                                                    "options": {"entropy": {"max_examples": 2}}}}))
     jobs = planned_jobs(snakemake(tiny_workflow, "-n", "--cores", "1", "--configfile", str(overlay)))
-    assert jobs.get("surface_table") == 1
+    assert jobs.get("surface_table") == 2  # the entropy table of each model
     # Only the entropy table and what reads the surface tables; nothing upstream or beside it.
     assert not [rule for rule in jobs if rule.startswith(INDEPENDENT_OF_SURFACE)]
 
@@ -69,7 +82,7 @@ def test_changed_params_rerun_only_that_analysis(tiny_workflow, tmp_path):
 def test_slurm_profile_plans_the_jobs(tiny_workflow):
     result = snakemake(tiny_workflow, "-n", "--forceall", "--workflow-profile", "profiles/slurm")
     jobs = planned_jobs(result)
-    assert jobs.get("extract") == 3 and jobs.get("surface_table") == 3
+    assert jobs.get("extract") == 2 * 3 and jobs.get("surface_table") == 2 * 3  # 2 models x 3 corpora / tables
 
 
 def test_lint_is_clean():

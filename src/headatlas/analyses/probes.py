@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import json
 import logging
+import pickle
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -670,7 +671,12 @@ def save_probe(path: str | Path, probe: str, model: nn.Module | None, n_layers: 
 
 def attn_only_weights(path: str | Path) -> pd.DataFrame:
     """The weight table (:meth:`AttentionProbe.weight_table`) of an attn-only probe file."""
-    saved = torch.load(path, weights_only=False)
+    try:  # weights_only: a probe file holds tensors and plain values; nothing else is unpickled
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        raise HeadAtlasError(f"{path}: not a probe file written by headatlas (torch refuses to unpickle "
+                             f"it safely: {str(err).splitlines()[0]}).\n  how to fix: delete it and rerun "
+                             "the probes_run rule that writes it") from err
     if saved.get("probe") != "attn_only":
         raise HeadAtlasError(f"{path}: a {saved.get('probe')!r} probe, not attn_only")
     model = AttentionProbe(saved["n_layers"] * saved["n_heads"])
