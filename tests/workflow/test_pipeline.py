@@ -82,7 +82,7 @@ def test_changed_params_rerun_only_that_analysis(tiny_workflow, tmp_path):
 def test_slurm_profile_plans_the_jobs(tiny_workflow):
     result = snakemake(tiny_workflow, "-n", "--forceall", "--workflow-profile", "profiles/slurm")
     jobs = planned_jobs(result)
-    assert jobs.get("extract") == 2 * 3 and jobs.get("surface_table") == 2 * 3  # 2 models x 3 corpora / tables
+    assert jobs.get("extract") == 2 * 4 and jobs.get("surface_table") == 2 * 3  # 2 models x 4 corpora / 3 tables
 
 
 def test_lint_is_clean():
