@@ -27,6 +27,7 @@ def folder_corpus(tmp_path):
     (tmp_path / "tb").mkdir()
     write_treebank(tmp_path / "tb" / "a.conllu", n_docs=1, seed=1)
     config = {"models": {"tiny": {"path": str(tmp_path / "tiny-bert")}},
+              "extraction": {"max_length": 64},  # the tiny model's position table
               "corpora": {"tb": {"kind": "treebank", "format": "conllu", "path": str(tmp_path / "tb")},
                           "wiki": {"kind": "segments", "path": str(FIXTURES / "tiny" / "wiki.json")}}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
