@@ -140,7 +140,7 @@ def beats(a: float, a_interval: tuple[float, float] | None, b: float,
     return bool(a - b >= margin and apart)
 
 
-BEATS_RULE = f"ahead by >= {MARGIN:g} points and the 95% intervals do not overlap"
+BEATS_RULE = f"ahead by >= {MARGIN:g} points with 95% intervals that do not overlap"
 
 
 def pct(x: float, digits: int = 0) -> str:
