@@ -91,9 +91,12 @@ FINAL_TARGETS = {}
 
 
 def all_outputs():
-    return [
-        path
-        for model in MODELS
-        for targets in FINAL_TARGETS.values()
-        for path in targets(model)
-    ]
+    """Every final output, once (targets shared by all models, e.g. the scorecard, appear once)."""
+    return list(
+        dict.fromkeys(
+            path
+            for model in MODELS
+            for targets in FINAL_TARGETS.values()
+            for path in targets(model)
+        )
+    )
