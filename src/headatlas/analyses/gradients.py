@@ -54,7 +54,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from headatlas.analyses.base import describe
+from headatlas.analyses.base import describe, length_text
 from headatlas.claims import PAPER_LAYERS, Claim, claims_table, depth_layers, depth_text, holds_if, span_text
 from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
@@ -345,6 +345,7 @@ def gradient_importance(loaded: LoadedModel, loss: str, sentences: Sequence[Sent
     table = sums.result()
     table.attrs.update(n_examples=len(kept), loss=loss)
     stats["used"] = len(kept)
+    table.attrs["lengths"] = length_text([len(e) for e in kept])
     return table, stats
 
 
@@ -355,7 +356,8 @@ def run_record(loaded: LoadedModel, corpus: str, loss: str, heads: pd.DataFrame,
     options, the mean loss per example and the segments skipped for length."""
     config = loaded.model.config
     n = heads.attrs["n_examples"]
-    return {**loaded.info, "corpus": corpus, "n_layers": config.num_hidden_layers,
+    return {**loaded.info, "corpus": corpus, "lengths": heads.attrs.get("lengths", ""),
+            "n_layers": config.num_hidden_layers,
             "n_heads": config.num_attention_heads, "loss": loss, "loss_asked": loss_asked,
             "n_examples": n, "batch_size": batch_size, "seed": seed, "max_length": max_length,
             "mean_loss": stats["loss_sum"] / n, "n_skipped_too_long": stats["too_long"]}

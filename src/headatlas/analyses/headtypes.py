@@ -55,7 +55,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
-from headatlas.analyses.base import Analysis, register, without_run_attrs
+from headatlas.analyses.base import Analysis, length_text, register, without_run_attrs
 from headatlas.claims import Claim, claims_table, holds_if, pct
 from headatlas.heads import head_name, head_table
 from headatlas.io import atomic_path
@@ -202,7 +202,7 @@ class DistanceFeatures(Analysis):
                           self.n_windows, dict(self._attrs))
 
     def caption(self, result: "FeatureSet", provenance: dict) -> str:
-        return caption(result.attrs, result.n_inputs)
+        return caption(result.attrs, result.n_inputs, result.lengths)
 
 
 # Store attributes a FeatureSet keeps (and saves).
@@ -704,7 +704,7 @@ def figure_inputs(figure: str, features: FeatureSet, types: pd.DataFrame,
     from :func:`stability_tables`). Returns the keyword arguments of the plot
     function: ``types``, ``caption`` and those extras.
     """
-    text = caption(features.attrs, features.n_inputs)
+    text = caption(features.attrs, features.n_inputs, features.lengths)
     if figure == "tsne":
         xy = tsne_embedding(feature_matrix(types), seed=seed, perplexity=perplexity)
         how = "min(30, (heads - 1) / 3)" if perplexity is None else str(perplexity)
@@ -729,17 +729,19 @@ def compare_types(before: pd.DataFrame, after: pd.DataFrame, before_features: Fe
     ``attrs["caption"]``) and :func:`changes_by_layer`.
     """
     changes = type_changes(before, after)
-    changes.attrs["caption"] = (" | ".join(caption(f.attrs, f.n_inputs)
+    changes.attrs["caption"] = (" | ".join(caption(f.attrs, f.n_inputs, f.lengths)
                                            for f in (before_features, after_features))
                                 + "; types are clustered and named per model independently")
     return changes, changes_by_layer(changes)
 
 
-def caption(meta: dict, n_inputs: int) -> str:
-    """Figure footnote: model, corpus, N, and the deviations from Guan et al."""
+def caption(meta: dict, n_inputs: int, lengths=None) -> str:
+    """Figure footnote: model, corpus, N, the deviations from Guan et al., and the inputs'
+    length distribution (``lengths``: tokens per input, when given)."""
     heads = int(meta.get("n_layers") or 0) * int(meta.get("n_heads") or 0)
+    spread = f"; {length_text(lengths)}" if lengths is not None and len(lengths) else ""
     return (f"model {meta.get('model_name')} ({meta.get('model_id')}), corpus {meta.get('corpus')}, "
             f"N = {n_inputs} inputs; deviations from Guan et al.: paper used {PAPER_MODEL}, the "
             f"SQuAD-fine-tuned whole-word-masking checkpoint, on 1,000 SQuAD samples; this is "
             f"{meta.get('n_layers')}x{meta.get('n_heads')} = {heads} heads on segments of "
-            f"<= {meta.get('max_length')} wordpieces")
+            f"<= {meta.get('max_length')} wordpieces{spread}")
