@@ -7,6 +7,7 @@ from snakemake.logging import logger
 
 from headatlas.codedeps import code_files
 from headatlas.config import format_name, plan
+from headatlas.scorecard import is_claims_file
 
 PLAN = plan(config)
 RESULTS = PLAN.results
@@ -100,3 +101,9 @@ def all_outputs():
             for path in targets(model)
         )
     )
+
+
+def claims_files(wildcards):
+    """Every claims table (paper_claims.csv) the included analyses write, for every model; read at
+    DAG time, so analyses included after the scorecard's rules join it too."""
+    return [path for path in all_outputs() if is_claims_file(path)]

@@ -109,7 +109,11 @@ rule coref_claims:
         report(
             f"{COREF_DIR}/paper_claims.csv",
             caption="../report/coref_claims.rst",
-            labels={"model": "{model}", "corpus": "{corpus}", "table": "coref: claims"},
+            labels={
+                "model": "{model}",
+                "corpus": "{corpus}",
+                "table": "coref: claims",
+            },
             **COREF_REPORT,
         ),
     log:

@@ -2,18 +2,14 @@
 # shown on the report's landing page), and the cross-model figures. The scorecard reads every
 # paper_claims.csv that the included analyses register in FINAL_TARGETS: an analysis joins it
 # by writing its claims (headatlas.claims.Claim rows) to a file of that name.
-from headatlas.scorecard import is_claims_file
-
-SCORECARD_REPORT = {"category": "Scorecard and models compared", "subcategory": "all models"}
+SCORECARD_REPORT = {
+    "category": "Scorecard and models compared",
+    "subcategory": "all models",
+}
 COMPARE_DIR = f"{RESULTS}/compare"
 SPECIAL_TABLE = f"{RESULTS}/{{model}}/{PLAN.surface_corpus}/surface/special_tokens.csv"
 TABLE1 = f"{RESULTS}/{{model}}/{{corpus}}/syntax/table1.csv"
 SHARES_TABLE = f"{RESULTS}/{{model}}/{PLAN.surface_corpus}/headtypes/type_shares.csv"
-
-
-def claims_files(wildcards):
-    """Every claims table the configured analyses write, for every model (read at DAG time)."""
-    return [path for path in all_outputs() if is_claims_file(path)]
 
 
 rule scorecard:
@@ -42,7 +38,7 @@ rule scorecard:
         ENV
     params:
         models=list(MODELS),
-        results=RESULTS,
+        results=lambda wildcards, output: str(Path(output.table).parent),
     script:
         "../scripts/scorecard.py"
 
