@@ -33,22 +33,32 @@ def is_claims_file(path) -> bool:
     return Path(path).name == CLAIMS_FILE
 
 
-def model_of(path, results: str | Path, models: Sequence[str]) -> tuple[str, str]:
+def model_of(path, results: str | Path) -> tuple[str, str]:
     """(model, where) of a claims file ``<results>/<model>/<where>/paper_claims.csv``.
 
     ``where`` is the folder below the model (e.g. ``wikipedia/surface``); it
     tells claims with the same id apart when one model has several files that
-    state them (e.g. the same analysis on two corpora or two weightings).
+    state them (e.g. the same analysis on two corpora or two weightings). The
+    model need not be configured: the ablation's task model may be made by the
+    workflow itself.
     """
     parts = Path(path).relative_to(Path(results)).parts
-    if len(parts) < 2 or parts[0] not in models:
-        raise ValueError(f"{path}: not a claims file of a configured model under {results}/<model>/ "
-                         f"(models: {', '.join(models)})")
+    if len(parts) < 2:
+        raise ValueError(f"{path}: not a claims file of a model (expected {results}/<model>/.../{CLAIMS_FILE})")
     return parts[0], "/".join(parts[1:-1])
+
+
+def models_of(long: pd.DataFrame, configured: Sequence[str]) -> list[str]:
+    """The scorecard's model columns: the configured models in config order, then any other model
+    that has claims (e.g. a task model the workflow fine-tuned)."""
+    return list(dict.fromkeys([*configured, *long["model"]]))
 
 
 def collect(paths: Iterable, results: str | Path, models: Sequence[str]) -> pd.DataFrame:
     """Every claim of every file, one row per (model, claim), with :data:`LONG_COLUMNS`.
+
+    ``models`` are the configured models; a model that has claims but is not
+    among them is added after them (:func:`models_of`).
 
     An id stated in several files of one model gets the folder it came from
     appended (``id [where]``, for every model), so no claim hides another. A claim that some
@@ -60,11 +70,12 @@ def collect(paths: Iterable, results: str | Path, models: Sequence[str]) -> pd.D
     """
     rows = []
     for path in paths:
-        model, where = model_of(path, results, models)
+        model, where = model_of(path, results)
         rows += [{"model": model, **vars(claim), "where": where} for claim in read_claims(path)]
     long = pd.DataFrame(rows, columns=list(LONG_COLUMNS))
     if long.empty:
         return long
+    models = models_of(long, models)
     places = long.groupby(["model", "id"])["where"].nunique().groupby("id").max()
     several = long["id"].map(places) > 1
     long.loc[several, "id"] = long["id"] + " [" + long["where"] + "]"

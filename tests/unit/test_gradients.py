@@ -74,7 +74,8 @@ def test_both_losses_give_finite_gradients_per_head(which, request):
     # sep, punct and other partition the keys: each query's attention on them sums to 1.
     assert heads[["attn_sep", "attn_punct", "attn_other"]].sum(axis=1).to_numpy() == pytest.approx(1, abs=1e-5)
     assert (heads[["sep", "other"]].to_numpy() > 0).all()
-    assert heads.attrs == {"n_examples": 3, "loss": loss} and stats["used"] == 3
+    assert heads.attrs["n_examples"] == 3 and heads.attrs["loss"] == loss and stats["used"] == 3
+    assert heads.attrs["lengths"].startswith("lengths: median")  # of the segments, for the caption
 
 
 def test_gradients_have_the_attention_shape(tiny_mlm):

@@ -5,8 +5,8 @@ import pytest
 
 from headatlas.claims import Claim, claims_table, verdict
 from headatlas.compare import shares_by_model, special_by_depth, table1_by_model
-from headatlas.scorecard import (ABSENT, collect, is_claims_file, model_of, scorecard, source_key, tally,
-                                 to_html)
+from headatlas.scorecard import (ABSENT, collect, is_claims_file, model_of, models_of, scorecard, source_key,
+                                 tally, to_html)
 
 MODELS = ["big", "small"]
 
@@ -38,10 +38,13 @@ def files(tmp_path):
 
 def test_model_and_folder_from_the_path(files):
     results, paths = files
-    assert model_of(paths[1], results, MODELS) == ("big", "gum/probes")
+    assert model_of(paths[1], results) == ("big", "gum/probes")
     assert is_claims_file(paths[0]) and not is_claims_file(results / "big" / "table1.csv")
-    with pytest.raises(ValueError, match="not a claims file of a configured model"):
-        model_of(paths[2], results, ["big"])
+    with pytest.raises(ValueError, match="not a claims file of a model"):
+        model_of(results / "paper_claims.csv", results)
+    # A model that is not configured (e.g. a fine-tuned task model) comes after the configured ones.
+    long = collect(paths, results, ["small"])
+    assert models_of(long, ["small"]) == ["small", "big"] and set(long["model"]) == {"small", "big"}
 
 
 def test_collect_orders_by_source_and_fills_what_a_model_lacks(files):
