@@ -59,6 +59,24 @@ def test_the_second_family_runs_through(tiny_workflow):
     assert table1.loc["all", "n"] > 0 and table1.loc["all", "unaligned"] == 0  # every word has its pieces
 
 
+def test_the_scorecard_collects_every_claims_file(tiny_workflow):
+    results = tiny_workflow / "results"
+    claims = sorted(results.glob("*/**/paper_claims.csv"))
+    # surface, clustering, gradients, head types, Table 1 (tb), coreference (tb_docs), and the
+    # ablation of the fine-tuned task model tiny_upos (not a configured model: a column of its own)
+    assert {p.parent.name for p in claims} == {"surface", "clustering", "gradients", "headtypes",
+                                               "syntax", "coref", "ablation"}
+    card = pd.read_csv(results / "scorecard.csv", keep_default_na=False)
+    assert len(card) == sum(len(pd.read_csv(p)) for p in claims)
+    for model in ("tiny", "tiny_upos"):
+        assert set(card[f"{model}: verdict"]) <= {"holds", "does not hold", "not applicable"}
+    assert {"clark.s3.sink_token", "clark.t1.tb.all", "guan.stability"} <= set(card["id"])
+    assert (card["rule"] != "").all()  # every verdict states its rule
+    for name in ("special_tokens_depth", "table1", "headtype_shares"):
+        assert (results / "compare" / f"{name}.svg").read_bytes().startswith(b"<?xml")
+        assert len(pd.read_csv(results / "compare" / f"{name}.csv")) > 0
+
+
 def test_nothing_left_to_do(tiny_workflow):
     assert planned_jobs(snakemake(tiny_workflow, "-n", "--cores", "1")) == {}
 
@@ -67,6 +85,7 @@ def test_report_is_one_self_contained_page(tiny_workflow):
     snakemake(tiny_workflow, "--report", "results/report.html")
     html = (tiny_workflow / "results" / "report.html").read_text()
     assert "Relative position" in html and "paper_claims.csv" in html
+    assert "headatlas-scorecard" in html  # the scorecard is on the landing page
 
 
 def test_changed_params_rerun_only_that_analysis(tiny_workflow, tmp_path):

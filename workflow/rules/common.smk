@@ -8,6 +8,7 @@ from snakemake.logging import logger
 from headatlas.codedeps import code_files
 from headatlas.config import format_name, plan
 from headatlas.corpora.prepare import source_files
+from headatlas.scorecard import is_claims_file
 
 PLAN = plan(config)
 RESULTS = PLAN.results
@@ -97,16 +98,25 @@ FINAL_TARGETS = {}
 
 
 def all_outputs():
-    """Every final target, except those of a corpus restricted to other models."""
-    return [
-        path
-        for model in MODELS
-        for targets in FINAL_TARGETS.values()
-        for path in targets(model)
-        if runs_here(model, path)
-    ]
+    """Every final output, once (targets shared by all models, e.g. the scorecard, appear once),
+    except those of a corpus restricted to other models."""
+    return list(
+        dict.fromkeys(
+            path
+            for model in MODELS
+            for targets in FINAL_TARGETS.values()
+            for path in targets(model)
+            if runs_here(model, path)
+        )
+    )
 
 
 def runs_here(model, path):
     parts = Path(path).relative_to(RESULTS).parts
     return len(parts) < 3 or parts[0] != model or PLAN.runs_on(model, parts[1])
+
+
+def claims_files(wildcards):
+    """Every claims table (paper_claims.csv) the included analyses write, for every model; read at
+    DAG time, so analyses included after the scorecard's rules join it too."""
+    return [path for path in all_outputs() if is_claims_file(path)]

@@ -110,6 +110,33 @@ rule coref_accuracy:
         "../scripts/coref_accuracy.py"
 
 
+rule coref_claims:
+    input:
+        table=f"{COREF_DIR}/accuracy.csv",
+        code=code("coref_claims.py"),
+    output:
+        report(
+            f"{COREF_DIR}/paper_claims.csv",
+            caption="../report/coref_claims.rst",
+            labels={
+                "model": "{model}",
+                "corpus": "{corpus}",
+                "table": "coref: claims",
+            },
+            **COREF_REPORT,
+        ),
+    log:
+        "logs/coref/{model}/{corpus}/claims.log",
+    benchmark:
+        "logs/benchmarks/coref/{model}/{corpus}/claims.tsv"
+    wildcard_constraints:
+        corpus=one_of(PLAN.documents),
+    conda:
+        ENV
+    script:
+        "../scripts/coref_claims.py"
+
+
 FINAL_TARGETS["coref"] = lambda model: [
     f"{RESULTS}/{model}/{corpus}/coref/{name}"
     for corpus in PLAN.documents
@@ -118,5 +145,6 @@ FINAL_TARGETS["coref"] = lambda model: [
         "accuracy.csv",
         "head_accuracy.csv",
         "head_accuracy.svg",
+        "paper_claims.csv",
     )
 ]
