@@ -59,6 +59,7 @@ from headatlas.analyses.base import Analysis, register, without_run_attrs
 from headatlas.heads import head_name, head_table
 from headatlas.io import atomic_path
 from headatlas.store import Example, StoreSet
+from headatlas.weightings import weighting_note
 
 N_WINDOWS = 16
 SPECIAL = ("cls", "sep", "comma", "period")
@@ -639,4 +640,4 @@ def caption(meta: dict, n_inputs: int) -> str:
             f"N = {n_inputs} inputs; deviations from Guan et al.: paper used {PAPER_MODEL}, the "
             f"SQuAD-fine-tuned whole-word-masking checkpoint, on 1,000 SQuAD samples; this is "
             f"{meta.get('n_layers')}x{meta.get('n_heads')} = {heads} heads on segments of "
-            f"<= {meta.get('max_length')} wordpieces")
+            f"<= {meta.get('max_length')} wordpieces{weighting_note(meta)}")
