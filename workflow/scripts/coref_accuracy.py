@@ -8,7 +8,7 @@ with rule_logging(snakemake) as log:
     p = snakemake.params
     table, heads = accuracy_tables(read_mentions(snakemake.input.mentions), snakemake.input.stores,
                                    p.select_split, p.eval_split, p.n_boot, p.seed, p.source_format,
-                                   p.max_length)
+                                   p.max_length, weighting=p.weighting)
     write_table(table, snakemake.output.table, float_format="%.4g")
     write_table(heads, snakemake.output.heads, float_format="%.4g")
     plot_head_accuracy(heads, heads.attrs["panels"], snakemake.output.heatmap, heads.attrs["caption"])
