@@ -9,8 +9,9 @@ given), and adds headroom::
     mem_mb  = round_up(max_rss * mem_headroom + overhead_mb, 100)
     runtime = max(min_runtime, ceil(s * time_headroom / 60))        # minutes, as Snakemake wants
 
-``overhead_mb`` is the Snakemake process that runs each job inside its SLURM allocation (the
-benchmark measures only the job's script, SLURM counts both). The result is a ``set-resources``
+``overhead_mb`` is the Snakemake processes that run each job inside its SLURM allocation (the
+batch step and the job step, about 170 MB each in tests/cluster): the benchmark measures only
+the job's own script, SLURM counts them all. The result is a ``set-resources``
 block for a Snakemake profile::
 
     python -m headatlas.resources logs/benchmarks                       # print the block
@@ -176,7 +177,7 @@ def render(usage: dict[str, RuleUsage], policy: Policy, keep: dict[str, dict], s
         f"{BEGIN}: written by `python -m headatlas.resources`; rerun it, do not edit the numbers.",
         f"# Measured in: {', '.join(sources)}",
         f"# mem_mb = peak RSS x {policy.mem_headroom:g} + {policy.overhead_mb} MB (the Snakemake "
-        f"process in the job), rounded up to 100;",
+        f"processes in the job), rounded up to 100;",
         f"# runtime = longest wall time x {policy.time_headroom:g}, at least {policy.min_runtime} min. "
         "Other keys of a rule are kept.",
     ]
