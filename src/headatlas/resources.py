@@ -9,9 +9,9 @@ given), and adds headroom::
     mem_mb  = round_up(max_rss * mem_headroom + overhead_mb, 100)
     runtime = max(min_runtime, ceil(s * time_headroom / 60))        # minutes, as Snakemake wants
 
-``overhead_mb`` is the Snakemake processes that run each job inside its SLURM allocation (the
-batch step and the job step, about 170 MB each in tests/cluster): the benchmark measures only
-the job's own script, SLURM counts them all. The result is a ``set-resources``
+``overhead_mb`` is the Snakemake processes that run each job inside its SLURM allocation, about
+170 MB each in tests/cluster (two in a plain job: the batch step and the job step; three in a job
+array task): the benchmark measures only the job's own script, SLURM counts them all. The result is a ``set-resources``
 block for a Snakemake profile::
 
     python -m headatlas.resources logs/benchmarks                       # print the block
@@ -171,11 +171,11 @@ def existing_set_resources(profile: Path | None) -> dict[str, dict]:
 
 
 def render(usage: dict[str, RuleUsage], policy: Policy, keep: dict[str, dict], sources: Sequence[str],
-           rules: Sequence[str]) -> str:
+           rules: Sequence[str], note: str = "") -> str:
     """The ``set-resources`` block, between the markers, with where each number comes from."""
     lines = [
         f"{BEGIN}: written by `python -m headatlas.resources`; rerun it, do not edit the numbers.",
-        f"# Measured in: {', '.join(sources)}",
+        f"# Measured in: {note or ', '.join(sources)}",
         f"# mem_mb = peak RSS x {policy.mem_headroom:g} + {policy.overhead_mb} MB (the Snakemake "
         f"processes in the job), rounded up to 100;",
         f"# runtime = longest wall time x {policy.time_headroom:g}, at least {policy.min_runtime} min. "
@@ -236,6 +236,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="the workflow's rules folder (default: workflow/rules)")
     parser.add_argument("--profile", type=Path, help="a profile whose other set-resources keys are kept")
     parser.add_argument("--update", action="store_true", help="rewrite the block in --profile in place")
+    parser.add_argument("--note", default="", help="what was measured (default: the folders' names)")
     defaults = Policy()
     parser.add_argument("--mem-headroom", type=float, default=defaults.mem_headroom)
     parser.add_argument("--overhead-mb", type=int, default=defaults.overhead_mb)
@@ -252,7 +253,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not usage:
         raise SystemExit(f"no benchmark files below {', '.join(map(str, args.benchmarks))}")
     rules = list(dict.fromkeys(p.rule for p in patterns))
-    block = render(usage, policy, existing_set_resources(args.profile), [str(d) for d in args.benchmarks], rules)
+    block = render(usage, policy, existing_set_resources(args.profile), [str(d) for d in args.benchmarks],
+                   rules, args.note)
     if args.update:
         update_profile(args.profile, block)
         print(f"updated {args.profile}: {len(usage)} measured rule(s)", file=sys.stderr)
