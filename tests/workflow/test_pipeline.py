@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from headatlas.scorecard import ABSENT
 from headatlas.store import Store
 from tests.conftest import ROOT
 from tests.workflow.conftest import snakemake
@@ -63,15 +64,20 @@ def test_the_second_family_runs_through(tiny_workflow):
 def test_the_scorecard_collects_every_claims_file(tiny_workflow):
     results = tiny_workflow / "results"
     claims = sorted(results.glob("*/**/paper_claims.csv"))
-    # surface, clustering, gradients, head types, Table 1 (tb), coreference (tb_docs), and the
-    # ablation of the fine-tuned task model tiny_upos (not a configured model: a column of its own)
-    assert {p.parent.name for p in claims} == {"surface", "clustering", "gradients", "headtypes",
-                                               "syntax", "coref", "ablation"}
+    # surface, clustering, gradients, head types, Table 1 (tb), coreference (tb_docs), each map
+    # analysis also under the norm weighting, Kobayashi's norms, and the ablation of the fine-tuned
+    # task model tiny_upos (not a configured model: a column of its own)
+    maps = {"surface", "clustering", "headtypes", "syntax", "coref"}
+    assert {p.parent.name for p in claims} == maps | {f"{m}-norm" for m in maps} | {
+        "gradients", "norms", "ablation"}
+    long = pd.read_csv(results / "scorecard_long.csv", keep_default_na=False)
+    assert (long["ours"] != ABSENT).sum() == sum(len(pd.read_csv(p)) for p in claims)  # none lost
     card = pd.read_csv(results / "scorecard.csv", keep_default_na=False)
-    assert len(card) == sum(len(pd.read_csv(p)) for p in claims)
-    for model in ("tiny", "tiny_upos"):
+    assert len(card) == long["id"].nunique()
+    for model in ("tiny", "tiny_roberta", "tiny_upos"):
         assert set(card[f"{model}: verdict"]) <= {"holds", "does not hold", "not applicable"}
-    assert {"clark.s3.sink_token", "clark.t1.tb.all", "guan.stability"} <= set(card["id"])
+    assert {"clark.s3.sink_token", "clark.s3.sink_token [norm weighting]", "clark.t1.tb.all",
+            "guan.stability"} <= set(card["id"])
     assert (card["rule"] != "").all()  # every verdict states its rule
     for name in ("special_tokens_depth", "table1", "headtype_shares"):
         assert (results / "compare" / f"{name}.svg").read_bytes().startswith(b"<?xml")
