@@ -85,6 +85,55 @@ def gram_weights(dense_weight: torch.Tensor) -> torch.Tensor:
     return w.T @ w
 
 
+def token_grams(values: torch.Tensor, gram: torch.Tensor, n_heads: int,
+                chunk: int = 1024) -> torch.Tensor:
+    """Per-token Gram matrices ``G[t, h, g] = <f_h(x_t), f_g(x_t)>`` ``[tokens, heads, heads]``.
+
+    ``values`` ``[tokens, heads * dh]`` is the value projection, ``gram`` :func:`gram_weights`.
+    Only the upper triangle is computed (``G`` is symmetric): for head ``h``,
+    ``u = v_h M[h, h:]`` and ``G[h, g] = <u[g-block], v_g>`` for ``g >= h``, in chunks of
+    ``chunk`` tokens so the intermediates stay in cache.
+    """
+    tokens, hidden = values.shape
+    dh = hidden // n_heads
+    out = values.new_empty(tokens, n_heads, n_heads)
+    for start in range(0, tokens, chunk):
+        x = values[start:start + chunk]
+        n = x.shape[0]
+        for h in range(n_heads):
+            rest = n_heads - h
+            u = x[:, h * dh:(h + 1) * dh] @ gram[h * dh:(h + 1) * dh, h * dh:]  # [n, rest * dh]
+            u.mul_(x[:, h * dh:])
+            row = u.view(n, rest, dh).sum(-1)  # G[h, h:]
+            out[start:start + n, h, h:] = row
+            out[start:start + n, h + 1:, h] = row[:, 1:]
+    return out
+
+
+def layer_norm_map(attn: torch.Tensor, grams: torch.Tensor) -> torch.Tensor:
+    """``‖Σ_h α^h_ij f_h(x_j)‖`` ``[batch, T, T]`` from α ``[batch, H, T, T]`` and ``G`` ``[batch, T, H, H]``.
+
+    ``α_·ijᵀ G_j α_·ij = Σ_h G_j[h, h] α_h² + 2 Σ_{h<g} G_j[h, g] α_h α_g``, accumulated over the
+    native ``[batch, H, query, key]`` layout (no transpose of α), one head pair at a time.
+    """
+    n_heads = attn.shape[1]
+    g = grams.permute(0, 2, 3, 1).unsqueeze(3)  # [b, h, g, 1, key]
+    out = attn[:, 0] * attn[:, 0] * g[:, 0, 0]
+    acc = torch.empty_like(out)
+    for h in range(n_heads):
+        if h + 1 < n_heads:  # acc = 2 Σ_{g>h} G[h, g] α_g (+ G[h, h] α_h once h > 0)
+            torch.mul(attn[:, h + 1], g[:, h, h + 1], out=acc)
+            for k in range(h + 2, n_heads):
+                acc.addcmul_(attn[:, k], g[:, h, k])
+            acc.mul_(2)
+            if h:
+                acc.addcmul_(attn[:, h], g[:, h, h])
+        else:
+            torch.mul(attn[:, h], g[:, h, h], out=acc)
+        out.addcmul_(attn[:, h], acc)
+    return out.clamp_min_(0).sqrt_()
+
+
 def value_norms_and_map(values: torch.Tensor, attn: torch.Tensor, gram: torch.Tensor,
                         n_heads: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-head value norms and the layer-level norm map of one layer, for a batch.
@@ -105,15 +154,10 @@ def value_norms_and_map(values: torch.Tensor, attn: torch.Tensor, gram: torch.Te
     norm_map : ``[batch, T, T]`` float32, ``‖Σ_h α^h_ij f_h(x_j)‖`` (query i, key j).
     """
     batch, width, hidden = values.shape
-    dh = hidden // n_heads
-    v = values.float().reshape(batch, width, n_heads, dh)
-    # u[b, t, h, :] = v_h M[h-block rows, :]; G[b, t, h, g] = <u[b, t, h, g-block], v_g>
-    u = torch.einsum("bthd,hde->bthe", v, gram.reshape(n_heads, dh, hidden))
-    G = torch.einsum("bthge,btge->bthg", u.reshape(batch, width, n_heads, n_heads, dh), v)
-    value_norms = G.diagonal(dim1=2, dim2=3).clamp_min(0).sqrt().transpose(1, 2)
-    a = attn.float().permute(0, 3, 2, 1)  # [b, key j, query i, h]
-    squared = (torch.matmul(a, G) * a).sum(-1)  # [b, j, i]: α_·ijᵀ G_j α_·ij
-    return value_norms, squared.clamp_min(0).sqrt().transpose(1, 2)
+    grams = token_grams(values.float().reshape(batch * width, hidden), gram, n_heads)
+    grams = grams.view(batch, width, n_heads, n_heads)
+    value_norms = grams.diagonal(dim1=2, dim2=3).clamp_min(0).sqrt().transpose(1, 2)
+    return value_norms, layer_norm_map(attn.float(), grams)
 
 
 class NormRecorder:
