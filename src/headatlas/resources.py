@@ -35,12 +35,14 @@ from typing import Iterable, Sequence
 
 import yaml
 
+from headatlas.weightings import SUFFIXES
+
 BEGIN = "# BEGIN derived resources"
 END = "# END derived resources"
 DERIVED = ("mem_mb", "runtime")
 PREFIX = "logs/benchmarks/"
 #: Wildcards with a global constraint in ``workflow/rules/common.smk``.
-CONSTRAINED = {"shard": r"\d+"}
+CONSTRAINED = {"shard": r"\d+", "weighting": "|".join(map(re.escape, SUFFIXES.values()))}
 
 
 @dataclass(frozen=True)

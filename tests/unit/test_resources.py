@@ -24,8 +24,9 @@ def write_benchmark(path, seconds: float, rss: float) -> None:
 
 def example_path(pattern: str) -> str:
     """A file the pattern names: each wildcard filled with a plausible value."""
-    return re.sub(r"\{(\w+)\}", lambda m: "0" if m.group(1) in ("shard", "seed") else f"x{m.group(1)}",
-                            pattern.removeprefix("logs/benchmarks/"))
+    plausible = {"shard": "0", "seed": "0", "weighting": "-norm"}
+    return re.sub(r"\{(\w+)\}", lambda m: plausible.get(m.group(1), f"x{m.group(1)}"),
+                  pattern.removeprefix("logs/benchmarks/"))
 
 
 def test_every_benchmark_pattern_names_its_own_rule():
@@ -40,6 +41,8 @@ def test_specific_patterns_win_over_wildcards():
     patterns = res.benchmark_patterns(RULES)
     # {analysis}.tsv of surface_table would match these; the literal names win
     assert res.rules_of("surface/m/c/paper_claims.tsv", patterns) == ("surface_claims",)
+    assert res.rules_of("surface-norm/m/c/paper_claims.tsv", patterns) == ("surface_claims",)  # {weighting}
+    assert res.rules_of("surface-x/m/c/paper_claims.tsv", patterns) == ()
     assert res.rules_of("headtypes/m/c/features.tsv", patterns) == ("headtypes_features",)
     assert res.rules_of("headtypes/m/c/tsne.tsv", patterns) == ("headtypes_figure",)
     assert res.rules_of("prepare/gum.tsv", patterns) == ("prepare_treebank",)

@@ -4,14 +4,15 @@ The tiny random BERT extracts one treebank (and its documents, for coreference) 
 store and once into three (``extraction.shards: 3``). What the analyses compute from them must
 agree, table by table, as the rules write them (same float format).
 
-Exact today: every number of the surface, syntax (Table 1, per-head and per-offset accuracy),
+Exact today: every number of the surface, syntax (Table 1's accuracies and heads, per-head and per-offset accuracy),
 coreference (per-mention scores, Table 2's accuracies and chosen heads), head-type and clustering
 analyses. Not exact (``xfail(strict=True)``, so a fix turns them into failures that ask to drop
 the mark): whatever follows the order in which the stores yield examples. A store holds its
 examples sorted by length (extraction batches them so), and the shards of a sharded corpus are
 read one after the other, so the corpus comes in another order. Row order of the syntax tables
 (relations in order of first appearance), order of the coreference mention table, bootstrap
-intervals (units numbered in stream order: Table 2's documents, the honest regime's sentences)
+intervals (units numbered in stream order: Table 2's documents, Table 1's and the honest regime's
+sentences)
 and the probes (trained in a seeded permutation of cache rows, which are in stream order) change
 with the number of shards. Reading every store in corpus order (``example_index``) would make all
 of them exact.
@@ -106,7 +107,12 @@ def test_syntax_tables_hold_the_same_numbers(syntax_scores):
         assert_same_table(table, sharded.tables()[name], sort_by=[k for k in KEYS if k in table.columns])
     for subset in (None, ["train"], ["test"]):  # Table 1 on everything and on each regime's split
         a, b = (s if subset is None else s.subset(subset) for s in (one, sharded))
-        assert_same_table(syntax.table1(a, min_count=1), syntax.table1(b, min_count=1))
+        assert_same_table(*(without_intervals(syntax.table1(s, min_count=1)) for s in (a, b)))
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"Table 1 bootstrap: sentences numbered in an order that {ORDER}")
+def test_syntax_table1_intervals(syntax_scores):
+    assert_same_table(*(syntax.table1(s, min_count=1) for s in syntax_scores))
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"syntax heads.csv/offsets.csv row order {ORDER}")
