@@ -185,6 +185,9 @@ def reference_problems(config: dict) -> list[str]:
             listed = ", ".join(allowed) if allowed else "none"
             problems.append(f"`{key}`: {value!r} is not {what}{hint}; configured: {listed}")
 
+    keep = config["extraction"]["keep_stores"]
+    for i, model in enumerate(keep if isinstance(keep, list) else []):
+        check(f"extraction.keep_stores.{i}", model, models, "a configured model")
     with_coreference = _treebanks_with(config, "coreference")
     for name, spec in corpora.items():
         for i, model in enumerate(spec.get("models", [])):
@@ -327,6 +330,13 @@ class Plan:
     omitted: list[Omission] = field(default_factory=list)
     # model -> the views its map analyses emit (attention, norm), and the models with norm.
     weightings: dict[str, list[str]] = field(default_factory=dict)
+    # models whose attention stores stay on disk; the others' are temp() (extraction.keep_stores).
+    kept_stores: list[str] = field(default_factory=list)
+
+    @property
+    def temp_stores(self) -> list[str]:
+        """Models whose stores are deleted once every job that reads them has run."""
+        return [m for m in self.weightings if m not in self.kept_stores]
 
     def suffixes(self, model: str) -> list[str]:
         """The output-folder suffixes of ``model``'s weightings: '' (attention), '-norm'."""
@@ -404,7 +414,9 @@ def plan(config: dict) -> Plan:
     return Plan(config["results"], corpora_of(config, "segments"), corpora_of(config, "treebank"),
                 documents, labelled, surface, slugs, honest, probes_on, runs, gradient_models, pairs,
                 list(config["finetune"]["models"]), ablation, corpus_models,
-                coref_selection(config, corpus_models), omitted, weightings)
+                coref_selection(config, corpus_models), omitted, weightings,
+                [m for m in models if config["extraction"]["keep_stores"] == "all"
+                 or m in config["extraction"]["keep_stores"]])
 
 
 def coref_selection(config: dict, corpus_models: dict[str, list[str]]) -> dict[str, str]:

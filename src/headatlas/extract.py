@@ -18,10 +18,12 @@ recorded beside the maps in the same forward pass (:mod:`headatlas.valuenorms`).
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -166,14 +168,86 @@ def shard_range(n: int, shard: int, n_shards: int) -> range:
     return range(n * shard // n_shards, n * (shard + 1) // n_shards)
 
 
+class WriteBehind:
+    """Run ``write(item)`` on one background thread, at most ``max_pending`` items queued.
+
+    Extraction hands each batch's maps to it and goes on with the next forward pass, so the
+    HDF5 write of batch k overlaps the forward of batch k+1 (torch releases the GIL during
+    its kernels; h5py holds it for most of a write). The queue is bounded: at most
+    ``max_pending`` batches wait, plus the one being written, so memory stays bounded when
+    writing is slower than the forward pass (the producer then waits in :meth:`put`).
+
+    Use as a context manager. An exception in ``write`` is raised in the caller's thread, at
+    the next :meth:`put` or at the end of the ``with`` block; the items after it are dropped.
+    When the caller's block raises, the thread is stopped (queued items dropped) and joined
+    before the exception goes on, so nothing writes to the store after it is discarded.
+    ``max_pending=0``: no thread, ``write`` runs inline in :meth:`put` (the sequential path).
+    """
+
+    _STOP = object()
+
+    def __init__(self, write: Callable[[object], None], max_pending: int = 2):
+        if max_pending < 0:
+            raise ValueError(f"max_pending must be >= 0, got {max_pending}")
+        self._write, self.max_pending = write, max_pending
+        self._queue: queue.Queue | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._abort = threading.Event()
+
+    def __enter__(self) -> "WriteBehind":
+        if self.max_pending:
+            self._queue = queue.Queue(maxsize=self.max_pending)
+            self._thread = threading.Thread(target=self._run, name="store-writer", daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is self._STOP:
+                return
+            if self._error is None and not self._abort.is_set():
+                try:
+                    self._write(item)
+                except BaseException as err:  # handed to the caller's thread
+                    self._error = err
+            # After an error or an abort the queue is still drained, so put() never blocks forever.
+
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def put(self, item) -> None:
+        """Queue ``item`` (waits while ``max_pending`` items are queued); raise the writer's error."""
+        if self._thread is None:
+            self._write(item)
+            return
+        self._raise_error()
+        self._queue.put(item)
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._thread is None:
+            return
+        if exc_type is not None:
+            self._abort.set()
+        self._queue.put(self._STOP)
+        self._thread.join()
+        if exc_type is None:
+            self._raise_error()
+
+
 def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | Path, *,
             max_length: int = 128, batch_size: int = 32, max_tokens: int | None = None,
             shard: int = 0, n_shards: int = 1, store_attrs: dict | None = None,
-            progress: bool = True, norms: bool = True) -> Counter:
+            progress: bool = True, norms: bool = True, write_ahead: int = 2) -> Counter:
     """Extract the attention of ``sentences`` (this shard) into a new store at ``out_path``.
 
     ``norms``: also record the value norms and norm maps (Kobayashi et al. 2020) when the
     model has the BERT layout; other models are extracted without them, with a warning.
+    ``write_ahead``: batches that may wait for the background writer (:class:`WriteBehind`)
+    while the next forward pass runs; 0 writes each batch before the next forward
+    (sequential). The store's contents do not depend on it.
     Raises :class:`~headatlas.errors.ModelError` before any work when
     ``max_length`` is longer than the model's position table allows.
     """
@@ -196,15 +270,21 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
     with StoreWriter(out_path, attrs) as writer, recorder, \
             tqdm(total=len(examples), desc=f"extract {Path(out_path).parent.name}", unit="ex",
                  disable=not progress, mininterval=2) as bar:
-        for batch in length_batches(examples, batch_size, max_tokens):
-            attn = batch_attentions(loaded.model, collate(batch, tok.pad_token_id or 0, device))
-            recorded = recorder.take()
+
+        def write_batch(item) -> None:
+            batch, attn, recorded = item
             for row, example in enumerate(batch):
                 n = len(example)
                 writer.add(example.index, example.id, tok.convert_ids_to_tokens(example.input_ids),
                            example.input_ids, example.token_type_ids, example.word_ids,
                            attn[row, :, :, :n, :n], n_words=example.n_words, **recorded.example(row, n))
             bar.update(len(batch))
+
+        # The writer thread is joined before the store is closed (or, on an error, discarded).
+        with WriteBehind(write_batch, write_ahead) as pending:
+            for batch in length_batches(examples, batch_size, max_tokens):
+                attn = batch_attentions(loaded.model, collate(batch, tok.pad_token_id or 0, device))
+                pending.put((batch, attn, recorder.take()))
         writer.skipped_ids = skipped
     log.info("extracted %d examples into %s; skipped %d (too long: %d, empty: %d)",
              len(examples), out_path, len(skipped), stats["too_long"], stats["empty"])

@@ -42,7 +42,9 @@ END = "# END derived resources"
 DERIVED = ("mem_mb", "runtime")
 PREFIX = "logs/benchmarks/"
 #: Wildcards with a global constraint in ``workflow/rules/common.smk``.
-CONSTRAINED = {"shard": r"\d+", "weighting": "|".join(map(re.escape, SUFFIXES.values()))}
+CONSTRAINED = {"shard": r"\d+",
+               # '' (attention weights) or '-norm': an empty wildcard must match too
+               "weighting": "|".join(re.escape(suffix) for suffix in SUFFIXES.values())}
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,12 @@ def benchmark_patterns(rules_dir: Path) -> list[BenchmarkPattern]:
             match = re.search(r'^\s+benchmark:\s*\n\s+"([^"]+)"', body, re.M)
             if match:
                 found.append(BenchmarkPattern(name, match.group(1)))
+        # `use rule A as B with:` keeps A's benchmark: pattern (unless it sets its own): B's jobs
+        # write the same files, so B is measured with A (e.g. extract_temp with extract).
+        for parent, alias, body in re.findall(r"^use rule (\w+) as (\w+) with:\n(.*?)(?=^\S|\Z)",
+                                              text, re.M | re.S):
+            if not re.search(r"^\s+benchmark:", body, re.M):
+                found += [BenchmarkPattern(alias, p.pattern) for p in found if p.rule == parent]
     if not found:
         raise SystemExit(f"no rule with a benchmark: found in {rules_dir}/*.smk")
     return found

@@ -40,7 +40,7 @@ def paper() -> dict:
 def test_defaults_come_from_the_schema():
     config = load(minimal())
     assert config["extraction"] == {"max_length": 128, "batch_size": 32, "max_tokens": None, "shards": 1,
-                                    "threads": 2}
+                                    "threads": 2, "keep_stores": "all"}
     assert config["syntax"]["bootstrap"] == {"n": 1000, "seed": 0}
     assert config["coref"]["bootstrap"] == {"n": 1000, "seed": 0}
     assert config["coref"]["word_from"] == "mean"
@@ -174,6 +174,18 @@ def test_every_problem_is_reported_at_once():
     assert len(caught.value.problems) == 2
 
 
+def test_every_store_is_kept_unless_the_config_says_otherwise():
+    p = plan(load(minimal()))
+    assert p.kept_stores == ["m", "m_random"] and p.temp_stores == []
+    config = minimal()
+    config["extraction"] = {"keep_stores": ["m_random"]}
+    p = plan(load(config))
+    assert p.kept_stores == ["m_random"] and p.temp_stores == ["m"]
+    config["extraction"] = {"keep_stores": ["m", "n"]}
+    with pytest.raises(ConfigError, match=r"extraction.keep_stores.1.*'n' is not a configured model"):
+        load(config)
+
+
 def test_there_are_at_least_twelve_kinds_of_mistake():
     assert len(MISTAKES) >= 12
 
@@ -194,6 +206,8 @@ def test_embedded_plan_runs_everything():
     assert p.documents == ["gum_docs", "gum_windows"] and p.coref_selection == {"gum_windows": "gum_docs"}
     assert p.runs_on("minilm", "gum_windows") and not p.runs_on("minilm_upos", "gum_windows")
     assert p.runs_on("minilm_upos", "gum_docs")
+    # only the analysed model's stores persist; the helpers' are temp() (README: Disk)
+    assert p.kept_stores == ["minilm"] and p.temp_stores == ["minilm_upos", "minilm_random"]
 
 
 def test_paper_plan_runs_every_table_on_the_papers_corpora():

@@ -311,3 +311,16 @@ def test_paper_claims_of_table3_and_the_edge_classifier():
     assert edge["verdict"] == "does not hold" and "m_random 59.1 (gum test)" in edge["note"]
     assert paper_claims(table.assign(ewt_test=table["gum_test"]), edges.assign(accuracy=85.0)) \
         .set_index("id").loc["coenen.edge_classifier", "verdict"] == "holds"
+
+
+def test_saved_glove_probe_keeps_trained_weights_not_the_frozen_table(tmp_path):
+    glove = np.random.default_rng(0).normal(size=(1000, 50)).astype(np.float32)
+    model = AttentionProbe(LAYERS * HEADS, glove)
+    save_probe(tmp_path / "g.pt", "attn_glove", model, LAYERS, HEADS)
+    saved = torch.load(tmp_path / "g.pt", weights_only=True)["state"]
+    assert not any(k.startswith("embed.") for k in saved)  # the 200 kB table is not written
+    assert set(saved) == {k for k in model.state_dict() if not k.startswith("embed.")}
+    torch.testing.assert_close(saved["pair.weight"], model.pair.weight)
+    restored = AttentionProbe(LAYERS * HEADS, glove)  # the table comes from the GloVe file
+    restored.load_state_dict(saved, strict=False)
+    torch.testing.assert_close(restored.pair.weight, model.pair.weight)

@@ -14,7 +14,9 @@ RULES = ROOT / "workflow" / "rules"
 PROFILE = ROOT / "profiles" / "slurm" / "config.yaml"
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 # Two rules write the same benchmark pattern (a segments or documents corpus per model).
-SHARED = {"prepare_segments", "prepare_documents"}
+# Rules that write the same benchmark files: the two prepare rules share a pattern, and
+# extract_temp is `use rule extract as extract_temp` (the same job, its store temp()).
+SHARED = ({"prepare_segments", "prepare_documents"}, {"extract", "extract_temp"})
 
 
 def write_benchmark(path, seconds: float, rss: float) -> None:
@@ -24,9 +26,9 @@ def write_benchmark(path, seconds: float, rss: float) -> None:
 
 def example_path(pattern: str) -> str:
     """A file the pattern names: each wildcard filled with a plausible value."""
-    plausible = {"shard": "0", "seed": "0", "weighting": "-norm"}
-    return re.sub(r"\{(\w+)\}", lambda m: plausible.get(m.group(1), f"x{m.group(1)}"),
-                  pattern.removeprefix("logs/benchmarks/"))
+    fill = {"shard": "0", "seed": "0", "weighting": "-norm"}
+    return re.sub(r"\{(\w+)\}", lambda m: fill.get(m.group(1), f"x{m.group(1)}"),
+                            pattern.removeprefix("logs/benchmarks/"))
 
 
 def test_every_benchmark_pattern_names_its_own_rule():
@@ -34,7 +36,7 @@ def test_every_benchmark_pattern_names_its_own_rule():
     assert {"extract", "syntax_scores", "coref_mentions", "headtypes_figure", "probes_run"} <= {p.rule for p in patterns}
     for p in patterns:
         found = set(res.rules_of(example_path(p.pattern), patterns))
-        assert found == ({p.rule} | (SHARED if p.rule in SHARED else set())), (p, found)
+        assert found == set().union({p.rule}, *(s for s in SHARED if p.rule in s)), (p, found)
 
 
 def test_specific_patterns_win_over_wildcards():
@@ -57,10 +59,11 @@ def test_largest_measurement_with_headroom(tmp_path):
     write_benchmark(bench / "extract" / "m" / "b" / "shard-1.tsv", seconds=900, rss=300)
     write_benchmark(bench / "coref" / "m" / "c" / "mentions.tsv", seconds=5, rss=100)
     usage, unmatched = res.measure([bench], res.benchmark_patterns(RULES))
-    assert unmatched == [] and set(usage) == {"extract", "coref_mentions"}
+    assert unmatched == [] and set(usage) == {"extract", "extract_temp", "coref_mentions"}
     policy = res.Policy(mem_headroom=1.5, overhead_mb=500, time_headroom=2.0, min_runtime=10)
     # peak 1000 MB (shard a) x 1.5 + 500 = 2000; longest 900 s (shard b) x 2 = 30 min
     assert usage["extract"].resources(policy) == {"mem_mb": 2000, "runtime": 30}
+    assert usage["extract_temp"].resources(policy) == usage["extract"].resources(policy)
     assert usage["coref_mentions"].resources(policy) == {"mem_mb": 700, "runtime": 10}  # 650 -> 700; floor 10
     # a second run's folder: the larger value of either counts
     other = tmp_path / "other" / "logs" / "benchmarks"
@@ -99,8 +102,13 @@ def test_update_needs_the_markers(tmp_path):
 
 def test_the_slurm_profile_names_only_real_rules_and_has_no_fake_account():
     profile = yaml.safe_load(PROFILE.read_text())
-    rules = set(re.findall(r"^rule (\w+):", "\n".join(p.read_text() for p in RULES.glob("*.smk")), re.M))
+    text = "\n".join(p.read_text() for p in RULES.glob("*.smk"))
+    rules = set(re.findall(r"^rule (\w+):", text, re.M)) | set(re.findall(r"^use rule \w+ as (\w+)", text, re.M))
     assert set(profile["set-resources"]) <= rules and set(profile["set-threads"]) <= rules
+    # extract_temp is extract for the models whose stores are temp(): the same cluster settings
+    assert profile["set-resources"]["extract_temp"] == profile["set-resources"]["extract"]
+    assert profile["set-threads"]["extract_temp"] == profile["set-threads"]["extract"]
+    assert set(profile["slurm-array-jobs"].split(",")) == {"extract", "extract_temp"}
     assert "slurm_account" not in profile["default-resources"]  # a made-up account breaks real clusters
     assert profile["set-resources"]["extract"]["slurm_partition"] == "gpu"
     assert profile["set-resources"]["extract"]["gres"] == "gpu:1"

@@ -1,5 +1,8 @@
 # Extraction: one job per (model, corpus, shard) -> HDF5 store. GPU when present.
 # Cluster resources (partition, gres, account) live in profiles/slurm/, not here.
+# Two rules, one job: `extract` for the models of `extraction.keep_stores` (their stores stay on
+# disk), `extract_temp` for the others (their stores are temp(): deleted once every job reading
+# them has run; README "Disk").
 
 
 rule extract:
@@ -13,6 +16,8 @@ rule extract:
         "logs/extract/{model}/{corpus}/shard-{shard}.log",
     benchmark:
         "logs/benchmarks/extract/{model}/{corpus}/shard-{shard}.tsv"
+    wildcard_constraints:
+        model=one_of(PLAN.kept_stores),
     conda:
         ENV
     threads: EXTRACTION["threads"]
@@ -27,6 +32,13 @@ rule extract:
         norms=lambda wc: PLAN.norms(wc.model),
     script:
         "../scripts/extract.py"
+
+
+use rule extract as extract_temp with:
+    output:
+        store=temp(STORE),
+    wildcard_constraints:
+        model=one_of(PLAN.temp_stores),
 
 
 rule corpus_summary:

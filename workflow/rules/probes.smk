@@ -2,7 +2,8 @@
 # classifier, for `probes.model` (and its random-encoder twin `probes.random_model`), trained on
 # `probes.train` and scored on the test split of each of `probes.test`. Options: `probes:` in
 # the schema. One feature cache per (model, treebank): word-level maps, float16, reused by every
-# probe job.
+# probe job, and temp(): deleted once the last probe job has read it (~1.1 GB for MiniLM on GUM;
+# no table reads it, and it is rebuilt from the store in about a minute when a probe reruns).
 PROBES = config["probes"]
 PROBES_DIR = f"{RESULTS}/{{model}}/{{corpus}}/probes"
 PROBES_REPORT = {"category": "Probing classifiers (Clark §5)", "subcategory": "{model}"}
@@ -14,7 +15,7 @@ rule probes_features:
         corpus=corpus_file,
         code=code("probes_features.py"),
     output:
-        PROBES_FEATURES,
+        temp(PROBES_FEATURES),
     log:
         "logs/probes/{model}/{corpus}/features.log",
     benchmark:

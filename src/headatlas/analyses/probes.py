@@ -660,11 +660,20 @@ def run_probe(probe: str, train: FeatureSet, evals: dict[str, tuple[FeatureSet, 
     return pd.DataFrame(rows), model
 
 
+FROZEN_PREFIX = "embed."  # the GloVe probes' frozen nn.Embedding, not saved by save_probe
+
+
 def save_probe(path: str | Path, probe: str, model: nn.Module | None, n_layers: int,
                n_heads: int) -> None:
-    """Write a trained probe's parameters (atomically) with what is needed to read them back."""
-    state = {"probe": probe, "n_layers": n_layers, "n_heads": n_heads,
-             "state": model.state_dict() if model is not None else {}}
+    """Write a trained probe's parameters (atomically) with what is needed to read them back.
+
+    The frozen GloVe table of the GloVe probes (``embed.*``, 80 MB each, identical in every
+    run and read from the GloVe file) is left out: only the trained weights are kept.
+    """
+    trained = {k: v for k, v in (model.state_dict() if model is not None else {}).items()
+               if not k.startswith(FROZEN_PREFIX)}
+    state = {"probe": probe, "n_layers": n_layers, "n_heads": n_heads, "state": trained,
+             "frozen_left_out": FROZEN_PREFIX}
     with atomic_path(path) as tmp:
         torch.save(state, tmp)
 
