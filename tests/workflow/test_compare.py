@@ -35,9 +35,12 @@ def test_the_recipe_plans_surface_and_table1_for_every_model(tmp_path):
     args = [a for a in args if not a.startswith("--cores")] + ["--cores", "1"]
     jobs = planned_jobs(snakemake(ROOT, "-n", *[a for a in args if a != "all"]))
     n_models = len(config["models"])
+    # every model under its weightings (default: attention and norm; attention only where set)
+    views = sum(len(spec.get("weightings", ["attention", "norm"])) for spec in config["models"].values())
+    assert views == n_models + 3  # BERT, RoBERTa, ELECTRA have the BERT layout the norms need
     assert jobs["extract"] == n_models * 2  # wikipedia, ewt
-    assert jobs["surface_table"] == n_models * 3  # relative position, special tokens, entropy
-    assert jobs["syntax_table1"] == n_models
+    assert jobs["surface_table"] == views * 3  # relative position, special tokens, entropy
+    assert jobs["syntax_table1"] == views
     assert not [rule for rule in jobs if rule.startswith(("gradients", "headtypes", "clustering", "probes"))]
 
 

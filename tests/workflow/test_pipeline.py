@@ -96,7 +96,6 @@ def test_both_weightings_and_the_norm_analyses_are_built(tiny_workflow):
         assert plain.shape == weighted.shape, folder
     entropy = {s: pd.read_csv(results / f"wikipedia/surface{s}/entropy.csv") for s in ("", "-norm")}
     assert not entropy[""]["entropy"].equals(entropy["-norm"]["entropy"])  # a different view
-    assert (results / "syntax-norm" / "honest.csv").exists()
     shares = pd.read_csv(results / "wikipedia" / "norms" / "shares.csv")
     assert len(shares) == 2 * 4 and set(shares["class"]) == {"cls", "sep", "punct", "other"}
     assert len(pd.read_csv(results / "wikipedia" / "norms" / "paper_claims.csv")) == 4
