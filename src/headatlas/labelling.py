@@ -13,6 +13,16 @@ Workflow (run once; the labels are kept in the repository)::
     python -m headatlas.labelling sheets results/minilm/wikipedia/attention/shard-0.h5 \\
         labels.csv --out sheets/                   # sheet-00.png ... (20 maps each, ids only)
     # look at every sheet, write each map's pattern into labels.csv
+    python -m headatlas.labelling freeze results/minilm/wikipedia/attention/shard-0.h5 \\
+        --labels labels.csv --out maps.npz         # the labelled maps themselves, kept with the labels
+
+The labels are of pictures, so the pictures are kept with them: ``freeze``
+copies the labelled maps out of the store into a compressed ``.npz``
+(float16 weights and the token types of each map, the store's model and corpus
+in ``meta``). The evaluation (``patterns_evaluate``) reads that file, not a
+store: re-preparing a corpus or re-extracting a model changes the store, not
+the labelled maps, and the classifier's precision and recall are a property of
+the classifier on those maps whatever model the pipeline analyses.
 
 The sample is balanced over layers (``n / layers`` maps each, heads drawn at
 random within the layer), takes every input at most once, and assigns each map
@@ -23,15 +33,18 @@ marks at the ``[SEP]`` tokens (where the segments end): not its layer or head,
 so the labels are not led by what a head is known to do. Each map is drawn
 with a linear grey scale from 0 (white) to the map's own largest weight (black).
 
-The labelled set of the embedded run is packaged as
-``headatlas/data/pattern_labels.csv`` (:data:`LABELS`): columns ``map``
-(sheet id), ``example_index`` (corpus index of the segment), ``example_id``,
-``n_tokens``, ``layer``, ``head`` (1-based), ``half``, ``pattern``, ``note``.
+The labelled set is packaged as ``headatlas/data/pattern_labels.csv``
+(:data:`LABELS`): columns ``map`` (sheet id), ``example_index`` (corpus index
+of the segment), ``example_id``, ``n_tokens``, ``layer``, ``head`` (1-based),
+``half``, ``pattern``, ``note``; its maps as ``headatlas/data/pattern_maps.npz``
+(:data:`MAPS`): 320 maps of MiniLM (all-MiniLM-L6-v2) on the Wikipedia segments
+as the pipeline prepared them before the 128-wordpiece segment budget.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from importlib import resources
 from pathlib import Path
@@ -49,11 +62,17 @@ COLUMNS = ("map", "example_index", "example_id", "n_tokens", "layer", "head", "h
            "note")
 PER_SHEET = 20
 LABELS = "pattern_labels.csv"
+MAPS = "pattern_maps.npz"
 
 
 def packaged_labels() -> Path:
     """Path of the packaged labelled set (``headatlas/data/pattern_labels.csv``)."""
     return Path(str(resources.files("headatlas") / "data" / LABELS))
+
+
+def packaged_maps() -> Path:
+    """Path of the packaged labelled maps (``headatlas/data/pattern_maps.npz``)."""
+    return Path(str(resources.files("headatlas") / "data" / MAPS))
 
 
 def sample_maps(store_path: str | Path, n: int = 320, seed: int = 0) -> pd.DataFrame:
@@ -133,6 +152,55 @@ def labelled_maps(store_paths, labels: pd.DataFrame) -> tuple[list[np.ndarray], 
     return maps, types
 
 
+def freeze_maps(store_paths, labels: pd.DataFrame, out: str | Path) -> Path:
+    """Write the labelled maps (float16) and their token types to ``out`` (``.npz``).
+
+    Keys: ``map/<id>`` ``[n, n]``, ``types/<id>`` ``[n]``, and ``meta`` (JSON:
+    model, corpus and store files the maps were read from).
+    """
+    paths = open_stores(store_paths).paths
+    maps, types = labelled_maps(paths, labels)
+    with Store(paths[0]) as store:
+        attrs = {key: str(store.attrs.get(key, "")) for key in ("model_name", "model_id", "corpus", "corpus_sha256", "max_length")}
+    meta = {**attrs, "stores": [Path(p).name for p in paths], "maps": len(maps)}
+    arrays = {"meta": np.array(json.dumps(meta))}
+    for name, m, t in zip(labels["map"], maps, types):
+        arrays[f"map/{name}"] = np.asarray(m, dtype=np.float16)
+        arrays[f"types/{name}"] = np.asarray(t, dtype=np.int8)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(out, **arrays)
+    return out
+
+
+def load_maps(path: str | Path | None, labels: pd.DataFrame
+              ) -> tuple[list[np.ndarray], list[np.ndarray], dict]:
+    """The labelled maps (float32 ``[n, n]``), their token types and ``meta``, in ``labels`` order.
+
+    ``path`` is a :func:`freeze_maps` file (default: the packaged one). Every
+    labelled map must be in it, with ``n_tokens`` rows.
+    """
+    path = packaged_maps() if path is None else Path(path)
+    if not path.exists():
+        raise HeadAtlasError(f"{path}: no labelled maps (`patterns.labels.maps`; write them with "
+                             "`python -m headatlas.labelling freeze`)")
+    maps, types = [], []
+    with np.load(path, allow_pickle=False) as archive:
+        names = set(archive.files)
+        meta = json.loads(str(archive["meta"])) if "meta" in names else {}
+        absent = [m for m in labels["map"] if f"map/{m}" not in names]
+        if absent:
+            raise HeadAtlasError(f"{path}: {len(absent)} labelled map(s) missing (first: {absent[0]}); "
+                                 "the maps file belongs to another label table")
+        for name, n in zip(labels["map"], labels["n_tokens"]):
+            m = archive[f"map/{name}"].astype(np.float32)
+            if m.shape != (int(n), int(n)):
+                raise HeadAtlasError(f"{path}: map {name} is {m.shape}, the labels say {n} tokens")
+            maps.append(m)
+            types.append(archive[f"types/{name}"])
+    return maps, types, meta
+
+
 def draw_sheets(store_paths, labels: pd.DataFrame, out: str | Path,
                 per_sheet: int = PER_SHEET) -> list[Path]:
     """Contact sheets ``sheet-00.png``, ... of ``per_sheet`` maps each, in ``labels`` order."""
@@ -163,12 +231,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     sheets.add_argument("store", nargs="+")
     sheets.add_argument("--labels", default=None, help="label table (default: the packaged one)")
     sheets.add_argument("--out", required=True, help="folder for sheet-XX.png")
+    freeze = sub.add_parser("freeze", help="copy the labelled maps out of the store (.npz)")
+    freeze.add_argument("store", nargs="+")
+    freeze.add_argument("--labels", default=None, help="label table (default: the packaged one)")
+    freeze.add_argument("--out", required=True, help="the .npz to write")
     args = parser.parse_args(argv)
     if args.command == "sample":
         if len(args.store) != 1:
             parser.error("sample reads one store file")
         sample_maps(args.store[0], args.n, args.seed).to_csv(args.out, index=False)
         print(f"{args.n} maps -> {args.out}")
+    elif args.command == "freeze":
+        print(freeze_maps(args.store, read_labels(args.labels), args.out))
     else:
         table = pd.read_csv(args.labels or packaged_labels(), keep_default_na=False,
                             dtype={"example_id": str})

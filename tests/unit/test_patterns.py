@@ -65,13 +65,22 @@ def test_vertical_plus_diagonal_map():
 
 
 def test_block_map():
-    # Uniform within each segment of 8. Band: 2 keys for the 4 rows at a segment edge, 3 for the
-    # other 12 -> (4 x 2 + 12 x 3) / (16 x 8) = 44/128. Off-band column mass: 6/128 for the four
-    # edge keys (0, 7, 8, 15), 5/128 for the others; the top 3 are edge keys: 18/128. All the
-    # rest stays in its segment: block = 1.
-    v, d, b, _ = map_features(block_map(), TWO, 3)
-    assert (v, d, b) == pytest.approx((18 / 128, 44 / 128, 1.0))
-    assert classify(np.array([v, d, b, 0.5]), T) == PATTERNS.index("block")
+    # 32 tokens, two segments of 16, uniform within each. Band: 2 keys for the 4 rows at a segment
+    # edge, 3 for the other 28 -> 92/512. Off-band column mass: 14/512 for the four edge keys
+    # (0, 15, 16, 31), 13/512 for the others; the top 3 are edge keys: 42/512. The rest, 378/512,
+    # all stays in its segment, but only the pairs more than 3 apart count as block: 2 x (12 + 11
+    # + ... + 1) = 156 ordered pairs per segment, less the 3 x 12 in the top columns -> 276/512.
+    a = np.zeros((32, 32))
+    a[:16, :16] = 1 / 16
+    a[16:, 16:] = 1 / 16
+    v, d, b, _ = map_features(a, np.array([0] * 16 + [1] * 16), 3)
+    assert (v, d, b) == pytest.approx((42 / 512, 92 / 512, 276 / 378))
+    assert classify(np.array([v, d, b, 0.5]), T) == PATTERNS.index("heterogeneous")  # 0.73 < 0.8
+    assert classify(np.array([v, d, b, 0.5]), Thresholds(block=0.7)) == PATTERNS.index("block")
+    # local attention within the segment is not block: every row on the key 2 ahead
+    local = np.eye(32, k=2)
+    local[30:, :] = np.eye(32)[30:]
+    assert map_features(local, np.array([0] * 16 + [1] * 16), 3)[2] == 0
 
 
 def test_block_is_undefined_for_one_segment():
@@ -137,6 +146,10 @@ def test_tune_finds_separating_thresholds():
             "mixed_vertical": (0.9,), "mixed_diagonal": (0.9,), "block": (0.95,)}
     best, score = tune({3: features}, ["vertical", "heterogeneous"], grid)
     assert best.vertical == 0.55 and score == pytest.approx(1.0)
+    # Fewer than 5 labelled blocks: the block threshold keeps the grid's first value, untuned.
+    blocks = np.array([[0.0, 0.0, 0.7, 0.5], [0.0, 0.0, 0.6, 0.5]])
+    grid = {**grid, "block": (0.95, 0.65, 0.5)}
+    assert tune({3: blocks}, ["block", "heterogeneous"], grid)[0].block == 0.95
 
 
 def example(attn: np.ndarray, types: np.ndarray, index: int = 0) -> Example:
@@ -151,8 +164,11 @@ def test_analysis_shares_per_head():
     # once, block once.
     first = np.stack([vertical_map(15), np.eye(N)])[None]
     second = np.stack([vertical_map(15), block_map()])[None]
+    # The 16-token block map: top columns 18/128, band 44/128, rest 66/128 of which 28/128 lies in
+    # the segment more than 3 tokens away (20 pairs per segment, less 3 x 4 in the top columns).
+    assert map_features(block_map(), TWO, 3)[2] == pytest.approx(28 / 66)
     table = run_analysis(AttentionPatterns, [example(first, TWO, 0), example(second, TWO, 1)],
-                         progress=False, thresholds=T.as_dict())
+                         progress=False, thresholds={**T.as_dict(), "block": 0.4})
     assert table["vertical"].tolist() == [1.0, 0.0]
     assert table["diagonal"].tolist() == [0.0, 0.5] and table["block"].tolist() == [0.0, 0.5]
     assert table["dominant"].tolist() == ["vertical", "diagonal"]  # tie: first in PATTERNS order

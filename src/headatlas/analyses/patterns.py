@@ -28,8 +28,11 @@ query rows summing to 1):
   most of it (the top-``k`` columns), i.e. the mean over queries of the row
   mass on those keys (so the two never count the same weight);
 * ``block``: of the mass outside the top columns and the band, the share that
-  stays in the query's own segment (token type); NaN for a one-segment input,
-  where the whole input is one block and the pattern is undefined;
+  stays in the query's own segment (token type) at more than
+  :data:`BLOCK_LOCAL` = 3 tokens from the query (a block fills its segment;
+  attention to the next few tokens is local, not block); NaN for a
+  one-segment input, where the whole input is one block and the pattern is
+  undefined;
 * ``entropy``: the mean row entropy divided by ``log n`` (0: every row on one
   key; 1: uniform), kept for inspection and for the cross-tabulations.
 
@@ -63,6 +66,8 @@ from headatlas.store import Example
 PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
 FEATURES = ("vertical", "diagonal", "block", "entropy")
 VERTICAL, DIAGONAL, MIXED, BLOCK, HETEROGENEOUS = range(len(PATTERNS))
+# Keys this close to the query are local attention, not block: a block fills its segment.
+BLOCK_LOCAL = 3
 
 # Kovaleva et al. (2019), Fig. 2 and §3: BERT-base fine-tuned on GLUE tasks, ~400 maps labelled.
 PAPER_MODEL = "BERT-base (12 x 12 heads) fine-tuned on GLUE tasks, maps classified by a CNN"
@@ -129,30 +134,36 @@ def map_features(attn: np.ndarray, segments: np.ndarray, columns: int = 3,
     columns : int
         ``k``: how many top columns count as vertical.
     return_top : bool
-        Also return the top columns, int ``[..., k]``.
+        Also return the top columns, int ``[..., k]``, and the off-band mass each
+        of them receives, float ``[..., k]`` (their sum is ``vertical``).
 
     Returns
     -------
     float array ``[..., 4]``: vertical, diagonal, block (NaN with one segment), entropy
-    (and the top columns if asked).
+    (and the top columns and their masses if asked).
 
     Notes
     -----
     Every weight ``a[i, j]`` is counted once: in ``diagonal`` if ``|i - j| <= 1``,
-    else in ``vertical`` if ``j`` is a top column, else in the rest that ``block``
-    splits by segment. The top columns are the ``k`` with the largest mean
+    else in ``vertical`` if ``j`` is a top column, else in the rest, of which
+    ``block`` is the share in the query's segment with ``|i - j| > 3``. The top columns are the ``k`` with the largest mean
     off-band weight (ties: any), so a pure diagonal map has no vertical mass;
     a pure vertical map on one key puts the 2-3 weights of the rows next to it
     in ``diagonal`` (``3 / n`` of the mass).
     """
-    attn = np.asarray(attn, dtype=np.float64)
+    attn = np.asarray(attn)
+    if attn.dtype not in (np.float32, np.float64):
+        attn = attn.astype(np.float32)
     n = attn.shape[-1]
     segments = np.asarray(segments)
-    pos = np.arange(n)
-    band = np.abs(pos[:, None] - pos[None, :]) <= 1
-    same = segments[:, None] == segments[None, :]
-    diagonal = (attn * band).sum(-1).mean(-1)
-    off_col = (attn * ~band).mean(axis=-2)  # [..., n] off-band mass each key receives, per query
+    # Band mass per key column: a[j, j] + a[j - 1, j] (offset +1) + a[j + 1, j] (offset -1).
+    band_col = np.diagonal(attn, 0, -2, -1).astype(np.float64)
+    if n > 1:
+        band_col[..., 1:] += np.diagonal(attn, 1, -2, -1)
+        band_col[..., :-1] += np.diagonal(attn, -1, -2, -1)
+    col = attn.sum(axis=-2, dtype=np.float64)
+    diagonal = band_col.sum(-1) / n
+    off_col = (col - band_col) / n  # [..., n] off-band mass each key receives, per query
     k = min(columns, n)
     top = np.argpartition(off_col, n - k, axis=-1)[..., n - k:]
     in_top = np.zeros(off_col.shape, dtype=bool)
@@ -161,16 +172,22 @@ def map_features(attn: np.ndarray, segments: np.ndarray, columns: int = 3,
     rest = np.clip(1 - vertical - diagonal, 0, None)
     two = len(np.unique(segments)) > 1
     if two:
-        within = np.where(in_top, 0, (attn * (same & ~band)).mean(axis=-2)).sum(-1)
+        pos = np.arange(n)
+        far = (np.abs(pos[:, None] - pos[None, :]) > BLOCK_LOCAL) & (segments[:, None] == segments[None, :])
+        within_col = (attn * far.astype(attn.dtype)).sum(axis=-2, dtype=np.float64) / n
+        within = np.where(in_top, 0, within_col).sum(-1)
         with np.errstate(invalid="ignore", divide="ignore"):
             block = np.clip(np.where(rest > 1e-9, within / np.maximum(rest, 1e-12), 0.0), 0, 1)
     else:
         block = np.full(vertical.shape, np.nan)
-    safe = np.where(attn > 0, attn, 1.0)
-    entropy = (-(attn * np.log(safe)).sum(-1).mean(-1) / np.log(n) if n > 1
-               else np.zeros(vertical.shape))
+    if n > 1:
+        from scipy.special import xlogy
+
+        entropy = -xlogy(attn, attn).sum(-1, dtype=np.float64).mean(-1) / np.log(n)
+    else:
+        entropy = np.zeros(vertical.shape)
     features = np.stack([vertical, diagonal, block, entropy], axis=-1)
-    return (features, top) if return_top else features
+    return (features, top, np.take_along_axis(off_col, top, -1)) if return_top else features
 
 
 def classify(features: np.ndarray, thresholds: Thresholds) -> np.ndarray:
@@ -220,17 +237,14 @@ class AttentionPatterns(Analysis):
 
     def update(self, example: Example) -> None:
         segments = segments_of(example.token_type_ids)
-        features, top = map_features(example.attn, segments, self.thresholds.columns, return_top=True)
+        features, top, top_mass = map_features(example.attn, segments, self.thresholds.columns,
+                                               return_top=True)
         labels = classify(features, self.thresholds)
         np.add.at(self._counts, (*np.indices(labels.shape), labels), 1)
         self._block_inputs += int(len(np.unique(segments)) > 1)
         self._sums += np.nan_to_num(features)
-        # Which keys the vertical mass goes to: the top columns' off-band mass on special tokens.
+        # Which keys the vertical mass goes to: the top columns' mass on special tokens.
         special = example.cls_mask | example.sep_mask | example.punct_mask
-        n = example.n_tokens
-        pos = np.arange(n)
-        off_col = (example.attn * (np.abs(pos[:, None] - pos[None, :]) > 1)).mean(axis=-2, dtype=np.float64)
-        top_mass = np.take_along_axis(off_col, top, -1)
         vertical_ish = (labels == VERTICAL) | (labels == MIXED)
         self._special += np.where(vertical_ish, (top_mass * special[top]).sum(-1), 0)
         self._vertical += np.where(vertical_ish, top_mass.sum(-1), 0)
@@ -391,14 +405,18 @@ def macro_f1(truth: np.ndarray, predicted: np.ndarray, n_classes: int = len(PATT
     return float(np.mean(scores)) if scores else float("nan")
 
 
-# The grid searched by :func:`tune`: every combination (the band and block thresholds in 0.05 steps).
+# A threshold is tuned only for a pattern with at least this many labelled maps.
+MIN_SUPPORT = 5
+# The grid searched by :func:`tune`: every combination, in 0.05 steps. Ties go to the first
+# setting in grid order: the lowest vertical/diagonal thresholds, the highest block threshold.
 GRID = {
     "columns": (1, 2, 3, 4, 5),
     "vertical": tuple(np.round(np.arange(0.30, 0.951, 0.05), 2)),
     "diagonal": tuple(np.round(np.arange(0.20, 0.951, 0.05), 2)),
     "mixed_vertical": tuple(np.round(np.arange(0.10, 0.601, 0.05), 2)),
     "mixed_diagonal": tuple(np.round(np.arange(0.10, 0.601, 0.05), 2)),
-    "block": tuple(np.round(np.arange(0.50, 0.991, 0.05), 2)),
+    # descending: among equally good settings the highest block threshold (fewest blocks) wins
+    "block": tuple(np.round(np.arange(0.95, 0.499, -0.05), 2)),
 }
 
 
@@ -408,33 +426,47 @@ def tune(features_by_columns: dict[int, np.ndarray], labels: Sequence[str],
 
     ``features_by_columns[k]`` holds the maps' :func:`map_features` with
     ``columns = k`` for every ``k`` in the grid. Exhaustive over the grid
-    (:data:`GRID` by default), vectorised over ``block``.
+    (:data:`GRID` by default): for each ``k`` every combination of the five
+    thresholds is scored at once, by broadcasting. With fewer than
+    :data:`MIN_SUPPORT` labelled block maps the block threshold cannot be
+    estimated and is not tuned: it stays at the grid's first (most
+    conservative) value.
     """
-    grid = GRID if grid is None else grid
+    grid = dict(GRID if grid is None else grid)
     truth = np.array([PATTERNS.index(p) for p in labels])
+    if int((truth == BLOCK).sum()) < MIN_SUPPORT:
+        grid["block"] = tuple(grid["block"])[:1]
+    names = ("mixed_vertical", "mixed_diagonal", "vertical", "diagonal", "block")
+    axes = [np.asarray(grid[name], dtype=float) for name in names]
+    shape = tuple(len(a) for a in axes)
     best, best_score = None, -1.0
-    blocks = np.asarray(grid["block"], dtype=float)
     for k in grid["columns"]:
-        f = features_by_columns[k]
-        v, d = f[:, 0], f[:, 1]
-        b = np.nan_to_num(f[:, 2], nan=-1.0)
-        is_block = b[None, :] >= blocks[:, None]  # [blocks, maps]
-        for mv, md in itertools.product(grid["mixed_vertical"], grid["mixed_diagonal"]):
-            mixed = (v >= mv) & (d >= md)
-            for tv in grid["vertical"]:
-                vertical = ~mixed & (v >= tv)
-                for td in grid["diagonal"]:
-                    diagonal = ~mixed & ~vertical & (d >= td)
-                    fixed = np.full(len(v), HETEROGENEOUS)
-                    fixed[diagonal], fixed[vertical], fixed[mixed] = DIAGONAL, VERTICAL, MIXED
-                    open_ = ~(mixed | vertical | diagonal)
-                    predicted = np.where(open_[None, :] & is_block, BLOCK, fixed[None, :])
-                    for j, block in enumerate(blocks):
-                        score = macro_f1(truth, predicted[j])
-                        if score > best_score + 1e-12:
-                            best_score = score
-                            best = Thresholds(int(k), float(tv), float(td), float(mv), float(md),
-                                              float(block))
+        f = np.asarray(features_by_columns[k], dtype=float)
+        v, d, b = f[:, 0], f[:, 1], np.nan_to_num(f[:, 2], nan=-1.0)
+        expand = [a.reshape([-1 if i == j else 1 for j in range(5)] + [1]) for i, a in enumerate(axes)]
+        mixed = (v >= expand[0]) & (d >= expand[1])  # [mv, md, 1, 1, 1, maps]
+        vertical = ~mixed & (v >= expand[2])
+        diagonal = ~mixed & ~vertical & (d >= expand[3])
+        block = ~mixed & ~vertical & ~diagonal & (b >= expand[4])
+        predicted = {MIXED: mixed, VERTICAL: vertical, DIAGONAL: diagonal, BLOCK: block}
+        predicted[HETEROGENEOUS] = ~(mixed | vertical | diagonal | block)
+        f1_sum = np.zeros(shape)
+        counted = np.zeros(shape)
+        for c in range(len(PATTERNS)):
+            hit = np.broadcast_to(predicted[c], shape + (len(truth),))
+            guessed = hit.sum(-1)
+            tp = (hit & (truth == c)).sum(-1)
+            labelled = int((truth == c).sum())
+            present = (guessed + labelled) > 0
+            f1_sum += np.where(present, 2 * tp / np.maximum(guessed + labelled, 1), 0.0)
+            counted += present
+        scores = f1_sum / np.maximum(counted, 1)
+        flat = int(np.argmax(scores))  # first maximum in C order = grid order
+        if scores.flat[flat] > best_score + 1e-12:
+            best_score = float(scores.flat[flat])
+            idx = np.unravel_index(flat, shape)
+            values = {name: float(axes[i][idx[i]]) for i, name in enumerate(names)}
+            best = Thresholds(columns=int(k), **values)
     return best, best_score
 
 
@@ -442,3 +474,61 @@ def features_for(maps: Iterable[np.ndarray], token_types: Iterable[np.ndarray],
                  columns: int) -> np.ndarray:
     """``[maps, 4]``: :func:`map_features` of single maps (the labelled set)."""
     return np.stack([map_features(m, segments_of(t), columns) for m, t in zip(maps, token_types)])
+
+
+@dataclass
+class LabelEvaluation:
+    """The classifier on the hand-labelled maps (:func:`evaluate_labels`)."""
+
+    table: pd.DataFrame  # per half and pattern: precision, recall, F1, support
+    confusion: pd.DataFrame  # held-out half, config thresholds: label x predicted
+    thresholds: pd.DataFrame  # setting, config value, value tuned on the tune half
+    maps: pd.DataFrame  # per labelled map: its features and predicted pattern
+    caption: str
+
+
+def evaluate_labels(maps: Sequence[np.ndarray], token_types: Sequence[np.ndarray],
+                    labels: pd.DataFrame, thresholds: Thresholds, grid: dict | None = None,
+                    describe_store: str = "") -> LabelEvaluation:
+    """Precision and recall of the classifier with ``thresholds`` on each half of the labelled set.
+
+    ``labels`` is the labelled set (:func:`headatlas.labelling.read_labels`) and ``maps`` /
+    ``token_types`` its maps in the same order (:func:`headatlas.labelling.labelled_maps`).
+    The grid search (:func:`tune`) is re-run on the ``tune`` half so that the config's thresholds
+    can be compared with what the search finds; the ``test`` half is only ever scored.
+    """
+    grid = GRID if grid is None else grid
+    columns = sorted(set(grid["columns"]) | {thresholds.columns})
+    features = {k: features_for(maps, token_types, k) for k in columns}
+    halves = labels["half"].to_numpy()
+    tune_rows = halves == "tune"
+    tuned, tuned_score = tune({k: f[tune_rows] for k, f in features.items()},
+                              list(labels["pattern"][tune_rows]), grid)
+    predicted = np.array(PATTERNS)[classify(features[thresholds.columns], thresholds)]
+    tables = []
+    for half in ("test", "tune"):
+        rows = halves == half
+        part = per_class(list(labels["pattern"][rows]), list(predicted[rows]))
+        tables.append(part.assign(half="held-out (test)" if half == "test" else "tune"))
+    table = pd.concat(tables, ignore_index=True)
+    table = table[["half", *[c for c in table.columns if c != "half"]]]
+    test_rows = halves == "test"
+    matrix = confusion(list(labels["pattern"][test_rows]), list(predicted[test_rows]))
+    truth = np.array([PATTERNS.index(p) for p in labels["pattern"][tune_rows]])
+    config_score = macro_f1(truth, classify(features[thresholds.columns][tune_rows], thresholds))
+    settings = pd.DataFrame({"setting": [f.name for f in fields(Thresholds)],
+                             "config": list(thresholds.as_dict().values()),
+                             "tuned_on_tune_half": list(tuned.as_dict().values())})
+    settings.loc[len(settings)] = ["macro_f1_on_tune_half (%)", round(100 * config_score, 2),
+                                   round(100 * tuned_score, 2)]
+    per_map = labels[["map", "example_index", "layer", "head", "half", "pattern"]].copy()
+    for i, name in enumerate(FEATURES):
+        per_map[name] = features[thresholds.columns][:, i]
+    per_map["predicted"] = predicted
+    counts = labels.groupby("half")["pattern"].value_counts().unstack(fill_value=0)
+    described = "; ".join(f"{half}: " + ", ".join(f"{p} {int(counts.loc[half].get(p, 0))}"
+                                                  for p in PATTERNS) for half in counts.index)
+    caption = (f"{len(labels)} maps labelled by eye ({describe_store}); {described}. Thresholds "
+               f"from the config, chosen by a grid search for the best macro F1 on the tune half; "
+               f"the held-out half is reported. Kovaleva et al. labelled ~400 maps and trained a CNN.")
+    return LabelEvaluation(table, matrix, settings, per_map, caption)
