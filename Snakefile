@@ -35,6 +35,7 @@ include: "workflow/rules/headtypes.smk"
 include: "workflow/rules/probes.smk"
 include: "workflow/rules/finetune.smk"
 include: "workflow/rules/ablation.smk"
+include: "workflow/rules/patterns.smk"
 
 
 rule all:
