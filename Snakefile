@@ -36,6 +36,7 @@ include: "workflow/rules/probes.smk"
 include: "workflow/rules/finetune.smk"
 include: "workflow/rules/ablation.smk"
 include: "workflow/rules/patterns.smk"
+include: "workflow/rules/importance.smk"
 
 
 rule all:

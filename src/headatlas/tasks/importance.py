@@ -576,3 +576,41 @@ def heads_matrix(heads: pd.DataFrame, column: str, task: HeadTask) -> np.ndarray
     """A per-head column as ``[layers, heads]`` (rows are layer-major)."""
     ordered = heads.sort_values(["layer", "head"])
     return ordered[column].to_numpy(dtype=float).reshape(task.n_layers, task.n_heads)
+
+
+def build_task(task: str, spec: dict, data, *, corpus: str = "", split: str = "test",
+               importance_split: str = "dev", max_examples: int | None = None,
+               max_length: int = 128, batch_size: int = 32,
+               squad_options: dict | None = None) -> HeadTask:
+    """The task model of the ``ablation`` config (``upos`` or ``squad``) as a :class:`HeadTask`.
+
+    upos: ``data`` is the prepared treebank; the first ``max_examples`` sentences of ``split``
+    are scored, packed as in fine-tuning, and the importance is estimated on ``importance_split``.
+    squad: ``data`` is the SQuAD v1.1 JSON; its first ``max_examples`` questions serve both.
+    """
+    from headatlas.models import resolve
+    from headatlas.tasks.grid import load_task_model
+
+    source, revision = resolve(spec)
+    model, tokenizer = load_task_model(task, source, revision)
+    if task == "upos":
+        from headatlas.corpora.records import read_jsonl
+        from headatlas.tasks.upos import pack_documents, split_sentences
+
+        parts, _ = split_sentences(list(read_jsonl(data)))
+        label2id = model.config.label2id
+        stats = Counter()
+        scored = pack_documents(tokenizer, parts[split][:max_examples], label2id, max_length, stats)
+        estimate = pack_documents(tokenizer, parts[importance_split], label2id, max_length)
+        words = sum(e.n_words for e in scored)
+        described = (f"UPOS tagging, {corpus} {split} split ({words} words, "
+                     f"{sum(max(e.sentence_ids) + 1 for e in scored)} sentences"
+                     + (f", the first {max_examples} sentences" if max_examples else "")
+                     + f"), importance on the {importance_split} split")
+        return TaggingHeads(model, scored, estimate, batch_size, description=described)
+    from headatlas.tasks.squad import read_squad
+
+    options = {"max_length": 384, "stride": 128, "max_answer_length": 30, **(squad_options or {})}
+    examples = read_squad(data)[:max_examples]
+    described = f"SQuAD v1.1 F1 on {len(examples)} questions of {data} (importance on the same)"
+    return SquadHeads(model, tokenizer, examples, batch_size, description=described, **options)
