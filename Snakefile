@@ -37,6 +37,7 @@ include: "workflow/rules/finetune.smk"
 include: "workflow/rules/ablation.smk"
 include: "workflow/rules/patterns.smk"
 include: "workflow/rules/importance.smk"
+include: "workflow/rules/scorecard.smk"
 
 
 rule all:

@@ -176,11 +176,11 @@ def load_models():
     import torch
     from transformers import AutoModel
 
-    from headatlas.models import load_model, resolve
+    from headatlas.models import from_pretrained, load_model, resolve
 
     loaded = load_model(MODEL_NAME, MODEL_SPEC, "cpu")
     source, revision = resolve(MODEL_SPEC)
-    sdpa = AutoModel.from_pretrained(source, revision=revision, attn_implementation="sdpa")
+    sdpa = from_pretrained(AutoModel, source, revision, name=MODEL_NAME, attn_implementation="sdpa")
     sdpa.to("cpu").eval()
     impl = getattr(sdpa.config, "_attn_implementation", "?")
     if impl != "sdpa":

@@ -1,7 +1,8 @@
-"""Shared fixtures: a tiny random BERT (seconds on CPU) and the corpus mirror location."""
+"""Shared fixtures: tiny random encoders (seconds on CPU) and the corpus mirror location."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -42,6 +43,124 @@ def make_tiny_model(folder: Path, layers: int = 2, heads: int = 2, seed: int = 0
     return folder
 
 
+# --- tiny random encoders of every supported family -----------------------------------------
+# Each builder saves a tokenizer built here (no network) next to a random model of its
+# architecture; both load with from_pretrained. Word lists for BPE/Unigram vocabularies:
+WORDS = [w for w in VOCAB if not w.startswith("[") and not w.startswith("##")]
+PIECES = ["s", "ning", "ed", "ie"]  # word-internal pieces, as in VOCAB's ##-pieces
+CASED = ["The", "It", "He", "She"]  # the cased WordPiece vocabulary's extra words
+FAMILIES = ("bert-uncased", "bert-cased", "roberta", "distilbert", "electra", "albert", "deberta-v2")
+
+
+def _tiny_sizes(layers: int, heads: int) -> dict:
+    return {"hidden_size": 16, "num_hidden_layers": layers, "num_attention_heads": heads,
+            "intermediate_size": 32}
+
+
+def _unigram_vocab(specials: list[str]) -> list[tuple[str, float]]:
+    """SentencePiece-style pieces: specials, ``▁word``, word-internal pieces, single characters."""
+    chars = sorted({c for w in WORDS + PIECES for c in w})
+    return ([(s, 0.0) for s in specials] + [("▁", -3.0)] + [("▁" + w, -2.0) for w in WORDS]
+            + [(p, -2.5) for p in PIECES] + [(c, -6.0) for c in chars if c not in WORDS])
+
+
+def _byte_bpe() -> tuple[dict, list]:
+    """A byte-level BPE vocabulary and merges trained on the tiny words (deterministic)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+    trainer = trainers.BpeTrainer(vocab_size=320, show_progress=False,
+                                  special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([" ".join(WORDS + ["running", "walked", "birdie", "cats"])] * 4, trainer)
+    model = json.loads(tok.to_str())["model"]
+    return model["vocab"], [tuple(m) for m in model["merges"]]
+
+
+def _sentencepiece_model(path: Path, specials: list[str]) -> int:
+    """Train a tiny SentencePiece unigram model (``specials``: pad, unk, cls, sep, mask); its size."""
+    import sentencepiece as spm
+
+    text = path.with_suffix(".txt")
+    text.write_text("".join(" ".join(WORDS[i:] + WORDS[:i]) + "\n" for i in range(len(WORDS))))
+    pad, unk, cls, sep, mask = specials
+    ids = {name: specials.index(name) for name in (pad, unk, cls, sep)}
+    spm.SentencePieceTrainer.train(
+        input=str(text), model_prefix=str(path.with_suffix("")), vocab_size=60, model_type="unigram",
+        pad_id=ids[pad], unk_id=ids[unk], bos_id=ids[cls], eos_id=ids[sep], pad_piece=pad, unk_piece=unk,
+        bos_piece=cls, eos_piece=sep, user_defined_symbols=[mask], hard_vocab_limit=False, num_threads=1,
+        minloglevel=2)
+    text.unlink()
+    path.with_suffix(".vocab").unlink()
+    return spm.SentencePieceProcessor(model_file=str(path)).get_piece_size()
+
+
+def make_tiny_encoder(folder: Path, family: str, layers: int = 2, heads: int = 2, seed: int = 0,
+                      max_positions: int = 64, head: str = "", sentencepiece_file: bool = False) -> Path:
+    """Save a tiny random encoder of ``family`` (one of :data:`FAMILIES`) and its tokenizer.
+
+    ``head="mlm"`` saves the ``...ForMaskedLM`` model instead of the bare encoder.
+    ``max_positions`` is the usable input length: RoBERTa's table gets 2 rows more.
+    ``sentencepiece_file`` (ALBERT, DeBERTa-v2): ship a trained ``spiece.model`` /
+    ``spm.model`` and no ``tokenizer.json``, as those checkpoints do on the hub.
+    """
+    import torch
+    import transformers as tf
+
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; choose one of {FAMILIES}")
+    folder.mkdir(parents=True, exist_ok=True)
+    wordpiece = {w: i for i, w in enumerate(VOCAB)}
+    sizes = _tiny_sizes(layers, heads)
+    if family == "bert-uncased":
+        tokenizer = tf.BertTokenizer(vocab=wordpiece, do_lower_case=True)
+        config = tf.BertConfig(vocab_size=len(VOCAB), max_position_embeddings=max_positions, **sizes)
+    elif family == "bert-cased":
+        cased = {w: i for i, w in enumerate(VOCAB + CASED)}
+        tokenizer = tf.BertTokenizer(vocab=cased, do_lower_case=False)
+        config = tf.BertConfig(vocab_size=len(cased), max_position_embeddings=max_positions, **sizes)
+    elif family == "electra":
+        tokenizer = tf.BertTokenizer(vocab=wordpiece, do_lower_case=True)
+        config = tf.ElectraConfig(vocab_size=len(VOCAB), embedding_size=16,
+                                  max_position_embeddings=max_positions, **sizes)
+    elif family == "distilbert":
+        tokenizer = tf.DistilBertTokenizer(vocab=wordpiece, do_lower_case=True)
+        config = tf.DistilBertConfig(vocab_size=len(VOCAB), dim=16, n_layers=layers, n_heads=heads,
+                                     hidden_dim=32, max_position_embeddings=max_positions)
+    elif family == "roberta":
+        vocab, merges = _byte_bpe()
+        tokenizer = tf.RobertaTokenizer(vocab=vocab, merges=merges)
+        config = tf.RobertaConfig(vocab_size=len(vocab), pad_token_id=tokenizer.pad_token_id,
+                                  bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
+                                  max_position_embeddings=max_positions + 2, type_vocab_size=1, **sizes)
+    elif family == "albert":
+        vocab = _unigram_vocab(["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"])
+        tokenizer = tf.AlbertTokenizer(vocab=vocab)
+        config = tf.AlbertConfig(vocab_size=len(vocab), embedding_size=16,
+                                 max_position_embeddings=max_positions, **sizes)
+    else:  # deberta-v2 (v3 layout: relative attention, no absolute positions, no token types)
+        vocab = _unigram_vocab(["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"])
+        tokenizer = tf.DebertaV2Tokenizer(vocab=vocab, do_lower_case=True)
+        config = tf.DebertaV2Config(vocab_size=len(vocab), max_position_embeddings=max_positions,
+                                    relative_attention=True, position_buckets=16, max_relative_positions=-1,
+                                    pos_att_type=["p2c", "c2p"], position_biased_input=False,
+                                    type_vocab_size=0, pad_token_id=tokenizer.pad_token_id, **sizes)
+    tokenizer.save_pretrained(folder)
+    if sentencepiece_file:
+        if family not in ("albert", "deberta-v2"):
+            raise ValueError(f"{family} has no SentencePiece model file")
+        name = "spiece.model" if family == "albert" else "spm.model"
+        specials = [tokenizer.pad_token, tokenizer.unk_token, tokenizer.cls_token, tokenizer.sep_token,
+                    tokenizer.mask_token]
+        config.vocab_size = max(config.vocab_size, _sentencepiece_model(folder / name, specials))
+        (folder / "tokenizer.json").unlink()
+    torch.manual_seed(seed)
+    cls = tf.AutoModelForMaskedLM if head == "mlm" else tf.AutoModel
+    cls.from_config(config).save_pretrained(folder)
+    return folder
+
+
 @pytest.fixture(autouse=True, scope="session")
 def one_torch_thread():
     """Tiny models gain nothing from threads; on a busy machine extra threads only spin."""
@@ -63,3 +182,10 @@ def tiny_model(tiny_model_dir):
     from headatlas.models import load_model
 
     return load_model("tiny", {"path": str(tiny_model_dir)}, device="cpu")
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder_dirs(tmp_path_factory) -> dict[str, Path]:
+    """One saved tiny random encoder (2 layers x 2 heads, 64 positions) per family."""
+    root = tmp_path_factory.mktemp("tiny-encoders")
+    return {family: make_tiny_encoder(root / family, family) for family in FAMILIES}

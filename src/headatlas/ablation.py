@@ -325,3 +325,62 @@ def run_grid(evaluate: Callable[[torch.Tensor], dict[str, float]], types: np.nda
 def type_counts(types: np.ndarray) -> dict[str, int]:
     """How many heads each type has (0 for absent types)."""
     return {t: int((types == t).sum()) for t in TYPES}
+
+
+# ----------------------------------------------------------------------------
+# the paper's claims
+# ----------------------------------------------------------------------------
+
+GUAN_ABLATION = "Guan et al. 2020 §5, Tables 2-3"
+BREAKS = 50.0  # "breaks the model" / "inoperative": below this share (%) of the unablated score
+# (paper row, claim, the paper's number or words, rule: "below" or "at least" a share of the unablated score)
+CLAIMS = (
+    ("3", "prune_diagonal", "pruning the diagonal heads makes the model inoperative",
+     "F1 7.55 of 89.68 (8%)", "below", BREAKS),
+    ("5", "prune_vertical", "pruning the vertical heads costs little", "< 1.5% lost", "at least", 98.5),
+    ("8", "uniform_dense", "uniform attention in place of the dense heads costs little", "< 10% lost",
+     "at least", 90.0),
+    ("12", "diagonal_no_intra", "the diagonal heads carry local information: without their "
+     "intra-sentence attention the model fails", "EM 19.96%", "below", BREAKS),
+    ("13", "diagonal_no_inter", "the diagonal heads' inter-sentence attention hardly matters",
+     "'little interference'", "at least", 98.5),
+    ("16", "only_diagonal_intra", "keeping only the diagonal heads' intra-sentence attention keeps "
+     "the model usable", "EM 71.80%", "at least", BREAKS),
+    ("19", "only_dense_vertical_inter", "keeping only the dense&vertical heads' inter-sentence "
+     "attention keeps the model usable", "EM 75.54%", "at least", BREAKS),
+)
+
+
+def paper_claims(table: pd.DataFrame) -> pd.DataFrame:
+    """Guan et al.'s ablation findings judged on our grid (:class:`~headatlas.claims.Claim` rows).
+
+    ``table`` is :func:`run_grid` (as read back from ``ablation.csv``). Each
+    claim compares the variant's score with the unablated model's (the
+    ``<metric>_pct_of_unablated`` column): "breaks" means below
+    :data:`BREAKS` %, "costs little" at least the stated share. A variant that
+    changes no head (the type has no heads in this model) is not applicable.
+    """
+    from headatlas.claims import Claim, claims_table, holds_if
+
+    share_column = next(c for c in table.columns
+                        if c.endswith("_pct_of_unablated") and not c.startswith("paper_"))
+    metric = share_column.removesuffix("_pct_of_unablated")
+    rows = table.assign(paper_id=table["paper_id"].astype(str).str.replace(r"\.0$", "", regex=True)) \
+        .set_index("paper_id")
+    unablated = float(rows.at["1", metric]) if "1" in rows.index else float("nan")
+    claims = []
+    for paper_id, key, claim, paper, how, threshold in CLAIMS:
+        if paper_id not in rows.index:
+            continue
+        row = rows.loc[paper_id]
+        share = float(row[share_column])
+        changed = int(row["heads_changed"])
+        ours = (f"{metric} {float(row[metric]):.2f} of {unablated:.2f} ({share:.1f}%), "
+                f"{changed} heads changed")
+        holds = None if changed == 0 else (share < threshold if how == "below" else share >= threshold)
+        claims.append(Claim(f"guan.ablation.{key}", GUAN_ABLATION, claim, f"{paper} (row {paper_id})", ours,
+                            holds_if(holds),
+                            f"{row['variant']}: score {how} {threshold:g}% of the unablated model's "
+                            "(not applicable if no head has that type)",
+                            f"no re-training; paper: {PAPER_MODEL}"))
+    return claims_table(claims)

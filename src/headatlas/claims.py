@@ -2,12 +2,21 @@
 
 Each analysis that checks a paper's statement returns :class:`Claim` records
 (``paper_claims.csv`` holds them, one per row, in :data:`COLUMNS` order); the
-scorecard collects them across analyses and models. A verdict is never typed
-by hand: it is computed by the code that states its ``rule``.
+scorecard (:mod:`headatlas.scorecard`) collects them across analyses and models.
+A verdict is never typed by hand: it is computed by the code that states its
+``rule``, and the rule is written so that it reads the same for every model
+(layer ranges as relative depth, thresholds as numbers), so one scorecard row
+compares models of any depth.
+
+Helpers shared by the analyses' claims: :func:`depth_layers` maps a paper's
+layer range onto a model of another depth (relative depth ``layer / n_layers``),
+:func:`beats` is the "clearly better" test of two measured accuracies with
+their 95% intervals, :func:`pct` formats shares.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Iterable
 
@@ -16,6 +25,10 @@ import pandas as pd
 HOLDS, FAILS, NOT_APPLICABLE = "holds", "does not hold", "not applicable"
 VERDICTS = (HOLDS, FAILS, NOT_APPLICABLE)
 COLUMNS = ("id", "source", "claim", "paper", "ours", "verdict", "rule", "note")
+# Clark et al.'s model depth (BERT-base); their layer ranges are mapped from it by relative depth.
+PAPER_LAYERS = 12
+# beats(): "clearly better" = at least this many points ahead, 95% intervals apart.
+MARGIN = 5.0
 
 
 @dataclass(frozen=True)
@@ -73,3 +86,63 @@ def read_claims(path) -> list[Claim]:
     if missing:
         raise ValueError(f"{path}: not a claims table (missing columns {sorted(missing)})")
     return [Claim(**{k: row[k] for k in COLUMNS}) for row in table.to_dict("records")]
+
+
+def holds_if(condition) -> str:
+    """:func:`verdict` of a condition that may be missing (None or NaN -> not applicable)."""
+    if condition is None or (isinstance(condition, float) and math.isnan(condition)):
+        return NOT_APPLICABLE
+    return verdict(bool(condition))
+
+
+# --- layers by relative depth -----------------------------------------------------------------
+
+def depth_layers(first: int, last: int, n_layers: int, paper_layers: int = PAPER_LAYERS) -> tuple[int, int]:
+    """The layers of an ``n_layers``-deep model at the relative depth of the paper's ``first..last``.
+
+    Layer ``l`` of ``L`` sits at relative depth ``l / L``; each end of the paper's
+    range is mapped to the nearest layer (halves round up), and the range keeps
+    at least one layer: layers 6-10 of 12 are 3-5 of 6 and 12-20 of 24.
+    """
+    lo = max(1, math.floor(first * n_layers / paper_layers + 0.5))
+    hi = min(n_layers, max(lo, math.floor(last * n_layers / paper_layers + 0.5)))
+    return lo, hi
+
+
+def depth_text(first: int, last: int, paper_layers: int = PAPER_LAYERS) -> str:
+    """The paper's layer range as relative depth, e.g. ``depth 0.50-0.83 (layers 6-10 of 12)``."""
+    span = f"layer {first}" if first == last else f"layers {first}-{last}"
+    if first == last:
+        return f"depth {first / paper_layers:.2f} ({span} of {paper_layers})"
+    return f"depth {first / paper_layers:.2f}-{last / paper_layers:.2f} ({span} of {paper_layers})"
+
+
+def span_text(span: tuple[int, int]) -> str:
+    """``layer 3`` or ``layers 3-5``."""
+    return f"layer {span[0]}" if span[0] == span[1] else f"layers {span[0]}-{span[1]}"
+
+
+# --- comparing measurements -------------------------------------------------------------------
+
+def beats(a: float, a_interval: tuple[float, float] | None, b: float,
+          b_interval: tuple[float, float] | None, margin: float = MARGIN) -> bool | None:
+    """Whether ``a`` is clearly above ``b``: by at least ``margin`` and with disjoint intervals.
+
+    ``a_interval`` and ``b_interval`` are 95% intervals ``(low, high)`` in the
+    same unit; without them only the margin is tested. None when either value
+    is missing (NaN).
+    """
+    if any(isinstance(x, float) and math.isnan(x) for x in (a, b)) or a is None or b is None:
+        return None
+    apart = True
+    if a_interval is not None and b_interval is not None:
+        apart = a_interval[0] > b_interval[1]
+    return bool(a - b >= margin and apart)
+
+
+BEATS_RULE = f"ahead by >= {MARGIN:g} points with 95% intervals that do not overlap"
+
+
+def pct(x: float, digits: int = 0) -> str:
+    """A share (0..1) as a percentage, e.g. ``0.423 -> '42%'``; NaN as ``n/a``."""
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}%"

@@ -49,8 +49,8 @@ def load_config(config: dict, schema_path: str | Path) -> dict:
     """
     schema = yaml.safe_load(Path(schema_path).read_text())
     problems = schema_problems(config, schema)
-    if not problems:  # names are only worth checking in a well-formed config
-        problems = reference_problems(config)
+    if not problems:  # names and paths are only worth checking in a well-formed config
+        problems = reference_problems(config) + path_problems(config)
     if problems:
         raise ConfigError(problems)
     return config
@@ -186,13 +186,15 @@ def reference_problems(config: dict) -> list[str]:
 
     with_coreference = _treebanks_with(config, "coreference")
     for name, spec in corpora.items():
+        for i, model in enumerate(spec.get("models", [])):
+            check(f"corpora.{name}.models.{i}", model, models, "a configured model")
         if spec["kind"] == "documents":
             check(f"corpora.{name}.from", spec.get("from"), with_coreference,
                   "a treebank whose format carries coreference")
-        if spec["kind"] != "treebank":
-            for key in ("splits", "keep_splits"):
-                if key in spec:
-                    problems.append(f"`corpora.{name}.{key}`: only treebank corpora have splits")
+        if spec["kind"] != "treebank" and "splits" in spec:
+            problems.append(f"`corpora.{name}.splits`: only treebank corpora assign splits")
+        if spec["kind"] == "segments" and "keep_splits" in spec:
+            problems.append(f"`corpora.{name}.keep_splits`: segments have no splits")
         fmt = format_name(config, name)
         if spec["kind"] == "treebank" and fmt not in FORMATS:
             problems.append(f"`corpora.{name}.format`: {fmt!r} is not a treebank format; one of "
@@ -210,6 +212,15 @@ def reference_problems(config: dict) -> list[str]:
         check(f"syntax.evaluation.{i}.corpus", item["corpus"], labelled, "a treebank with labelled trees")
     if syntax["evaluation"] and not syntax["selection"]:
         problems.append("`syntax.evaluation`: set `syntax.selection` too (where the heads are chosen)")
+    shared = [("syntax.selection.corpus", (syntax["selection"] or {}).get("corpus"))]
+    shared += [(f"syntax.evaluation.{i}.corpus", e["corpus"]) for i, e in enumerate(syntax["evaluation"])]
+    shared += [("probes.train", config["probes"]["train"])]
+    shared += [(f"probes.test.{i}", c) for i, c in enumerate(config["probes"]["test"])]
+    for key, name in shared:
+        if name in corpora and "models" in corpora[name]:
+            problems.append(f"`{key}`: {name!r} is extracted for some models only "
+                            f"(`corpora.{name}.models`); analyses across corpora need it for every "
+                            "model: remove the restriction or name another corpus")
     for i, pair in enumerate(config["headtypes"]["compare"]):
         for j, name in enumerate(pair):
             check(f"headtypes.compare.{i}.{j}", name, models, "a configured model")
@@ -275,6 +286,17 @@ def _ablation_problems(config: dict, check) -> list[str]:
     return problems
 
 
+def path_problems(config: dict) -> list[str]:
+    """Files and folders the config names that do not exist (relative paths: from the working
+    directory). A model folder under the results folder is made by the workflow itself."""
+    named = [(f"corpora.{c}.path", spec.get("path")) for c, spec in config["corpora"].items()]
+    named += [(f"models.{m}.path", spec.get("path")) for m, spec in config["models"].items()
+              if not str(spec.get("path", "")).startswith(f"{config['results']}/")]
+    named += [(f"ablation.{k}", config["ablation"][k]) for k in ("squad_path", "types_csv")]
+    return [f"`{key}`: {value} does not exist (relative paths start from the working directory, "
+            f"{Path.cwd()})" for key, value in named if value and not Path(value).exists()]
+
+
 # --- what runs -------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -316,7 +338,13 @@ class Plan:
     patterns_corpora: list[str] = field(default_factory=list)
     patterns_labels: dict | None = None
     importance: dict | None = None
+    corpus_models: dict[str, list[str]] = field(default_factory=dict)
+    coref_selection: dict[str, str] = field(default_factory=dict)
     omitted: list[Omission] = field(default_factory=list)
+
+    def runs_on(self, model: str, corpus: str) -> bool:
+        """Whether ``corpus`` is extracted and analysed for ``model`` (``corpora.<c>.models``)."""
+        return model in self.corpus_models.get(corpus, [model])
 
 
 PROBES = ("right_branching", "distances_glove", "random_attn_glove", "attn_only", "attn_glove")
@@ -373,7 +401,8 @@ def plan(config: dict) -> Plan:
     if patterns["corpora"] and labels is None:
         leave_out(("patterns_evaluate",), "the pattern classifier's precision and recall on "
                   "hand-labelled maps", "`patterns.labels` is null")
-    importance = _importance_plan(config, ablation)
+    corpus_models = {c: list(spec.get("models") or models) for c, spec in config["corpora"].items()}
+    importance = _importance_plan(config, ablation, corpus_models)
     if importance is None:
         why = "`importance.enabled` is false" if ablation is not None else "`ablation.model` is not set"
         leave_out(("importance",), "which heads matter (single-head disabling, head importance, "
@@ -382,7 +411,7 @@ def plan(config: dict) -> Plan:
     return Plan(config["results"], corpora_of(config, "segments"), corpora_of(config, "treebank"),
                 documents, labelled, surface, slugs, honest, probes_on, runs, gradient_models, pairs,
                 list(config["finetune"]["models"]), ablation, list(patterns["corpora"]), labels,
-                importance, omitted)
+                importance, corpus_models, coref_selection(config, corpus_models), omitted)
 
 
 def packaged_pattern_labels() -> tuple[Path, Path]:
@@ -401,7 +430,8 @@ def _labels_plan(config: dict) -> dict | None:
     return {"file": labels["file"], "maps": labels["maps"]}
 
 
-def _importance_plan(config: dict, ablation: dict | None) -> dict | None:
+def _importance_plan(config: dict, ablation: dict | None,
+                     corpus_models: dict[str, list[str]]) -> dict | None:
     """Which heads matter: the ablation's task model, and the pattern and head-type tables beside it.
 
     The task model's patterns come from the task's corpus when its maps are classified (UPOS),
@@ -412,7 +442,8 @@ def _importance_plan(config: dict, ablation: dict | None) -> dict | None:
         return None
     results, task_model = config["results"], ablation["task_model"]
     configured = task_model in config["models"]
-    surface, corpora = config["surface"]["corpus"], config["patterns"]["corpora"]
+    surface = config["surface"]["corpus"]
+    corpora = [c for c in config["patterns"]["corpora"] if task_model in corpus_models.get(c, [task_model])]
     upos = config["ablation"]["task"] == "upos"
     patterns_corpus = ablation["corpus"] if upos and ablation["corpus"] in corpora else \
         surface if surface in corpora else None
@@ -425,6 +456,22 @@ def _importance_plan(config: dict, ablation: dict | None) -> dict | None:
         "types": f"{results}/{task_model}/{surface}/headtypes/features.csv"
         if configured and surface else None,
     }
+
+
+def coref_selection(config: dict, corpus_models: dict[str, list[str]]) -> dict[str, str]:
+    """For each windows documents corpus, a truncated one of the same treebank (and models) on
+    whose ``coref.select_split`` its held-out head can be chosen when it lacks that split."""
+    corpora = config["corpora"]
+    chosen = {}
+    for name, spec in corpora.items():
+        if spec["kind"] != "documents" or spec["cover"] != "windows":
+            continue
+        for other, o in corpora.items():
+            if o["kind"] == "documents" and o["cover"] == "truncate" and o["from"] == spec["from"] \
+                    and set(corpus_models[name]) <= set(corpus_models[other]):
+                chosen[name] = other
+                break
+    return chosen
 
 
 def _ablation_plan(config: dict) -> dict | None:

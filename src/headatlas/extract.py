@@ -5,6 +5,12 @@ length (little padding), run with ``output_attentions=True`` under eager
 attention, and written to the store as float16 ``[layers, heads, n, n]``
 blocks. Examples longer than ``max_length`` are never silently dropped: they
 are counted, listed in the store (``/skipped_ids``) and in the stats.
+
+Inputs are built by the model's own tokenizer from word lists: ``[CLS] A [SEP]``
+or ``[CLS] A [SEP] B [SEP]`` in BERT's notation, ``<s> A </s></s> B </s>`` for
+RoBERTa (every separator token counts as ``[SEP]``). Segment ids are fed only
+to a model with a token-type table (:func:`headatlas.models.takes_token_types`);
+for the others (DistilBERT, RoBERTa, DeBERTa-v3) the store records 0 throughout.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import headatlas
 from headatlas.batching import pad_batch
 from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
-from headatlas.models import LoadedModel
+from headatlas.models import LoadedModel, check_max_length
 from headatlas.store import StoreWriter
 
 log = logging.getLogger(__name__)
@@ -36,35 +42,57 @@ class Encoded:
     index: int
     id: str
     input_ids: list[int]
-    token_type_ids: list[int]
+    token_type_ids: list[int]  # all 0 when the model takes none (``token_types`` False)
     word_ids: list[int]
     n_words: int
+    token_types: bool = True  # whether ``token_type_ids`` are fed to the model
 
     def __len__(self) -> int:
         return len(self.input_ids)
 
 
-def encode(tokenizer, sentence: Sentence, index: int) -> Encoded:
-    """``[CLS] words [SEP]`` or ``[CLS] A [SEP] B [SEP]`` with segment ids 0 / 1."""
+def encode(tokenizer, sentence: Sentence, index: int, token_types: bool | None = None) -> Encoded:
+    """``[CLS] words [SEP]`` or ``[CLS] A [SEP] B [SEP]``, the special tokens the tokenizer's own.
+
+    Parameters
+    ----------
+    tokenizer : a fast tokenizer (from :func:`headatlas.models.load_tokenizer`,
+        which sets ``add_prefix_space`` where word lists need it).
+    sentence : the record; ``words_b`` makes a pair (RoBERTa: ``<s> A </s></s> B </s>``).
+    index : its position in the corpus.
+    token_types : whether the model takes segment ids; None: whether
+        ``tokenizer.model_input_names`` lists ``token_type_ids`` (which
+        :func:`headatlas.models.load_model` aligns with the model).
+
+    Returns
+    -------
+    Encoded
+        ``token_type_ids`` 0 for ``[CLS] A [SEP]`` and 1 for ``B [SEP]``, or all 0
+        when ``token_types`` is False; ``word_ids`` index A's words and then B's,
+        -1 for every special token.
+    """
+    if token_types is None:
+        token_types = "token_type_ids" in tokenizer.model_input_names
     pair = (sentence.words, sentence.words_b) if sentence.words_b else (sentence.words,)
     enc = tokenizer(*pair, is_split_into_words=True, add_special_tokens=True,
                     return_token_type_ids=True, truncation=False)
     offset = {0: 0, 1: len(sentence.words)}
     word_ids = [-1 if w is None else w + offset[s] for w, s in zip(enc.word_ids(), enc.sequence_ids())]
     n_words = len(sentence.words) + len(sentence.words_b or [])
-    return Encoded(index, sentence.id, enc["input_ids"], enc["token_type_ids"], word_ids, n_words)
+    types = enc["token_type_ids"] if token_types else [0] * len(word_ids)
+    return Encoded(index, sentence.id, enc["input_ids"], types, word_ids, n_words, token_types)
 
 
 def encode_corpus(tokenizer, sentences: Iterable[tuple[int, Sentence]], max_length: int,
-                  stats: Counter) -> tuple[list[Encoded], list[str]]:
-    """Tokenise; return the examples that fit and the ids of those that do not."""
+                  stats: Counter, token_types: bool | None = None) -> tuple[list[Encoded], list[str]]:
+    """Tokenise (:func:`encode`); return the examples that fit and the ids of those that do not."""
     kept, skipped = [], []
     for index, sentence in sentences:
         if not sentence.words:
             stats["empty"] += 1
             skipped.append(sentence.id)
             continue
-        example = encode(tokenizer, sentence, index)
+        example = encode(tokenizer, sentence, index, token_types)
         if len(example) > max_length:
             skipped.append(sentence.id)
             stats["too_long"] += 1
@@ -94,8 +122,13 @@ def length_batches(examples: Sequence[Encoded], batch_size: int,
 
 
 def collate(batch: Sequence[Encoded], pad_id: int, device) -> dict[str, torch.Tensor]:
-    """Model inputs ``input_ids``, ``token_type_ids``, ``attention_mask`` ``[batch, width]`` on ``device``."""
-    inputs = pad_batch(batch, {"input_ids": pad_id, "token_type_ids": 0})
+    """Model inputs ``input_ids``, ``token_type_ids``, ``attention_mask`` ``[batch, width]`` on ``device``.
+
+    ``token_type_ids`` only when the examples were encoded for a model that takes them.
+    """
+    fields = {"input_ids": pad_id, "token_type_ids": 0} if batch and batch[0].token_types \
+        else {"input_ids": pad_id}
+    inputs = pad_batch(batch, fields)
     return {name: tensor.to(device) for name, tensor in inputs.items()}
 
 
@@ -110,6 +143,19 @@ def batch_attentions(model, inputs: dict[str, torch.Tensor]) -> np.ndarray:
     return torch.stack([a.to(torch.float16) for a in out.attentions], dim=1).cpu().numpy()
 
 
+def store_special_tokens(tokenizer) -> dict[str, str]:
+    """The store's ``cls_token`` / ``sep_token`` attributes: the tokenizer's own strings.
+
+    Every token equal to ``sep_token`` counts as ``[SEP]``: RoBERTa's pairs
+    ``<s> A </s></s> B </s>`` have three.
+    """
+    missing = [name for name in ("cls_token", "sep_token") if getattr(tokenizer, name, None) is None]
+    if missing:
+        raise ModelError(f"{type(tokenizer).__name__} has no {' and no '.join(missing)}: the analyses "
+                         "find [CLS] and [SEP] by the tokenizer's own special tokens")
+    return {"cls_token": str(tokenizer.cls_token), "sep_token": str(tokenizer.sep_token)}
+
+
 def shard_range(n: int, shard: int, n_shards: int) -> range:
     """The example indices of shard ``shard`` (0-based) of ``n_shards``: contiguous, balanced."""
     if not 0 <= shard < n_shards:
@@ -121,7 +167,12 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
             max_length: int = 128, batch_size: int = 32, max_tokens: int | None = None,
             shard: int = 0, n_shards: int = 1, store_attrs: dict | None = None,
             progress: bool = True) -> Counter:
-    """Extract the attention of ``sentences`` (this shard) into a new store at ``out_path``."""
+    """Extract the attention of ``sentences`` (this shard) into a new store at ``out_path``.
+
+    Raises :class:`~headatlas.errors.ModelError` before any work when
+    ``max_length`` is longer than the model's position table allows.
+    """
+    check_max_length(max_length, loaded.model.config, loaded.info.get("model_name", loaded.model_class))
     stats: Counter = Counter()
     indices = shard_range(len(sentences), shard, n_shards)
     examples, skipped = encode_corpus(loaded.tokenizer, ((i, sentences[i]) for i in indices),
@@ -131,7 +182,7 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
     attrs = {**loaded.info, **(store_attrs or {}), "n_layers": loaded.n_layers,
              "n_heads": loaded.n_heads, "max_length": max_length, "shard": shard,
              "n_shards": n_shards, "package_version": headatlas.__version__,
-             "cls_token": tok.cls_token or "", "sep_token": tok.sep_token or "",
+             **store_special_tokens(tok),
              "n_skipped": len(skipped), "n_too_long": stats["too_long"]}
     with StoreWriter(out_path, attrs) as writer, \
             tqdm(total=len(examples), desc=f"extract {Path(out_path).parent.name}", unit="ex",

@@ -46,6 +46,8 @@ class Source:
 
     ``url_paths`` rewrites a mirror-relative prefix to the path under ``base_url``
     (GUM keeps its CoNLL-U under ``coref/ontogum/conllu/`` upstream, ``conllu/`` here).
+    ``mirror`` is this corpus's folder inside the mirror (``<mirror>/<mirror_dir>``);
+    ``mirror_setting`` says how the mirror was configured, for error messages.
     """
 
     name: str
@@ -54,6 +56,8 @@ class Source:
     mirror: Path | None = None
     cache: Path = Path("data/raw")
     url_paths: dict[str, str] = field(default_factory=dict)
+    mirror_dir: str = ""
+    mirror_setting: str = "no mirror is set"
 
     def url(self, relpath: str) -> str:
         for prefix, upstream in self.url_paths.items():
@@ -93,14 +97,27 @@ class Source:
                     shutil.copyfileobj(response, out)
                 self._verify(tmp, relpath)
         except (urllib.error.URLError, OSError, TimeoutError) as err:
-            mirror = self.mirror or "(none set)"
+            where = f"not in the mirror ({self.mirror / relpath} is missing)" if self.mirror \
+                else f"no mirror folder ({self.mirror_setting})"
+            layout = f"{self.mirror_dir or self.name}/{relpath}"
             raise SourceError(
-                f"{self.name}: cannot get {relpath}: not in the mirror {mirror} and the download "
-                f"of {url} failed ({err}).\n  how to fix: set the config key `mirror:` (or the "
-                f"environment variable HEADATLAS_MIRROR) to a folder holding "
-                f"{self.name}/{relpath}, or run where {url} is reachable") from err
+                f"{self.name}: cannot get {relpath}: {where}, and the download of {url} failed "
+                f"({err}).\n  how to fix: set the config key `mirror:` (or the environment "
+                f"variable HEADATLAS_MIRROR) to a folder holding {layout}, or run where {url} is "
+                "reachable") from err
         log.info("downloaded %s", url)
         return target
+
+
+def mirror_setting(configured: str | None, workdir: str | Path = ".") -> str:
+    """How the mirror is set, in words, for messages (says so when the folder does not exist)."""
+    env = os.environ.get("HEADATLAS_MIRROR")
+    value, key = (env, "HEADATLAS_MIRROR") if env else (configured, "the config key `mirror:`")
+    if not value:
+        return "neither the config key `mirror:` nor HEADATLAS_MIRROR is set"
+    path = Path(value) if Path(value).is_absolute() else Path(workdir) / value
+    state = "" if path.is_dir() else ", a folder that does not exist"
+    return f"{key} is {value} ({path.resolve()}{state})"
 
 
 def resolve_mirror(configured: str | None, workdir: str | Path = ".") -> Path | None:

@@ -46,7 +46,9 @@ DATASETS = (
     Field("attn_offsets", "int64", "[N+1]", "start of each block in `attn`"),
     Field("tok_offsets", "int64", "[N+1]", "start of each example's tokens in the token datasets"),
     Field("input_ids", "int32", "[sum_i n_i]", "token ids"),
-    Field("token_type_ids", "int8", "[sum_i n_i]", "segment ids: 0 for `[CLS] A [SEP]`, 1 for `B [SEP]`"),
+    Field("token_type_ids", "int8", "[sum_i n_i]",
+          "segment ids fed to the model: 0 for `[CLS] A [SEP]`, 1 for `B [SEP]`; all 0 for a model "
+          "without a token-type table (DistilBERT, RoBERTa, DeBERTa-v3), which is given none"),
     Field("word_ids", "int32", "[sum_i n_i]",
           "token -> word index in the example (A's words, then B's), -1 for special tokens"),
     Field("tokens", "UTF-8 str", "[sum_i n_i]", "token strings, so analyses need no tokenizer"),
@@ -69,8 +71,12 @@ ATTRIBUTES = (
     Field("corpus", "str", "", "the corpus's name in the configuration"),
     Field("corpus_sha256", "str", "", "sha256 of the prepared JSON Lines file"),
     Field("package_version", "str", "", "version of headatlas that wrote the file"),
-    Field("cls_token", "str", "", "the tokenizer's `[CLS]` token (analyses find special tokens by it)"),
-    Field("sep_token", "str", "", "the tokenizer's `[SEP]` token"),
+    Field("cls_token", "str", "",
+          "the tokenizer's classification token, first in every example (`[CLS]`; RoBERTa `<s>`); "
+          "analyses find `[CLS]` by it"),
+    Field("sep_token", "str", "",
+          "the tokenizer's separator token (`[SEP]`; RoBERTa `</s>`); every token equal to it counts "
+          "as `[SEP]`, so RoBERTa's pairs `<s> A </s></s> B </s>` have three"),
     Field("shard", "int", "", "this shard, 0-based"),
     Field("n_shards", "int", "", "shards of the (model, corpus)"),
     Field("n_skipped", "int", "", "records left out (S)"),
@@ -122,11 +128,15 @@ PUNCT_TOKENS = frozenset({".", ","})
 _WORD_MARKERS = "Ġ▁"
 
 
-def token_masks(tokens: Sequence[str], cls_token: str = "[CLS]",
-                sep_token: str = "[SEP]") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def token_masks(tokens: Sequence[str], cls_token: str,
+                sep_token: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Boolean ``[n]`` masks of ``[CLS]``, ``[SEP]`` and period/comma tokens.
 
     The one definition of these token classes, shared by every analysis.
+    ``cls_token`` and ``sep_token`` are the tokenizer's own strings (the
+    store's attributes): every token equal to ``sep_token`` is a ``[SEP]``
+    (RoBERTa's ``</s></s>`` between A and B are two). A period or comma may
+    carry a word-start marker (``Ġ.``, ``▁,``).
     """
     cls = np.array([t == cls_token for t in tokens], dtype=bool)
     sep = np.array([t == sep_token for t in tokens], dtype=bool)
@@ -139,6 +149,8 @@ class Example:
     """One example's attention and tokens.
 
     ``attn`` has shape ``[layers, heads, query, key]`` (float32; rows sum to 1).
+    ``cls_token``/``sep_token`` are the tokenizer's (the store's attributes);
+    the defaults, BERT's, only serve examples built by hand.
     """
 
     index: int
@@ -303,7 +315,7 @@ class Store:
             tokens=self._tokens[t0:t1].tolist(), input_ids=self._ids["input_ids"][t0:t1],
             token_type_ids=self._ids["token_type_ids"][t0:t1], word_ids=self._ids["word_ids"][t0:t1],
             attn=attn,
-            cls_token=self.attrs.get("cls_token", "[CLS]"), sep_token=self.attrs.get("sep_token", "[SEP]"),
+            **{name: self.attrs[name] for name in ("cls_token", "sep_token") if name in self.attrs},
         )
 
     def __iter__(self) -> Iterator[Example]:

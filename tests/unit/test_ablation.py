@@ -200,3 +200,30 @@ def test_run_grid_scores_each_distinct_plan_once():
     assert len(calls) < len(table)  # "prune vertical" is the unablated plan: not re-scored
     broken = run_grid(lambda actions: {"f1": 0.0}, types, "f1", grid=variants()[:3], progress=False)
     assert broken["f1_pct_of_unablated"].isna().all()  # no share of a zero score
+
+
+def test_paper_claims_of_the_ablation_grid(tmp_path):
+    from headatlas.ablation import paper_claims
+
+    # Unablated 90; prune diagonal 81 (90%: not below 50%); prune vertical 89.1 (99% >= 98.5%);
+    # uniform dense 80.1 (89% < 90%); diagonal: no intra changes no head (no diagonal heads).
+    table = pd.DataFrame({
+        "paper_id": ["1", "3", "5", "8", "12", ""],
+        "variant": ["unablated", "prune diagonal", "prune vertical", "uniform dense", "diagonal: no intra",
+                    "keep only dense"],
+        "heads_changed": [0, 5, 23, 15, 0, 57],
+        "accuracy": [90.0, 81.0, 89.1, 80.1, 90.0, 10.0],
+    })
+    table["accuracy_pct_of_unablated"] = 100 * table["accuracy"] / 90.0
+    table["paper_f1_pct_of_unablated"] = float("nan")
+    path = tmp_path / "ablation.csv"
+    table.to_csv(path, index=False)  # read back as the rule does: ids become floats, "" NaN
+    c = paper_claims(pd.read_csv(path)).set_index("id")
+    assert list(c.index) == ["guan.ablation.prune_diagonal", "guan.ablation.prune_vertical",
+                             "guan.ablation.uniform_dense", "guan.ablation.diagonal_no_intra"]
+    prune = c.loc["guan.ablation.prune_diagonal"]
+    assert prune["ours"] == "accuracy 81.00 of 90.00 (90.0%), 5 heads changed"
+    assert prune["verdict"] == "does not hold" and prune["paper"].endswith("(row 3)")
+    assert c.loc["guan.ablation.prune_vertical", "verdict"] == "holds"
+    assert c.loc["guan.ablation.uniform_dense", "verdict"] == "does not hold"
+    assert c.loc["guan.ablation.diagonal_no_intra", "verdict"] == "not applicable"

@@ -162,7 +162,14 @@ def test_paper_claims_name_the_test():
     structure = pd.concat([
         group_structure(dist, layers, n_permutations=50).assign(space=space, grouping="layer")
         for space in ("js", "mds")])
-    claims = paper_claims(structure, stress=0.12, average=True)
-    assert claims.loc[0, "ours"].startswith("within 1 vs between 5 (ratio 0.20), permutation p")
-    assert "not testable" in claims.loc[2, "ours"]  # no behaviour rows given
-    assert "0.120" in claims.loc[3, "ours"]
+    claims = paper_claims(structure, stress=0.12, average=True).set_index("id")
+    same = claims.loc["clark.s6.same_layer"]
+    assert same["ours"].startswith("within 1 vs between 5 (ratio 0.20), permutation p")
+    assert same["verdict"] == "holds"  # 1 < 5 and p = 1 / 51 < 0.05
+    assert "not testable" in claims.loc["clark.s6.behaviour", "ours"]  # no behaviour rows given
+    assert claims.loc["clark.s6.behaviour", "verdict"] == "not applicable"
+    assert claims.loc["clark.s6.mds_fit", ["ours", "verdict"]].tolist() == ["Kruskal Stress-1 = 0.120", "holds"]
+    assert paper_claims(structure, stress=0.25, average=True).set_index("id").loc[
+        "clark.s6.mds_fit", "verdict"] == "does not hold"
+
+

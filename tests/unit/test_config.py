@@ -8,14 +8,15 @@ import pytest
 import yaml
 
 from headatlas.config import ConfigError, load_config, plan
-from tests.conftest import ROOT
+from tests.conftest import FIXTURES, ROOT
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+CONLLU = str(FIXTURES / "formats" / "gum_style.conllu")
 
 
 def minimal() -> dict:
     return {"models": {"m": {"hub": "bert-base-cased"}, "m_random": {"hub": "bert-base-cased", "random_init": True}},
-            "corpora": {"wiki": {"kind": "segments"}, "tb": {"kind": "treebank", "format": "conllu", "path": "/x"},
+            "corpora": {"wiki": {"kind": "segments"}, "tb": {"kind": "treebank", "format": "conllu", "path": CONLLU},
                         "docs": {"kind": "documents", "from": "tb"}}}
 
 
@@ -28,7 +29,12 @@ def embedded() -> dict:
 
 
 def paper() -> dict:
-    return yaml.safe_load((ROOT / "configs" / "paper.yaml").read_text())
+    """configs/paper.yaml with the licensed corpora and SQuAD replaced by the readers' fixtures."""
+    config = yaml.safe_load((ROOT / "configs" / "paper.yaml").read_text())
+    config["corpora"]["ptb_sd"]["path"] = str(FIXTURES / "formats" / "ptb_sd.conllx")
+    config["corpora"]["conll2012"]["path"] = str(FIXTURES / "coref" / "conll")
+    config["ablation"]["squad_path"] = str(FIXTURES / "formats" / "squad_v1.1_sample.json")
+    return config
 
 
 def test_defaults_come_from_the_schema():
@@ -97,7 +103,7 @@ MISTAKES = [
     ("documents.from names a missing corpus", _set("corpora.docs.from", "tbb"), "`corpora.docs.from`", "'tb'"),
     ("documents without from", _remove("corpora.docs.from"), "`corpora.docs`", "from"),
     ("documents from a treebank without coreference",
-     _set("corpora", {"tb": {"kind": "treebank", "format": "conllx", "path": "/x"},
+     _set("corpora", {"tb": {"kind": "treebank", "format": "conllx", "path": CONLLU},
                       "docs": {"kind": "documents", "from": "tb"}}), "`corpora.docs.from`", "coreference"),
     ("an unknown treebank format", _set("corpora.tb.format", "wikipedia"), "`corpora.tb.format`", "conllu"),
     ("syntax.selection names a missing corpus", _set("syntax.selection", {"corpus": "gum", "splits": ["train"]}),
@@ -124,10 +130,25 @@ MISTAKES = [
     ("a path-format treebank without path", _remove("corpora.tb.path"), "`corpora.tb.path`", "path"),
     ("splits on a segments corpus", _set("corpora.wiki.splits", {"by": "file", "train": ["*"]}),
      "`corpora.wiki.splits`", "treebank"),
+    ("keep_splits on a segments corpus", _set("corpora.wiki.keep_splits", ["test"]),
+     "`corpora.wiki.keep_splits`", "no splits"),
+    ("a corpus restricted to an unknown model", _set("corpora.docs.models", ["mm"]),
+     "`corpora.docs.models.0`", "model"),
+    ("a restricted corpus in an analysis across corpora",
+     lambda c: (_set("corpora.tb.models", ["m"])(c),
+                _set("probes", {"model": "m", "random_model": "m_random", "train": "tb"})(c)),
+     "`probes.train`", "some models only"),
     ("splits by an unknown rule", _set("corpora.tb.splits", {"by": "chance", "train": ["*"]}),
      "`corpora.tb.splits.by`", "proportion"),
     ("a split name that does not exist", _set("coref.eval_split", "testing"), "`coref.eval_split`", "test"),
     ("a corpus of unknown kind", _set("corpora.tb.kind", "bank"), "`corpora.tb.kind`", "treebank"),
+    ("a corpus path that does not exist", _set("corpora.tb.path", "/no/such/treebank"), "`corpora.tb.path`",
+     "does not exist"),
+    ("a model folder that does not exist", _set("models.p", {"path": "no/such/model"}), "`models.p.path`",
+     "does not exist"),
+    ("a SQuAD file that does not exist",
+     _set("ablation", {"task": "squad", "model": "m", "squad_path": "/no/dev.json", "types_csv": CONLLU}),
+     "`ablation.squad_path`", "does not exist"),
 ]
 
 
@@ -160,7 +181,7 @@ def test_there_are_at_least_twelve_kinds_of_mistake():
 def test_embedded_plan_runs_everything():
     p = plan(load(embedded()))
     assert p.surface_corpus == "wikipedia"
-    assert p.labelled_treebanks == ["gum", "ewt"] and p.documents == ["gum_docs"]
+    assert p.labelled_treebanks == ["gum", "ewt"]
     assert p.honest and p.probes_on
     assert p.gradient_models == ["minilm", "minilm_upos"]  # the random encoder is left out ...
     assert [o.what for o in p.omitted] == ["gradient importance of minilm_random"]  # ... and says so
@@ -173,6 +194,9 @@ def test_embedded_plan_runs_everything():
     assert p.patterns_labels["maps"].endswith("pattern_maps.npz")
     assert p.importance["task_model"] == "minilm_upos" and p.importance["metric"] == "accuracy"
     assert p.importance["patterns"] == "results/minilm_upos/gum/patterns/heads.csv"  # the task's corpus
+    assert p.documents == ["gum_docs", "gum_windows"] and p.coref_selection == {"gum_windows": "gum_docs"}
+    assert p.runs_on("minilm", "gum_windows") and not p.runs_on("minilm_upos", "gum_windows")
+    assert p.runs_on("minilm_upos", "gum_docs")
 
 
 def test_paper_plan_runs_every_table_on_the_papers_corpora():

@@ -150,7 +150,14 @@ BAD_CONLLU = {
     # 1 -> 3 -> 1 never reaches the root (word 2); word 1 is the first one reported
     "cycle": (replace(6, "1 Cats cat NOUN NNS _ 3 nsubj _ _")[:7] + ["3 . . PUNCT . _ 1 punct _ _"],
               6, "cycle 1 -> 3 -> 1"),
-    "self loop": (replace(8, "3 . . PUNCT . _ 3 punct _ _"), 8, "cycle 3 -> 3"),
+    "self loop": (replace(8, "3 . . PUNCT . _ 3 punct _ _"), 8, "word 3 is its own head"),
+    # word 1 hangs from the self-looping word 3: the error points at word 3's line, not word 1's
+    "self loop behind a dependent": (replace(6, "1 Cats cat NOUN NNS _ 3 nsubj _ _")[:7]
+                                     + ["3 . . PUNCT . _ 3 punct _ _"], 8, "word 3 is its own head"),
+    # 2 -> 3 -> 2; word 1 (reported first in order) only hangs from the cycle: point at word 2
+    "cycle behind a dependent": (GOOD[:5] + ["1 Cats cat NOUN NNS _ 2 nsubj _ _",
+                                             "2 purr purr VERB VBP _ 3 root _ _",
+                                             "3 . . PUNCT . _ 2 punct _ _"], 7, "cycle 2 -> 3 -> 2"),
     "word id gap": (replace(8, "4 . . PUNCT . _ 2 punct _ _"), 8, "word ID 4 where 3"),
     "bad id": (replace(8, "x . . PUNCT . _ 2 punct _ _"), 8, "ID 'x'"),
     "comments only": (GOOD[:4] + ["# sent_id = s2"], 5, "without any word line"),
@@ -225,3 +232,54 @@ def test_real_gum_and_ewt_counts():
     assert len(ewt) == 4_078
     assert sum(len(s.words) for s in ewt) == 50_241
     assert all(s.mentions is None for s in ewt)
+
+
+# --- corpora as users have them -------------------------------------------------------
+
+TWO_DOCS = ["# newdoc id = d1", "# sent_id = a1",
+            "1 Dogs dog NOUN NNS _ 2 nsubj _ Entity=(4",   # line 3: opens, never closed
+            "2 bark bark VERB VBP _ 0 root _ _", "",
+            "# newdoc id = d2", "# sent_id = b1",
+            "1 Cats cat NOUN NNS _ 2 nsubj _ Entity=(7)",
+            "2 purr purr VERB VBP _ 0 root _ _", "",
+            "# sent_id = b2",
+            "1 They they PRON PRP _ 2 nsubj _ Entity=(7)",
+            "2 purr purr VERB VBP _ 0 root _ _"]
+
+
+def test_a_coreference_problem_leaves_out_only_that_documents_coreference(tmp_path, caplog):
+    path = write_conll(tmp_path / "two.conllu", TWO_DOCS)
+    with pytest.raises(CorpusFormatError, match="never closed"):
+        read_conllu(path)  # strict: the reader's default, and `strict_coreference: true`
+    with caplog.at_level("WARNING"):
+        a1, b1, b2 = read_conllu(path, strict=False)
+    assert a1.heads == [2, 0] and a1.mentions == []  # the tree stays for Table 1
+    assert a1.meta["coreference_excluded"].startswith(f"{path}:3: mention of entity 4")
+    assert [m.entity for m in b1.mentions + b2.mentions] == ["7", "7"]
+    assert "coreference_excluded" not in b1.meta
+    assert f"{path}:3" in caplog.text
+
+
+def test_a_sentence_with_two_roots_is_reported(tmp_path, caplog):
+    path = write_conll(tmp_path / "roots.conllu", GOOD[:5] + ["1 Cats cat NOUN NNS _ 0 root _ _",
+                                                              "2 purr purr VERB VBP _ 0 root _ _"])
+    with caplog.at_level("WARNING"):
+        first, second = read_conllu(path)
+    assert "roots" not in first.meta and second.meta["roots"] == 2
+    assert f"{path}:7: sentence s2 has 2 roots" in caplog.text
+
+
+def test_prepared_corpus_counts_excluded_documents_and_several_roots(tmp_path):
+    from headatlas.corpora.prepare import corpus_stats, prepare_treebank
+
+    (tmp_path / "tb").mkdir()
+    write_conll(tmp_path / "tb" / "two.conllu", TWO_DOCS)
+    sentences = prepare_treebank("mine", {"kind": "treebank", "format": "conllu",
+                                          "path": str(tmp_path / "tb")}, None, tmp_path)
+    stats = corpus_stats(sentences)
+    assert stats["documents_excluded_from_coreference"] == 1
+    assert stats["documents_excluded_from_coreference_ids"] == "d1"
+    assert stats["mentions"] == 2 and stats["sentences_with_several_roots"] == 0
+    with pytest.raises(CorpusFormatError, match="never closed"):
+        prepare_treebank("mine", {"kind": "treebank", "format": "conllu", "path": str(tmp_path / "tb"),
+                                  "strict_coreference": True}, None, tmp_path)

@@ -121,3 +121,16 @@ def test_analysis_contract(cls, tiny_store):
 def test_an_unknown_name_says_what_to_import(tiny_store):
     with pytest.raises(KeyError, match="import the module that defines it"):
         run_analysis("no_such_analysis", [tiny_store / "shard-0.h5"])
+
+
+def test_captions_give_the_length_distribution(tiny_store):
+    from headatlas.analyses.base import describe, length_text, store_provenance
+
+    # 10, 12, 12, 12 wordpieces: median 12; 5th percentile 10 + 0.15 * (12 - 10) = 10.3 (linear);
+    # all four within 2 of the longest.
+    assert length_text([10, 12, 12, 12]) == \
+        "lengths: median 12 wordpieces (5-95%: 10.3-12, min 10), 100% within 2 of the longest (12)"
+    assert length_text([]) == "" and "lengths" not in describe({"model_name": "m"}, 3)
+    provenance = store_provenance([tiny_store / "shard-0.h5"])
+    assert provenance["lengths"].startswith("lengths: median")
+    assert describe(provenance, 1).endswith(provenance["lengths"])

@@ -89,10 +89,13 @@ def test_three_mention_document_heads_and_baselines():
     assert table.loc[:1, ["nearest", "1-1"]].isna().all().all()  # not evaluated: no score
 
 
-def test_three_mention_table2_beside_the_paper():
+def test_three_mention_table2_beside_the_paper(caplog):
     table = run_analysis(Coreference, [example(ANNA_TOKENS, ANNA_WORD_IDS, anna_attention())],
                          progress=False, documents={0: anna_document()})
-    result = table2(table, n_boot=50).set_index("system")
+    with caplog.at_level("WARNING"):
+        result = table2(table, n_boot=50).set_index("system")
+    # The missing train split is said, not silently worked around.
+    assert "no evaluated mention is in the 'train' split (`coref.select_split`)" in caplog.text
     # No train split here: only the paper's regime (chosen and scored on test): head 1-1, 1/1 right.
     assert list(result.index) == ["nearest mention", "head match", "rule-based (4 sieves)",
                                   "best head, chosen on test (paper's regime)",
@@ -256,6 +259,7 @@ def test_every_mention_is_counted_once(counted):
     counts = summary_counts(sources, table, table.attrs["analysed_documents"])
     expected = {  # all, train (d1), test (d2, d3, d4)
         "documents": (4, 1, 3),
+        "documents_left_out_malformed_coreference": (0, 0, 0),
         "documents_dropped_first_sentence_too_long": (1, 0, 1),
         "documents_skipped_at_extraction": (1, 0, 1),
         "documents_analysed": (2, 1, 1),
@@ -276,6 +280,33 @@ def test_every_mention_is_counted_once(counted):
     assert list(counts.columns) == ["all", "train", "test"]
     for quantity, values in expected.items():
         assert tuple(counts.loc[quantity]) == values, quantity
+
+
+def test_a_corpus_without_splits_says_table2_is_same_data_only():
+    from headatlas.analyses.coref import split_notes
+
+    mentions = pd.DataFrame({"split": ["", ""], "evaluated": [True, True]})
+    (note,) = split_notes(mentions, "train", "test")
+    assert "'test' split (`coref.eval_split`)" in note and "same data" in note and "`splits:`" in note
+    assert split_notes(pd.DataFrame({"split": ["train", "test"]}), "train", "test") == []
+
+
+def test_a_document_left_out_of_coreference_is_counted_and_logged(tmp_path, caplog):
+    bad = sentence("d9", 1, ["Bo", "ran"], ["NNP", "VBD"], [], "test")
+    bad.meta["coreference_excluded"] = "x.conllu:3: mention of entity 4 opens here and is never closed"
+    good = sentence("d8", 1, ["Al", "ran"], ["NNP", "VBD"], [("1", [0])], "test")
+    documents, _ = make_documents([good, bad], len, 8)
+    write_jsonl(tmp_path / "sentences.jsonl", [good, bad])
+    write_jsonl(tmp_path / "documents.jsonl", documents)
+    with caplog.at_level("WARNING"):
+        docs, sources = load_documents(tmp_path / "documents.jsonl", tmp_path / "sentences.jsonl")
+    assert "d9 is left out of coreference" in caplog.text and "x.conllu:3" in caplog.text
+    store = [example(["[CLS]", "al", "ran", "[SEP]"], [-1, 0, 1, -1], np.full((1, 2, 4, 4), 0.25), 0, "d8"),
+             example(["[CLS]", "bo", "ran", "[SEP]"], [-1, 0, 1, -1], np.full((1, 2, 4, 4), 0.25), 1, "d9")]
+    table = run_analysis(Coreference, store, progress=False, documents=docs)
+    counts = summary_counts(sources, table, table.attrs["analysed_documents"])
+    assert counts.loc["documents_left_out_malformed_coreference", "all"] == 1
+    assert counts.loc["documents_analysed", "all"] == 2 and counts.loc["mentions_read", "all"] == 1
 
 
 def test_counts_refuse_mentions_that_vanish(counted):
@@ -400,3 +431,84 @@ def test_captions_render_and_name_deviations(name):
                          "docs": {"kind": "documents", "from": "conll"}}}
     text = render_caption(name, paper, params)
     assert "GUM" not in text and "not bert-base-cased" not in text and "not the paper's" not in text
+
+
+def test_windows_score_every_mention_once_with_antecedents_across_the_overlap(tmp_path):
+    from headatlas.corpora.documents import make_windows
+
+    # d: "Anna slept ." "She woke ." "She left ." -- one wordpiece per word, budget 8 - 2 = 6,
+    # stride 3: window 0 = s1 + s2, window 1 = s2 + s3 (s2's 3 words shared).
+    sentences = [sentence("d", 1, ["Anna", "slept", "."], ["NNP", "VBD", "."], [("1", [0])], "test"),
+                 sentence("d", 2, ["She", "woke", "."], ["PRP", "VBD", "."], [("1", [0])], "test"),
+                 sentence("d", 3, ["She", "left", "."], ["PRP", "VBD", "."], [("1", [0])], "test")]
+    windows, stats = make_windows(sentences, len, 8, stride=3)
+    assert [(w.id, w.meta["sentence_ids"], w.meta["shared_words"]) for w in windows] == [
+        ("d@0", ["d-1", "d-2"], 0), ("d@1", ["d-2", "d-3"], 3)]
+    write_jsonl(tmp_path / "sentences.jsonl", sentences)
+    write_jsonl(tmp_path / "documents.jsonl", windows)
+    docs, sources = load_documents(tmp_path / "documents.jsonl", tmp_path / "sentences.jsonl")
+    tokens = ["[CLS]", "x", "x", "x", "x", "x", "x", "[SEP]"]
+    ids = [-1, 0, 1, 2, 3, 4, 5, -1]
+    store = [example(tokens, ids, np.full((1, 1, 8, 8), 1 / 8), index=k, id=w.id)
+             for k, w in enumerate(windows)]
+    table = run_analysis(Coreference, store, progress=False, documents=docs)
+    # Anna and the first She in window 0; the second She in window 1 (the first She there is
+    # in the shared words: already scored, an antecedent only).
+    assert table[["window", "head", "n_antecedents", "evaluated"]].values.tolist() == [
+        [0, "anna", 0, False], [0, "she", 1, True], [1, "she", 1, True]]
+    counts = summary_counts(sources, table, table.attrs["analysed_documents"])
+    assert counts.loc["mentions_read", "all"] == 3 and counts.loc["mentions_analysed", "all"] == 3
+    # uniform attention: the argmax ties go to the leftmost other word, the previous She / Anna
+    assert table.loc[table["evaluated"], "1-1"].tolist() == [1.0, 1.0]
+
+
+def test_windows_skip_a_sentence_too_long_alone():
+    from headatlas.corpora.documents import make_windows
+
+    sentences = [sentence("d", k, ["w"] * n, ["NN"] * n, [], "test") for k, n in enumerate([3, 3, 9, 2], 1)]
+    windows, stats = make_windows(sentences, len, 8, stride=3)
+    assert [w.meta["sentence_ids"] for w in windows] == [["d-1", "d-2"], ["d-4"]]
+    assert stats["sentences_too_long"] == 1 and stats["windows"] == 2
+
+
+def test_a_windows_corpus_chooses_its_held_out_head_on_its_truncated_twin():
+    mentions = pd.DataFrame({"doc": ["a", "b"], "split": ["test", "test"], "evaluated": [True, True],
+                             "kind": ["pronoun", "pronoun"], "nearest": [1.0, 0.0],
+                             "head_match": [0.0, 0.0], "rule_based": [1.0, 1.0],
+                             "1-1": [1.0, 0.0], "1-2": [0.0, 1.0]})
+    twin = pd.DataFrame({"doc": ["c"], "split": ["train"], "evaluated": [True], "kind": ["pronoun"],
+                         "nearest": [0.0], "head_match": [0.0], "rule_based": [0.0],
+                         "1-1": [0.0], "1-2": [1.0]})
+    result = table2(mentions, n_boot=10, selection=twin, selection_label="docs").set_index("system")
+    held_out = result.loc["best head, chosen on docs train"]
+    assert held_out["head"] == "1-2" and held_out["all"] == 50.0
+
+
+def test_paper_claims_of_table2_by_hand():
+    from headatlas.analyses.coref import paper_claims
+
+    def row(system, head, acc, low, high):
+        return {"system": system, "head": head, "all": acc, "all_ci_low": low, "all_ci_high": high,
+                "all_n": 200}
+
+    table = pd.DataFrame([
+        row("nearest mention", "", 35.0, 27.0, 43.0),
+        row("head match", "", 51.0, 44.0, 57.0),
+        row("rule-based (4 sieves)", "", 74.0, 69.0, 80.0),
+        row("best head, chosen on train", "3-10", 52.0, 45.0, 58.0),
+        row("best head, chosen on test (paper's regime)", "3-5", 60.0, 53.0, 66.0),
+    ])
+    c = paper_claims(table, "docs").set_index("id")
+    # The held-out head (52) is judged, not the paper's-regime one (60).
+    nearest = c.loc["clark.t2.docs.head_beats_nearest"]
+    assert nearest["ours"] == "head 3-10 (chosen on train) 52.0 [45.0-58.0] vs 35.0 [27.0-43.0]"
+    assert nearest["verdict"] == "holds"  # 17 points ahead, 45 > 43
+    assert c.loc["clark.t2.docs.head_beats_head_match", "verdict"] == "does not hold"  # 1 point
+    assert c.loc["clark.t2.docs.head_below_rule_based", "verdict"] == "holds"  # 52 < 74
+    assert "n = 200 mentions" in nearest["note"]
+    # Without a selection split the paper's-regime head is judged, and the note says so.
+    c = paper_claims(table.drop(index=3), "docs").set_index("id")
+    match = c.loc["clark.t2.docs.head_beats_head_match"]
+    assert match["verdict"] == "does not hold"  # 9 points ahead, but 53 < 57: intervals overlap
+    assert match["ours"].startswith("head 3-5 (chosen on test (paper's regime)) 60.0")
+    assert "chosen on the evaluation data" in match["note"]

@@ -82,7 +82,8 @@ def single_forward(loaded, sentence):
 
 
 def test_batched_store_equals_one_at_a_time(tiny_model, tmp_path):
-    stats = ex.extract(tiny_model, SENTENCES, tmp_path / "s.h5", batch_size=2, progress=False)
+    stats = ex.extract(tiny_model, SENTENCES, tmp_path / "s.h5", max_length=64, batch_size=2,
+                       progress=False)
     assert stats["kept"] == 4
     with Store(tmp_path / "s.h5") as store:
         assert store.attrs["model_name"] == "tiny" and store.attrs["cls_token"] == "[CLS]"
@@ -105,7 +106,8 @@ def test_too_long_and_empty_are_counted_and_listed(tiny_model, tmp_path):
 
 def test_shards_split_the_corpus(tiny_model, tmp_path):
     for shard in range(2):
-        ex.extract(tiny_model, SENTENCES, tmp_path / f"{shard}.h5", shard=shard, n_shards=2, progress=False)
+        ex.extract(tiny_model, SENTENCES, tmp_path / f"{shard}.h5", max_length=64, shard=shard, n_shards=2,
+                   progress=False)
     ids = [Store(tmp_path / f"{s}.h5").example_ids for s in range(2)]
     assert sorted(ids[0]) == ["p", "s0"] and sorted(ids[1]) == ["s2", "s3"]
 
@@ -121,7 +123,7 @@ def test_interrupted_extraction_leaves_no_store(tiny_model, tmp_path, monkeypatc
 
     monkeypatch.setattr(ex, "batch_attentions", dies_on_second_batch)
     with pytest.raises(KeyboardInterrupt):
-        ex.extract(tiny_model, SENTENCES, tmp_path / "s.h5", batch_size=1, progress=False)
+        ex.extract(tiny_model, SENTENCES, tmp_path / "s.h5", max_length=64, batch_size=1, progress=False)
     assert not (tmp_path / "s.h5").exists()
     assert list(tmp_path.iterdir()) == []  # no partial file either
 

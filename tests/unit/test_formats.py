@@ -41,7 +41,7 @@ CONLLX = ["1 The _ DT DT _ 2 det _ _",
     (2, "2 dog _ NN NN _ 3 nsubj _", "9 tab-separated columns"),
     (2, "2 dog _ NN NN _ three nsubj _ _", "HEAD 'three' is not an integer"),
     (2, "2 dog _ NN NN _ 4 nsubj _ _", "HEAD 4 is out of range"),
-    (1, "1 The _ DT DT _ 1 det _ _", "word 1 does not reach the root"),
+    (1, "1 The _ DT DT _ 1 det _ _", "word 1 is its own head"),
     (2, "2-3 dog _ NN NN _ 3 nsubj _ _", "ID '2-3' is not a word ID"),  # no ranges in CoNLL-X
 ], ids=["columns", "head not integer", "head out of range", "cycle", "range id"])
 def test_malformed_conllx(tmp_path, line, row, problem):

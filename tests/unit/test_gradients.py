@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from headatlas.analyses.gradients import (KINDS, GradientSums, attention_gradients, choose_loss,
+from headatlas.analyses.gradients import (ATTENTION, KINDS, GradientSums, attention_gradients, choose_loss,
                                           contrastive_loss, gradient_importance, key_kinds,
                                           layer_table, load_for_loss, mask_tokens, mlm_loss,
                                           paper_claims)
@@ -69,10 +69,13 @@ def test_both_losses_give_finite_gradients_per_head(which, request):
     loaded, loss = request.getfixturevalue(which)
     heads, stats = gradient_importance(loaded, loss, segments(), max_length=32, batch_size=2,
                                        progress=False)
-    assert list(heads.columns) == ["layer", "head", *KINDS] and len(heads) == LAYERS * HEADS
+    assert list(heads.columns) == ["layer", "head", *KINDS, *ATTENTION] and len(heads) == LAYERS * HEADS
     assert np.isfinite(heads[list(KINDS)].to_numpy()).all()
+    # sep, punct and other partition the keys: each query's attention on them sums to 1.
+    assert heads[["attn_sep", "attn_punct", "attn_other"]].sum(axis=1).to_numpy() == pytest.approx(1, abs=1e-5)
     assert (heads[["sep", "other"]].to_numpy() > 0).all()
-    assert heads.attrs == {"n_examples": 3, "loss": loss} and stats["used"] == 3
+    assert heads.attrs["n_examples"] == 3 and heads.attrs["loss"] == loss and stats["used"] == 3
+    assert heads.attrs["lengths"].startswith("lengths: median")  # of the segments, for the caption
 
 
 def test_gradients_have_the_attention_shape(tiny_mlm):
@@ -81,10 +84,11 @@ def test_gradients_have_the_attention_shape(tiny_mlm):
     batch = [encode(tok, s, i) for i, s in enumerate(segments())]
     inputs = collate(batch, tok.pad_token_id, "cpu")
     labels = torch.where(inputs["attention_mask"].bool(), inputs["input_ids"], -100)
-    loss, grads = attention_gradients(loaded.model, inputs, lambda out: mlm_loss(out, labels))
+    loss, grads, attentions = attention_gradients(loaded.model, inputs, lambda out: mlm_loss(out, labels))
     width = inputs["input_ids"].shape[1]
-    assert loss.ndim == 0 and len(grads) == LAYERS
+    assert loss.ndim == 0 and len(grads) == LAYERS == len(attentions)
     assert all(g.shape == (3, HEADS, width, width) and torch.isfinite(g).all() for g in grads)
+    assert all(a.shape == g.shape and not a.requires_grad for a, g in zip(attentions, grads))
 
 
 def test_attention_to_a_zero_value_vector_has_zero_gradient(tiny_encoder):
@@ -105,8 +109,8 @@ def test_attention_to_a_zero_value_vector_has_zero_gradient(tiny_encoder):
 
     hook = model.encoder.layer[-1].attention.self.value.register_forward_hook(zero_sep_values)
     try:
-        _, grads = attention_gradients(model, inputs,
-                                       lambda out: contrastive_loss(out, inputs["attention_mask"]))
+        _, grads, _ = attention_gradients(model, inputs,
+                                          lambda out: contrastive_loss(out, inputs["attention_mask"]))
     finally:
         hook.remove()
     last = grads[-1].permute(0, 3, 1, 2)  # [batch, key, heads, query]
@@ -124,7 +128,7 @@ def test_mlm_last_layer_rows_of_unmasked_queries_have_zero_gradient(tiny_mlm):
     inputs = collate([encode(tok, segments()[0], 0)], tok.pad_token_id, "cpu")
     labels = torch.full_like(inputs["input_ids"], -100)
     labels[0, 3] = inputs["input_ids"][0, 3]  # predict position 3 only
-    _, grads = attention_gradients(loaded.model, inputs, lambda out: mlm_loss(out, labels))
+    _, grads, _ = attention_gradients(loaded.model, inputs, lambda out: mlm_loss(out, labels))
     rows = grads[-1][0].abs().sum(dim=(0, 2))  # per query position
     assert rows[3] > 0 and torch.all(rows[torch.arange(len(rows)) != 3] == 0)
 
@@ -150,11 +154,12 @@ def test_bert_masking():
         mask_tokens(ids[:2], np.zeros(2, bool), rng, 1000, 4)
 
 
-def test_key_kinds_are_disjoint():
+def test_key_kinds_partition_with_cls_in_other():
     kinds = key_kinds(["[CLS]", "a", ",", "b", ".", "[SEP]", "c", "[SEP]"])
-    assert kinds.sum(axis=1).tolist() == [1] * 8
-    assert [KINDS[k] for k in kinds.argmax(axis=1)] == ["cls", "other", "punct", "other", "punct",
-                                                        "sep", "other", "sep"]
+    partition = kinds[:, [KINDS.index(k) for k in ("sep", "punct", "other")]]
+    assert partition.sum(axis=1).tolist() == [1] * 8  # sep, punct, other: each key exactly once
+    assert kinds[:, KINDS.index("other")].tolist() == [True, True, False, True, False, False, True, False]
+    assert kinds[:, KINDS.index("cls")].tolist() == [True] + [False] * 7  # [CLS] also on its own
 
 
 def test_gradient_sums_by_hand():
@@ -164,14 +169,22 @@ def test_gradient_sums_by_hand():
                            [1.0, 4.0, 5.0, 9.0],
                            [3.0, 6.0, 1.0, 9.0],
                            [9.0, 9.0, 9.0, 9.0]]]])  # padding row and column must be ignored
+    attn = torch.tensor([[[[0.5, 0.25, 0.25, 0.0],
+                           [0.0, 0.5, 0.5, 0.0],
+                           [0.25, 0.25, 0.5, 0.0],
+                           [0.3, 0.3, 0.4, 0.0]]]])  # the padding row must be ignored
     queries = torch.tensor([[1, 1, 1, 0]])
     kinds = torch.tensor(np.concatenate([key_kinds(["[CLS]", "a", "[SEP]"]), np.zeros((1, 4), bool)])[None])
     sums = GradientSums(1, 1)
-    sums.add([-grad], queries, kinds)  # signs do not matter: magnitudes
+    sums.add([-grad], queries, kinds, [attn])  # signs do not matter: magnitudes
     row = sums.result().iloc[0]
-    # sep: (3 + 5 + 1) / 3 = 3; other: (2 + 4 + 6) / 3 = 4; cls: (1 + 1 + 3) / 3 = 5/3; punct: none.
-    assert row["sep"] == pytest.approx(3) and row["other"] == pytest.approx(4)
+    # sep: (3 + 5 + 1) / 3 = 3; other = [CLS] and a: (1 + 2 + 1 + 4 + 3 + 6) / 6 = 17/6;
+    # cls alone: (1 + 1 + 3) / 3 = 5/3; punct: none.
+    assert row["sep"] == pytest.approx(3) and row["other"] == pytest.approx(17 / 6)
     assert row["cls"] == pytest.approx(5 / 3) and np.isnan(row["punct"])
+    # Attention per query, same three rows: to [SEP] (0.25 + 0.5 + 0.5) / 3; other (0.75 + 0.5 + 0.5) / 3.
+    assert row["attn_sep"] == pytest.approx(1.25 / 3) and row["attn_other"] == pytest.approx(1.75 / 3)
+    assert row["attn_cls"] == pytest.approx(0.75 / 3) and row["attn_punct"] == 0
 
 
 def test_contrastive_needs_pairs(tiny_encoder):
@@ -184,14 +197,23 @@ def test_contrastive_needs_pairs(tiny_encoder):
 
 
 def test_layer_table_and_claims_on_a_six_layer_model():
+    # Attention to [SEP] comes from the gradient run itself (attn_sep), not from another table.
     heads = pd.DataFrame({"layer": np.repeat(np.arange(1, 7), 2), "head": np.tile([1, 2], 6),
                           "sep": np.repeat([4, 4, 1, 1, 1, 1], 2) * 1.0, "punct": 1.0, "cls": 1.0,
-                          "other": 2.0})
-    special = pd.DataFrame({"layer": np.arange(1, 7), "head": 1, "sep": [0.1, 0.1, 0.6, 0.7, 0.7, 0.6]})
-    layers = layer_table(heads, special)
-    # Paper's layer 5 of 12 scaled to 6 layers: round(5 * 6 / 12) = 3 (2.5 rounds half up).
+                          "other": 2.0, "attn_sep": np.repeat([0.1, 0.1, 0.6, 0.7, 0.7, 0.6], 2)})
+    layers = layer_table(heads)
+    # Paper's layer 5 of 12 at relative depth on 6 layers: round(5 * 6 / 12) = 3 (2.5 rounds half up).
     assert layers["paper"].str.startswith("[SEP] gradient very small").tolist() == [False, False] + [True] * 4
     assert layers["sep_vs_other"].tolist() == [2, 2, 0.5, 0.5, 0.5, 0.5]
-    claims = paper_claims(layers, "mlm")
-    assert "layers 3-6: [SEP] 1 vs other tokens 2 (ratio 0.50)" in claims.loc[0, "ours"]
-    assert "rho" in claims.loc[1, "ours"] and float(claims.loc[1, "ours"].split("= ")[1]) < 0
+    assert layers["attention_to_sep"].tolist() == pytest.approx([0.1, 0.1, 0.6, 0.7, 0.7, 0.6])
+    claims = paper_claims(layers, "mlm").set_index("id")
+    small = claims.loc["clark.s3_2.sep_gradient_small"]
+    assert "layers 3-6: [SEP] 1 vs other tokens 2 (ratio 0.50)" in small["ours"]
+    assert small["verdict"] == "holds"  # mean ratio 0.5 <= 0.5
+    # Ranks over layers: attention 1.5, 1.5, 3.5, 5.5, 5.5, 3.5; ratio 5.5, 5.5, 2.5 x 4 (means 3.5).
+    # Deviations -2 -2 0 2 2 0 and 2 2 -1 -1 -1 -1: rho = -12 / sqrt(16 * 12) = -0.866.
+    where = claims.loc["clark.s3_2.sep_gradient_where_attended"]
+    assert where["ours"] == "Spearman rho = -0.87 over 6 layers" and where["verdict"] == "holds"
+    flat = paper_claims(layer_table(heads.assign(sep=2.0)), "mlm").set_index("id")
+    assert flat.loc["clark.s3_2.sep_gradient_small", "verdict"] == "does not hold"  # ratio 1
+    assert flat.loc["clark.s3_2.sep_gradient_where_attended", "verdict"] == "not applicable"  # rho NaN

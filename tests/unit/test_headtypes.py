@@ -247,3 +247,52 @@ def test_figures_are_written(tmp_path):
     changes = ht.type_changes(types, types.assign(type=types["type"][::-1].to_numpy()))
     p.plot_type_changes(changes, ht.changes_by_layer(changes), ("a", "b"), tmp_path / "c.svg", "cap")
     assert all((tmp_path / f"{n}.svg").read_bytes().startswith(b"<?xml") for n in "tblgc")
+
+
+def test_stability_score_by_hand_and_the_papers_procedure_first():
+    # 4 heads, 2 fits matched to the reference: head 2 moves in the second fit -> 3 of 4 consistent.
+    result = ht.Stability(reference=np.array([0, 0, 1, 1]), fits=np.array([[0, 0, 1, 1], [0, 1, 1, 1]]),
+                          resample="heads", fraction=0.5, subsample_size=2)
+    assert result.consistent.tolist() == [True, False, True, True] and result.score == 0.75
+    assert result.agreement.tolist() == [1.0, 0.75]
+    # Identical inputs: every half of them averages to the full average, so resampling inputs
+    # clusters the very same points in every fit -- stable by construction.
+    feats, _ = planted(n_inputs=6, noise=0.0)
+    same = np.repeat(feats[:1], 6, axis=0)
+    assert ht.stability(same, k=4, n_fits=3, seed=0, resample="inputs").score == 1.0
+    assert ht.RESAMPLE[0] == ht.HEADLINE == "heads"
+    types = ht.head_types(head_table(feats[0]), k=4)
+    table, heads = ht.stability_tables(ht.FeatureSet(feats, np.arange(6), np.full(6, 10), 2, 20, 16, {}),
+                                       types, n_fits=3)
+    assert table["resample"].tolist() == ["heads", "inputs"]
+    assert table.loc[0, "reading"] == "the paper's procedure"
+    assert "consistent_heads" in heads and "by construction" in table.loc[1, "note"]
+
+
+def test_paper_claims_of_the_head_types():
+    # 4 layers, 14 heads. dense: layers 1 1 2 4 (depth .25 .25 .5 1: 3 of 4 in the lower half);
+    # diagonal: layers 1 2 3 (3 of 4 layers); dense&vertical: 2 3 3 (depth .5 .75 .75: 1 of 3 in
+    # the middle third (1/3, 2/3]); vertical: 2 3 4 4 (depth .5 is not > .5: 3 of 4 in the upper half).
+    layers = {"dense": [1, 1, 2, 4], "diagonal": [1, 2, 3], "dense&vertical": [2, 3, 3],
+              "vertical": [2, 3, 4, 4]}
+    types = pd.DataFrame([(l, t) for t, ls in layers.items() for l in ls], columns=["layer", "type"])
+    # Shares: dense 4/14 = 28.6%, diagonal 21.4%, dense&vertical 21.4% (paper 34.11: 12.7 off),
+    # vertical 28.6% (paper 13.28: 15.3 off).
+    stability = pd.DataFrame({"resample": ["heads", "inputs"], "consistent_pct": [73.61, 95.83],
+                              "per_fit": ["36 of 72 heads", "500 of 1000 inputs"]})
+    c = ht.paper_claims(types, stability).set_index("id")
+    assert c.loc["guan.types.four_types", "verdict"] == "holds"
+    assert c.loc["guan.types.shares", "verdict"] == "does not hold"
+    assert "dense&vertical 21.4%" in c.loc["guan.types.shares", "ours"]
+    assert c.loc["guan.types.dense_first_layers", ["ours", "verdict"]].tolist() == \
+        ["75% of dense heads in the lower half", "holds"]
+    assert c.loc["guan.types.diagonal_all_layers", ["ours", "verdict"]].tolist() == \
+        ["in 3 of 4 layers", "holds"]
+    assert c.loc["guan.types.dense_vertical_middle", "verdict"] == "does not hold"
+    assert c.loc["guan.types.vertical_higher_layers", ["ours", "verdict"]].tolist() == \
+        ["75% of vertical heads in the upper half", "holds"]
+    stable = c.loc["guan.stability"]
+    assert stable["ours"] == "73.6% (36 of 72 heads per fit)" and stable["verdict"] == "does not hold"
+    assert "95.8%" in stable["note"] and "by construction" in stable["note"]
+    other_k = ht.paper_claims(types.assign(type=["c1"] * 14), stability).set_index("id")
+    assert other_k.loc["guan.types.four_types", "verdict"] == "not applicable"

@@ -286,3 +286,28 @@ def test_figures_are_written(tmp_path):
                             "layer": [1, 1, 2, 2] * 2, "head": [1, 2] * 4, "weight": np.arange(8.0)})
     plot_probe_weights(weights, tmp_path / "w.svg", "caption")
     assert all((tmp_path / f).read_bytes().startswith(b"<?xml") for f in ("t.svg", "w.svg"))
+
+
+def test_paper_claims_of_table3_and_the_edge_classifier():
+    from headatlas.analyses.probes import paper_claims
+
+    # Our UAS (mean over seeds) on two test sets and a dev set (not judged).
+    uas = {"right_branching": (32, 31, 40), "distances_glove": (55, 55, 40), "random_attn_glove": (14, 19, 40),
+           "attn_only": (55, 54, 40), "attn_glove": (65, 58, 40)}
+    table = pd.DataFrame([{"probe": p, "gum_test": a, "ewt_test": b, "gum_dev": d, "gum_test_sentences": 10,
+                           "ewt_test_sentences": 10, "gum_dev_sentences": 10} for p, (a, b, d) in uas.items()])
+    edges = pd.DataFrame({"attention": ["m", "m", "m_random", "m_random"],
+                          "eval": ["gum_test", "ewt_test", "gum_test", "ewt_test"],
+                          "accuracy": [83.9, 80.7, 59.1, 57.7]})
+    c = paper_claims(table, edges).set_index("id")
+    # attn_only - right_branching: 23 and 23 >= 5 on both test sets.
+    assert c.loc["clark.t3.attn_only_beats_right_branching", "verdict"] == "holds"
+    # attn_glove - distances_glove: 10 on gum, but 3 on ewt < 5: not on every test set.
+    beats = c.loc["clark.t3.attn_glove_beats_distances"]
+    assert beats["ours"] == "gum test: 65.0 vs 55.0; ewt test: 58.0 vs 55.0" and beats["verdict"] == "does not hold"
+    assert c.loc["clark.t3.attn_glove_beats_random_init", "verdict"] == "holds"
+    # 83.9 >= 80.8 but 80.7 < 80.8.
+    edge = c.loc["coenen.edge_classifier"]
+    assert edge["verdict"] == "does not hold" and "m_random 59.1 (gum test)" in edge["note"]
+    assert paper_claims(table.assign(ewt_test=table["gum_test"]), edges.assign(accuracy=85.0)) \
+        .set_index("id").loc["coenen.edge_classifier", "verdict"] == "holds"

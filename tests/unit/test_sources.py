@@ -60,3 +60,34 @@ def test_resolve_mirror(tmp_path, monkeypatch):
     monkeypatch.setenv("HEADATLAS_MIRROR", str(tmp_path / "absent"))
     with pytest.raises(SourceError, match="no such folder"):
         resolve_mirror(None)
+
+
+def test_missing_file_names_the_mirror_layout_folder(tmp_path, monkeypatch):
+    from headatlas.corpora.prepare import catalog_source
+
+    monkeypatch.setattr("urllib.request.urlopen", lambda *a, **k: (_ for _ in ()).throw(OSError("offline")))
+    mirror = tmp_path / "mirror"
+    (mirror / "ud-english-ewt").mkdir(parents=True)  # the layout folder exists, the file does not
+    with pytest.raises(SourceError) as err:
+        catalog_source("ewt", mirror, tmp_path / "cache").fetch("en_ewt-ud-dev.conllu")
+    message = str(err.value)
+    assert "ud-english-ewt/en_ewt-ud-dev.conllu" in message and "ewt/en_ewt" not in message.replace(
+        "ud-english-ewt/en_ewt", "")
+    assert str(mirror / "ud-english-ewt" / "en_ewt-ud-dev.conllu") in message
+
+
+def test_a_configured_mirror_that_does_not_exist_is_named(tmp_path, monkeypatch):
+    from headatlas.corpora.prepare import catalog_source
+    from headatlas.sources import mirror_setting
+
+    monkeypatch.delenv("HEADATLAS_MIRROR", raising=False)
+    monkeypatch.setattr("urllib.request.urlopen", lambda *a, **k: (_ for _ in ()).throw(OSError("offline")))
+    setting = mirror_setting("../no-such-mirror", workdir=tmp_path)
+    assert resolve_mirror("../no-such-mirror", workdir=tmp_path) is None
+    with pytest.raises(SourceError) as err:
+        catalog_source("gum", None, tmp_path / "cache", setting).fetch("splits.md")
+    message = str(err.value)
+    assert "(none set)" not in message
+    assert "the config key `mirror:` is ../no-such-mirror" in message and "does not exist" in message
+    assert "gum/splits.md" in message
+    assert mirror_setting(None).startswith("neither")

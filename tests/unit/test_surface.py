@@ -9,7 +9,8 @@ import pytest
 
 from headatlas.analyses.base import REGISTRY, run_analysis
 from headatlas.analyses.surface import (classify_heads, layer_means, paper_claims,
-                                        pick_example_heads, scale_layers)
+                                        pick_example_heads, sink_tokens)
+from headatlas.claims import COLUMNS
 from headatlas.store import Example
 
 TOKENS_A = ["[CLS]", "a", ".", "[SEP]", "b", "[SEP]"]  # n = 6: CLS 0, punct 2, SEP 3 and 5
@@ -213,23 +214,17 @@ def test_pick_example_heads_are_distinct():
     assert all(type(i) is int for pair in heads.values() for i in pair)
 
 
-def test_scale_layers():
-    assert scale_layers(6, 10, 12) == (6, 10)
-    assert scale_layers(6, 10, 6) == (3, 5)  # 3.0, 5.0
-    assert scale_layers(1, 4, 6) == (1, 2)  # 0.5 -> 1, 2.0
-    assert scale_layers(9, 12, 6) == (5, 6)  # 4.5 -> 5, 6.0
-    assert scale_layers(6, 10, 24) == (12, 20)
-
-
 def claims_table(n_layers=2):
-    # 2 layers x 2 heads. Only head 2-1 has next > 0.5; no head has prev > 0.5.
+    # 2 layers x 2 heads. Only head 2-1 has next > 0.5; no head has prev > 0.5 (0.5 is not above).
+    # Relative depth on 2 layers: early (1-4 of 12) = layer 1, deep (9-12) = layer 2, middle
+    #   (6-10) = layers 1-2 -> sep mean over all 4 heads (0 + .2 + .6 + .8) / 4 = 40%.
     # [SEP]: layer means 0.1 (layer 1), 0.7 (layer 2) -> only layer 2 is > 50%;
     #   its sep_from_sep mean (0.9 + 1.0) / 2 = 95%, sep_from_other (0.6 + 0.4) / 2 = 50%.
-    # Early layers for 2 of 12: scale(1, 4) = (1, 1); deep scale(9, 12) = (2, 2);
-    #   middle scale(6, 10) = (1, 2) -> sep mean over all 4 heads (0 + .2 + .6 + .8) / 4 = 40%.
+    # Sinks: layer 1 cls 70% (sep 10%, punct 0%), layer 2 sep 70% (cls 10%, punct 20%).
     # cls: early (0.8 + 0.6) / 2 = 70%, deep 10%.  punct: deep (0.3 + 0.1) / 2 = 20%, early 0%.
     # Entropy: early heads 1-1 (4.2) and 1-2 (3.0): only 1-1 is > 3.8 -> its max_weight 8%.
-    # Last-layer [CLS] entropy (3.5 + 3.7) / 2 = 3.60 nats.
+    # Last-layer [CLS] entropy (3.5 + 3.7) / 2 = 3.60 nats, 3.60 / 4.85 = 0.74 of uniform
+    #   (paper 3.89 / log 128 = 0.80: within 0.10).
     rel, special, ent = head_tables(
         prev=[0.1, 0.2, 0.3, 0.5], next_=[0.2, 0.1, 0.8, 0.5], self_=[0.1, 0.3, 0.0, 0.2],
         cls=[0.8, 0.6, 0.1, 0.1], sep=[0.0, 0.2, 0.6, 0.8], punct=[0, 0, 0.3, 0.1],
@@ -239,36 +234,47 @@ def claims_table(n_layers=2):
     return paper_claims(rel, special, ent, n_layers=n_layers)
 
 
-def claim(table, words):
-    rows = table[table["claim"].str.contains(words, regex=False)]
-    assert len(rows) == 1, words
-    return rows.iloc[0]
-
-
 def test_paper_claims():
     t = claims_table()
-    assert list(t.columns) == ["claim", "paper", "ours", "note"]
-    assert claim(t, "next token")["ours"] == "1 (layer 2)"
-    assert claim(t, "next token")["paper"] == "5 (layers 1, 2, 2, 3, 6)"
-    assert claim(t, "previous token")["ours"] == "0"
-    assert claim(t, "current token")["ours"] == "median head 15%, max 30%"
-    sep = claim(t, "[SEP] in the middle layers")
-    assert sep["ours"] == "40% in layers 1-2"
-    assert "scaled to layers 1-2" in sep["note"] and "2 layers" in sep["note"]
-    assert claim(t, "[CLS], early vs deep")["ours"] == "early 70%, deep 10%"
-    assert claim(t, ". and ,")["ours"] == "deep 20%, early 0%"
-    assert claim(t, "from [SEP] tokens")["ours"] == "95% from [SEP] vs 50% from other tokens (layers 2)"
-    assert claim(t, "[CLS] row")["ours"] == "3.60 nats"
-    assert claim(t, "[CLS] row")["paper"] == "3.89 nats"
-    assert claim(t, "largest single weight")["ours"].startswith("8% (mean row maximum; heads 1-1)")
+    assert list(t.columns) == list(COLUMNS) and t["id"].is_unique
+    c = t.set_index("id")
+    assert c.loc["clark.s3.next_heads", ["ours", "verdict"]].tolist() == ["1 (layer 2)", "holds"]
+    assert c.loc["clark.s3.prev_heads", ["ours", "verdict"]].tolist() == ["0", "does not hold"]
+    assert c.loc["clark.s3.self_little", ["ours", "verdict"]].tolist() == \
+        ["median head 15%, max 30%", "does not hold"]  # 15% is not < 10%
+    assert c.loc["clark.s3.sink_token", ["ours", "verdict"]].tolist() == \
+        ["[CLS] in layer 1 (70%); [SEP] in layer 2 (70%)", "does not hold"]  # layer 1 is middle too
+    sep = c.loc["clark.s3.sep_middle"]
+    assert (sep["ours"], sep["verdict"]) == ("40% in layers 1-2", "does not hold")
+    assert "depth 0.50-0.83 (layers 6-10 of 12)" in sep["rule"] and "2 layers" in sep["note"]
+    assert c.loc["clark.s3.cls_early", ["ours", "verdict"]].tolist() == ["early 70%, deep 10%", "holds"]
+    assert c.loc["clark.s3.punct_deep", ["ours", "verdict"]].tolist() == ["deep 20%, early 0%", "holds"]
+    assert c.loc["clark.s3.sep_from_sep", ["ours", "verdict"]].tolist() == \
+        ["95% from [SEP] vs 50% from other tokens (layers 2)", "holds"]
+    entropy = c.loc["clark.s3.cls_entropy_last"]
+    assert entropy["ours"] == "3.60 nats (0.74 of uniform, 4.85 nats)" and entropy["verdict"] == "holds"
+    assert entropy["paper"].startswith("3.89 nats (0.80 of uniform")
+    broad = c.loc["clark.s3.broad_max_weight"]
+    assert broad["ours"].startswith("8% (mean row maximum; heads 1-1)") and broad["verdict"] == "holds"
 
 
-def test_paper_claims_no_scaling_note_for_12_layers():
+def test_paper_claims_on_12_layers_and_what_is_not_applicable():
     rel, special, ent = head_tables(prev=[0.6] * 12, next_=[0] * 12, cls=[0] * 12, sep=[0] * 12,
                                     punct=[0] * 12, entropy=[1] * 12, n_layers=12)
-    t = paper_claims(rel, special, ent, n_layers=12)
-    assert claim(t, "previous token")["ours"] == "12 (layers 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)"
-    assert "scaled" not in claim(t, "[SEP] in the middle layers")["note"]
-    assert claim(t, "[SEP] in the middle layers")["ours"] == "0% in layers 6-10"
-    # No layer puts > 50% on [SEP]: the peak layer (first of the ties) is used and said so.
-    assert "peak layer" in claim(t, "from [SEP] tokens")["note"]
+    c = paper_claims(rel, special, ent, n_layers=12).set_index("id")
+    assert c.loc["clark.s3.prev_heads", "ours"] == "12 (layers 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)"
+    assert c.loc["clark.s3.sep_middle", "note"] == ""  # same depth as the paper: nothing to say
+    assert c.loc["clark.s3.sep_middle", "ours"] == "0% in layers 6-10"
+    # No layer puts > 50% on [SEP], no early head is broad: those claims cannot be judged.
+    assert c.loc["clark.s3.sep_from_sep", "verdict"] == "not applicable"
+    assert c.loc["clark.s3.broad_max_weight", "verdict"] == "not applicable"
+    assert c.loc["clark.s3.broad_max_weight", "ours"] == "no head of layers 1-4 above 3.8 nats"
+
+
+def test_sink_tokens_per_layer():
+    rel, special, ent = head_tables(prev=[0] * 4, next_=[0] * 4, cls=[0.5, 0.3, 0.1, 0.0],
+                                    sep=[0.1, 0.1, 0.6, 0.8], punct=[0.2, 0.2, 0.1, 0.1],
+                                    entropy=[1] * 4, n_layers=4)
+    sinks = sink_tokens(special)  # one head per layer
+    assert sinks["sink"].tolist() == ["[CLS]", "[CLS]", "[SEP]", "[SEP]"]
+    assert sinks["share"].tolist() == pytest.approx([0.5, 0.3, 0.6, 0.8])

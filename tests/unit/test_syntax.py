@@ -8,7 +8,7 @@ from headatlas.analyses.base import REGISTRY, run_analysis
 from headatlas.analyses.syntax import (DIRECTIONS, NO_UD_TWIN, OFFSETS, DependencyHeads,
                                        DependencyScores, best_heads, best_offsets,
                                        dependencies, example_sentences,
-                                       honest_table, line_panel, offset_correct, table1,
+                                       honest_table, line_panel, offset_correct, paper_claims, table1,
                                        table1_relations)
 from headatlas.corpora.records import Sentence, write_jsonl
 from headatlas.errors import StoreError
@@ -202,6 +202,18 @@ def test_skipped_and_stale_sentences(corpus):
         acc.update(example(1, [HEAD_A], id_="not-s1"))
 
 
+def test_honest_regime_refuses_a_selection_without_those_splits(corpus, tmp_path):
+    from headatlas.analyses.syntax import labelled_scores
+
+    path = tmp_path / "scores.npz"
+    scores_of([example(0, [HEAD_A, HEAD_B]), example(1, [HEAD_B, HEAD_A])], corpus).save(path)
+    label, scores = labelled_scores({"corpus": "tb", "splits": ["test"]}, path)
+    assert label == "tb test" and len(scores.sentences) == 1
+    with pytest.raises(ValueError, match=r"`syntax.selection`: tb has no scored sentence in the "
+                                         r"split\(s\) dev \(its splits: test, train\)"):
+        labelled_scores({"corpus": "tb", "splits": ["dev"]}, path, "syntax.selection")
+
+
 def test_save_load_subset(corpus, tmp_path):
     scores = scores_of([example(0, [HEAD_A, HEAD_B]), example(1, [HEAD_B, HEAD_A])], corpus)
     path = tmp_path / "scores.npz"
@@ -252,15 +264,80 @@ def test_regimes(corpus):
     assert t1.loc["pobj", "note"] == NO_UD_TWIN and t1.loc["pobj", "relation"] == ""
     assert pd.isna(t1.loc["pobj", "acc"]) and t1.loc["pobj", "paper_acc"] == 76.3
     assert "fewer than 1" in t1.loc["amod", "note"]  # twin absent from this corpus
-    # Honest: for "all", head->dep 1-1 is perfect on train (HEAD_A) but is HEAD_B on test: 1/4.
-    # On test itself the best is head->dep 1-2 (HEAD_A), 100%: the paper's regime flatters.
+    # Honest: for "all (non-root)", head->dep 1-1 is perfect on train (HEAD_A) but is HEAD_B on
+    # test: 1/4. On test itself the best is head->dep 1-2 (HEAD_A), 100%: the paper's regime flatters.
     honest = honest_table(("train", scores.subset(["train"])), [("test", scores.subset(["test"]))],
                           min_count=1, n_boot=200).set_index("relation")
-    row = honest.loc["all"]
+    row = honest.loc["all (non-root)"]
     assert (row["head"], row["direction"], row["select_acc"]) == ("1-1", "head->dep", 100.0)
     assert (row["acc"], row["same_data_head"], row["same_data_acc"]) == (25.0, "1-2", 100.0)
     assert row["acc_low"] == row["acc_high"] == 25.0  # one test sentence
     assert row["baseline_offset"] == 1 and row["baseline_acc"] == 75.0
+    # "all" (the paper's definition) also scores the root word "chased", always wrong: 5 words.
+    row = honest.loc["all"]
+    assert (row["select_acc"], row["acc"], row["same_data_acc"], row["baseline_acc"]) == (80.0, 20.0, 80.0, 60.0)
+    assert (row["n"], row["select_n"], row["paper_acc"]) == (5, 5, 34.5)
+
+
+def test_table1_all_counts_root_words_as_wrong(corpus):
+    # Over both sentences, "all" (4 non-root dependencies each): dep->head 1-1 gets 3 + 3 of 8
+    # (HEAD_A, then HEAD_B), as does 1-2; head->dep gets 4 + 1. Tie -> dep->head 1-1, 75%.
+    # With the two root words counted wrong: 6 / 10 = 60%; offset +1: 3 + 3 of 8, 6 / 10 = 60%.
+    # Each sentence alone gives 3/5 for both, so every bootstrap resample gives 60%.
+    scores = scores_of([example(0, [HEAD_A, HEAD_B]), example(1, [HEAD_B, HEAD_A])], corpus)
+    assert scores.sentences["roots"].tolist() == [1, 1] and scores.n_roots() == 2
+    t1 = table1(scores, min_count=1, n_boot=100).set_index("relation")
+    assert t1.loc["all", ["n", "head", "direction", "acc", "acc_low", "acc_high", "baseline_offset",
+                          "baseline_acc", "paper_acc"]].tolist() == \
+        [10, "1-1", "dep->head", 60.0, 60.0, 60.0, 1, 60.0, 34.5]
+    assert t1.loc["all (non-root)", ["n", "acc", "baseline_acc"]].tolist() == [8, 75.0, 75.0]
+    assert pd.isna(t1.loc["all (non-root)", "paper_acc"])
+    assert "root words counted as wrong" in t1.loc["all", "note"]
+    # Root words cannot be counted in a single relation.
+    with pytest.raises(ValueError, match="only counted"):
+        scores.per_sentence("det", "dep->head", 1, 1, with_root=True)
+
+
+def test_table1_claims_follow_the_papers_finding():
+    # Two rows by hand: det, where the paper's head beats its baseline (94.3 vs 51.7), and nn
+    # (UD compound), where it does not (70.4 vs 70.2); pobj has no UD twin.
+    table = pd.DataFrame([
+        {"relation": "det", "n": 100, "head": "2-1", "direction": "dep->head", "acc": 80.0,
+         "acc_low": 75.0, "acc_high": 85.0, "baseline_offset": 1, "baseline_acc": 60.0,
+         "baseline_acc_low": 55.0, "baseline_acc_high": 65.0, "paper_relation": "det",
+         "paper_head": "8-11", "paper_acc": 94.3, "paper_baseline_offset": 1,
+         "paper_baseline_acc": 51.7, "note": ""},
+        {"relation": "compound", "n": 100, "head": "1-1", "direction": "dep->head", "acc": 72.0,
+         "acc_low": 65.0, "acc_high": 79.0, "baseline_offset": 1, "baseline_acc": 70.0,
+         "baseline_acc_low": 63.0, "baseline_acc_high": 77.0, "paper_relation": "nn",
+         "paper_head": "4-10", "paper_acc": 70.4, "paper_baseline_offset": 1,
+         "paper_baseline_acc": 70.2, "note": "paper's SD nn = UD compound"},
+        {"relation": "", "paper_relation": "pobj", "paper_head": "9-6", "paper_acc": 76.3,
+         "paper_baseline_offset": -2, "paper_baseline_acc": 34.6, "note": NO_UD_TWIN},
+    ])
+    claims = paper_claims(table, "ewt").set_index("id")
+    det = claims.loc["clark.t1.ewt.det"]
+    # 80 - 60 = 20 >= 5 and 75 > 65: ahead, as the paper found.
+    assert det["verdict"] == "holds" and det["claim"] == "det: a head beats the offset baseline (ewt)"
+    assert det["ours"] == "2-1 dep->head 80.0 [75.0-85.0] vs 60.0 [55.0-65.0] (offset +1), n = 100"
+    assert det["paper"] == "8-11 94.3 vs 51.7 (offset +1)" and "+42.6" in det["rule"]
+    nn = claims.loc["clark.t1.ewt.nn"]
+    # 72 vs 70: not ahead, and the paper's head was not either (+0.2): the finding holds.
+    assert nn["verdict"] == "holds" and nn["claim"].startswith("nn: no head clearly beats")
+    assert claims.loc["clark.t1.ewt.pobj", "verdict"] == "not applicable"
+    assert "clark.t1.ewt.overall" not in claims.index  # no 'all' row given
+    table.loc[0, ["acc_low"]] = 64.0  # intervals overlap now: not clearly ahead
+    assert paper_claims(table, "ewt").set_index("id").loc["clark.t1.ewt.det", "verdict"] == "does not hold"
+
+
+def test_table1_claims_on_real_scores(corpus):
+    scores = scores_of([example(0, [HEAD_A, HEAD_B]), example(1, [HEAD_B, HEAD_A])], corpus)
+    claims = paper_claims(table1(scores, min_count=1, n_boot=100), "tiny").set_index("id")
+    # all: 60 vs 60 is not ahead, the paper's 34.5 vs 26.3 was: does not hold; 60% is not < 50%.
+    assert claims.loc["clark.t1.tiny.all", "verdict"] == "does not hold"
+    assert claims.loc["clark.t1.tiny.overall", ["ours", "verdict"]].tolist() == \
+        ["best head 60.0% (1-1)", "does not hold"]
+    assert claims.loc["clark.t1.tiny.prep", "verdict"] == "not applicable"
 
 
 def test_example_sentences_and_figures(corpus, tmp_path):

@@ -1,4 +1,4 @@
-"""A tiny but complete copy of the workflow in a temp folder: tiny random BERT, tiny corpora."""
+"""A tiny but complete copy of the workflow in a temp folder: tiny random BERT and RoBERTa, tiny corpora."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import FIXTURES, ROOT, make_tiny_model
+from tests.conftest import FIXTURES, ROOT, make_tiny_encoder, make_tiny_model
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 RELS = ["det", "amod", "nsubj", "obj", "case", "nmod:poss", "advmod", "compound"]
@@ -45,12 +45,14 @@ def write_treebank(path: Path, n_docs: int = 3, per_doc: int = 6, seed: int = 0)
 def tiny_config(root: Path) -> dict:
     return {
         "mirror": None,
-        "models": {"tiny": {"path": str(root / "tiny-bert")}},
+        # A second family: byte-level BPE, <s> A </s></s> B </s>, no token types, positions offset by 2.
+        "models": {"tiny": {"path": str(root / "tiny-bert")}, "tiny_roberta": {"path": str(root / "tiny-roberta")}},
         "corpora": {
             "wikipedia": {"kind": "segments", "path": str(FIXTURES / "tiny" / "wiki.json"),
                           "n_segments": 6, "seed": 0},
             "tb": {"kind": "treebank", "format": "conllu", "path": str(root / "tb.conllu")},
             "tb_docs": {"kind": "documents", "from": "tb"},
+            "tb_windows": {"kind": "documents", "from": "tb", "cover": "windows", "stride": 16},
         },
         "extraction": {"max_length": 48, "batch_size": 4, "threads": 1},
         "surface": {"corpus": "wikipedia"},
@@ -89,6 +91,7 @@ def tiny_workflow(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("workflow")
     copy_workflow(root)
     make_tiny_model(root / "tiny-bert", layers=2, heads=2)
+    make_tiny_encoder(root / "tiny-roberta", "roberta", layers=2, heads=2)
     write_treebank(root / "tb.conllu")
     (root / "config.yaml").write_text(yaml.safe_dump(tiny_config(root)))
     snakemake(root, "--cores", "2")

@@ -46,6 +46,37 @@ def test_every_output_is_built(tiny_workflow):
         assert (tiny_workflow / "logs" / log).stat().st_size > 0
 
 
+def test_the_second_family_runs_through(tiny_workflow):
+    """RoBERTa: <s> A </s></s> B </s>, no token types; surface tables and Table 1 as for BERT."""
+    results = tiny_workflow / "results" / "tiny_roberta"
+    with Store(results / "wikipedia" / "attention" / "shard-0.h5") as store:
+        assert (store.attrs["cls_token"], store.attrs["sep_token"]) == ("<s>", "</s>")
+        example = next(iter(store))
+        assert int(example.sep_mask.sum()) == 3 and not example.token_type_ids.any()
+    special = pd.read_csv(results / "wikipedia" / "surface" / "special_tokens.csv")
+    assert len(special) == 4 and special[["cls", "sep", "sep_from_sep"]].notna().all().all()
+    table1 = pd.read_csv(results / "tb" / "syntax" / "table1.csv").set_index("relation")
+    assert table1.loc["all", "n"] > 0 and table1.loc["all", "unaligned"] == 0  # every word has its pieces
+
+
+def test_the_scorecard_collects_every_claims_file(tiny_workflow):
+    results = tiny_workflow / "results"
+    claims = sorted(results.glob("*/**/paper_claims.csv"))
+    # surface, clustering, gradients, head types, Table 1 (tb), coreference (tb_docs), and the
+    # ablation of the fine-tuned task model tiny_upos (not a configured model: a column of its own)
+    assert {p.parent.name for p in claims} == {"surface", "clustering", "gradients", "headtypes",
+                                               "syntax", "coref", "ablation"}
+    card = pd.read_csv(results / "scorecard.csv", keep_default_na=False)
+    assert len(card) == sum(len(pd.read_csv(p)) for p in claims)
+    for model in ("tiny", "tiny_upos"):
+        assert set(card[f"{model}: verdict"]) <= {"holds", "does not hold", "not applicable"}
+    assert {"clark.s3.sink_token", "clark.t1.tb.all", "guan.stability"} <= set(card["id"])
+    assert (card["rule"] != "").all()  # every verdict states its rule
+    for name in ("special_tokens_depth", "table1", "headtype_shares"):
+        assert (results / "compare" / f"{name}.svg").read_bytes().startswith(b"<?xml")
+        assert len(pd.read_csv(results / "compare" / f"{name}.csv")) > 0
+
+
 def test_nothing_left_to_do(tiny_workflow):
     assert planned_jobs(snakemake(tiny_workflow, "-n", "--cores", "1")) == {}
 
@@ -54,6 +85,7 @@ def test_report_is_one_self_contained_page(tiny_workflow):
     snakemake(tiny_workflow, "--report", "results/report.html")
     html = (tiny_workflow / "results" / "report.html").read_text()
     assert "Relative position" in html and "paper_claims.csv" in html
+    assert "headatlas-scorecard" in html  # the scorecard is on the landing page
 
 
 def test_changed_params_rerun_only_that_analysis(tiny_workflow, tmp_path):
@@ -61,7 +93,7 @@ def test_changed_params_rerun_only_that_analysis(tiny_workflow, tmp_path):
     overlay.write_text(yaml.safe_dump({"surface": {"corpus": "wikipedia",
                                                    "options": {"entropy": {"max_examples": 2}}}}))
     jobs = planned_jobs(snakemake(tiny_workflow, "-n", "--cores", "1", "--configfile", str(overlay)))
-    assert jobs.get("surface_table") == 1
+    assert jobs.get("surface_table") == 2  # the entropy table of each model
     # Only the entropy table and what reads the surface tables; nothing upstream or beside it.
     assert not [rule for rule in jobs if rule.startswith(INDEPENDENT_OF_SURFACE)]
 
@@ -69,7 +101,7 @@ def test_changed_params_rerun_only_that_analysis(tiny_workflow, tmp_path):
 def test_slurm_profile_plans_the_jobs(tiny_workflow):
     result = snakemake(tiny_workflow, "-n", "--forceall", "--workflow-profile", "profiles/slurm")
     jobs = planned_jobs(result)
-    assert jobs.get("extract") == 3 and jobs.get("surface_table") == 3
+    assert jobs.get("extract") == 2 * 4 and jobs.get("surface_table") == 2 * 3  # 2 models x 4 corpora / 3 tables
 
 
 def test_lint_is_clean():

@@ -59,8 +59,32 @@ rule ablation:
         "../scripts/ablation_grid.py"
 
 
+rule ablation_claims:
+    input:
+        table=f"{RESULTS}/{{task_model}}/ablation/ablation.csv",
+        code=code("ablation_claims.py"),
+    output:
+        report(
+            f"{RESULTS}/{{task_model}}/ablation/paper_claims.csv",
+            caption="../report/ablation_claims.rst",
+            category="Head-type ablation (Guan §5)",
+            subcategory="{task_model}",
+            labels={"model": "{task_model}", "result": "claims vs paper"},
+        ),
+    log:
+        "logs/ablation/{task_model}.claims.log",
+    benchmark:
+        "logs/benchmarks/ablation/{task_model}.claims.tsv"
+    wildcard_constraints:
+        task_model=one_of([ABLATION_PLAN["task_model"]] if PLAN.ablation else []),
+    conda:
+        ENV
+    script:
+        "../scripts/ablation_claims.py"
+
+
 FINAL_TARGETS["ablation"] = lambda model: [
-    f"{RESULTS}/{ABLATION_PLAN['task_model']}/ablation/ablation.{ext}"
-    for ext in ("csv", "svg")
+    f"{RESULTS}/{ABLATION_PLAN['task_model']}/ablation/{name}"
+    for name in ("ablation.csv", "ablation.svg", "paper_claims.csv")
     if PLAN.ablation and model == ABLATION["model"]
 ]

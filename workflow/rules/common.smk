@@ -7,6 +7,8 @@ from snakemake.logging import logger
 
 from headatlas.codedeps import code_files
 from headatlas.config import format_name, plan
+from headatlas.corpora.prepare import source_files
+from headatlas.scorecard import is_claims_file
 
 PLAN = plan(config)
 RESULTS = PLAN.results
@@ -35,6 +37,11 @@ def code(script):
     """The library files ``script`` imports, transitively: editing one reruns exactly its rules."""
     base = Path(workflow.basedir)
     return code_files(base / "workflow" / "scripts" / script, base / "src")
+
+
+def corpus_sources(wildcards):
+    """The files preparing this corpus reads: an edit (or a new file in its folder) re-prepares it."""
+    return [str(p) for p in source_files(wildcards.corpus, CORPORA[wildcards.corpus])]
 
 
 def model_inputs(wildcards):
@@ -86,6 +93,11 @@ def probe_features(model, corpora):
     return [PROBES_FEATURES.format(model=model, corpus=c) for c in corpora]
 
 
+def patterns_corpora(model):
+    """The corpora of `patterns.corpora` that are extracted for ``model``."""
+    return [c for c in PLAN.patterns_corpora if PLAN.runs_on(model, c)]
+
+
 # Which heads matter (importance.smk): one directory per task model, one report entry per output.
 IMPORTANCE_DIR = f"{RESULTS}/{{task_model}}/importance"
 IMPORTANCE_REPORT = {
@@ -108,9 +120,25 @@ FINAL_TARGETS = {}
 
 
 def all_outputs():
-    return [
-        path
-        for model in MODELS
-        for targets in FINAL_TARGETS.values()
-        for path in targets(model)
-    ]
+    """Every final output, once (targets shared by all models, e.g. the scorecard, appear once),
+    except those of a corpus restricted to other models."""
+    return list(
+        dict.fromkeys(
+            path
+            for model in MODELS
+            for targets in FINAL_TARGETS.values()
+            for path in targets(model)
+            if runs_here(model, path)
+        )
+    )
+
+
+def runs_here(model, path):
+    parts = Path(path).relative_to(RESULTS).parts
+    return len(parts) < 3 or parts[0] != model or PLAN.runs_on(model, parts[1])
+
+
+def claims_files(wildcards):
+    """Every claims table (paper_claims.csv) the included analyses write, for every model; read at
+    DAG time, so analyses included after the scorecard's rules join it too."""
+    return [path for path in all_outputs() if is_claims_file(path)]

@@ -49,6 +49,14 @@ rule coref_mentions:
 rule coref_accuracy:
     input:
         mentions=f"{COREF_DIR}/mentions.csv",
+        # windows over part of a treebank: the held-out head may be chosen on its truncated twin
+        selection=lambda wc: (
+            [
+                f"{RESULTS}/{wc.model}/{PLAN.coref_selection[wc.corpus]}/coref/mentions.csv"
+            ]
+            if wc.corpus in PLAN.coref_selection
+            else []
+        ),
         stores=stores,
         code=code("coref_accuracy.py"),
     output:
@@ -91,6 +99,7 @@ rule coref_accuracy:
     conda:
         ENV
     params:
+        selection_label=lambda wc: PLAN.coref_selection.get(wc.corpus, ""),
         select_split=COREF["select_split"],
         eval_split=COREF["eval_split"],
         n_boot=COREF["bootstrap"]["n"],
@@ -101,6 +110,33 @@ rule coref_accuracy:
         "../scripts/coref_accuracy.py"
 
 
+rule coref_claims:
+    input:
+        table=f"{COREF_DIR}/accuracy.csv",
+        code=code("coref_claims.py"),
+    output:
+        report(
+            f"{COREF_DIR}/paper_claims.csv",
+            caption="../report/coref_claims.rst",
+            labels={
+                "model": "{model}",
+                "corpus": "{corpus}",
+                "table": "coref: claims",
+            },
+            **COREF_REPORT,
+        ),
+    log:
+        "logs/coref/{model}/{corpus}/claims.log",
+    benchmark:
+        "logs/benchmarks/coref/{model}/{corpus}/claims.tsv"
+    wildcard_constraints:
+        corpus=one_of(PLAN.documents),
+    conda:
+        ENV
+    script:
+        "../scripts/coref_claims.py"
+
+
 FINAL_TARGETS["coref"] = lambda model: [
     f"{RESULTS}/{model}/{corpus}/coref/{name}"
     for corpus in PLAN.documents
@@ -109,5 +145,6 @@ FINAL_TARGETS["coref"] = lambda model: [
         "accuracy.csv",
         "head_accuracy.csv",
         "head_accuracy.svg",
+        "paper_claims.csv",
     )
 ]

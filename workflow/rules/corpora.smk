@@ -3,6 +3,7 @@
 
 rule prepare_treebank:
     input:
+        sources=corpus_sources,
         code=code("prepare_treebank.py"),
     output:
         corpus="data/corpora/{corpus}.jsonl",
@@ -24,6 +25,7 @@ rule prepare_treebank:
 
 rule prepare_segments:
     input:
+        sources=corpus_sources,
         model=model_inputs,
         code=code("prepare_segments.py"),
     output:
@@ -62,6 +64,7 @@ rule prepare_documents:
     conda:
         ENV
     params:
+        spec=lambda wc: CORPORA[wc.corpus],
         model=lambda wc: MODELS[wc.model],
         max_length=EXTRACTION["max_length"],
     script:

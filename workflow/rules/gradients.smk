@@ -70,7 +70,6 @@ rule gradients_claims:
     input:
         heads=f"{GRADIENTS_DIR}/heads.csv",
         meta=f"{GRADIENTS_DIR}/run.json",
-        special=f"{RESULTS}/{{model}}/{{corpus}}/surface/special_tokens.csv",
         code=code("gradients_claims.py"),
     output:
         layers=report(

@@ -97,6 +97,32 @@ rule headtypes_stability:
         "../scripts/headtypes_stability.py"
 
 
+rule headtypes_claims:
+    input:
+        types=f"{HEADTYPES_DIR}/features.csv",
+        stability=f"{HEADTYPES_DIR}/stability.csv",
+        code=code("headtypes_claims.py"),
+    output:
+        report(
+            f"{HEADTYPES_DIR}/paper_claims.csv",
+            caption="../report/headtypes_claims.rst",
+            labels={
+                "model": "{model}",
+                "corpus": "{corpus}",
+                "result": "claims vs paper",
+            },
+            **HEADTYPES_REPORT,
+        ),
+    log:
+        "logs/headtypes/{model}/{corpus}/claims.log",
+    benchmark:
+        "logs/benchmarks/headtypes/{model}/{corpus}/claims.tsv"
+    conda:
+        ENV
+    script:
+        "../scripts/headtypes_claims.py"
+
+
 rule headtypes_figure:
     input:
         features=f"{HEADTYPES_DIR}/per_input.npz",
@@ -173,7 +199,7 @@ rule headtypes_compare:
 
 FINAL_TARGETS["headtypes"] = lambda model: [
     f"{RESULTS}/{model}/{PLAN.surface_corpus}/headtypes/{name}"
-    for name in ["features.csv", "type_shares.csv", "stability.csv"]
+    for name in ["features.csv", "type_shares.csv", "stability.csv", "paper_claims.csv"]
     + [f"{figure}.svg" for figure in HEADTYPES_FIGURES]
     + [
         f"changes_from_{before}.{ext}"

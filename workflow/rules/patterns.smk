@@ -58,11 +58,11 @@ rule patterns_summary:
     input:
         heads=lambda wc: [
             f"{RESULTS}/{wc.model}/{c}/patterns/heads.csv"
-            for c in PLAN.patterns_corpora
+            for c in patterns_corpora(wc.model)
         ],
         types=lambda wc: (
             [f"{RESULTS}/{wc.model}/{PLAN.surface_corpus}/headtypes/features.csv"]
-            if PLAN.surface_corpus in PLAN.patterns_corpora
+            if PLAN.surface_corpus in patterns_corpora(wc.model)
             else []
         ),
         code=code("patterns_summary.py"),
@@ -113,7 +113,7 @@ rule patterns_summary:
     conda:
         ENV
     params:
-        corpora=PLAN.patterns_corpora,
+        corpora=lambda wc: patterns_corpora(wc.model),
         surface=PLAN.surface_corpus,
         tolerance=PATTERNS["tolerance"],
     script:
@@ -186,11 +186,11 @@ FINAL_TARGETS["patterns"] = lambda model: (
             "head_types.csv",
             "paper_claims.csv",
         )
-        if PLAN.patterns_corpora
+        if patterns_corpora(model)
     ]
     + [
         f"{EVALUATION_DIR}/{name}"
         for name in ("evaluation.csv", "confusion.csv", "thresholds.csv", "errors.png")
-        if LABELS and model == next(iter(MODELS))
+        if LABELS
     ]
 )

@@ -165,6 +165,28 @@ rule probes_edges:
         "../scripts/probes_edges.py"
 
 
+rule probes_claims:
+    input:
+        table=f"{PROBES_DIR}/table3.csv",
+        edges=f"{PROBES_DIR}/edges.csv",
+        code=code("probes_claims.py"),
+    output:
+        report(
+            f"{PROBES_DIR}/paper_claims.csv",
+            caption="../report/probes_claims.rst",
+            labels={"model": "{model}", "result": "claims vs papers", "kind": "table"},
+            **PROBES_REPORT,
+        ),
+    log:
+        "logs/probes/{model}/{corpus}/claims.log",
+    benchmark:
+        "logs/benchmarks/probes/{model}/{corpus}/claims.tsv"
+    conda:
+        ENV
+    script:
+        "../scripts/probes_claims.py"
+
+
 FINAL_TARGETS["probes"] = lambda model: [
     f"{RESULTS}/{model}/{PROBES['train']}/probes/{name}"
     for name in (
@@ -173,6 +195,7 @@ FINAL_TARGETS["probes"] = lambda model: [
         "attn_only_weights.csv",
         "attn_only_weights.svg",
         "edges.csv",
+        "paper_claims.csv",
     )
     if PLAN.probes_on and model == PROBES["model"]
 ]

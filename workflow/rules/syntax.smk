@@ -65,10 +65,20 @@ rule syntax_table1:
         scores=f"{SYNTAX_DIR}/scores.npz",
         code=code("syntax_table1.py"),
     output:
-        report(
+        table=report(
             f"{SYNTAX_DIR}/table1.csv",
             caption="../report/syntax_table1.rst",
             labels={"model": "{model}", "corpus": "{corpus}", "result": "Table 1"},
+            **SYNTAX_REPORT,
+        ),
+        claims=report(
+            f"{SYNTAX_DIR}/paper_claims.csv",
+            caption="../report/syntax_claims.rst",
+            labels={
+                "model": "{model}",
+                "corpus": "{corpus}",
+                "result": "Table 1 claims",
+            },
             **SYNTAX_REPORT,
         ),
     log:
@@ -82,6 +92,7 @@ rule syntax_table1:
     params:
         top=SYNTAX["top_relations"],
         min_count=SYNTAX["min_count"],
+        bootstrap=SYNTAX["bootstrap"],
     script:
         "../scripts/syntax_table1.py"
 
@@ -152,11 +163,11 @@ rule syntax_lines:
 
 rule syntax_honest:
     input:
-        select=[
-            SYNTAX_SCORES.format(corpus=s["corpus"])
-            for s in [SYNTAX["selection"]]
-            if s
-        ],
+        select=(
+            SYNTAX_SCORES.format(corpus=SYNTAX["selection"]["corpus"])
+            if PLAN.honest
+            else []
+        ),
         evaluate=[
             SYNTAX_SCORES.format(corpus=e["corpus"]) for e in SYNTAX["evaluation"]
         ],
@@ -201,6 +212,13 @@ rule syntax_honest:
 FINAL_TARGETS["syntax"] = lambda model: [
     f"{RESULTS}/{model}/{corpus}/syntax/{name}"
     for corpus in PLAN.labelled_treebanks
-    for name in ["table1.csv", "heads.csv", "offsets.csv", "coverage.csv", "lines.svg"]
+    for name in [
+        "table1.csv",
+        "paper_claims.csv",
+        "heads.csv",
+        "offsets.csv",
+        "coverage.csv",
+        "lines.svg",
+    ]
     + [f"heatmap_{slug}.svg" for slug in PLAN.syntax_heatmaps]
 ] + [f"{RESULTS}/{model}/syntax/honest.{ext}" for ext in ("csv", "svg") if PLAN.honest]

@@ -7,7 +7,7 @@ from headatlas.pipeline import rule_logging, write_table
 
 with rule_logging(snakemake) as log:
     loss = read_run(snakemake.input.meta)["loss"]
-    layers = layer_table(pd.read_csv(snakemake.input.heads), pd.read_csv(snakemake.input.special))
+    layers = layer_table(pd.read_csv(snakemake.input.heads))
     claims = paper_claims(layers, loss)
     write_table(layers, snakemake.output.layers, float_format="%.6g")
     write_table(claims, snakemake.output.claims, float_format="%.6g")

@@ -12,5 +12,5 @@ with rule_logging(snakemake) as log:
                                     n_fits=p.n_fits, fraction=p.fraction)
     write_table(table, snakemake.output.table)
     write_table(heads, snakemake.output.heads)
-    log.info("\n%s\nheads moved between fits (resampling inputs): %s", table.to_string(index=False),
+    log.info("\n%s\nheads moved between fits (the paper's procedure): %s", table.to_string(index=False),
              " ".join(heads.attrs["unstable"]) or "none")

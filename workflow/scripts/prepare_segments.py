@@ -1,4 +1,5 @@
-"""Rule prepare_segments: Wikipedia [CLS] A [SEP] B [SEP] pairs that fit the model's tokenizer."""
+"""Rule prepare_segments: Wikipedia [CLS] A [SEP] B [SEP] pairs cut to the model's wordpiece budget
+(Clark et al.'s preprocessing: most segments fill it)."""
 
 import json
 from pathlib import Path
@@ -6,17 +7,20 @@ from pathlib import Path
 from headatlas.corpora import wikipedia
 from headatlas.corpora.records import write_jsonl
 from headatlas.io import atomic_open
-from headatlas.models import load_tokenizer, wordpiece_counter
+from headatlas.models import load_tokenizer, special_tokens_added
 from headatlas.pipeline import rule_logging
 
 with rule_logging(snakemake) as log:
     spec = snakemake.params.spec
     source = Path(spec["path"]) if spec.get("path") else wikipedia.find_summaries()
     articles = wikipedia.load_articles(source)
-    tokenizer = load_tokenizer(snakemake.wildcards.model, snakemake.params.model)
+    max_length = snakemake.params.max_length
+    tokenizer = load_tokenizer(snakemake.wildcards.model, snakemake.params.model, max_length)
+    # make_segments leaves room for BERT's 3 special tokens; RoBERTa's pairs have 4.
+    extra = special_tokens_added(tokenizer, pair=True) - wikipedia.SPECIALS_IN_PAIR
     segments, stats = wikipedia.make_segments(
-        articles, wikipedia.text_counter(wordpiece_counter(tokenizer)), n=spec.get("n_segments", 1000),
-        max_length=snakemake.params.max_length, seed=spec.get("seed", 0))
+        articles, wikipedia.piece_counter(tokenizer), n=spec.get("n_segments", 1000),
+        max_length=max_length - extra, seed=spec.get("seed", 0))
     if len(segments) < spec.get("n_segments", 1000):
         log.warning("only %d segments could be made from %d articles", len(segments), len(articles))
     write_jsonl(snakemake.output.corpus, segments)

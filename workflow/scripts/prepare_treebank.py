@@ -7,14 +7,14 @@ from headatlas.corpora.prepare import corpus_stats, prepare_treebank
 from headatlas.corpora.records import write_jsonl
 from headatlas.io import atomic_open
 from headatlas.pipeline import rule_logging
-from headatlas.sources import resolve_mirror
+from headatlas.sources import mirror_setting, resolve_mirror
 
 with rule_logging(snakemake) as log:
     corpus = snakemake.wildcards.corpus
-    mirror = resolve_mirror(snakemake.params.mirror)
-    log.info("corpus %s, mirror %s", corpus, mirror or "none (downloading)")
+    mirror, setting = resolve_mirror(snakemake.params.mirror), mirror_setting(snakemake.params.mirror)
+    log.info("corpus %s; mirror: %s", corpus, setting)
     spec = snakemake.params.spec
-    sentences = prepare_treebank(corpus, spec, mirror, Path("data/raw"))
+    sentences = prepare_treebank(corpus, spec, mirror, Path("data/raw"), setting)
     stats = corpus_stats(sentences, assigned=spec.get("splits") is not None)
     write_jsonl(snakemake.output.corpus, sentences)
     with atomic_open(snakemake.output.stats) as handle:

@@ -8,8 +8,9 @@ with rule_logging(snakemake) as log:
     params = snakemake.params
     paths = snakemake.input.evaluate
     paths = [paths] if isinstance(paths, str) else list(paths)  # one file comes as a string
-    table = honest_table(labelled_scores(params.selection, snakemake.input.select),
-                         [labelled_scores(spec, path) for spec, path in zip(params.evaluation, paths)],
+    table = honest_table(labelled_scores(params.selection, snakemake.input.select, "syntax.selection"),
+                         [labelled_scores(spec, path, f"syntax.evaluation.{i}")
+                          for i, (spec, path) in enumerate(zip(params.evaluation, paths))],
                          top=params.top, min_count=params.min_count, n_boot=params.bootstrap["n"],
                          seed=params.bootstrap["seed"])
     write_table(table, snakemake.output.table)

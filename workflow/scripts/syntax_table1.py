@@ -1,10 +1,16 @@
-"""Rule syntax_table1: Clark's Table 1 on one treebank (paper's regime), the paper's rows beside."""
+"""Rule syntax_table1: Clark's Table 1 on one treebank (paper's regime), the paper's rows beside,
+and the paper's findings judged row by row (paper_claims.csv)."""
 
-from headatlas.analyses.syntax import DependencyScores, table1
+from headatlas.analyses.syntax import DependencyScores, paper_claims, table1
 from headatlas.pipeline import rule_logging, write_table
 
 with rule_logging(snakemake) as log:
+    p = snakemake.params
     scores = DependencyScores.load(snakemake.input.scores)
-    table = table1(scores, top=snakemake.params.top, min_count=snakemake.params.min_count)
-    write_table(table, snakemake.output[0])
-    log.info("%d sentences\n%s", len(scores.sentences), table.to_string(index=False))
+    table = table1(scores, top=p.top, min_count=p.min_count, n_boot=p.bootstrap["n"],
+                   seed=p.bootstrap["seed"])
+    claims = paper_claims(table, snakemake.wildcards.corpus)
+    write_table(table, snakemake.output.table)
+    write_table(claims, snakemake.output.claims)
+    log.info("%d sentences, %d root words\n%s\n%s", len(scores.sentences), scores.n_roots(),
+             table.to_string(index=False), claims[["id", "ours", "verdict"]].to_string(index=False))

@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Iterable
 import numpy as np
 from tqdm.auto import tqdm
 
-from headatlas.store import Example, StoreSet, open_stores
+from headatlas.store import Example, Store, StoreSet, open_stores
 
 REGISTRY: dict[str, type["Analysis"]] = {}
 # Store attributes every result's provenance records (see headatlas.store.ATTRIBUTES).
@@ -120,17 +120,20 @@ def run_analysis(analysis: str | type[Analysis], stores, progress: bool = True,
     if max_examples is not None:
         examples, total = itertools.islice(examples, max_examples), min(total, max_examples)
     acc = cls(n_layers, n_heads, **params)
+    lengths = []
     try:
         acc.start(store_set)
         for example in tqdm(examples, total=total, desc=cls.name, disable=not progress, mininterval=2):
             acc.update(example)
             acc.n_examples += 1
+            lengths.append(example.n_tokens)
         result = acc.result()
     finally:
         acc.close()
     attrs = store_set.attrs if store_set is not None else {"n_layers": n_layers, "n_heads": n_heads}
     provenance = {"analysis": cls.name, "options": {k: _plain(v) for k, v in params.items()},
-                  "n_examples": acc.n_examples, **{k: attrs.get(k) for k in PROVENANCE_KEYS}}
+                  "n_examples": acc.n_examples, **{k: attrs.get(k) for k in PROVENANCE_KEYS},
+                  "lengths": length_text(lengths)}
     result.attrs["provenance"] = provenance
     result.attrs["caption"] = acc.caption(result, provenance)
     return result
@@ -145,7 +148,8 @@ def describe(attrs: dict, n_examples: int, unit: str = "segments") -> str:
     """Figure footnote: model, corpus, N, and the known deviations from the paper.
 
     ``attrs`` holds ``model_name``, ``model_id``, ``corpus``, ``n_layers`` and
-    ``n_heads`` (a store's attributes or a provenance dict; missing ones show as ?).
+    ``n_heads`` (a store's attributes or a provenance dict; missing ones show as ?),
+    and optionally ``lengths`` (:func:`length_text`), added at the end.
     """
     model = _known(attrs.get("model_name"), "?")
     source = _known(attrs.get("model_id"), "")
@@ -154,7 +158,24 @@ def describe(attrs: dict, n_examples: int, unit: str = "segments") -> str:
     if attrs.get("model_id") != "bert-base-cased":
         text += (f"; deviation: paper used bert-base-cased (12x12 heads), this is "
                  f"{attrs.get('n_layers')}x{attrs.get('n_heads')}")
+    if attrs.get("lengths"):
+        text += f"; {attrs['lengths']}"
     return text
+
+
+def length_text(lengths) -> str:
+    """The length distribution of the inputs, for captions (entropy and attention shares depend on it):
+    ``lengths: median 128 wordpieces (5-95%: 126-128, min 115), 96% within 2 of the longest``.
+
+    Empty for no inputs.
+    """
+    x = np.asarray(lengths)
+    if not x.size:
+        return ""
+    p5, p95 = np.percentile(x, [5, 95])
+    near = float((x >= x.max() - 2).mean())
+    return (f"lengths: median {np.median(x):g} wordpieces (5-95%: {p5:g}-{p95:g}, min {x.min()}), "
+            f"{100 * near:.0f}% within 2 of the longest ({x.max()})")
 
 
 def store_provenance(stores) -> dict:
@@ -163,7 +184,12 @@ def store_provenance(stores) -> dict:
     For captions of results computed from a store's tables rather than the store.
     """
     store_set = open_stores(stores)
-    return {"n_examples": len(store_set), **{k: store_set.attrs.get(k) for k in PROVENANCE_KEYS}}
+    lengths = []
+    for path in store_set.paths:
+        with Store(path) as store:
+            lengths += store.lengths.tolist()
+    return {"n_examples": len(store_set), **{k: store_set.attrs.get(k) for k in PROVENANCE_KEYS},
+            "lengths": length_text(lengths)}
 
 
 def _known(value, default: str):

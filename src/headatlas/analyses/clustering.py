@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from headatlas.analyses.base import Analysis, describe, register, store_provenance
+from headatlas.claims import Claim, claims_table, holds_if
 from headatlas.heads import head_name, head_names, head_table
 
 SMOOTHING = 0.001  # Clark's code: 0.999 * a + 0.001 / n
@@ -342,37 +343,49 @@ def structure_table(dist: np.ndarray, coords: pd.DataFrame, n_permutations: int 
     return table
 
 
+CLARK_S6 = "Clark et al. 2019 §6"
+ALPHA = 0.05  # permutation test level
+STRESS_FAIR = 0.2  # Kruskal's Stress-1: 0.2 "poor", 0.1 "fair", 0.05 "good"
+
+
 def paper_claims(structure: pd.DataFrame, stress: float, average: bool) -> pd.DataFrame:
-    """Clark et al.'s §6 observations beside ours.
+    """Clark et al.'s §6 observations beside ours, with verdicts (:class:`~headatlas.claims.Claim` rows).
 
     ``structure`` is the concatenation of :func:`group_structure` tables with
     the columns ``space`` (``js`` or ``mds``) and ``grouping`` (``layer`` or
-    ``behaviour``) added.
-
-    Returns
-    -------
-    DataFrame with string columns ``claim``, ``paper``, ``ours``, ``note``.
+    ``behaviour``) added. A grouping claim holds when heads of one group are
+    closer on average than heads of different groups and the permutation test
+    gives p < :data:`ALPHA`; it is not applicable when no group has two heads.
     """
-    def row(space: str, grouping: str) -> str:
+    def test(space: str, grouping: str) -> tuple[str, bool | None]:
         hit = structure[(structure["space"] == space) & (structure["grouping"] == grouping)
                         & (structure["group"] == "all")]
         if hit.empty or not np.isfinite(hit["within"].iloc[0]):
-            return "not testable (no group has two heads)"
+            return "not testable (no group has two heads)", None
         r = hit.iloc[0]
-        return (f"within {r['within']:.3g} vs between {r['between']:.3g} (ratio {r['ratio']:.2f}), "
+        text = (f"within {r['within']:.3g} vs between {r['between']:.3g} (ratio {r['ratio']:.2f}), "
                 f"permutation p = {r['p_value']:.3g} ({int(r['n_permutations'])} shuffles)")
+        return text, bool(r["within"] < r["between"] and r["p_value"] < ALPHA)
 
     unit = "JS per token (averaged)" if average else "JS summed over all tokens (Clark's code)"
-    rows = [
-        ("heads in the same layer sit close together", "heads within the same layer are often "
-         "fairly close to each other (Fig. 6)", row("js", "layer"),
-         f"distances: {unit}; mean over pairs of distinct heads"),
-        ("the same in the 2-D picture", "as above, read off Fig. 6", row("mds", "layer"),
-         "Euclidean distances of the MDS coordinates"),
-        ("heads cluster by behaviour", "several clear clusters of heads that behave similarly",
-         row("js", "behaviour"), "behaviours from the surface tables with Clark's code thresholds; "
-         "heads labelled 'other' are left out"),
-        ("2-D distances approximately match the JS divergences", "approximately (no number given)",
-         f"Kruskal Stress-1 = {stress:.3f}", "0 = perfect, ~0.1 fair, ~0.2 poor"),
-    ]
-    return pd.DataFrame(rows, columns=["claim", "paper", "ours", "note"])
+    rule = f"mean distance within groups < between groups, permutation test p < {ALPHA}"
+    claims = []
+    for key, claim, paper, (space, grouping), note in (
+            ("same_layer", "heads in the same layer sit close together", "heads within the same layer "
+             "are often fairly close to each other (Fig. 6)", ("js", "layer"),
+             f"distances: {unit}; mean over pairs of distinct heads"),
+            ("same_layer_mds", "heads in the same layer sit close together in the 2-D picture",
+             "as above, read off Fig. 6", ("mds", "layer"), "Euclidean distances of the MDS coordinates"),
+            ("behaviour", "heads cluster by behaviour", "several clear clusters of heads that behave "
+             "similarly", ("js", "behaviour"), "behaviours from the surface tables with Clark's code "
+             "thresholds; heads labelled 'other' are left out")):
+        ours, holds = test(space, grouping)
+        claims.append(Claim(f"clark.s6.{key}", CLARK_S6, claim, paper, ours, holds_if(holds),
+                            rule.replace("groups", f"{grouping}s" if grouping == "layer" else "behaviours"),
+                            note))
+    claims.append(Claim("clark.s6.mds_fit", CLARK_S6, "2-D distances approximately match the JS divergences",
+                        "approximately (no number given)", f"Kruskal Stress-1 = {stress:.3f}",
+                        holds_if(None if not np.isfinite(stress) else stress <= STRESS_FAIR),
+                        f"Kruskal Stress-1 of the metric MDS <= {STRESS_FAIR}",
+                        "0 = perfect, 0.05 good, 0.1 fair, 0.2 poor"))
+    return claims_table(claims)

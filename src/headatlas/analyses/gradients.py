@@ -4,9 +4,18 @@ For every attention weight a_ij (the post-softmax probability of query i on
 key j, in every head), we take |dL/da_ij|: how much the model's own training
 loss L would change if that single weight changed, holding the others fixed.
 These are averaged per head and per layer, separately for keys that are
-``[SEP]``, ``.``/``,``, ``[CLS]`` and every other token. Clark et al. find the
-[SEP] gradients very small from layer 5 on, where attention to [SEP] is high:
-attending to [SEP] would be a "no-op".
+``[SEP]``, ``.``/``,`` and every other token — "other" is every real
+(unmasked, i.e. non-padding) key that is neither, ``[CLS]`` included, as in the
+paper's Fig. 3; ``[CLS]`` keys are also reported on their own. Clark et al.
+find the [SEP] gradients very small from layer 5 on, where attention to [SEP]
+is high: attending to [SEP] would be a "no-op".
+
+The same forward passes also give the attention itself, averaged the same way
+(``attn_sep``, ...: mean mass per query token on keys of each kind), so the
+claim that the [SEP] gradient is small *where attention to [SEP] is high*
+compares gradients and attention of the very same inputs. (With the
+contrastive loss those inputs are ``[CLS] A [SEP]`` and ``[CLS] B [SEP]``, not
+the two-segment inputs of the attention store.)
 
 This needs gradients, so the model is re-run on the corpus (the attention
 store cannot be used). The loss is the model's pretraining objective:
@@ -45,8 +54,8 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from headatlas.analyses.base import describe
-from headatlas.analyses.surface import PAPER_LAYERS, scale_layers
+from headatlas.analyses.base import describe, length_text
+from headatlas.claims import PAPER_LAYERS, Claim, claims_table, depth_layers, depth_text, holds_if, span_text
 from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
 from headatlas.extract import Encoded, collate, encode, encode_corpus
@@ -56,7 +65,10 @@ from headatlas.models import LoadedModel, load_model, resolve
 from headatlas.store import token_masks
 
 LOSSES = ("auto", "mlm", "contrastive")
-KINDS = ("sep", "punct", "cls", "other")  # key token kinds, disjoint
+# Key token kinds: sep, punct and other partition the real keys ([CLS] is part of other, as in
+# the paper's Fig. 3); cls is also kept on its own.
+KINDS = ("sep", "punct", "cls", "other")
+ATTENTION = tuple(f"attn_{kind}" for kind in KINDS)  # mean attention on each kind, same inputs
 MASK_RATE = 0.15  # BERT: share of wordpieces to predict ...
 MASK_SPLIT = (0.8, 0.1)  # ... of which 80% [MASK], 10% random, 10% unchanged
 SCALE = 20.0  # sentence-transformers' MultipleNegativesRankingLoss scale
@@ -147,18 +159,20 @@ def mask_tokens(input_ids: np.ndarray, candidates: np.ndarray, rng: np.random.Ge
 
 
 def key_kinds(tokens: Sequence[str], cls_token: str = "[CLS]", sep_token: str = "[SEP]") -> np.ndarray:
-    """One-hot ``[n, 4]`` kind of each token as a key, in the order of :data:`KINDS`.
+    """``[n, 4]`` bool: which of :data:`KINDS` each token is as a key.
 
-    Uses the store's definitions (:func:`~headatlas.store.token_masks`), so
+    ``sep``, ``punct`` and ``other`` partition the tokens (``other`` = neither
+    [SEP] nor . or ,, so [CLS] included); ``cls`` marks [CLS] again. Uses the
+    store's definitions (:func:`~headatlas.store.token_masks`), so
     "punctuation" means the same as in the surface analyses.
     """
     cls, sep, punct = token_masks(tokens, cls_token, sep_token)
-    return np.stack([sep, punct, cls, ~(sep | punct | cls)], axis=1)
+    return np.stack([sep, punct, cls, ~(sep | punct)], axis=1)
 
 
-def attention_gradients(model: torch.nn.Module, inputs: dict[str, torch.Tensor],
-                        loss_fn: Callable) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    """The loss and ``dL/d attention`` of every layer (each ``[batch, heads, T, T]``).
+def attention_gradients(model: torch.nn.Module, inputs: dict[str, torch.Tensor], loss_fn: Callable
+                        ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+    """The loss, ``dL/d attention`` of every layer and the attention itself (each ``[batch, heads, T, T]``).
 
     ``loss_fn(outputs)`` maps the model's outputs (with ``attentions``) to a
     scalar. ``torch.autograd.grad`` on the returned attention tensors (the
@@ -173,7 +187,7 @@ def attention_gradients(model: torch.nn.Module, inputs: dict[str, torch.Tensor],
                              "attn_implementation='eager'")
         loss = loss_fn(out)
         grads = torch.autograd.grad(loss, out.attentions, allow_unused=True, materialize_grads=True)
-    return loss.detach(), list(grads)
+    return loss.detach(), list(grads), [a.detach() for a in out.attentions]
 
 
 def mlm_loss(out, labels: torch.Tensor) -> torch.Tensor:
@@ -201,33 +215,43 @@ def contrastive_loss(out, attention_mask: torch.Tensor, scale: float = SCALE) ->
 
 
 class GradientSums:
-    """Running sums of |gradient| per head and key kind; memory independent of the corpus."""
+    """Running sums of |gradient| and of attention per head and key kind; memory independent of the corpus."""
 
     def __init__(self, n_layers: int, n_heads: int):
         self.n_layers, self.n_heads = n_layers, n_heads
         self.sums = np.zeros((n_layers, n_heads, len(KINDS)))
         self.counts = np.zeros(len(KINDS))  # weights per head of each kind (same for every head)
+        self.attention = np.zeros((n_layers, n_heads, len(KINDS)))  # attention mass on each kind
+        self.queries = 0.0
 
-    def add(self, grads: Sequence[torch.Tensor], queries: torch.Tensor, kinds: torch.Tensor) -> None:
+    def add(self, grads: Sequence[torch.Tensor], queries: torch.Tensor, kinds: torch.Tensor,
+            attentions: Sequence[torch.Tensor] | None = None) -> None:
         """Fold in one batch.
 
         Parameters
         ----------
         grads : per layer, ``[batch, heads, T, T]``
         queries : ``[batch, T]`` 1 for real (non-padding) query tokens
-        kinds : ``[batch, T, 4]`` one-hot key kind, all 0 for padding keys
+        kinds : ``[batch, T, 4]`` key kinds (:func:`key_kinds`), all 0 for padding keys
+        attentions : per layer, ``[batch, heads, T, T]``, the attention of the same forward pass
         """
         q, k = queries.to(grads[0].dtype), kinds.to(grads[0].dtype)
         for layer, grad in enumerate(grads):
             self.sums[layer] += torch.einsum("bhqk,bq,bkc->hc", grad.abs(), q, k).double().cpu().numpy()
         self.counts += torch.einsum("bq,bkc->c", q, k).double().cpu().numpy()
+        for layer, attn in enumerate(attentions or ()):
+            self.attention[layer] += torch.einsum("bhqk,bq,bkc->hc", attn.to(q.dtype), q, k).double().cpu().numpy()
+        self.queries += float(q.sum())
 
     def result(self) -> pd.DataFrame:
-        """Per head: mean |dL/da| over the weights on each kind of key (NaN if none seen)."""
+        """Per head: mean |dL/da| over the weights on each kind of key (NaN if none seen), and
+        ``attn_<kind>``: the mean attention mass a query puts on keys of that kind."""
         with np.errstate(invalid="ignore", divide="ignore"):
             means = np.where(self.counts > 0, self.sums / self.counts, np.nan)
+            attention = self.attention / self.queries if self.queries else np.full_like(self.attention, np.nan)
         return head_table(self.n_layers, self.n_heads,
-                          **{kind: means[..., c] for c, kind in enumerate(KINDS)})
+                          **{kind: means[..., c] for c, kind in enumerate(KINDS)},
+                          **{name: attention[..., c] for c, name in enumerate(ATTENTION)})
 
 
 def _batches(examples: list, batch_size: int) -> list[list]:
@@ -288,8 +312,9 @@ def gradient_importance(loaded: LoadedModel, loss: str, sentences: Sequence[Sent
 
     Returns
     -------
-    table : DataFrame, one row per head: ``layer``, ``head`` and the mean
-        |dL/da| on keys of each kind in :data:`KINDS`; ``attrs`` carries
+    table : DataFrame, one row per head: ``layer``, ``head``, the mean
+        |dL/da| on keys of each kind in :data:`KINDS`, and the mean attention on
+        them (:data:`ATTENTION`) on the same inputs; ``attrs`` carries
         ``n_examples`` and ``loss``.
     stats : Counter of kept / skipped examples and the summed loss.
     """
@@ -313,13 +338,14 @@ def gradient_importance(loaded: LoadedModel, loss: str, sentences: Sequence[Sent
             inputs, rows, loss_fn = _mlm_batch(batch, tokenizer, device, seed, config.vocab_size)
         else:
             inputs, rows, loss_fn = _contrastive_batch(batch, sentences, tokenizer, device)
-        value, grads = attention_gradients(model, inputs, loss_fn)
+        value, grads, attentions = attention_gradients(model, inputs, loss_fn)
         kinds = _kinds(rows, tokenizer, inputs["input_ids"].shape[1]).to(device)
-        sums.add(grads, inputs["attention_mask"], kinds)
+        sums.add(grads, inputs["attention_mask"], kinds, attentions)
         stats["loss_sum"] += float(value)
     table = sums.result()
     table.attrs.update(n_examples=len(kept), loss=loss)
     stats["used"] = len(kept)
+    table.attrs["lengths"] = length_text([len(e) for e in kept])
     return table, stats
 
 
@@ -330,7 +356,8 @@ def run_record(loaded: LoadedModel, corpus: str, loss: str, heads: pd.DataFrame,
     options, the mean loss per example and the segments skipped for length."""
     config = loaded.model.config
     n = heads.attrs["n_examples"]
-    return {**loaded.info, "corpus": corpus, "n_layers": config.num_hidden_layers,
+    return {**loaded.info, "corpus": corpus, "lengths": heads.attrs.get("lengths", ""),
+            "n_layers": config.num_hidden_layers,
             "n_heads": config.num_attention_heads, "loss": loss, "loss_asked": loss_asked,
             "n_examples": n, "batch_size": batch_size, "seed": seed, "max_length": max_length,
             "mean_loss": stats["loss_sum"] / n, "n_skipped_too_long": stats["too_long"]}
@@ -351,34 +378,46 @@ def read_run(path: str | Path) -> dict:
 def caption(record: dict) -> str:
     """Figure footnote of a run (:func:`run_record`): model, corpus, N, the loss and how it deviates."""
     return (f"{describe(record, record['n_examples'])}; {LOSS_TEXT[record['loss']].format(**record)}; "
-            "mean |dL/da| per attention weight (eval mode, no dropout); [CLS] kept apart from 'other'")
+            "mean |dL/da| per attention weight (eval mode, no dropout); 'other' = every real key but "
+            "[SEP] and . , ([CLS] included, as in the paper), [CLS] also shown alone")
 
 
-def layer_table(heads: pd.DataFrame, special: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per layer: mean over heads of each kind's |gradient|, ratios to 'other', and the paper's claim.
+def layer_table(heads: pd.DataFrame) -> pd.DataFrame:
+    """Per layer: mean over heads of each kind's |gradient|, ratios to 'other', attention to [SEP].
 
-    ``special`` (the surface ``special_tokens`` table of the same model and
-    corpus) adds the layer's mean attention *to* [SEP], which the paper ties to
-    where the [SEP] gradient becomes small. The ``paper`` column states the
-    claim for the layers it covers (layer 5 of 12 onwards, scaled to this depth).
+    ``attention_to_sep`` is the layer's mean attention to [SEP] on the inputs
+    the gradients came from (``attn_sep`` of :func:`gradient_importance`). The
+    ``paper`` column states the claim for the layers it covers (layer 5 of 12
+    onwards, by relative depth).
     """
     layers = heads.groupby("layer", as_index=False)[list(KINDS)].mean()
     for kind in ("sep", "punct", "cls"):
         layers[f"{kind}_vs_other"] = layers[kind] / layers["other"]
-    if special is not None:
-        attention = special.groupby("layer")["sep"].mean().rename("attention_to_sep")
-        layers = layers.merge(attention, left_on="layer", right_index=True, how="left")
+    layers["attention_to_sep"] = heads.groupby("layer")["attn_sep"].mean().to_numpy()
     n_layers = int(layers["layer"].max())
-    start, _ = scale_layers(PAPER_FROM_LAYER, PAPER_LAYERS, n_layers)
+    start, _ = depth_layers(PAPER_FROM_LAYER, PAPER_LAYERS, n_layers)
     layers["paper"] = np.where(layers["layer"] >= start, "[SEP] gradient very small (no-op)",
                                "[SEP] gradient not (yet) small")
     return layers
 
 
+CLARK_S32 = "Clark et al. 2019 §3.2"
+SMALL_RATIO = 0.5  # "very small": the [SEP] gradient at most half that of other tokens
+RHO_THRESHOLD = -0.5  # "small where attention to [SEP] is high": clearly negative rank correlation
+
+
 def paper_claims(layers: pd.DataFrame, loss: str) -> pd.DataFrame:
-    """Clark §3.2's gradient claim beside ours (one ``claim, paper, ours, note`` row per claim)."""
+    """Clark §3.2's gradient claims beside ours, with verdicts (:class:`~headatlas.claims.Claim` rows).
+
+    * the [SEP] gradient is very small from layer 5 of 12 on: the mean of the
+      per-layer [SEP]/other ratio over the layers from that relative depth on
+      is at most :data:`SMALL_RATIO`;
+    * it is small where attention to [SEP] is high: the Spearman correlation
+      over layers between attention to [SEP] and the [SEP]/other ratio, both on
+      the same inputs, is at most :data:`RHO_THRESHOLD`.
+    """
     n_layers = int(layers["layer"].max())
-    start, _ = scale_layers(PAPER_FROM_LAYER, PAPER_LAYERS, n_layers)
+    start, _ = depth_layers(PAPER_FROM_LAYER, PAPER_LAYERS, n_layers)
     late, early = layers[layers["layer"] >= start], layers[layers["layer"] < start]
 
     def ratio(part: pd.DataFrame) -> str:
@@ -387,16 +426,21 @@ def paper_claims(layers: pd.DataFrame, loss: str) -> pd.DataFrame:
         return (f"[SEP] {part['sep'].mean():.3g} vs other tokens {part['other'].mean():.3g} "
                 f"(ratio {part['sep_vs_other'].mean():.2f})")
 
-    span = f"layers {start}-{n_layers}" if start < n_layers else f"layer {start}"
-    depth = (f"; the model has {n_layers} layers, BERT-base {PAPER_LAYERS}: the paper's layer 5 "
-             f"scaled to {start}") if n_layers != PAPER_LAYERS else ""
-    rows = [(f"gradient for attention to [SEP] is very small from layer {PAPER_FROM_LAYER} on",
-             f"very small from layer {PAPER_FROM_LAYER} (Fig. 3)", f"{span}: {ratio(late)}; "
-             f"earlier: {ratio(early)}", f"mean |dL/da| per weight, {loss} loss{depth}")]
-    if "attention_to_sep" in layers:
-        rho = layers["attention_to_sep"].corr(layers["sep_vs_other"], method="spearman")
-        rows.append(("the [SEP] gradient is small where attention to [SEP] is high",
-                     "same layer (5) where attention to [SEP] becomes high",
-                     f"Spearman rho over layers (attention to [SEP] vs [SEP]/other gradient) = {rho:.2f}",
-                     "negative = the no-op pattern"))
-    return pd.DataFrame(rows, columns=["claim", "paper", "ours", "note"])
+    late_ratio = late["sep_vs_other"].mean() if len(late) else None
+    note = f"{loss} loss" + (f"; {n_layers} layers: from layer {start}" if n_layers != PAPER_LAYERS else "")
+    rho = layers["attention_to_sep"].corr(layers["sep_vs_other"], method="spearman")
+    claims = [
+        Claim("clark.s3_2.sep_gradient_small", CLARK_S32, "the gradient for attention to [SEP] is very "
+              "small from layer 5 on (attending to [SEP] is a no-op)", "very small from layer 5 of 12 (Fig. 3)",
+              f"{span_text((start, n_layers))}: {ratio(late)}; earlier: {ratio(early)}",
+              holds_if(None if late_ratio is None else late_ratio <= SMALL_RATIO),
+              f"mean |dL/da| on [SEP] / on other keys, averaged over the layers from {depth_text(5, 5)} on, "
+              f"<= {SMALL_RATIO}", note),
+        Claim("clark.s3_2.sep_gradient_where_attended", CLARK_S32,
+              "the [SEP] gradient is small where attention to [SEP] is high",
+              "both change at layer 5 of 12", f"Spearman rho = {rho:.2f} over {n_layers} layers",
+              holds_if(None if np.isnan(rho) else rho <= RHO_THRESHOLD),
+              "Spearman rho over layers between attention to [SEP] and the [SEP]/other gradient "
+              f"ratio, both on the same inputs, <= {RHO_THRESHOLD}", note),
+    ]
+    return claims_table(claims)

@@ -55,7 +55,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
-from headatlas.analyses.base import Analysis, register, without_run_attrs
+from headatlas.analyses.base import Analysis, length_text, register, without_run_attrs
+from headatlas.claims import Claim, claims_table, holds_if, pct
 from headatlas.heads import head_name, head_table
 from headatlas.io import atomic_path
 from headatlas.store import Example, StoreSet
@@ -64,7 +65,10 @@ N_WINDOWS = 16
 SPECIAL = ("cls", "sep", "comma", "period")
 TYPES = ("dense", "diagonal", "dense&vertical", "vertical")
 METHODS = ("kmeans", "gmm")
-RESAMPLE = ("inputs", "heads")
+# Stability: "heads" is the paper's procedure (the headline), "inputs" a second reading.
+RESAMPLE = ("heads", "inputs")
+HEADLINE = RESAMPLE[0]
+READINGS = {"heads": "the paper's procedure", "inputs": "second reading: resampling inputs"}
 
 # Guan et al. (2020), BERT-large (24 x 16 = 384 heads), 1,000 SQuAD samples.
 # As printed the shares sum to 98.99%; with diagonal = 102/384 = 26.56% they would sum to 100%,
@@ -198,7 +202,7 @@ class DistanceFeatures(Analysis):
                           self.n_windows, dict(self._attrs))
 
     def caption(self, result: "FeatureSet", provenance: dict) -> str:
-        return caption(result.attrs, result.n_inputs)
+        return caption(result.attrs, result.n_inputs, result.lengths)
 
 
 # Store attributes a FeatureSet keeps (and saves).
@@ -400,7 +404,7 @@ class Stability:
 
 def stability(per_input: np.ndarray, reference: np.ndarray | None = None, k: int = 4,
               method: str = "kmeans", n_fits: int = 10, fraction: float = 0.5, seed: int = 0,
-              n_init: int = 10, resample: str = "inputs") -> Stability:
+              n_init: int = 10, resample: str = "heads") -> Stability:
     """Clustering stability: refit on random subsamples, count heads that never change cluster.
 
     Parameters
@@ -409,13 +413,16 @@ def stability(per_input: np.ndarray, reference: np.ndarray | None = None, k: int
         Each input's distance features (:attr:`FeatureSet.features`).
     reference : int array [heads], optional
         Labels every fit is matched to (default: a fit on all inputs).
-    resample : ``"inputs"`` or ``"heads"``
-        ``inputs`` (default): each fit clusters the heads' features averaged
-        over a random ``fraction`` of the inputs — are the types stable when
-        heads are described by less data? ``heads``: the paper's literal
-        procedure ("split 50% training data to fit ... and predict on the
-        whole dataset"): fit on a random ``fraction`` of the heads (full
-        features) and predict every head.
+    resample : ``"heads"`` or ``"inputs"``
+        ``heads``: the paper's procedure ("split 50% training data to fit ...
+        and predict on the whole dataset"; the data points clustered are the
+        heads): fit on a random ``fraction`` of the heads (full features) and
+        predict every head. ``inputs``: each fit clusters every head, its
+        features averaged over a random ``fraction`` of the inputs. The second
+        is high by construction: a head's mean over half of the inputs is
+        nearly its mean over all of them (the spread of a mean of 500 inputs is
+        that of 1,000 times sqrt(2)), so every fit clusters almost the same
+        points; it asks only whether the types survive halving the data.
 
     Returns
     -------
@@ -450,24 +457,27 @@ def stability(per_input: np.ndarray, reference: np.ndarray | None = None, k: int
 
 
 def stability_table(results: Iterable[Stability], n_inputs: int) -> pd.DataFrame:
-    """One row per stability run (e.g. resampling inputs, resampling heads), beside Guan et al.'s Table 1.
+    """One row per stability run (resampling heads, resampling inputs), beside Guan et al.'s Table 1.
 
-    Columns: ``resample``, ``fits``, ``per_fit`` (what each fit saw),
+    Columns: ``resample``, ``reading`` (:data:`READINGS`: the paper's procedure
+    or the second reading), ``fits``, ``per_fit`` (what each fit saw),
     ``consistent_pct`` (heads with the same matched cluster in every fit — the
     paper's measure), ``paper_pct`` (pre-trained BERT-large), ``in_type_pct``
     (heads in their full-data type in every fit, stricter), ``agreement_mean_pct``
     and ``agreement_min_pct`` (one fit against the full-data types), ``note``.
     """
     fine_tuned = ", ".join(f"{k} {v:.2f}%" for k, v in PAPER_STABILITY.items() if k != "pre-trained")
-    notes = {"inputs": "each fit clusters all heads, described by a random part of the inputs",
-             "heads": "each fit sees a random part of the heads (all inputs) and predicts every head "
-                      "(the paper's wording)"}
+    notes = {"inputs": "each fit clusters all heads, described by a random part of the inputs; high by "
+                       "construction: a head's mean over half of the inputs is nearly its mean over all, "
+                       "so every fit clusters almost the same points",
+             "heads": "each fit clusters a random part of the heads (all inputs) and predicts every "
+                      "head, as the paper describes"}
     rows = []
     for r in results:
         n_heads = r.fits.shape[1]
         population = n_inputs if r.resample == "inputs" else n_heads
         rows.append({
-            "resample": r.resample, "fits": len(r.fits),
+            "resample": r.resample, "reading": READINGS[r.resample], "fits": len(r.fits),
             "per_fit": f"{r.subsample_size} of {population} {r.resample}",
             "consistent_pct": round(100 * r.score, 2),
             "paper_pct": PAPER_STABILITY["pre-trained"],
@@ -571,10 +581,11 @@ def stability_tables(features: FeatureSet, types: pd.DataFrame, k: int = 4, meth
 
     Returns
     -------
-    table : :func:`stability_table`, one row per way of resampling.
+    table : :func:`stability_table`, one row per way of resampling, the paper's
+        procedure (resampling heads) first.
     heads : per head ``layer``, ``head``, ``type``, ``consistent_<resample>`` (same
         cluster in every fit) and ``fits_in_type_<resample>``; ``attrs["unstable"]``
-        names the heads that moved between fits when resampling inputs.
+        names the heads that moved between fits in the paper's procedure.
     """
     reference = types["cluster"].to_numpy()
     results = [stability(features.features, reference, k=k, method=method, n_init=n_init, seed=seed,
@@ -582,9 +593,101 @@ def stability_tables(features: FeatureSet, types: pd.DataFrame, k: int = 4, meth
     heads = types[["layer", "head", "type"]].assign(
         **{f"consistent_{r.resample}": r.consistent for r in results},
         **{f"fits_in_type_{r.resample}": (r.fits == reference).sum(axis=0) for r in results})
-    unstable = heads[~heads["consistent_inputs"]]
+    unstable = heads[~heads[f"consistent_{HEADLINE}"]]
     heads.attrs["unstable"] = list(map(head_name, unstable["layer"], unstable["head"]))
     return stability_table(results, features.n_inputs), heads
+
+
+# ---------------------------------------------------------------------------------------------
+# the paper's claims
+
+GUAN = "Guan et al. 2020"
+MIN_SHARE = 5.0  # a type "exists" when at least this share (%) of the heads has it
+SHARE_TOLERANCE = 10.0  # points between our share of a type and the paper's
+STABLE = 90.0  # "stable": at least this share (%) of heads in the same cluster in every fit
+SPREAD = 0.75  # "almost all layers": in at least this share of the layers
+
+
+def paper_claims(types: pd.DataFrame, stability: pd.DataFrame) -> pd.DataFrame:
+    """Guan et al.'s head-type claims beside ours, with verdicts (:class:`~headatlas.claims.Claim` rows).
+
+    ``types`` is the per-head table of :func:`head_types` (``layer``, ``type``);
+    ``stability`` is :func:`stability_table`, whose ``heads`` row (the paper's
+    procedure) decides the stability claim. Layers are read as relative depth
+    ``layer / n_layers``: "first" layers are the lower half (depth <= 0.5),
+    "higher" the upper half, "middle" the middle third (1/3 < depth <= 2/3).
+    The type claims are not applicable unless the heads form the paper's four
+    named types (k = 4).
+    """
+    n_layers = int(types["layer"].max())
+    depth = types["layer"] / n_layers
+    named = set(types["type"]) <= set(TYPES) and types["type"].nunique() >= 1
+    shares = (100 * types["type"].value_counts(normalize=True)).reindex(TYPES, fill_value=0.0)
+    by_type = {t: depth[types["type"] == t] for t in TYPES}
+
+    def share_in(t: str, where) -> float | None:
+        d = by_type[t]
+        return float(where(d).mean()) if len(d) else None
+
+    def layers_of(t: str) -> str:
+        found = sorted(types.loc[types["type"] == t, "layer"].unique())
+        return f"in {len(found)} of {n_layers} layers" if found else "no such heads"
+
+    def claim(key, text, paper, ours, holds, rule, note=""):
+        return Claim(f"guan.types.{key}", GUAN + " §4", text, paper, ours,
+                     holds_if(holds if named else None), rule, note if named else
+                     "the heads are not clustered into the paper's four named types (k != 4)")
+
+    lower, upper = (lambda d: d <= 0.5), (lambda d: d > 0.5)
+    middle = (lambda d: (d > 1 / 3) & (d <= 2 / 3))
+    dense_low, vertical_high = share_in("dense", lower), share_in("vertical", upper)
+    dv_middle, diagonal_layers = share_in("dense&vertical", middle), \
+        types.loc[types["type"] == "diagonal", "layer"].nunique() / n_layers
+    off = {t: abs(shares[t] - PAPER_SHARES[t]) for t in TYPES}
+    claims = [
+        claim("four_types", "attention heads fall into four types: dense, diagonal, dense&vertical, vertical",
+              "4 types (k-means, k = 4)", ", ".join(f"{t} {shares[t]:.0f}%" for t in TYPES),
+              bool(all(shares[t] >= MIN_SHARE for t in TYPES)),
+              f"each of the four types holds >= {MIN_SHARE:g}% of the heads"),
+        claim("shares", "the four types' shares of the heads",
+              ", ".join(f"{t} {PAPER_SHARES[t]:.1f}%" for t in TYPES),
+              ", ".join(f"{t} {shares[t]:.1f}%" for t in TYPES),
+              bool(max(off.values()) <= SHARE_TOLERANCE),
+              f"every type's share within {SHARE_TOLERANCE:g} points of the paper's",
+              f"paper: {PAPER_MODEL}"),
+        claim("dense_first_layers", "dense heads are mainly in the first layers", PAPER_LAYERS_TEXT["dense"],
+              f"{pct(dense_low)} of dense heads in the lower half" if dense_low is not None else "no dense heads",
+              None if dense_low is None else dense_low > 0.5,
+              "more than half of the dense heads at relative depth <= 0.5"),
+        claim("diagonal_all_layers", "diagonal heads are in almost all layers", PAPER_LAYERS_TEXT["diagonal"],
+              layers_of("diagonal"), bool(diagonal_layers >= SPREAD),
+              f"diagonal heads in >= {pct(SPREAD)} of the layers"),
+        claim("dense_vertical_middle", "dense&vertical heads are mainly in the middle layers",
+              PAPER_LAYERS_TEXT["dense&vertical"],
+              f"{pct(dv_middle)} of dense&vertical heads in the middle third" if dv_middle is not None
+              else "no dense&vertical heads", None if dv_middle is None else dv_middle > 0.5,
+              "more than half of the dense&vertical heads at relative depth in (1/3, 2/3]"),
+        claim("vertical_higher_layers", "vertical heads are mainly in the higher layers",
+              PAPER_LAYERS_TEXT["vertical"],
+              f"{pct(vertical_high)} of vertical heads in the upper half" if vertical_high is not None
+              else "no vertical heads", None if vertical_high is None else vertical_high > 0.5,
+              "more than half of the vertical heads at relative depth > 0.5"),
+    ]
+    rows = stability.set_index("resample")
+    headline = rows.loc[HEADLINE] if HEADLINE in rows.index else None
+    second = rows.loc["inputs"] if "inputs" in rows.index else None
+    claims.append(Claim(
+        "guan.stability", GUAN + " §4, Table 1", "the head types are stable (von Luxburg 2010)",
+        f"{PAPER_STABILITY['pre-trained']}% of heads consistent (pre-trained; fine-tuned "
+        f"{min(PAPER_STABILITY.values()):.2f}-{max(PAPER_STABILITY.values()):.2f}%)",
+        f"{headline['consistent_pct']:.1f}% ({headline['per_fit']} per fit)" if headline is not None
+        else "not measured",
+        holds_if(None if headline is None else headline["consistent_pct"] >= STABLE),
+        f"the paper's procedure (fit on a random half of the heads, predict every head, 10 fits): "
+        f">= {STABLE:g}% of heads in the same matched cluster in every fit",
+        "" if second is None else f"second reading, resampling inputs: {second['consistent_pct']:.1f}% "
+        "(high by construction: a head's mean over half of the inputs is nearly its mean over all)"))
+    return claims_table(claims)
 
 
 FIGURES = ("tsne", "boxplot", "layers", "grid")
@@ -597,11 +700,11 @@ def figure_inputs(figure: str, features: FeatureSet, types: pd.DataFrame,
 
     ``tsne``: the heads embedded in 2-D (``xy``); ``boxplot``, ``layers``: the
     types alone; ``grid``: also ``consistent``, the heads that stayed in their
-    cluster in every stability fit resampling inputs (``stability_heads``,
+    cluster in every stability fit of the paper's procedure (``stability_heads``,
     from :func:`stability_tables`). Returns the keyword arguments of the plot
     function: ``types``, ``caption`` and those extras.
     """
-    text = caption(features.attrs, features.n_inputs)
+    text = caption(features.attrs, features.n_inputs, features.lengths)
     if figure == "tsne":
         xy = tsne_embedding(feature_matrix(types), seed=seed, perplexity=perplexity)
         how = "min(30, (heads - 1) / 3)" if perplexity is None else str(perplexity)
@@ -611,9 +714,9 @@ def figure_inputs(figure: str, features: FeatureSet, types: pd.DataFrame,
     if figure == "grid":
         if stability_heads is None:
             raise ValueError("the grid figure needs the stability heads table")
-        return {"types": types, "consistent": stability_heads["consistent_inputs"],
+        return {"types": types, "consistent": stability_heads[f"consistent_{HEADLINE}"],
                 "caption": f"{text}; dot: head not in the same cluster in every stability fit "
-                           "(resampling inputs)"}
+                           "(the paper's procedure: fit on a random half of the heads, predict every head)"}
     raise ValueError(f"unknown head-type figure {figure!r}; choose one of {FIGURES}")
 
 
@@ -626,17 +729,19 @@ def compare_types(before: pd.DataFrame, after: pd.DataFrame, before_features: Fe
     ``attrs["caption"]``) and :func:`changes_by_layer`.
     """
     changes = type_changes(before, after)
-    changes.attrs["caption"] = (" | ".join(caption(f.attrs, f.n_inputs)
+    changes.attrs["caption"] = (" | ".join(caption(f.attrs, f.n_inputs, f.lengths)
                                            for f in (before_features, after_features))
                                 + "; types are clustered and named per model independently")
     return changes, changes_by_layer(changes)
 
 
-def caption(meta: dict, n_inputs: int) -> str:
-    """Figure footnote: model, corpus, N, and the deviations from Guan et al."""
+def caption(meta: dict, n_inputs: int, lengths=None) -> str:
+    """Figure footnote: model, corpus, N, the deviations from Guan et al., and the inputs'
+    length distribution (``lengths``: tokens per input, when given)."""
     heads = int(meta.get("n_layers") or 0) * int(meta.get("n_heads") or 0)
+    spread = f"; {length_text(lengths)}" if lengths is not None and len(lengths) else ""
     return (f"model {meta.get('model_name')} ({meta.get('model_id')}), corpus {meta.get('corpus')}, "
             f"N = {n_inputs} inputs; deviations from Guan et al.: paper used {PAPER_MODEL}, the "
             f"SQuAD-fine-tuned whole-word-masking checkpoint, on 1,000 SQuAD samples; this is "
             f"{meta.get('n_layers')}x{meta.get('n_heads')} = {heads} heads on segments of "
-            f"<= {meta.get('max_length')} wordpieces")
+            f"<= {meta.get('max_length')} wordpieces{spread}")

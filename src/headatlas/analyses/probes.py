@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import json
 import logging
+import pickle
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -670,7 +671,12 @@ def save_probe(path: str | Path, probe: str, model: nn.Module | None, n_layers: 
 
 def attn_only_weights(path: str | Path) -> pd.DataFrame:
     """The weight table (:meth:`AttentionProbe.weight_table`) of an attn-only probe file."""
-    saved = torch.load(path, weights_only=False)
+    try:  # weights_only: a probe file holds tensors and plain values; nothing else is unpickled
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        raise HeadAtlasError(f"{path}: not a probe file written by headatlas (torch refuses to unpickle "
+                             f"it safely: {str(err).splitlines()[0]}).\n  how to fix: delete it and rerun "
+                             "the probes_run rule that writes it") from err
     if saved.get("probe") != "attn_only":
         raise HeadAtlasError(f"{path}: a {saved.get('probe')!r} probe, not attn_only")
     model = AttentionProbe(saved["n_layers"] * saved["n_heads"])
@@ -847,3 +853,69 @@ def edge_table(runs: pd.DataFrame) -> pd.DataFrame:
     table["accuracy_sd"] = table["accuracy_sd"].fillna(0.0)
     table["paper_accuracy"] = PAPER_EDGE_ACCURACY
     return table
+
+
+# --- the papers' claims ----------------------------------------------------------------------
+
+CLARK_T3 = "Clark et al. 2019 §5, Table 3"
+COENEN = "Coenen et al. 2019"
+EDGE_TOLERANCE = 5.0  # points below Coenen et al.'s 85.8% that still count as reproducing it
+
+
+def test_sets(table: pd.DataFrame) -> list[str]:
+    """The evaluation sets of a :func:`table3` (``<corpus>_<split>``), test splits only when there are any."""
+    sets = [c.removesuffix("_sentences") for c in table.columns if c.endswith("_sentences")]
+    return [s for s in sets if s.endswith("_test")] or sets
+
+
+def paper_claims(table: pd.DataFrame, edges: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Table 3's and Coenen et al.'s findings judged on our probes (:class:`~headatlas.claims.Claim` rows).
+
+    A "beats" claim holds when the first probe's mean UAS over seeds is at
+    least :data:`~headatlas.claims.MARGIN` points above the second's on every
+    test set (:func:`test_sets`). The edge classifier reproduces Coenen et al.
+    when its accuracy (mean over seeds) on every test set is at least
+    :data:`EDGE_TOLERANCE` points short of their 85.8% or better.
+    """
+    from headatlas.claims import MARGIN, Claim, claims_table, holds_if
+
+    sets = test_sets(table)
+    probes = table.set_index("probe")
+    names = dict(zip(PAPER_TABLE3["probe"], PAPER_TABLE3["paper_name"]))
+    paper = dict(zip(PAPER_TABLE3["probe"], PAPER_TABLE3["paper_uas"]))
+
+    def uas(probe: str) -> list[float]:
+        return [float(probes.at[probe, s]) if probe in probes.index else float("nan") for s in sets]
+
+    claims = []
+    for key, a, b, claim in (
+            ("attn_only_beats_right_branching", "attn_only", "right_branching",
+             "a probe on attention alone parses far better than right-branching"),
+            ("attn_glove_beats_distances", "attn_glove", "distances_glove",
+             "attention adds syntax beyond distances and word vectors"),
+            ("attn_glove_beats_random_init", "attn_glove", "random_attn_glove",
+             "the syntax comes from pre-training: a random encoder's attention probes far worse")):
+        ours_a, ours_b = uas(a), uas(b)
+        known = not any(np.isnan(ours_a + ours_b))
+        claims.append(Claim(
+            f"clark.t3.{key}", CLARK_T3, claim, f"{names[a]} {paper[a]:.0f} vs {names[b]} {paper[b]:.0f} UAS",
+            "; ".join(f"{s.replace('_', ' ')}: {x:.1f} vs {y:.1f}" for s, x, y in zip(sets, ours_a, ours_b))
+            if known else "not run", holds_if(all(x - y >= MARGIN for x, y in zip(ours_a, ours_b)) if known else None),
+            f"{names[a]} ahead of {names[b]} by >= {MARGIN:g} UAS points (mean over seeds) on every test set",
+            "UAS without punctuation; the paper: PTB dev"))
+    if edges is not None and len(edges):
+        own = edges[edges["attention"] == edges["attention"].iloc[0]].set_index("eval")
+        others = edges[edges["attention"] != edges["attention"].iloc[0]]
+        found = [s for s in sets if s in own.index] or list(own.index)
+        accuracy = [float(own.at[s, "accuracy"]) for s in found]
+        contrast = "; ".join(f"{row['attention']} {row['accuracy']:.1f} ({row['eval'].replace('_', ' ')})"
+                             for row in others.to_dict("records"))
+        claims.append(Claim(
+            "coenen.edge_classifier", COENEN, "a linear classifier on a word pair's attention vector "
+            "tells dependency edges from non-edges", f"{PAPER_EDGE_ACCURACY}% (balanced pairs)",
+            "; ".join(f"{s.replace('_', ' ')}: {x:.1f}%" for s, x in zip(found, accuracy)),
+            holds_if(all(x >= PAPER_EDGE_ACCURACY - EDGE_TOLERANCE for x in accuracy)),
+            f"accuracy on balanced pairs (mean over seeds) >= {PAPER_EDGE_ACCURACY - EDGE_TOLERANCE:.1f}% "
+            f"({EDGE_TOLERANCE:g} points below the paper's) on every test set",
+            f"attention of {edges['attention'].iloc[0]}" + (f"; for contrast: {contrast}" if contrast else "")))
+    return claims_table(claims)

@@ -28,6 +28,8 @@ import numpy as np
 import pandas as pd
 
 from headatlas.analyses.base import Analysis, describe, register, store_provenance
+from headatlas.claims import (PAPER_LAYERS, Claim, claims_table, depth_layers, depth_text, holds_if,
+                              pct, span_text, verdict)
 from headatlas.heads import head_name, head_table
 from headatlas.store import Example, pick_example
 
@@ -35,8 +37,6 @@ from headatlas.store import Example, pick_example
 ENTROPY_THRESHOLD = 3.8
 POSITION_THRESHOLD = 0.5
 SPECIAL_TOKEN_THRESHOLD = 0.6
-# Clark's published model depth; the paper's layer ranges are scaled from it.
-PAPER_LAYERS = 12
 
 
 def _ratio(total: np.ndarray, count: float) -> np.ndarray:
@@ -247,23 +247,8 @@ def example_heads(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFram
     return table, heads, example
 
 
-def scale_layers(first: int, last: int, n_layers: int) -> tuple[int, int]:
-    """Map the paper's layer range ``first..last`` (of 12) proportionally onto ``n_layers``."""
-    lo = max(1, math.floor(first * n_layers / PAPER_LAYERS + 0.5))
-    hi = min(n_layers, max(lo, math.floor(last * n_layers / PAPER_LAYERS + 0.5)))
-    return lo, hi
-
-
-def _span(span: tuple[int, int]) -> str:
-    return f"layer {span[0]}" if span[0] == span[1] else f"layers {span[0]}-{span[1]}"
-
-
 def _mean_in(table: pd.DataFrame, column: str, span: tuple[int, int]) -> float:
     return float(table.loc[table["layer"].between(*span), column].mean())
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
 
 
 def _heads_over(table: pd.DataFrame, column: str, threshold: float) -> str:
@@ -274,83 +259,149 @@ def _heads_over(table: pd.DataFrame, column: str, threshold: float) -> str:
     return f"{len(layers)} (layer{'s' if len(layers) > 1 else ''} {', '.join(map(str, layers))})"
 
 
-def _sep_peak(special: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """Per-layer [SEP] means of the layers where attention to [SEP] is high, and the rule used."""
+def _sep_peak(special: pd.DataFrame) -> pd.DataFrame:
+    """Per-layer [SEP] means of the layers whose mean attention to [SEP] is > 50% (may be empty)."""
     layers = layer_means(special, ["sep", "sep_from_sep", "sep_from_other"])
-    high = layers[layers["sep"] > 0.5]
-    if high.empty:
-        return layers.loc[[layers["sep"].idxmax()]], "no layer puts >50% on [SEP]: the peak layer"
-    return high, "layers whose mean attention to [SEP] is >50% (the paper's criterion)"
+    return layers[layers["sep"] > 0.5]
 
 
-def _broad_early(entropy: pd.DataFrame, early: tuple[int, int]) -> tuple[pd.DataFrame, str]:
-    """The high-entropy heads of the early layers, and the rule used."""
+def _broad_early(entropy: pd.DataFrame, early: tuple[int, int]) -> pd.DataFrame:
+    """The early heads above the broad-attention entropy threshold (may be empty)."""
     heads = entropy[entropy["layer"].between(*early)]
-    broad = heads[heads["entropy"] > ENTROPY_THRESHOLD]
-    if broad.empty:
-        return heads.loc[[heads["entropy"].idxmax()]], \
-            f"no early head above {ENTROPY_THRESHOLD} nats: the highest-entropy one"
-    return broad, f"early heads above {ENTROPY_THRESHOLD} nats"
+    return heads[heads["entropy"] > ENTROPY_THRESHOLD]
+
+
+SINKS = {"cls": "[CLS]", "sep": "[SEP]", "punct": ". ,"}
+
+
+def sink_tokens(special: pd.DataFrame) -> pd.DataFrame:
+    """Per layer, the special token that takes the most attention (the layer's "sink").
+
+    Returns ``layer``, ``sink`` (``[CLS]``, ``[SEP]`` or ``. ,``) and ``share``
+    (its mean attention over the layer's heads, 0..1).
+    """
+    layers = layer_means(special, list(SINKS))
+    kinds = layers[list(SINKS)]
+    return pd.DataFrame({"layer": layers["layer"],
+                         "sink": [SINKS[k] for k in kinds.idxmax(axis=1)],
+                         "share": kinds.max(axis=1)})
+
+
+def _sink_text(sinks: pd.DataFrame) -> str:
+    """Runs of consecutive layers with the same sink: '[CLS] in layers 2-5 (36-42%); ...'."""
+    parts, run = [], []
+    rows = sinks.to_dict("records")
+    for row in rows + [None]:
+        if run and (row is None or row["sink"] != run[-1]["sink"]):
+            lo, hi = min(r["share"] for r in run), max(r["share"] for r in run)
+            share = pct(lo) if round(100 * lo) == round(100 * hi) else f"{100 * lo:.0f}-{pct(hi)}"
+            parts.append(f"{run[0]['sink']} in {span_text((run[0]['layer'], run[-1]['layer']))} ({share})")
+            run = []
+        if row is not None:
+            run.append(row)
+    return "; ".join(parts)
+
+
+CLARK_S3 = "Clark et al. 2019 §3"
+# "Little" attention to the current token, and "at most ~10%" on one word: the thresholds used.
+SELF_LITTLE = 0.10
+MAX_WEIGHT = 0.10
+# Clark's [CLS]-row entropy in the last layer, and uniform attention over 128 tokens.
+PAPER_CLS_ENTROPY = 3.89
+PAPER_UNIFORM_ENTROPY = math.log(128)
+ENTROPY_TOLERANCE = 0.10
 
 
 def paper_claims(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFrame,
                  n_layers: int | None = None) -> pd.DataFrame:
-    """Clark et al.'s §3 claims beside our measured values.
+    """Clark et al.'s §3 claims beside our measured values, each with a verdict and its rule.
 
-    Layer ranges the paper states for BERT-base (12 layers) are scaled
-    proportionally to ``n_layers`` (:func:`scale_layers`) and the ``note`` says
-    so; "early" and "deep" are the first and last thirds (layers 1-4 and 9-12
-    of 12). The [SEP]-from-[SEP] value is averaged over the layers whose mean
-    attention to [SEP] exceeds 50% (else the peak layer); the max-weight value
-    over the early heads above the broad threshold (else the highest-entropy
-    early head); like the paper's §3, all of it is per token (wordpiece).
+    Layer ranges the paper states for BERT-base (12 layers) are read as relative
+    depth (:func:`~headatlas.claims.depth_layers`); "early" and "deep" are the
+    first and last thirds (layers 1-4 and 9-12 of 12). The [SEP]-from-[SEP]
+    claim is judged on the layers whose mean attention to [SEP] exceeds 50%
+    (not applicable when there are none), the max-weight claim on the early
+    heads above the broad threshold (not applicable when there are none); like
+    the paper's §3, all of it is per token (wordpiece).
 
     ``n_layers`` defaults to the deepest layer of the tables.
 
     Returns
     -------
-    DataFrame with string columns ``claim``, ``paper``, ``ours``, ``note``.
+    DataFrame of :class:`~headatlas.claims.Claim` records (:func:`~headatlas.claims.claims_table`).
     """
     n_layers = int(rel["layer"].max()) if n_layers is None else n_layers
-    early, deep, middle = (scale_layers(a, b, n_layers) for a, b in ((1, 4), (9, 12), (6, 10)))
-    scaled = n_layers != PAPER_LAYERS
-
-    def note(*parts: str) -> str:
-        depth = f"model has {n_layers} layers, BERT-base {PAPER_LAYERS}" if scaled else ""
-        return "; ".join(p for p in (depth, *parts) if p)
-
-    def scaled_to(paper: str, span: tuple[int, int]) -> str:
-        return f"paper's {paper} scaled to {_span(span)}" if scaled else ""
-
-    peak, peak_rule = _sep_peak(special)
-    broad, broad_rule = _broad_early(entropy, early)
+    early, deep, middle = (depth_layers(a, b, n_layers) for a, b in ((1, 4), (9, 12), (6, 10)))
+    depth = f"{n_layers} layers: " if n_layers != PAPER_LAYERS else ""
+    early_deep = (f"{depth}early = {span_text(early)}, deep = {span_text(deep)} "
+                  f"(the first and last thirds)")
+    peak = _sep_peak(special)
+    broad = _broad_early(entropy, early)
     last = entropy[entropy["layer"] == n_layers]
-    early_deep = f"early = {_span(early)}, deep = {_span(deep)}" + \
-        (" (the first and last thirds, scaled)" if scaled else " (the first and last thirds)")
-    rows = [
-        ("heads with >50% attention on the previous token", "4 (layers 2, 4, 7, 8)",
-         _heads_over(rel, "prev", POSITION_THRESHOLD), note()),
-        ("heads with >50% attention on the next token", "5 (layers 1, 2, 2, 3, 6)",
-         _heads_over(rel, "next", POSITION_THRESHOLD), note()),
-        ("attention to the current token", "little, for most heads",
-         f"median head {_pct(rel['self'].median())}, max {_pct(rel['self'].max())}", ""),
-        ("share of attention to [SEP] in the middle layers", ">50% in layers 6-10",
-         f"{_pct(_mean_in(special, 'sep', middle))} in {_span(middle)}",
-         note(scaled_to("layers 6-10", middle))),
-        ("attention to [CLS], early vs deep layers", "early heads attend to [CLS]",
-         f"early {_pct(_mean_in(special, 'cls', early))}, deep {_pct(_mean_in(special, 'cls', deep))}",
-         note(early_deep)),
-        ("attention to . and , in deep vs early layers", "deep heads attend to periods and commas",
-         f"deep {_pct(_mean_in(special, 'punct', deep))}, early {_pct(_mean_in(special, 'punct', early))}",
-         note(early_deep)),
-        ("attention to [SEP] from [SEP] tokens where [SEP] attention is high", ">90%",
-         f"{_pct(peak['sep_from_sep'].mean())} from [SEP] vs {_pct(peak['sep_from_other'].mean())} "
-         f"from other tokens (layers {', '.join(map(str, peak['layer']))})", peak_rule),
-        ("entropy of the [CLS] row in the last layer", "3.89 nats", f"{last['cls_entropy'].mean():.2f} nats",
-         f"uniform attention: {last['uniform_entropy'].mean():.2f} nats (mean log n)"),
-        ("largest single weight of the high-entropy early heads", "at most ~10%",
-         f"{_pct(broad['max_weight'].mean())} (mean row maximum; heads "
-         f"{', '.join(map(head_name, broad['layer'], broad['head']))})",
-         note(broad_rule, scaled_to("layers 1-4", early))),
+    sinks = sink_tokens(special)
+    mid_sinks = sinks[sinks["layer"].between(*middle)]
+    cls_early, cls_deep = _mean_in(special, "cls", early), _mean_in(special, "cls", deep)
+    punct_deep, punct_early = _mean_in(special, "punct", deep), _mean_in(special, "punct", early)
+    sep_middle = _mean_in(special, "sep", middle)
+    cls_entropy, uniform = last["cls_entropy"].mean(), last["uniform_entropy"].mean()
+    paper_ratio = PAPER_CLS_ENTROPY / PAPER_UNIFORM_ENTROPY
+    n_prev, n_next = int((rel["prev"] > POSITION_THRESHOLD).sum()), int((rel["next"] > POSITION_THRESHOLD).sum())
+    claims = [
+        Claim("clark.s3.prev_heads", CLARK_S3 + ".1", "some heads attend to the previous token",
+              "4 heads >50% on it (layers 2, 4, 7, 8 of 12)",
+              _heads_over(rel, "prev", POSITION_THRESHOLD), verdict(n_prev >= 1),
+              "at least one head puts > 50% of its attention on the previous token"),
+        Claim("clark.s3.next_heads", CLARK_S3 + ".1", "some heads attend to the next token",
+              "5 heads >50% on it (layers 1, 2, 2, 3, 6 of 12)",
+              _heads_over(rel, "next", POSITION_THRESHOLD), verdict(n_next >= 1),
+              "at least one head puts > 50% of its attention on the next token"),
+        Claim("clark.s3.self_little", CLARK_S3 + ".1", "heads put little attention on the current token",
+              "little, for most heads",
+              f"median head {pct(rel['self'].median())}, max {pct(rel['self'].max())}",
+              verdict(rel["self"].median() < SELF_LITTLE),
+              f"the median head puts < {pct(SELF_LITTLE)} on the current token"),
+        Claim("clark.s3.sink_token", CLARK_S3 + ".2", "the no-op attention sink is [SEP]",
+              "[SEP] (over half of all attention in layers 6-10 of 12)", _sink_text(sinks),
+              verdict(bool(len(mid_sinks)) and (mid_sinks["sink"] == SINKS["sep"]).all()),
+              f"[SEP] takes more attention than [CLS] and than . , in every layer at {depth_text(6, 10)}",
+              "per layer: the special token with the most attention (mean over heads)"),
+        Claim("clark.s3.sep_middle", CLARK_S3 + ".2", "over half of the attention goes to [SEP] in the middle layers",
+              ">50% in layers 6-10 of 12", f"{pct(sep_middle)} in {span_text(middle)}",
+              verdict(sep_middle > 0.5),
+              f"mean attention to [SEP] over the heads at {depth_text(6, 10)} > 50%",
+              f"{depth}{span_text(middle)}" if depth else ""),
+        Claim("clark.s3.cls_early", CLARK_S3 + ".2", "early heads attend to [CLS] more than deep heads",
+              "early heads attend to [CLS]", f"early {pct(cls_early)}, deep {pct(cls_deep)}",
+              verdict(cls_early > cls_deep),
+              "mean attention to [CLS] of the first third of the layers > that of the last third",
+              early_deep),
+        Claim("clark.s3.punct_deep", CLARK_S3 + ".2", "deep heads attend to periods and commas more than early heads",
+              "deep heads attend to periods and commas", f"deep {pct(punct_deep)}, early {pct(punct_early)}",
+              verdict(punct_deep > punct_early),
+              "mean attention to . and , of the last third of the layers > that of the first third",
+              early_deep),
+        Claim("clark.s3.sep_from_sep", CLARK_S3 + ".2",
+              "where attention to [SEP] is high, [SEP] tokens attend almost only to [SEP]", ">90%",
+              (f"{pct(peak['sep_from_sep'].mean())} from [SEP] vs {pct(peak['sep_from_other'].mean())} "
+               f"from other tokens (layers {', '.join(map(str, peak['layer']))})") if len(peak)
+              else "no layer puts > 50% of its attention on [SEP]",
+              holds_if(peak["sep_from_sep"].mean() > 0.9 if len(peak) else None),
+              "in the layers whose mean attention to [SEP] is > 50%: mean attention of [SEP] "
+              "queries to [SEP] > 90% (not applicable if no layer is > 50%)"),
+        Claim("clark.s3.cls_entropy_last", CLARK_S3 + ".3", "the [CLS] row of the last layer attends broadly",
+              f"{PAPER_CLS_ENTROPY} nats ({PAPER_CLS_ENTROPY / PAPER_UNIFORM_ENTROPY:.2f} of uniform over 128 tokens)",
+              f"{cls_entropy:.2f} nats ({cls_entropy / uniform:.2f} of uniform, {uniform:.2f} nats)",
+              verdict(abs(cls_entropy / uniform - paper_ratio) <= ENTROPY_TOLERANCE),
+              f"entropy / uniform entropy (mean log n) within ±{ENTROPY_TOLERANCE:.2f} of the paper's "
+              f"{paper_ratio:.2f}", "the ratio to uniform makes inputs of other lengths comparable"),
+        Claim("clark.s3.broad_max_weight", CLARK_S3 + ".3",
+              "high-entropy early heads put at most ~10% on any single word", "at most ~10%",
+              (f"{pct(broad['max_weight'].mean())} (mean row maximum; heads "
+               f"{', '.join(map(head_name, broad['layer'], broad['head']))})") if len(broad)
+              else f"no head of {span_text(early)} above {ENTROPY_THRESHOLD} nats",
+              holds_if(broad["max_weight"].mean() <= MAX_WEIGHT if len(broad) else None),
+              f"mean largest weight of the heads above {ENTROPY_THRESHOLD} nats in the first third "
+              f"of the layers <= {pct(MAX_WEIGHT)} (not applicable if there are none)",
+              f"{depth}{span_text(early)}" if depth else ""),
     ]
-    return pd.DataFrame(rows, columns=["claim", "paper", "ours", "note"])
+    return claims_table(claims)

@@ -13,6 +13,7 @@ Malformed input raises :class:`CorpusFormatError` starting with ``file:line``.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,8 @@ from headatlas.corpora.conllu_reader import MentionTracker, read_lines
 from headatlas.corpora.records import Sentence
 from headatlas.errors import CorpusFormatError
 
+log = logging.getLogger(__name__)
+
 _BEGIN = re.compile(r"#begin document \(?(?P<name>.+?)\)?; part (?P<part>\d+)\s*")
 # document id, part, word number, word, POS, parse bit, lemma, frameset, sense,
 # speaker, named entities, [predicate arguments...], coreference
@@ -30,7 +33,7 @@ _WORD, _POS, _PARSE, _SPEAKER = 3, 4, 5, 9
 _SPLIT_DIRS = {"train": "train", "development": "dev", "dev": "dev", "test": "test"}
 
 
-def read_conll2012(path: str | Path) -> list[Sentence]:
+def read_conll2012(path: str | Path, strict: bool = True) -> list[Sentence]:
     """Read a CoNLL-2012 ``*_gold_conll`` file (OntoNotes coreference).
 
     Each ``#begin document (name); part NNN`` ... ``#end document`` block is a
@@ -42,9 +45,15 @@ def read_conll2012(path: str | Path) -> list[Sentence]:
     (per sentence in OntoNotes; taken from the first word). Mentions come
     from the last column (``(12``, ``12)``, ``(12)``, joined by ``|``, ``-``
     for none), matched as in :class:`MentionTracker`, including
-    ``meta["cross_sentence_mentions"]``.
+    ``meta["cross_sentence_mentions"]``. With ``strict=False`` a document with
+    malformed brackets keeps its trees and loses its mentions (marked
+    ``meta["coreference_excluded"]``, logged), as in :class:`MentionTracker`.
     """
-    return _Conll2012Reader(Path(path)).read()
+    reader = _Conll2012Reader(Path(path), strict)
+    sentences = reader.read()
+    for problem in reader.tracker.problems:
+        log.warning("coreference left out for one document: %s", problem)
+    return sentences
 
 
 def split_from_folders(path: str | Path) -> str:
@@ -62,6 +71,7 @@ class _Conll2012Reader:
     """Line-by-line state of :func:`read_conll2012`."""
 
     path: Path
+    strict: bool = True
     sentences: list[Sentence] = field(default_factory=list)
     doc: str | None = None
     begin_line: int = 0
@@ -69,7 +79,8 @@ class _Conll2012Reader:
     rows: list[tuple[int, list[str]]] = field(default_factory=list)  # (line, columns)
 
     def __post_init__(self):
-        self.tracker = MentionTracker(self.path)
+        self.tracker = MentionTracker(self.path, strict=self.strict)
+        self.doc_start = 0  # index of the current document's first sentence
         self.split = split_from_folders(self.path)
 
     def read(self) -> list[Sentence]:
@@ -102,13 +113,14 @@ class _Conll2012Reader:
                                     f"document starts inside document {self.doc}",
                                     "add '#end document' before it")
         self.doc, self.begin_line, self.n_in_doc = f"{match['name']}/{match['part']}", lineno, 0
+        self.doc_start = len(self.sentences)
 
     def _end(self, lineno: int) -> None:
         if self.doc is None:
             raise CorpusFormatError(self.path, lineno, "'#end document' without a document",
                                     "remove it or add the matching '#begin document' line")
         self._flush()
-        self.tracker.end_document()
+        self.tracker.end_document(self.sentences[self.doc_start:])
         self.doc = None
 
     def _row(self, lineno: int, line: str) -> None:

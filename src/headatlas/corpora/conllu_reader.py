@@ -10,6 +10,7 @@ and CoNLL-2012 readers (:mod:`headatlas.corpora.conllx`, :mod:`headatlas.corpora
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from conllu.exceptions import ParseException
 from headatlas.corpora.records import Mention, Sentence
 from headatlas.errors import CorpusFormatError
 
+log = logging.getLogger(__name__)
 CONLLU_FIELDS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
 N_COLUMNS = 10
 
@@ -170,6 +172,10 @@ def check_tree(path: Path, heads: list[int], word_lines: list[int]) -> None:
 
     ``heads`` are 1-based with 0 = root and already range-checked.
     """
+    for word, (head, line) in enumerate(zip(heads, word_lines), 1):
+        if head == word:
+            raise CorpusFormatError(path, line, f"word {word} is its own head (HEAD {head})",
+                                    "set HEAD to the ID of another word, or 0 for the root")
     reaches_root = [True] + [False] * len(heads)  # index 0 is the root
     for start in range(1, len(heads) + 1):
         chain: dict[int, None] = {}  # ordered set of the words walked so far
@@ -177,8 +183,8 @@ def check_tree(path: Path, heads: list[int], word_lines: list[int]) -> None:
         while not reaches_root[node]:
             if node in chain:
                 cycle = list(chain)[list(chain).index(node):] + [node]
-                raise CorpusFormatError(
-                    path, word_lines[start - 1],
+                raise CorpusFormatError(  # at the line of the cycle's first word
+                    path, word_lines[min(cycle) - 1],
                     f"word {start} does not reach the root: its heads form the cycle "
                     + " -> ".join(map(str, cycle)),
                     "fix the HEAD column so that every word leads up to the word with HEAD 0")
@@ -233,12 +239,22 @@ class MentionTracker:
     ``meta["cross_sentence_mentions"]`` (which the reader initialises to 0).
     A mention lying on empty nodes only has no word; it is left out and
     counted in ``meta["empty_node_mentions"]``.
+
+    Malformed brackets (a mention never closed, a closing without an
+    opening, a malformed value) raise in ``strict`` mode. Otherwise the
+    problem is kept in :attr:`problems` and its document is excluded from
+    coreference only: :meth:`end_document` removes the document's mentions
+    and marks its sentences with ``meta["coreference_excluded"]`` (the
+    ``file:line`` and what is wrong), so the trees still serve every other
+    analysis.
     """
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, path: Path, strict: bool = True):
+        self.path, self.strict = path, strict
         self.stack: list[tuple[str, _Span, int]] = []  # (key, span, line opened)
         self.parts: dict[tuple[str, int], _Span] = {}  # (entity, total parts) -> span
+        self.problems: list[CorpusFormatError] = []
+        self._broken: CorpusFormatError | None = None  # this document's first problem
 
     def token(self, value: str, line: int, sentence: Sentence, index: int | None) -> None:
         """Apply one token's bracket items (``""`` if none; call for every word).
@@ -248,19 +264,40 @@ class MentionTracker:
         Opening items are applied before the word is added and closing items
         after, because every item on a token refers to a mention containing it.
         """
-        items = self._items(value, line)
-        for opens, _, text in items:
-            if opens:
-                self._open(text, line, sentence)
-        if index is not None:
-            for _, span, _ in self.stack:
-                span.add(sentence, index)
-        for _, closes, text in items:
-            if closes:
-                self._close(text, line)
+        if self._broken:
+            return  # the document is already excluded from coreference
+        try:
+            items = self._items(value, line)
+            for opens, _, text in items:
+                if opens:
+                    self._open(text, line, sentence)
+            if index is not None:
+                for _, span, _ in self.stack:
+                    span.add(sentence, index)
+            for _, closes, text in items:
+                if closes:
+                    self._close(text, line)
+        except CorpusFormatError as err:
+            self._fail(err)
 
-    def end_document(self) -> None:
-        """Check that every mention of the finished document was closed."""
+    def end_document(self, sentences: list[Sentence] | None = None) -> None:
+        """Check that every mention of the finished document was closed.
+
+        ``sentences`` are the document's sentences: in lenient mode a document
+        with a problem loses its mentions and is marked (see the class).
+        """
+        try:
+            if not self._broken:
+                self._check_closed()
+        except CorpusFormatError as err:
+            self._fail(err)
+        if self._broken and sentences:
+            for sentence in sentences:
+                sentence.mentions = []
+                sentence.meta["coreference_excluded"] = str(self._broken).split("\n")[0]
+        self.stack, self.parts, self._broken = [], {}, None
+
+    def _check_closed(self) -> None:
         if self.stack:
             key, _, line = self.stack[0]
             raise CorpusFormatError(self.path, line,
@@ -273,6 +310,12 @@ class MentionTracker:
                                     f"discontinuous mention of entity {entity} lacks some of "
                                     f"its {total} parts",
                                     "annotate every part [k/n] of the mention")
+
+    def _fail(self, err: CorpusFormatError) -> None:
+        if self.strict:
+            raise err
+        self.problems.append(err)
+        self._broken = err
 
     def _items(self, value: str, line: int) -> list[tuple[bool, bool, str]]:
         """Split a value into (opens, closes, text) items; ``(E)`` both opens and closes."""
@@ -348,7 +391,7 @@ def _finish_span(span: _Span) -> None:
 # ----------------------------------------------------------------------------
 
 def read_conllu(path: str | Path, split: str = "",
-                doc_splits: dict[str, str] | None = None) -> list[Sentence]:
+                doc_splits: dict[str, str] | None = None, strict: bool = True) -> list[Sentence]:
     """Read a CoNLL-U file into sentences with trees and, if annotated, coreference.
 
     Parameters
@@ -360,6 +403,11 @@ def read_conllu(path: str | Path, split: str = "",
         ``doc_splits``.
     doc_splits : dict, optional
         Document name -> split (see :func:`read_gum_splits`).
+    strict : bool
+        Raise on malformed coreference brackets (default). When False, a
+        document with such a problem keeps its trees, loses its mentions and
+        is marked ``meta["coreference_excluded"]`` (``file:line``: what is
+        wrong), and the problem is logged.
 
     Returns
     -------
@@ -377,30 +425,44 @@ def read_conllu(path: str | Path, split: str = "",
     Raises
     ------
     CorpusFormatError
-        At ``file:line`` for malformed token lines, trees or brackets, and for
-        a mention left open at the end of its document.
+        At ``file:line`` for malformed token lines and trees; in strict mode
+        also for malformed brackets and a mention left open at the end of its
+        document.
     """
     path = Path(path)
     blocks = read_token_blocks(path, subtokens=True)
     has_coref = any(_HAS_ENTITY.search(block.text) for block in blocks)
-    tracker = MentionTracker(path)
+    tracker = MentionTracker(path, strict=strict)
     sentences: list[Sentence] = []
-    doc, n_docs, k = path.stem, 0, 0
+    doc, n_docs, k, doc_start = path.stem, 0, 0, 0
     for block in blocks:
         tokens = parse_block(path, block, CONLLU_FIELDS)
         meta = tokens.metadata
         if "newdoc id" in meta or "newdoc" in meta:
-            tracker.end_document()
+            tracker.end_document(sentences[doc_start:])
             n_docs += 1
-            doc, k = meta.get("newdoc id") or f"{path.stem}-{n_docs}", 0
+            doc, k, doc_start = meta.get("newdoc id") or f"{path.stem}-{n_docs}", 0, len(sentences)
         k += 1
         sentence = Sentence(id=meta.get("sent_id") or f"{doc}-{k}", words=[], doc=doc,
                             split=(doc_splits or {}).get(doc, split),
                             source=f"{path}:{block.start}")
         _fill_words(sentence, tokens, block, tracker if has_coref else None)
+        _note_roots(path, sentence, block)
         sentences.append(sentence)
-    tracker.end_document()
+    tracker.end_document(sentences[doc_start:])
+    for problem in tracker.problems:
+        log.warning("coreference left out for one document: %s", problem)
     return sentences
+
+
+def _note_roots(path: Path, sentence: Sentence, block: TokenBlock) -> None:
+    """Report a sentence with several roots (UD allows one): kept, logged, marked in ``meta``."""
+    roots = [line for head, line in zip(block.heads, block.word_lines) if head == 0]
+    if len(roots) > 1:
+        sentence.meta["roots"] = len(roots)
+        log.warning("%s:%d: sentence %s has %d roots (words with HEAD 0, on lines %s); UD allows "
+                    "one. Kept as it is: each root is left unscored, like any root", path,
+                    roots[1], sentence.id, len(roots), ", ".join(map(str, roots)))
 
 
 def _fill_words(sentence: Sentence, tokens: conllu.TokenList, block: TokenBlock,

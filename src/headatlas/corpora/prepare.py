@@ -36,15 +36,17 @@ CATALOG = {
 }
 
 
-def catalog_source(name: str, mirror: Path | None, cache: Path) -> Source:
+def catalog_source(name: str, mirror: Path | None, cache: Path, setting: str = "") -> Source:
+    """The pinned source of a known corpus; ``setting`` describes the mirror for messages."""
     entry = CATALOG[name]
     return Source(name=name, base_url=entry["base_url"],
                   checksums=read_checksums(CHECKSUMS / f"{name}.sha256"),
                   mirror=mirror / entry["mirror_dir"] if mirror else None, cache=cache,
-                  url_paths=entry.get("url_paths", {}))
+                  url_paths=entry.get("url_paths", {}), mirror_dir=entry["mirror_dir"],
+                  mirror_setting=setting or "no mirror is set")
 
 
-def prepare_gum(source: Source) -> list[Sentence]:
+def prepare_gum(source: Source, strict: bool = True) -> list[Sentence]:
     from headatlas.corpora.conllu_reader import read_conllu, read_gum_splits
 
     doc_splits = read_gum_splits(source.fetch("splits.md"))
@@ -53,7 +55,7 @@ def prepare_gum(source: Source) -> list[Sentence]:
         doc = Path(relpath).stem
         if doc not in doc_splits:
             raise SourceError(f"GUM document {doc} is in no split of splits.md")
-        sentences += read_conllu(source.fetch(relpath), split=doc_splits[doc])
+        sentences += read_conllu(source.fetch(relpath), split=doc_splits[doc], strict=strict)
     return sentences
 
 
@@ -66,24 +68,54 @@ def prepare_ewt(source: Source) -> list[Sentence]:
     return sentences
 
 
-def read_path(fmt: str, path: str | Path) -> list[Sentence]:
-    """Read a user-supplied corpus file, or every file of a folder matching the format's glob."""
+def read_path(fmt: str, path: str | Path, strict: bool = True) -> list[Sentence]:
+    """Read a user-supplied corpus file, or every file of a folder matching the format's glob.
+
+    ``strict=False`` lets a coreference reader exclude a document with malformed brackets from
+    coreference (logged) instead of stopping.
+    """
     spec = FORMATS.get(fmt)
     if spec is None or spec.reader is None:
         readable = sorted(name for name, f in FORMATS.items() if f.reader)
         raise SourceError(f"unknown corpus format {fmt!r} for a `path:`; choose one of {readable}")
-    reader, pattern = spec.read(), spec.files
     path = Path(path)
     if not path.exists():
         raise SourceError(f"corpus path {path} does not exist.\n  how to fix: set `path:` of the "
                           "corpus in the config to an existing file or folder")
-    files = sorted(path.rglob(pattern)) if path.is_dir() else [path]
+    files = path_files(fmt, path)
     if not files:
-        raise SourceError(f"{path}: no {pattern} files in this folder")
-    return [s for f in files for s in reader(f)]
+        raise SourceError(f"{path}: no {spec.files} files in this folder")
+    reader = spec.read()
+    options = {"strict": strict} if spec.coreference else {}
+    return [s for f in files for s in reader(f, **options)]
 
 
-def prepare_treebank(name: str, spec: dict, mirror: Path | None, cache: Path) -> list[Sentence]:
+def path_files(fmt: str, path: str | Path) -> list[Path]:
+    """The files a ``path:`` corpus of format ``fmt`` is read from: the file, or the folder's matches."""
+    path = Path(path)
+    return sorted(path.rglob(FORMATS[fmt].files)) if path.is_dir() else [path]
+
+
+def source_files(name: str, spec: dict) -> list[Path]:
+    """Every file preparing corpus ``name`` reads, so that editing or adding one re-prepares it.
+
+    A pinned corpus (gum, ewt) lists its checksum file: every file read is verified against
+    it, so a file cannot change without it. Documents corpora read only prepared corpora.
+    """
+    from headatlas.corpora.wikipedia import find_summaries
+
+    if spec["kind"] == "segments":
+        return [Path(spec["path"])] if spec.get("path") else [find_summaries()]
+    if spec["kind"] != "treebank":
+        return []
+    fmt = spec.get("format", name)
+    if spec.get("path"):
+        return path_files(fmt, spec["path"]) if Path(spec["path"]).exists() else [Path(spec["path"])]
+    return [CHECKSUMS / f"{fmt}.sha256"]
+
+
+def prepare_treebank(name: str, spec: dict, mirror: Path | None, cache: Path,
+                     mirror_setting: str = "") -> list[Sentence]:
     """All sentences of one treebank corpus, in document order, with their splits.
 
     Splits come from the source (GUM's ``splits.md``, EWT's file names,
@@ -95,11 +127,12 @@ def prepare_treebank(name: str, spec: dict, mirror: Path | None, cache: Path) ->
     fmt = spec.get("format", name)
     if spec.get("path"):
         path = Path(spec["path"])
-        sentences = read_path(fmt, path)
+        sentences = read_path(fmt, path, spec.get("strict_coreference", False))
         roots = [path if path.is_dir() else path.parent]
     elif fmt in CATALOG:
-        source = catalog_source(fmt, mirror, cache)
-        sentences = prepare_gum(source) if fmt == "gum" else prepare_ewt(source)
+        source = catalog_source(fmt, mirror, cache, mirror_setting)
+        sentences = prepare_gum(source, spec.get("strict_coreference", False)) if fmt == "gum" \
+            else prepare_ewt(source)
         roots = [root for root in (source.mirror, source.cache / source.name) if root]
     else:
         raise SourceError(f"corpus {name!r}: format {fmt!r} needs a `path:` in the config")
@@ -126,7 +159,11 @@ def corpus_stats(sentences: list[Sentence], assigned: bool = False) -> dict:
     """
     unsplit = not assigned and not any(s.split for s in sentences)
     by_split = Counter(s.split or ("all" if unsplit else UNASSIGNED) for s in sentences)
+    excluded = sorted({s.doc for s in sentences if "coreference_excluded" in s.meta})
     return {"sentences": len(sentences), "words": sum(len(s.words) for s in sentences),
             "documents": len({s.doc for s in sentences}),
             "mentions": sum(len(s.mentions or []) for s in sentences),
-            "sentences_by_split": dict(sorted(by_split.items()))}
+            "sentences_by_split": dict(sorted(by_split.items())),
+            "sentences_with_several_roots": sum(s.meta.get("roots", 1) > 1 for s in sentences),
+            "documents_excluded_from_coreference": len(excluded),
+            "documents_excluded_from_coreference_ids": " ".join(excluded)}

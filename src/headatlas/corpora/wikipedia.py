@@ -1,10 +1,20 @@
 """Unlabelled Wikipedia segments ``[CLS] A [SEP] B [SEP]`` (Clark et al. §3).
 
-A and B are consecutive paragraphs of one article when a pair fits the
-wordpiece budget, else consecutive runs of sentences: A takes sentences from
-the start of the lead section up to half the budget, B the sentences that
-follow up to the rest. Texts are never cut mid-sentence: an article that
-cannot give a fitting pair is dropped and counted by reason.
+Made as Clark et al.'s ``preprocess_unlabeled.py`` makes them (BERT's
+pre-training recipe without masking), so that most segments use the whole
+wordpiece budget ("most segments are 128 long"): from the start of an
+article's lead section, sentences are taken until they reach the budget
+(``max_length`` - 3 wordpieces for ``[CLS]`` and the two ``[SEP]``); A is the
+first 1..k-1 of those k sentences (the split point drawn at random), B the
+rest; then the pair is cut to the budget by removing, from the longer of A and
+B, a word at its front or its back (at random), until it fits. Deviations from
+Clark's code: whole words are removed rather than wordpieces (so the word
+alignment stays intact and a segment ends 0-2 wordpieces short of the budget);
+one segment per article (Clark takes every chunk of a document); leads too
+short to fill the budget are used only when the long ones run out, then as one
+shorter segment each (Clark's code keeps a document's short last chunk too).
+Every draw is seeded per article, so the segments do not depend on the order
+in which articles are read.
 """
 
 from __future__ import annotations
@@ -15,7 +25,9 @@ import random
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
+
+import numpy as np
 
 from headatlas.corpora.records import Sentence
 from headatlas.errors import SourceError
@@ -49,63 +61,122 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
-def _fill(units: list[str], start: int, budget: int, count: Callable[[str], int]) -> tuple[int, int]:
-    """Take units from ``start`` while they fit ``budget``; at least one. Return (end, pieces)."""
-    end, used = start, 0
-    while end < len(units):
-        cost = count(units[end])
-        if end > start and used + cost > budget:
-            break
-        used += cost
-        end += 1
-    return end, used
+Pieces = Callable[[Sequence[str]], Sequence[int]]  # wordpieces of each word of a word list
 
 
-def make_pair(text: str, count: Callable[[str], int], max_length: int) -> tuple[str, str, str] | str:
-    """Return ``(A, B, unit)`` or, when no pair fits, the reason it was dropped."""
+def piece_counter(tokenizer) -> Pieces:
+    """Wordpieces per word of a word list, exactly as extraction tokenises it (a fast tokenizer)."""
+    def pieces(words: Sequence[str]) -> list[int]:
+        ids = tokenizer(list(words), is_split_into_words=True, add_special_tokens=False).word_ids()
+        return np.bincount([i for i in ids if i is not None], minlength=len(words)).tolist()
+    return pieces
+
+
+def truncate_pair(a: list[str], b: list[str], cost_a: list[int], cost_b: list[int], budget: int,
+                  rng: random.Random) -> int:
+    """Cut A and B in place until their wordpieces fit ``budget``; return the words removed.
+
+    Clark's ``truncate_seq_pair`` on whole words: while too long, take the
+    longer of the two (in wordpieces; B on a tie) and remove its first word
+    (probability 1/2) or its last. Neither side is ever emptied: the longer
+    side is cut only while it is longer, and the budget is positive.
+    """
+    removed = 0
+    while sum(cost_a) + sum(cost_b) > budget:
+        words, costs = (a, cost_a) if sum(cost_a) > sum(cost_b) else (b, cost_b)
+        index = 0 if rng.random() < 0.5 else -1
+        del words[index], costs[index]
+        removed += 1
+    return removed
+
+
+def make_pair(text: str, pieces: Pieces, max_length: int, rng: random.Random,
+              fill: bool = True) -> tuple[list[str], list[str], dict] | str:
+    """One segment ``(A words, B words, info)`` from a lead text, or the reason it was not made.
+
+    ``fill``: the sentences must reach the budget (else ``"under_budget"``);
+    without it a shorter lead gives its whole text. Reasons: ``"too_short"``
+    (fewer than two sentences), ``"too_long"`` (the first sentence alone fills
+    the budget: there is no B, and Clark's code drops such a document too).
+    ``info``: ``pieces`` (wordpieces of A + B), ``cut`` (words removed), ``sentences``.
+    """
     budget = max_length - SPECIALS_IN_PAIR
-    paragraphs = [p.strip() for p in text.split("\n") if p.strip()]
-    for first, second in zip(paragraphs, paragraphs[1:]):
-        if count(first) + count(second) <= budget:
-            return first, second, "paragraphs"
-    sentences = split_sentences(text)
+    sentences = [s.split() for s in split_sentences(text)]
     if len(sentences) < 2:
         return "too_short"
-    a_end, a_used = _fill(sentences, 0, budget // 2, count)
-    if a_end >= len(sentences):
-        a_end, a_used = 1, count(sentences[0])
-    b_end, b_used = _fill(sentences, a_end, budget - a_used, count)
-    if a_used + b_used > budget:
+    chunk, costs, used = [], [], 0
+    for words in sentences:
+        chunk.append(words)
+        costs.append(list(pieces(words)))
+        used += sum(costs[-1])
+        if used >= budget:
+            break
+    if used < budget and fill:
+        return "under_budget"
+    if len(chunk) < 2:
         return "too_long"
-    return " ".join(sentences[:a_end]), " ".join(sentences[a_end:b_end]), "sentences"
+    a_end = rng.randint(1, len(chunk) - 1)
+    a, b = [w for s in chunk[:a_end] for w in s], [w for s in chunk[a_end:] for w in s]
+    cost_a, cost_b = [c for s in costs[:a_end] for c in s], [c for s in costs[a_end:] for c in s]
+    cut = truncate_pair(a, b, cost_a, cost_b, budget, rng)
+    return a, b, {"pieces": sum(cost_a) + sum(cost_b), "cut": cut, "sentences": len(chunk)}
 
 
-def make_segments(articles: list[tuple[str, str]], count: Callable[[str], int], n: int,
-                  max_length: int, seed: int) -> tuple[list[Sentence], Counter]:
-    """Draw ``n`` segments from a seeded shuffle of the articles; count what happened."""
+def make_segments(articles: list[tuple[str, str]], pieces: Pieces, n: int, max_length: int,
+                  seed: int) -> tuple[list[Sentence], Counter]:
+    """Draw ``n`` segments from a seeded shuffle of the articles; count what happened.
+
+    First pass: leads that fill the budget, in shuffled order, one segment
+    each. If fewer than ``n`` came out, a second pass takes the leads that were
+    under the budget, whole (counted as ``short_segments``). Each article's
+    draws (split point, cuts) use its own generator, seeded by ``seed`` and its
+    position. ``stats["lengths"]`` summarises the segments' wordpieces, specials included.
+    """
     order = list(range(len(articles)))
     random.Random(seed).shuffle(order)
     stats: Counter = Counter()
     segments: list[Sentence] = []
+    lengths: list[int] = []
+    short: list[int] = []
+
+    def add(i: int, pair: tuple) -> None:
+        a, b, info = pair
+        title = articles[i][0]
+        segments.append(Sentence(id=f"wiki-{len(segments):05d}", doc=title, words=a, words_b=b,
+                                 meta={"unit": "sentences", "pieces": info["pieces"], "cut_words": info["cut"]}))
+        lengths.append(info["pieces"] + SPECIALS_IN_PAIR)
+        stats["truncated"] += info["cut"] > 0
+        stats["words_cut"] += info["cut"]
+
     for i in order:
         if len(segments) == n:
             break
-        title, text = articles[i]
         stats["articles_read"] += 1
-        pair = make_pair(text, count, max_length)
-        if isinstance(pair, str):
+        pair = make_pair(articles[i][1], pieces, max_length, random.Random(f"{seed}:{i}"))
+        if pair == "under_budget":
+            short.append(i)
+        elif isinstance(pair, str):
             stats[f"dropped_{pair}"] += 1
-            continue
-        a, b, unit = pair
-        stats[f"pairs_of_{unit}"] += 1
-        segments.append(Sentence(id=f"wiki-{len(segments):05d}", doc=title, words=a.split(),
-                                 words_b=b.split(), meta={"unit": unit}))
+        else:
+            add(i, pair)
+    stats["full_segments"] = len(segments)
+    for i in short:
+        if len(segments) == n:
+            break
+        add(i, make_pair(articles[i][1], pieces, max_length, random.Random(f"{seed}:{i}"), fill=False))
+    stats["short_segments"] = len(segments) - stats["full_segments"]
+    stats["under_budget_unused"] = len(short) - stats["short_segments"]
     stats["segments"] = len(segments)
-    stats["truncated"] = 0  # by construction: texts are cut only at sentence boundaries
+    stats["lengths"] = length_summary(lengths, max_length)
     return segments, stats
 
 
-def text_counter(count_words: Callable[[list[str]], int]) -> Callable[[str], int]:
-    """Wordpieces of a text split into whitespace words, as its segment will be."""
-    return lambda text: count_words(text.split())
-
+def length_summary(lengths: Sequence[int], max_length: int) -> dict:
+    """Wordpieces per segment (specials included): median, 5th/95th percentile, min, max,
+    and the share within 2 wordpieces of ``max_length``."""
+    if not len(lengths):
+        return {}
+    x = np.asarray(lengths)
+    return {"median": float(np.median(x)), "p05": float(np.percentile(x, 5)),
+            "p95": float(np.percentile(x, 95)), "min": int(x.min()), "max": int(x.max()),
+            "share_full": round(float((x >= max_length - 2).mean()), 4)}

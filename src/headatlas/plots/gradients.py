@@ -13,12 +13,12 @@ import pandas as pd
 from headatlas.plots.base import COLOURS, atomic_savefig, captioned_figure, layer_axis, points_by_layer
 
 # Key kinds of headatlas.analyses.gradients.KINDS (not imported: that module pulls in torch).
-KIND_LABELS = {"sep": "[SEP]", "punct": ". or ,", "cls": "[CLS]", "other": "other"}
+KIND_LABELS = {"sep": "[SEP]", "punct": ". or ,", "cls": "[CLS]", "other": "other (incl. [CLS])"}
 KIND_COLOURS = {"sep": COLOURS["sep"], "punct": "#e67e22", "cls": COLOURS["cls"], "other": "#7f8c8d"}
 
 
 def plot_gradients(heads: pd.DataFrame, path: str | Path, caption: str) -> None:
-    """Fig. 3: mean |dL/d attention| by layer for keys [SEP], ./, [CLS], other.
+    """Fig. 3: mean |dL/d attention| by layer for keys [SEP], ./, other ([CLS] included), and [CLS] alone.
 
     Left: the values (points = heads, lines = layer means), as in the paper.
     Right: each kind relative to "other" tokens (log scale), so layers with

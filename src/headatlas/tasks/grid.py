@@ -28,15 +28,16 @@ MAIN_METRIC = {"upos": upos.MAIN_METRIC, "squad": squad.MAIN_METRIC}
 
 def load_task_model(task: str, source: str, revision: str | None = None, device: str | None = None):
     """``(model, tokenizer)``: the fine-tuned task model with the ablation attention, eval mode."""
-    from transformers import (AutoModelForQuestionAnswering, AutoModelForTokenClassification,
-                              AutoTokenizer)
+    from transformers import AutoModelForQuestionAnswering, AutoModelForTokenClassification
+
+    from headatlas.models import from_pretrained, tokenizer_from_pretrained
 
     if task not in TASKS:
         raise HeadAtlasError(f"unknown ablation task {task!r}; expected one of {TASKS}")
     ablation.register()
     cls = AutoModelForTokenClassification if task == "upos" else AutoModelForQuestionAnswering
-    model = cls.from_pretrained(source, revision=revision, attn_implementation=ablation.IMPLEMENTATION)
-    tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, use_fast=True)
+    model = from_pretrained(cls, source, revision, attn_implementation=ablation.IMPLEMENTATION)
+    tokenizer = tokenizer_from_pretrained(source, revision)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     return model.to(device).eval(), tokenizer
 

@@ -256,15 +256,17 @@ def fine_tune(source: str, sentences: Sequence[Sentence], options: TuneOptions |
     Returns the best-on-dev model (in memory), its test accuracy and the
     training curve; :func:`save_checkpoint` writes it.
     """
-    from transformers import AutoModelForTokenClassification, AutoTokenizer
+    from transformers import AutoModelForTokenClassification
+
+    from headatlas.models import from_pretrained, tokenizer_from_pretrained
 
     options = options or TuneOptions()
     torch.manual_seed(options.seed)
     splits, by_document = split_sentences(sentences)
     label2id = label_map(sentences)
-    tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, use_fast=True)
-    model = AutoModelForTokenClassification.from_pretrained(
-        source, revision=revision, num_labels=len(label2id), label2id=label2id,
+    tokenizer = tokenizer_from_pretrained(source, revision)
+    model = from_pretrained(
+        AutoModelForTokenClassification, source, revision, num_labels=len(label2id), label2id=label2id,
         id2label={i: t for t, i in label2id.items()}, attn_implementation="eager")
     stats = {split: Counter() for split in SPLITS}
     data = {split: pack_documents(tokenizer, splits[split], label2id, options.max_length,

@@ -1,0 +1,81 @@
+"""Cross-model comparisons: one measurement of every configured model, side by side.
+
+Each function takes the per-model tables an analysis already wrote and stacks
+them into one long table with a ``model`` column, ready for one figure
+(:mod:`headatlas.plots.compare`):
+
+* :func:`special_by_depth`: attention to ``[CLS]``, ``[SEP]`` and ``.``/``,``
+  per layer, against relative depth (layer / number of layers), so models of
+  different depths share one axis;
+* :func:`table1_by_model`: Table 1's best-head and offset accuracies per
+  relation and treebank, with the paper's number beside;
+* :func:`shares_by_model`: the share of each Guan et al. head type per model,
+  with BERT-large's shares as a last row.
+
+Light module (pandas only).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import pandas as pd
+
+SPECIAL = ("cls", "sep", "punct")
+PAPER_MODEL = "paper (BERT-large)"
+
+
+def special_by_depth(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per model and layer: mean attention (over heads) to [CLS], [SEP] and . , and the relative depth.
+
+    ``tables`` maps a model to its ``special_tokens`` table (per head). Columns:
+    ``model``, ``layer``, ``n_layers``, ``depth`` (layer / n_layers), ``cls``, ``sep``, ``punct``.
+    """
+    parts = []
+    for model, table in tables.items():
+        layers = table.groupby("layer", as_index=False)[list(SPECIAL)].mean()
+        n_layers = int(layers["layer"].max())
+        parts.append(layers.assign(model=model, n_layers=n_layers, depth=layers["layer"] / n_layers))
+    columns = ["model", "layer", "n_layers", "depth", *SPECIAL]
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+
+
+def table1_by_model(tables: Mapping[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
+    """Table 1 of every (model, treebank), stacked: the rows we measured, the paper's number beside.
+
+    ``tables`` maps ``(model, treebank)`` to its :func:`~headatlas.analyses.syntax.table1`
+    (read back from CSV). Columns: ``model``, ``corpus``, ``relation``,
+    ``paper_relation``, ``head``, ``acc`` (+ ``acc_low``, ``acc_high`` when the
+    table has intervals), ``baseline_offset``, ``baseline_acc``, ``paper_acc``.
+    """
+    keep = ["relation", "paper_relation", "head", "acc", "acc_low", "acc_high", "baseline_offset",
+            "baseline_acc", "paper_acc"]
+    parts = []
+    for (model, corpus), table in tables.items():
+        rows = table[table["relation"].fillna("").astype(str) != ""]
+        parts.append(rows.reindex(columns=keep).assign(model=model, corpus=corpus))
+    columns = ["model", "corpus", *keep]
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+
+
+def shares_by_model(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Share (%) of each head type per model, and the paper's (BERT-large) as the last "model".
+
+    ``tables`` maps a model to its ``type_shares`` table (``type``, ``heads``,
+    ``share_pct``, ``paper_pct``, ``mean_depth``). Columns: ``model``, ``type``,
+    ``heads``, ``share_pct``, ``mean_depth``.
+    """
+    parts = [t[["type", "heads", "share_pct", "mean_depth"]].assign(model=m) for m, t in tables.items()]
+    if parts:
+        first = next(iter(tables.values()))
+        paper = first[first["paper_pct"].notna()]
+        parts.append(pd.DataFrame({"type": paper["type"], "heads": pd.NA, "share_pct": paper["paper_pct"],
+                                   "mean_depth": pd.NA, "model": PAPER_MODEL}))
+    columns = ["model", "type", "heads", "share_pct", "mean_depth"]
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+
+
+def caption(what: str, models, corpora) -> str:
+    """Footnote of a cross-model figure: what, which models, which corpora."""
+    return (f"{what}; models: {', '.join(models)}; corpora: {', '.join(corpora)}. Each model's own "
+            "figures and tables give N, its deviations from the paper and its input lengths.")

@@ -1,0 +1,178 @@
+"""The scorecard: every paper claim of every configured model in one table.
+
+Each analysis writes its claims as :class:`~headatlas.claims.Claim` rows to a
+``paper_claims.csv`` under ``<results>/<model>/``; :func:`collect` reads all of
+them (whatever analyses exist: a new analysis joins by writing such a file),
+:func:`scorecard` puts the models side by side — a row per claim, the paper's
+number, then per model our number and the verdict, with the rule that decided
+it — and :func:`to_html` renders it for the report's landing page. Nothing in
+it is typed by hand: every cell comes from a claims file.
+
+Light module (pandas only): the workflow imports it when the Snakefile is parsed.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+from headatlas.claims import COLUMNS, FAILS, HOLDS, NOT_APPLICABLE, VERDICTS, read_claims
+
+CLAIMS_FILE = "paper_claims.csv"
+LONG_COLUMNS = ("model", *COLUMNS, "where")
+ABSENT = "not run for this model"
+COLOURS = {HOLDS: "#d9f2d9", FAILS: "#f8d7d5", NOT_APPLICABLE: "#eeeeee"}
+
+
+def is_claims_file(path) -> bool:
+    """Whether ``path`` is a claims table (:data:`CLAIMS_FILE`)."""
+    return Path(path).name == CLAIMS_FILE
+
+
+def model_of(path, results: str | Path) -> tuple[str, str]:
+    """(model, where) of a claims file ``<results>/<model>/<where>/paper_claims.csv``.
+
+    ``where`` is the folder below the model (e.g. ``wikipedia/surface``); it
+    tells claims with the same id apart when one model has several files that
+    state them (e.g. the same analysis on two corpora or two weightings). The
+    model need not be configured: the ablation's task model may be made by the
+    workflow itself.
+    """
+    parts = Path(path).relative_to(Path(results)).parts
+    if len(parts) < 2:
+        raise ValueError(f"{path}: not a claims file of a model (expected {results}/<model>/.../{CLAIMS_FILE})")
+    return parts[0], "/".join(parts[1:-1])
+
+
+def models_of(long: pd.DataFrame, configured: Sequence[str]) -> list[str]:
+    """The scorecard's model columns: the configured models in config order, then any other model
+    that has claims (e.g. a task model the workflow fine-tuned)."""
+    return list(dict.fromkeys([*configured, *long["model"]]))
+
+
+def collect(paths: Iterable, results: str | Path, models: Sequence[str]) -> pd.DataFrame:
+    """Every claim of every file, one row per (model, claim), with :data:`LONG_COLUMNS`.
+
+    ``models`` are the configured models; a model that has claims but is not
+    among them is added after them (:func:`models_of`).
+
+    An id stated in several files of one model gets the folder it came from
+    appended (``id [where]``, for every model), so no claim hides another. A claim that some
+    model has and another lacks is added for the latter as not applicable,
+    ``ours`` = :data:`ABSENT` (the analysis is not run for that model, e.g.
+    gradients of a random encoder, probes of any model but the probed one).
+    Rows keep the order in which claims first appear, grouped by their source
+    (paper and section) in :func:`source_key` order.
+    """
+    rows = []
+    for path in paths:
+        model, where = model_of(path, results)
+        rows += [{"model": model, **vars(claim), "where": where} for claim in read_claims(path)]
+    long = pd.DataFrame(rows, columns=list(LONG_COLUMNS))
+    if long.empty:
+        return long
+    models = models_of(long, models)
+    places = long.groupby(["model", "id"])["where"].nunique().groupby("id").max()
+    several = long["id"].map(places) > 1
+    long.loc[several, "id"] = long["id"] + " [" + long["where"] + "]"
+    order = list(dict.fromkeys(long["id"]))
+    first = long.drop_duplicates("id").set_index("id")
+    missing = [{"model": m, **{k: first.at[i, k] for k in ("source", "claim", "paper")},
+                "id": i, "ours": ABSENT, "verdict": NOT_APPLICABLE, "rule": "", "note": "",
+                "where": first.at[i, "where"]}
+               for m in models for i in order
+               if not ((long["model"] == m) & (long["id"] == i)).any()]
+    long = pd.concat([long, pd.DataFrame(missing, columns=list(LONG_COLUMNS))], ignore_index=True)
+    rank = {i: (source_key(first.at[i, "source"]), k) for k, i in enumerate(order)}
+    model_rank = {m: k for k, m in enumerate(models)}
+    long = long.assign(_r=long["id"].map(rank), _m=long["model"].map(model_rank))
+    return long.sort_values(["_r", "_m"], kind="stable").drop(columns=["_r", "_m"]).reset_index(drop=True)
+
+
+def source_key(source: str) -> tuple:
+    """Sort key of a source ("Clark et al. 2019 §4.2, Table 1"): author, year, then section
+    numbers compared as numbers (§3.2 before §3.10)."""
+    parts = re.split(r"(\d+)", source)
+    return tuple(int(p) if p.isdigit() else p for p in parts)
+
+
+def _one(values: pd.Series, models: Sequence[str]) -> str:
+    """One text for a column the models share: the value if they agree, else ``model: value`` parts."""
+    stated = {m: v for m, v in zip(models, values) if v}
+    distinct = list(dict.fromkeys(stated.values()))
+    if len(distinct) <= 1:
+        return distinct[0] if distinct else ""
+    return " | ".join(f"{m}: {v}" for m, v in stated.items())
+
+
+def scorecard(long: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
+    """The wide scorecard: a row per claim; ``id, source, claim, paper, rule``, then per model
+    ``<model>: ours`` and ``<model>: verdict``, then ``note``.
+
+    ``rule`` and ``note`` are one text when every model states the same, else
+    ``model: text`` parts joined by `` | ``.
+    """
+    rows = []
+    for claim_id, group in long.groupby("id", sort=False):
+        by_model = group.set_index("model").reindex(list(models))
+        row = {"id": claim_id, "source": group["source"].iloc[0], "claim": group["claim"].iloc[0],
+               "paper": group["paper"].iloc[0],
+               "rule": _one(by_model["rule"].fillna(""), models)}
+        for m in models:
+            row[f"{m}: ours"] = by_model.at[m, "ours"] if pd.notna(by_model.at[m, "ours"]) else ABSENT
+            row[f"{m}: verdict"] = by_model.at[m, "verdict"] if pd.notna(by_model.at[m, "verdict"]) \
+                else NOT_APPLICABLE
+        row["note"] = _one(by_model["note"].fillna(""), models)
+        rows.append(row)
+    columns = ["id", "source", "claim", "paper", "rule",
+               *[f"{m}: {k}" for m in models for k in ("ours", "verdict")], "note"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def tally(long: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
+    """Per model: how many claims hold, do not hold, are not applicable."""
+    counts = pd.crosstab(long["model"], long["verdict"]).reindex(index=list(models), columns=list(VERDICTS),
+                                                                 fill_value=0)
+    return counts.rename_axis(index="model", columns=None).reset_index()
+
+
+def to_html(table: pd.DataFrame, models: Sequence[str], counts: pd.DataFrame, caption: str = "") -> str:
+    """The scorecard as one self-contained HTML table (inline styles), verdict cells coloured.
+
+    Columns: claim (with its source and id), the paper, the rule, then per model
+    the verdict over our number; the notes under the claim.
+    """
+    def esc(text) -> str:
+        return html.escape(str(text))
+
+    cell = "border:1px solid #ccc;padding:3px 5px;vertical-align:top;font-size:85%"
+    head = "".join(f'<th style="{cell}">{esc(h)}</th>' for h in ["claim", "paper", "rule", *models])
+    body = []
+    for row in table.to_dict("records"):
+        note = f'<br><span style="color:#666">{esc(row["note"])}</span>' if row["note"] else ""
+        cells = [f'<b>{esc(row["claim"])}</b><br><span style="color:#666">{esc(row["source"])} · '
+                 f'<code>{esc(row["id"])}</code></span>{note}', esc(row["paper"]), esc(row["rule"])]
+        tds = "".join(f'<td style="{cell}">{c}</td>' for c in cells)
+        for m in models:
+            v = row[f"{m}: verdict"]
+            tds += (f'<td style="{cell};background:{COLOURS.get(v, "#fff")}"><b>{esc(v)}</b><br>'
+                    f'{esc(row[f"{m}: ours"])}</td>')
+        body.append(f"<tr>{tds}</tr>")
+    totals = "; ".join(f"<b>{esc(r['model'])}</b>: {r[HOLDS]} hold, {r[FAILS]} do not hold, "
+                       f"{r[NOT_APPLICABLE]} not applicable" for r in counts.to_dict("records"))
+    text = f"<p>{esc(caption)}</p>" if caption else ""
+    return (f'<div class="headatlas-scorecard">{text}<p>{totals}</p>'
+            f'<table style="border-collapse:collapse"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>\n')
+
+
+def caption(long: pd.DataFrame, models: Sequence[str], n_files: int) -> str:
+    """What the scorecard is made of: claims, models, files, and how verdicts are decided."""
+    return (f"{long['id'].nunique()} claims of the papers, judged for {len(models)} models "
+            f"({', '.join(models)}) from {n_files} claims files (paper_claims.csv). Each verdict is "
+            "computed by the rule beside it; layer ranges are compared by relative depth (layer / number "
+            f"of layers); '{ABSENT}' means the analysis is not run for that model.")

@@ -1,0 +1,121 @@
+"""The scorecard: claims files of several models collected into one table, and the cross-model tables."""
+
+import pandas as pd
+import pytest
+
+from headatlas.claims import Claim, claims_table, verdict
+from headatlas.compare import shares_by_model, special_by_depth, table1_by_model
+from headatlas.scorecard import (ABSENT, collect, is_claims_file, model_of, models_of, scorecard, source_key,
+                                 tally, to_html)
+
+MODELS = ["big", "small"]
+
+
+def write(path, claims):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    claims_table(claims).to_csv(path, index=False)
+    return path
+
+
+def c(id_, source, holds, ours="x", rule="r", note=""):
+    return Claim(id_, source, f"claim {id_}", "paper value", ours, verdict(holds), rule, note)
+
+
+@pytest.fixture
+def files(tmp_path):
+    # big: two analyses; small: only the surface one (e.g. no probes run for it).
+    results = tmp_path / "results"
+    return results, [
+        write(results / "big" / "wiki" / "surface" / "paper_claims.csv",
+              [c("s.b", "Clark et al. 2019 §3.2", True, "62%"), c("s.a", "Clark et al. 2019 §3.1", False)]),
+        write(results / "big" / "gum" / "probes" / "paper_claims.csv",
+              [c("p.a", "Clark et al. 2019 §5, Table 3", True, rule="ahead by 5")]),
+        write(results / "small" / "wiki" / "surface" / "paper_claims.csv",
+              [c("s.b", "Clark et al. 2019 §3.2", False, "2%", note="3 layers"),
+               c("s.a", "Clark et al. 2019 §3.1", None, rule="other rule")]),
+    ]
+
+
+def test_model_and_folder_from_the_path(files):
+    results, paths = files
+    assert model_of(paths[1], results) == ("big", "gum/probes")
+    assert is_claims_file(paths[0]) and not is_claims_file(results / "big" / "table1.csv")
+    with pytest.raises(ValueError, match="not a claims file of a model"):
+        model_of(results / "paper_claims.csv", results)
+    # A model that is not configured (e.g. a fine-tuned task model) comes after the configured ones.
+    long = collect(paths, results, ["small"])
+    assert models_of(long, ["small"]) == ["small", "big"] and set(long["model"]) == {"small", "big"}
+
+
+def test_collect_orders_by_source_and_fills_what_a_model_lacks(files):
+    results, paths = files
+    long = collect(paths, results, MODELS)
+    # 3 claims x 2 models; sources in order §3.1, §3.2, §5; models in config order.
+    assert long[["id", "model"]].values.tolist() == [
+        ["s.a", "big"], ["s.a", "small"], ["s.b", "big"], ["s.b", "small"], ["p.a", "big"], ["p.a", "small"]]
+    absent = long[(long["id"] == "p.a") & (long["model"] == "small")].iloc[0]
+    assert (absent["ours"], absent["verdict"]) == (ABSENT, "not applicable")
+    counts = tally(long, MODELS).set_index("model")
+    assert counts.loc["big"].tolist() == [2, 1, 0] and counts.loc["small"].tolist() == [0, 1, 2]
+    assert source_key("Clark et al. 2019 §3.10") > source_key("Clark et al. 2019 §3.2")
+
+
+def test_the_wide_scorecard(files):
+    results, paths = files
+    wide = scorecard(collect(paths, results, MODELS), MODELS).set_index("id")
+    assert list(wide.columns) == ["source", "claim", "paper", "rule", "big: ours", "big: verdict",
+                                  "small: ours", "small: verdict", "note"]
+    assert wide.loc["s.b", ["big: ours", "big: verdict", "small: ours", "small: verdict"]].tolist() == \
+        ["62%", "holds", "2%", "does not hold"]
+    assert wide.loc["s.b", "rule"] == "r"  # the same for both models: said once
+    assert wide.loc["s.a", "rule"] == "big: r | small: other rule"  # differs: said per model
+    assert wide.loc["s.b", "note"] == "3 layers"  # only one model has a note
+    assert wide.loc["p.a", "rule"] == "ahead by 5"  # the absent model states no rule
+    page = to_html(wide.reset_index(), MODELS, tally(collect(paths, results, MODELS), MODELS), "cap")
+    assert page.count("<tr>") == 4 and "#d9f2d9" in page and "big</b>: 2 hold, 1 do not hold" in page
+
+
+def test_the_same_claim_in_two_folders_is_kept_twice(tmp_path):
+    results = tmp_path / "results"
+    paths = [write(results / "big" / "a" / "surface" / "paper_claims.csv", [c("s.a", "S §1", True)]),
+             write(results / "big" / "a" / "surface_norm" / "paper_claims.csv", [c("s.a", "S §1", False)])]
+    long = collect(paths, results, ["big"])
+    assert long["id"].tolist() == ["s.a [a/surface]", "s.a [a/surface_norm]"]
+
+
+def test_cross_model_tables():
+    special = pd.DataFrame({"layer": [1, 1, 2, 2], "head": [1, 2, 1, 2], "cls": [0.2, 0.4, 0.0, 0.0],
+                            "sep": [0.0, 0.2, 0.6, 0.8], "punct": [0.1, 0.1, 0.0, 0.2]})
+    deep = pd.DataFrame({"layer": [1, 2, 3, 4], "head": 1, "cls": 0.0, "sep": 0.5, "punct": 0.0})
+    table = special_by_depth({"two": special, "four": deep})
+    two = table[table["model"] == "two"]
+    assert two["depth"].tolist() == [0.5, 1.0] and two["cls"].tolist() == pytest.approx([0.3, 0.0])
+    assert two["sep"].tolist() == pytest.approx([0.1, 0.7])
+    assert table[table["model"] == "four"]["depth"].tolist() == [0.25, 0.5, 0.75, 1.0]
+    t1 = pd.DataFrame({"relation": ["all", "det", ""], "paper_relation": ["all", "det", "pobj"],
+                       "head": ["1-1", "2-1", None], "acc": [40.0, 80.0, None], "baseline_offset": [1, 1, None],
+                       "baseline_acc": [30.0, 60.0, None], "paper_acc": [34.5, 94.3, 76.3]})
+    stacked = table1_by_model({("two", "gum"): t1, ("four", "gum"): t1})
+    assert stacked["relation"].tolist() == ["all", "det", "all", "det"]  # the unmatched paper row left out
+    assert stacked["acc_low"].isna().all()  # a table without intervals
+    shares = pd.DataFrame({"type": ["dense", "vertical"], "heads": [3, 1], "share_pct": [75.0, 25.0],
+                           "paper_pct": [26.04, 13.28], "mean_depth": [0.3, 0.9]})
+    both = shares_by_model({"two": shares})
+    assert both["model"].tolist() == ["two", "two", "paper (BERT-large)", "paper (BERT-large)"]
+    assert both["share_pct"].tolist() == [75.0, 25.0, 26.04, 13.28]
+
+
+def test_cross_model_figures(tmp_path):
+    from headatlas.plots.compare import plot_shares_by_model, plot_special_by_depth, plot_table1_by_model
+
+    special = pd.DataFrame({"layer": [1, 2], "head": 1, "cls": 0.1, "sep": 0.5, "punct": 0.1})
+    plot_special_by_depth(special_by_depth({"a": special, "b": special}), tmp_path / "s.svg", "caption")
+    t1 = pd.DataFrame({"relation": ["all", "det"], "paper_relation": ["all", "det"], "head": ["1-1", "2-1"],
+                       "acc": [40.0, 80.0], "acc_low": [35.0, 75.0], "acc_high": [45.0, 85.0],
+                       "baseline_offset": [1, 1], "baseline_acc": [30.0, 60.0], "paper_acc": [34.5, 94.3]})
+    plot_table1_by_model(table1_by_model({("a", "gum"): t1, ("b", "gum"): t1, ("a", "ewt"): t1}),
+                         tmp_path / "t.svg", "caption")
+    shares = pd.DataFrame({"type": ["dense", "vertical"], "heads": [3, 1], "share_pct": [75.0, 25.0],
+                           "paper_pct": [26.04, 13.28], "mean_depth": [0.3, 0.9]})
+    plot_shares_by_model(shares_by_model({"a": shares}), tmp_path / "h.svg", "caption")
+    assert all((tmp_path / f"{n}.svg").read_bytes().startswith(b"<?xml") for n in "sth")

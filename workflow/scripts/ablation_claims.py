@@ -1,0 +1,11 @@
+"""Rule ablation_claims: Guan et al.'s ablation findings, judged on our grid (paper_claims.csv)."""
+
+import pandas as pd
+
+from headatlas.ablation import paper_claims
+from headatlas.pipeline import rule_logging, write_table
+
+with rule_logging(snakemake) as log:
+    claims = paper_claims(pd.read_csv(snakemake.input.table))
+    write_table(claims, snakemake.output[0])
+    log.info("\n%s", claims[["id", "ours", "verdict"]].to_string(index=False))
