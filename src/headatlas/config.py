@@ -434,9 +434,10 @@ def _importance_plan(config: dict, ablation: dict | None,
                      corpus_models: dict[str, list[str]]) -> dict | None:
     """Which heads matter: the ablation's task model, and the pattern and head-type tables beside it.
 
-    The task model's patterns come from the task's corpus when its maps are classified (UPOS),
-    else from the surface corpus; its head types from its own clustering on the surface corpus
-    (None when the task model is not a configured model, or no such table is planned).
+    The task model's patterns come from the surface corpus (the segments the classifier was
+    labelled and checked on) when its maps are classified, else from the task's corpus (UPOS);
+    its head types from its own clustering on the surface corpus (None when the task model is
+    not a configured model, or no such table is planned).
     """
     if ablation is None or not config["importance"]["enabled"]:
         return None
@@ -445,8 +446,8 @@ def _importance_plan(config: dict, ablation: dict | None,
     surface = config["surface"]["corpus"]
     corpora = [c for c in config["patterns"]["corpora"] if task_model in corpus_models.get(c, [task_model])]
     upos = config["ablation"]["task"] == "upos"
-    patterns_corpus = ablation["corpus"] if upos and ablation["corpus"] in corpora else \
-        surface if surface in corpora else None
+    patterns_corpus = surface if surface in corpora else \
+        ablation["corpus"] if upos and ablation["corpus"] in corpora else None
     return {
         "task_model": task_model,
         "metric": "accuracy" if upos else "f1",

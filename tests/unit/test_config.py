@@ -193,7 +193,10 @@ def test_embedded_plan_runs_everything():
     assert p.patterns_labels["file"].endswith("pattern_labels.csv")
     assert p.patterns_labels["maps"].endswith("pattern_maps.npz")
     assert p.importance["task_model"] == "minilm_upos" and p.importance["metric"] == "accuracy"
-    assert p.importance["patterns"] == "results/minilm_upos/gum/patterns/heads.csv"  # the task's corpus
+    assert p.importance["patterns"] == "results/minilm_upos/wikipedia/patterns/heads.csv"  # labelled kind
+    config = embedded()
+    config["patterns"]["corpora"] = ["gum"]  # no segments classified: the task's own corpus
+    assert plan(load(config)).importance["patterns"] == "results/minilm_upos/gum/patterns/heads.csv"
     assert p.documents == ["gum_docs", "gum_windows"] and p.coref_selection == {"gum_windows": "gum_docs"}
     assert p.runs_on("minilm", "gum_windows") and not p.runs_on("minilm_upos", "gum_windows")
     assert p.runs_on("minilm_upos", "gum_docs")
