@@ -9,7 +9,7 @@ import pytest
 from headatlas.analyses.base import run_analysis
 from headatlas.analyses.patterns import (PATTERNS, AttentionPatterns, Thresholds, classify, claims,
                                          confusion, corpus_shares, crosstab_types, layer_shares,
-                                         map_features, per_class, segments_of, tune)
+                                         map_features, per_class, segments_of, tune, above_chance)
 from headatlas.store import Example
 
 N = 16
@@ -202,3 +202,24 @@ def test_claims_judge_the_shares():
     assert found["kovaleva.s3.vertical_third"].verdict == "holds"  # |30 - 33.3| <= 10
     assert found["kovaleva.s3.block_heterogeneous_half"].verdict == "holds"  # 50
     assert found["kovaleva.s3.vertical_special"].verdict == "holds"
+
+
+def test_above_chance_by_hand():
+    # 4 tokens, k = 1. Uniform map: band 10/16 (rows 0 and 3 have 2 band keys, rows 1-2 have 3);
+    # off-band column mass: key 0 gets rows 2, 3 -> 2/16 (the top column), keys 1, 2 get 1/16,
+    # key 3 gets 2/16. Every row on key 0: rows 0, 1 on the band, rows 2, 3 off it -> v = d = 1/2.
+    # Above chance: v (1/2 - 2/16) / (14/16) = 3/7, d (1/2 - 10/16) / (6/16) = -1/3.
+    segments = np.zeros(4, dtype=int)
+    a = np.zeros((4, 4))
+    a[:, 0] = 1
+    v, d, _, _ = above_chance(map_features(a, segments, 1), segments, 1)
+    assert (v, d) == pytest.approx((3 / 7, -1 / 3))
+    # A uniform map is at chance on both, at any length; the identity is fully diagonal.
+    for n in (4, 9, 30):
+        seg = np.zeros(n, dtype=int)
+        u = above_chance(map_features(np.full((n, n), 1 / n), seg, 3), seg, 3)
+        assert u[:2] == pytest.approx((0, 0), abs=1e-12)
+        assert above_chance(map_features(np.eye(n), seg, 3), seg, 3)[1] == pytest.approx(1)
+    # Two tokens: every key is on the band, nothing is above chance.
+    two = np.zeros(2, dtype=int)
+    assert above_chance(map_features(np.eye(2), two, 1), two, 1)[:2] == pytest.approx((0, 0))

@@ -36,7 +36,10 @@ query rows summing to 1):
 * ``entropy``: the mean row entropy divided by ``log n`` (0: every row on one
   key; 1: uniform), kept for inspection and for the cross-tabulations.
 
-The decision list (:func:`classify`), first match wins:
+The classifier compares ``vertical`` and ``diagonal`` above their chance level
+(:func:`above_chance`: the excess over a uniform map of the same length, as a
+share of what that map leaves), so that short sentences are not diagonal by
+construction. The decision list (:func:`classify`), first match wins:
 
 1. ``vertical >= mixed_vertical`` and ``diagonal >= mixed_diagonal`` -> vertical + diagonal;
 2. ``vertical >= vertical`` -> vertical;
@@ -190,6 +193,26 @@ def map_features(attn: np.ndarray, segments: np.ndarray, columns: int = 3,
     return (features, top, np.take_along_axis(off_col, top, -1)) if return_top else features
 
 
+def above_chance(features: np.ndarray, segments: np.ndarray, columns: int) -> np.ndarray:
+    """``vertical`` and ``diagonal`` as shares of what a uniform map leaves: ``(f - u) / (1 - u)``.
+
+    ``u`` is the feature of the uniform map of the same input (every row ``1 / n``):
+    ``(3n - 2) / n^2`` on the band, about ``k / n`` on the top columns. On a short
+    sentence even uniform attention passes a fixed threshold (n = 9: 31% on the band),
+    so the classifier compares the excess over that level, which is 0 for a uniform
+    map and 1 for a map entirely on the band or the columns at any length; below
+    chance it is negative. ``block`` and ``entropy`` are left as they are. Two or
+    fewer tokens put every key on the band: there, both are 0.
+    """
+    n = len(segments)
+    uniform = map_features(np.full((n, n), 1.0 / n), segments, columns)
+    out = np.array(features, dtype=np.float64, copy=True)
+    for i in (0, 1):
+        level = uniform[i]
+        out[..., i] = (out[..., i] - level) / (1 - level) if level < 1 - 1e-9 else 0.0
+    return out
+
+
 def classify(features: np.ndarray, thresholds: Thresholds) -> np.ndarray:
     """Pattern index (:data:`PATTERNS`) of each map from its :func:`map_features` ``[..., 4]``.
 
@@ -216,8 +239,8 @@ class AttentionPatterns(Analysis):
 
     Columns: ``layer``, ``head``, one ``<pattern>`` column per pattern (share of
     the inputs, 0-1), ``dominant`` (the pattern with the largest share), the
-    mean of each feature (``mean_<feature>``; ``mean_block`` over two-segment
-    inputs only), ``special_top`` (share of the top-column mass that falls on
+    mean of each feature (``mean_<feature>``; vertical and diagonal above chance,
+    ``mean_block`` over two-segment inputs only), ``special_top`` (share of the top-column mass that falls on
     ``[CLS]``, ``[SEP]``, ``.`` or ``,``, over the head's vertical and
     vertical + diagonal maps; NaN if it has none), ``n_inputs`` and
     ``two_segment_inputs``. ``attrs["thresholds"]`` holds the settings.
@@ -239,6 +262,7 @@ class AttentionPatterns(Analysis):
         segments = segments_of(example.token_type_ids)
         features, top, top_mass = map_features(example.attn, segments, self.thresholds.columns,
                                                return_top=True)
+        features = above_chance(features, segments, self.thresholds.columns)
         labels = classify(features, self.thresholds)
         np.add.at(self._counts, (*np.indices(labels.shape), labels), 1)
         self._block_inputs += int(len(np.unique(segments)) > 1)
@@ -411,10 +435,10 @@ MIN_SUPPORT = 5
 # setting in grid order: the lowest vertical/diagonal thresholds, the highest block threshold.
 GRID = {
     "columns": (1, 2, 3, 4, 5),
-    "vertical": tuple(np.round(np.arange(0.30, 0.951, 0.05), 2)),
-    "diagonal": tuple(np.round(np.arange(0.20, 0.951, 0.05), 2)),
-    "mixed_vertical": tuple(np.round(np.arange(0.10, 0.601, 0.05), 2)),
-    "mixed_diagonal": tuple(np.round(np.arange(0.10, 0.601, 0.05), 2)),
+    "vertical": tuple(np.round(np.arange(0.10, 0.951, 0.05), 2)),
+    "diagonal": tuple(np.round(np.arange(0.05, 0.951, 0.05), 2)),
+    "mixed_vertical": tuple(np.round(np.arange(0.05, 0.601, 0.05), 2)),
+    "mixed_diagonal": tuple(np.round(np.arange(0.0, 0.601, 0.025), 3)),
     # descending: among equally good settings the highest block threshold (fewest blocks) wins
     "block": tuple(np.round(np.arange(0.95, 0.499, -0.05), 2)),
 }
@@ -472,8 +496,9 @@ def tune(features_by_columns: dict[int, np.ndarray], labels: Sequence[str],
 
 def features_for(maps: Iterable[np.ndarray], token_types: Iterable[np.ndarray],
                  columns: int) -> np.ndarray:
-    """``[maps, 4]``: :func:`map_features` of single maps (the labelled set)."""
-    return np.stack([map_features(m, segments_of(t), columns) for m, t in zip(maps, token_types)])
+    """``[maps, 4]``: :func:`map_features` of single maps (the labelled set), :func:`above_chance`."""
+    return np.stack([above_chance(map_features(m, segments_of(t), columns), segments_of(t), columns)
+                     for m, t in zip(maps, token_types)])
 
 
 @dataclass
