@@ -9,7 +9,7 @@ CONFIG ?= config.yaml
 SMK := $(BIN)/snakemake --configfile $(CONFIG) --replace-workflow-config
 STAMP := $(VENV)/.installed
 
-.PHONY: install reproduce report test test-fast bench lint dry-run clean
+.PHONY: install reproduce report test test-fast bench lint dry-run resources clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ lint: $(STAMP)
 
 dry-run: $(STAMP)
 	$(SMK) -n --cores 1
+
+# Cluster requests from measurements: each rule's mem_mb and runtime from logs/benchmarks/ of
+# a finished run, written into profiles/slurm/config.yaml (README: "Running on SLURM").
+resources: $(STAMP)
+	$(BIN)/python -m headatlas.resources logs/benchmarks --profile profiles/slurm/config.yaml --update
 
 clean:
 	rm -rf results/* data/corpora logs .snakemake

@@ -24,6 +24,7 @@ import yaml
 
 from headatlas.corpora.formats import FORMATS
 from headatlas.errors import HeadAtlasError
+from headatlas.weightings import SUFFIXES
 
 SPLITS = ("train", "dev", "test")
 MODEL_SOURCES = ("package", "path", "hub")
@@ -341,6 +342,21 @@ class Plan:
     corpus_models: dict[str, list[str]] = field(default_factory=dict)
     coref_selection: dict[str, str] = field(default_factory=dict)
     omitted: list[Omission] = field(default_factory=list)
+    # model -> the views its map analyses emit (attention, norm), and the models with norm.
+    weightings: dict[str, list[str]] = field(default_factory=dict)
+
+    def suffixes(self, model: str) -> list[str]:
+        """The output-folder suffixes of ``model``'s weightings: '' (attention), '-norm'."""
+        return [SUFFIXES[w] for w in self.weightings[model]]
+
+    def norms(self, model: str) -> bool:
+        """Whether extraction records value norms for ``model`` (its weightings include norm)."""
+        return "norm" in self.weightings[model]
+
+    @property
+    def norm_models(self) -> list[str]:
+        """Models whose Kobayashi shares and rollout run (norm weighting, a surface corpus)."""
+        return [m for m in self.weightings if self.norms(m)] if self.surface_corpus else []
 
     def runs_on(self, model: str, corpus: str) -> bool:
         """Whether ``corpus`` is extracted and analysed for ``model`` (``corpora.<c>.models``)."""
@@ -359,9 +375,15 @@ def plan(config: dict) -> Plan:
 
     models, surface = config["models"], config["surface"]["corpus"]
     if surface is None:
-        leave_out(("surface_", "clustering_", "gradients_", "headtypes_"),
-                  "surface patterns, clustering, gradients, head types",
+        leave_out(("surface_", "clustering_", "gradients_", "headtypes_", "norm_shares", "rollout"),
+                  "surface patterns, clustering, gradients, head types, norm shares, rollout",
                   "`surface.corpus` is not set (name a segments corpus)")
+    weightings = {m: list(spec.get("weightings") or config["weightings"]) for m, spec in models.items()}
+    without_norm = [m for m, views in weightings.items() if "norm" not in views]
+    if without_norm:
+        leave_out(() if len(without_norm) < len(models) else ("norm_shares", "rollout"),
+                  f"norm-weighted views, norm shares and rollout of {', '.join(without_norm)}",
+                  "their `weightings` exclude norm")
     labelled = labelled_treebanks(config)
     if not labelled:
         leave_out(("syntax_",), "dependency heads (Table 1)",
@@ -411,7 +433,8 @@ def plan(config: dict) -> Plan:
     return Plan(config["results"], corpora_of(config, "segments"), corpora_of(config, "treebank"),
                 documents, labelled, surface, slugs, honest, probes_on, runs, gradient_models, pairs,
                 list(config["finetune"]["models"]), ablation, list(patterns["corpora"]), labels,
-                importance, corpus_models, coref_selection(config, corpus_models), omitted)
+                importance, corpus_models, coref_selection(config, corpus_models), omitted,
+                weightings)
 
 
 def packaged_pattern_labels() -> tuple[Path, Path]:

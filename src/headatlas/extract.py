@@ -11,6 +11,8 @@ or ``[CLS] A [SEP] B [SEP]`` in BERT's notation, ``<s> A </s></s> B </s>`` for
 RoBERTa (every separator token counts as ``[SEP]``). Segment ids are fed only
 to a model with a token-type table (:func:`headatlas.models.takes_token_types`);
 for the others (DistilBERT, RoBERTa, DeBERTa-v3) the store records 0 throughout.
+For BERT-layout models the value-vector norms of Kobayashi et al. (2020) are
+recorded beside the maps in the same forward pass (:mod:`headatlas.valuenorms`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
 from headatlas.models import LoadedModel, check_max_length
 from headatlas.store import StoreWriter
+from headatlas.valuenorms import model_class, norm_recorder
 
 log = logging.getLogger(__name__)
 
@@ -166,9 +169,11 @@ def shard_range(n: int, shard: int, n_shards: int) -> range:
 def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | Path, *,
             max_length: int = 128, batch_size: int = 32, max_tokens: int | None = None,
             shard: int = 0, n_shards: int = 1, store_attrs: dict | None = None,
-            progress: bool = True) -> Counter:
+            progress: bool = True, norms: bool = True) -> Counter:
     """Extract the attention of ``sentences`` (this shard) into a new store at ``out_path``.
 
+    ``norms``: also record the value norms and norm maps (Kobayashi et al. 2020) when the
+    model has the BERT layout; other models are extracted without them, with a warning.
     Raises :class:`~headatlas.errors.ModelError` before any work when
     ``max_length`` is longer than the model's position table allows.
     """
@@ -184,16 +189,21 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
              "n_shards": n_shards, "package_version": headatlas.__version__,
              **store_special_tokens(tok),
              "n_skipped": len(skipped), "n_too_long": stats["too_long"]}
-    with StoreWriter(out_path, attrs) as writer, \
+    attrs["norms"], recorder, warning = norm_recorder(loaded.model, norms)
+    attrs["model_class"] = model_class(loaded.model)
+    if warning:
+        log.warning("%s", warning)
+    with StoreWriter(out_path, attrs) as writer, recorder, \
             tqdm(total=len(examples), desc=f"extract {Path(out_path).parent.name}", unit="ex",
                  disable=not progress, mininterval=2) as bar:
         for batch in length_batches(examples, batch_size, max_tokens):
             attn = batch_attentions(loaded.model, collate(batch, tok.pad_token_id or 0, device))
+            recorded = recorder.take()
             for row, example in enumerate(batch):
                 n = len(example)
                 writer.add(example.index, example.id, tok.convert_ids_to_tokens(example.input_ids),
                            example.input_ids, example.token_type_ids, example.word_ids,
-                           attn[row, :, :, :n, :n], n_words=example.n_words)
+                           attn[row, :, :, :n, :n], n_words=example.n_words, **recorded.example(row, n))
             bar.update(len(batch))
         writer.skipped_ids = skipped
     log.info("extracted %d examples into %s; skipped %d (too long: %d, empty: %d)",

@@ -21,8 +21,11 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from headatlas.claims import COLUMNS, FAILS, HOLDS, NOT_APPLICABLE, VERDICTS, read_claims
+from headatlas.weightings import SUFFIXES
 
 CLAIMS_FILE = "paper_claims.csv"
+NORM_SUFFIX = SUFFIXES["norm"]  # the folder suffix of the norm weighting
+NORM_TAG = " [norm weighting]"
 LONG_COLUMNS = ("model", *COLUMNS, "where")
 ABSENT = "not run for this model"
 COLOURS = {HOLDS: "#d9f2d9", FAILS: "#f8d7d5", NOT_APPLICABLE: "#eeeeee"}
@@ -31,6 +34,16 @@ COLOURS = {HOLDS: "#d9f2d9", FAILS: "#f8d7d5", NOT_APPLICABLE: "#eeeeee"}
 def is_claims_file(path) -> bool:
     """Whether ``path`` is a claims table (:data:`CLAIMS_FILE`)."""
     return Path(path).name == CLAIMS_FILE
+
+
+def is_norm_folder(where: str) -> bool:
+    """Whether a claims folder (``wikipedia/surface-norm``) holds norm-weighted results."""
+    return any(part.endswith(NORM_SUFFIX) for part in where.split("/"))
+
+
+def attention_folder(where: str) -> str:
+    """The folder of the same analysis on the attention weights (``-norm`` removed)."""
+    return "/".join(p[:-len(NORM_SUFFIX)] if p.endswith(NORM_SUFFIX) else p for p in where.split("/"))
 
 
 def model_of(path, results: str | Path) -> tuple[str, str]:
@@ -60,8 +73,10 @@ def collect(paths: Iterable, results: str | Path, models: Sequence[str]) -> pd.D
     ``models`` are the configured models; a model that has claims but is not
     among them is added after them (:func:`models_of`).
 
-    An id stated in several files of one model gets the folder it came from
-    appended (``id [where]``, for every model), so no claim hides another. A claim that some
+    A claim judged on Kobayashi's norm-weighted maps (a folder ending in ``-norm``) is its own
+    row, ``id [norm weighting]``, below the claim on the attention weights. An id stated in
+    several other files of one model gets the folder it came from appended (``id [where]``, for
+    every model), so no claim hides another. A claim that some
     model has and another lacks is added for the latter as not applicable,
     ``ours`` = :data:`ABSENT` (the analysis is not run for that model, e.g.
     gradients of a random encoder, probes of any model but the probed one).
@@ -76,9 +91,12 @@ def collect(paths: Iterable, results: str | Path, models: Sequence[str]) -> pd.D
     if long.empty:
         return long
     models = models_of(long, models)
-    places = long.groupby(["model", "id"])["where"].nunique().groupby("id").max()
+    norm = long["where"].map(is_norm_folder)
+    long.loc[norm, "id"] = long["id"] + NORM_TAG
+    base = long["where"].map(attention_folder)  # a norm claim and its twin share the folder
+    places = base.groupby([long["model"], long["id"]]).nunique().groupby(level="id").max()
     several = long["id"].map(places) > 1
-    long.loc[several, "id"] = long["id"] + " [" + long["where"] + "]"
+    long.loc[several, "id"] = long["id"] + " [" + base + "]"
     order = list(dict.fromkeys(long["id"]))
     first = long.drop_duplicates("id").set_index("id")
     missing = [{"model": m, **{k: first.at[i, k] for k in ("source", "claim", "paper")},

@@ -9,13 +9,19 @@ The schema is the data below, its one definition: every dataset
 shape and meaning. :class:`StoreWriter` takes the datasets' dtypes from it, and
 ``docs/store.md`` is generated from it (``python -m headatlas.store --markdown
 > docs/store.md``; a unit test fails when the two differ).
+
+Schema version 2 adds the value-vector norms of Kobayashi et al. (2020)
+(``value_norms``, ``norm_map``; :mod:`headatlas.valuenorms`). Version 1 stores
+are still read: every analysis of the attention weights runs on them, and
+asking one for norms (the ``norm`` weighting, Kobayashi's shares, the norm
+rollout) is an error naming the file and the command that re-extracts it.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -24,8 +30,13 @@ import numpy as np
 
 from headatlas.errors import StoreError
 from headatlas.io import atomic_path
+from headatlas.weightings import check_weighting, norm_weighted
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1: no value norms (attention-only analyses still run)
+# The `norms` attribute: whether the value norms were recorded, and if not, why.
+NORMS_RECORDED, NORMS_UNSUPPORTED, NORMS_OFF = "recorded", "unsupported", "not requested"
+NORMS_STATES = (NORMS_RECORDED, NORMS_UNSUPPORTED, NORMS_OFF)
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,7 @@ class Field:
     dtype: str
     shape: str
     meaning: str
+    when: str = ""  # Markdown: when the dataset is present (always, if empty)
 
 
 # L = layers, H = heads, N = examples, n_i = tokens of example i, S = records skipped.
@@ -57,6 +69,14 @@ DATASETS = (
     Field("n_words", "int32", "[N]", "words in the record (a word with no wordpiece still counts)"),
     Field("skipped_ids", "UTF-8 str", "[S]",
           "records left out: longer than `max_length` wordpieces, or empty"),
+    Field("value_norms", "float16", "[sum_i L*H*n_i]",
+          "example *i*'s `[layers, heads, key]` block of ‖f_h(x_j)‖ = ‖(x_j W_V^h + b_V^h) W_O^h‖, "
+          "the norm of head *h*'s transformed value vector of token *j* (Kobayashi et al. 2020); "
+          "starts at `tok_offsets[i] * L * H`", "`norms` = recorded"),
+    Field("norm_map", "float16", "[sum_i L*n_i*n_i]",
+          "example *i*'s `[layers, query, key]` block of ‖Σ_h α^h_ij f_h(x_j)‖, what key *j* adds "
+          "to query *i* through the whole attention layer (output bias left out); starts at "
+          "`attn_offsets[i] / H`", "`norms` = recorded"),
 )
 ATTRIBUTES = (
     Field("schema_version", "int", "", "version of this layout; a reader refuses any other"),
@@ -65,6 +85,10 @@ ATTRIBUTES = (
     Field("model_revision", "str", "", "commit of the weights (empty when unknown)"),
     Field("tokenizer", "str", "", "the tokenizer's class"),
     Field("random_init", "bool", "", "encoder re-initialised at random (pretrained embeddings kept)"),
+    Field("model_class", "str", "", "the encoder's class, e.g. `BertModel` (version 2)"),
+    Field("norms", "str", "",
+          "value norms: `recorded`; `unsupported` (the model lacks the BERT attention layout); "
+          "`not requested` (the model's `weightings` exclude `norm`) (version 2)"),
     Field("n_layers", "int", "", "layers (L)"),
     Field("n_heads", "int", "", "heads per layer (H)"),
     Field("max_length", "int", "", "longest input in wordpieces; longer records are skipped"),
@@ -93,6 +117,14 @@ def dataset_dtype(name: str):
     return _NUMPY_DTYPES[next(f.dtype for f in DATASETS if f.name == name)]
 
 
+NORM_DATASETS = tuple(f.name for f in DATASETS if f.when)
+
+
+def expected_datasets(norms: str) -> list[str]:
+    """The datasets a version-2 store holds, given its ``norms`` attribute."""
+    return [f.name for f in DATASETS if not f.when or norms == NORMS_RECORDED]
+
+
 _DOC_INTRO = """One file per (model, corpus, shard): `results/<model>/<corpus>/attention/shard-<i>.h5`.
 Written by `headatlas.extract.extract` through `headatlas.store.StoreWriter`, read by
 `headatlas.store.Store` / `open_stores` (several shards as one stream).
@@ -102,27 +134,37 @@ dataset and analyses stream one example at a time: memory does not grow with the
 L = layers, H = heads, N = examples, n_i = tokens of example *i*, S = records skipped."""
 _DOC_ORDER = """Examples are stored in the order they were run (sorted by length for batching); use
 `example_index` to join them with the corpus records."""
+_DOC_VERSIONS = """**Versions.** Version 2 (this one) adds `value_norms`, `norm_map` and the attributes
+`model_class` and `norms`. Readers accept versions 1 and 2: a version-1 store serves every
+analysis of the attention weights, and an analysis that needs the norms stops with the file's
+name and the command that re-extracts it (`snakemake --cores all --force <store>`).
+
+**Weightings.** `open_stores(paths, weighting="norm")` hands every analysis α_ij‖f_h(x_j)‖
+renormalised per row instead of α_ij (`headatlas.weightings`); `norms=True` also puts the raw
+`value_norms` and `norm_map` on each example."""
 _DOC_NOTES = """**Completeness.** The file is written as `.shard-<i>.h5.partial` and renamed only after every
 dataset and `complete = True` are written. An interrupted extraction leaves no file at the
 final path (and the partial file is removed); a reader refuses any file whose `complete`
 attribute is not true or whose `schema_version` differs.
 
-Size: `L*H*n^2*2` bytes per example: about 1.3 GB for 1,000 Wikipedia segments on MiniLM
-(6x12 heads), about 2.6 GB on BERT-base (12x12)."""
+Size: `L*H*n^2*2` bytes per example for the attention, plus `L*n^2*2 + L*H*n*2` for the norms
+(1/H more: +8% with 12 heads): about 1.4 GB for 1,000 Wikipedia segments on MiniLM (6x12
+heads), about 2.8 GB on BERT-base (12x12)."""
 
 
 def markdown() -> str:
     """``docs/store.md``: the schema of :data:`DATASETS` and :data:`ATTRIBUTES` as Markdown."""
-    datasets = [f"| `{f.name}` | {f.dtype} | `{f.shape}` | {f.meaning} |" for f in DATASETS]
+    datasets = [f"| `{f.name}` | {f.dtype} | `{f.shape}` | {f.meaning} | {f.when or 'always'} |"
+                for f in DATASETS]
     attributes = [f"| `{f.name}` | {f.dtype} | {f.meaning} |" for f in ATTRIBUTES]
     return "\n".join([
         "<!-- Generated by `python -m headatlas.store --markdown` from src/headatlas/store.py: "
         "edit there. -->",
         f"# The attention store (HDF5, schema version {SCHEMA_VERSION})", "", _DOC_INTRO, "",
-        "| dataset | dtype | shape | meaning |", "|---|---|---|---|", *datasets, "",
+        "| dataset | dtype | shape | meaning | present |", "|---|---|---|---|---|", *datasets, "",
         _DOC_ORDER, "",
         "| file attribute | type | meaning |", "|---|---|---|", *attributes, "",
-        _DOC_NOTES, ""])
+        _DOC_VERSIONS, "", _DOC_NOTES, ""])
 PUNCT_TOKENS = frozenset({".", ","})
 # Markers some tokenizers put before a word-initial piece (RoBERTa, SentencePiece).
 _WORD_MARKERS = "Ġ▁"
@@ -148,7 +190,12 @@ def token_masks(tokens: Sequence[str], cls_token: str,
 class Example:
     """One example's attention and tokens.
 
-    ``attn`` has shape ``[layers, heads, query, key]`` (float32; rows sum to 1).
+    ``attn`` has shape ``[layers, heads, query, key]`` (float32; rows sum to 1): the
+    attention weights α, or under ``weighting == "norm"`` α_ij‖f_h(x_j)‖ renormalised
+    per row (:mod:`headatlas.weightings`). ``value_norms`` ``[layers, heads, key]``
+    (‖f_h(x_j)‖) and ``norm_map`` ``[layers, query, key]`` (‖Σ_h α^h_ij f_h(x_j)‖)
+    are set when the store was opened with ``norms=True`` (``value_norms`` also under
+    the norm weighting), else None.
     ``cls_token``/``sep_token`` are the tokenizer's (the store's attributes);
     the defaults, BERT's, only serve examples built by hand.
     """
@@ -162,6 +209,9 @@ class Example:
     attn: np.ndarray
     cls_token: str = "[CLS]"
     sep_token: str = "[SEP]"
+    value_norms: np.ndarray | None = None
+    norm_map: np.ndarray | None = None
+    weighting: str = "attention"
 
     @property
     def n_tokens(self) -> int:
@@ -180,11 +230,26 @@ class Example:
         """Tokens that are a period or a comma (Clark et al.'s punctuation)."""
         return token_masks(self.tokens, self.cls_token, self.sep_token)[2]
 
+    def weighted(self, weighting: str) -> "Example":
+        """This example under ``weighting`` (needs ``value_norms`` for ``norm``).
+
+        Only an example of the attention weights can be reweighted.
+        """
+        if check_weighting(weighting) == self.weighting:
+            return self
+        if self.weighting != "attention" or self.value_norms is None:
+            raise StoreError(f"example {self.id}: the norm weighting needs the attention weights "
+                             "and the value norms (open the store with norms=True)")
+        return replace(self, attn=norm_weighted(self.attn, self.value_norms), weighting=weighting)
+
 
 class StoreWriter:
     """Append examples to a new store; the file appears only on :meth:`close`.
 
-    Use as a context manager: on an exception the partial file is deleted.
+    Use as a context manager: on an exception the partial file is deleted. With
+    ``attrs["norms"] == "recorded"`` every :meth:`add` takes the example's value
+    norms and norm map too; any other value (or none: ``not requested``) writes
+    attention only.
     """
 
     _CHUNK = 1 << 20
@@ -196,11 +261,18 @@ class StoreWriter:
         self._file = h5py.File(tmp, "w")
         for key, value in attrs.items():
             self._file.attrs[key] = "" if value is None else value
+        self.norms = attrs.get("norms") or NORMS_OFF
+        if self.norms not in NORMS_STATES:
+            raise StoreError(f"store attribute norms={self.norms!r} is not one of {NORMS_STATES}")
+        self._file.attrs["norms"] = self.norms
         self._file.attrs["schema_version"] = SCHEMA_VERSION
         self._file.attrs["complete"] = False
         f = self._file
         self._attn = f.create_dataset("attn", (0,), dataset_dtype("attn"), maxshape=(None,),
                                       chunks=(self._CHUNK,))
+        self._norm_sets = {name: f.create_dataset(name, (0,), dataset_dtype(name), maxshape=(None,),
+                                                  chunks=(self._CHUNK,))
+                           for name in NORM_DATASETS if self.norms == NORMS_RECORDED}
         self._tok = {name: f.create_dataset(name, (0,), dataset_dtype(name), maxshape=(None,),
                                             chunks=(1 << 14,))
                      for name in ("input_ids", "token_type_ids", "word_ids", "tokens")}
@@ -212,12 +284,30 @@ class StoreWriter:
         self.skipped_ids: list[str] = []  # examples left out (too long, empty), kept on record
 
     def add(self, index: int, example_id: str, tokens: Sequence[str], input_ids, token_type_ids,
-            word_ids, attn: np.ndarray, n_words: int | None = None) -> None:
-        """Append one example; ``attn`` is ``[layers, heads, n, n]``."""
+            word_ids, attn: np.ndarray, n_words: int | None = None, value_norms: np.ndarray | None = None,
+            norm_map: np.ndarray | None = None) -> None:
+        """Append one example; ``attn`` is ``[layers, heads, n, n]``.
+
+        ``value_norms`` ``[layers, heads, n]`` and ``norm_map`` ``[layers, n, n]`` are
+        required when the store records norms and refused otherwise.
+        """
         n = len(tokens)
         if attn.ndim != 4 or attn.shape[2:] != (n, n):
             raise StoreError(f"attention of shape {attn.shape} does not match {n} tokens")
+        norms = {"value_norms": value_norms, "norm_map": norm_map}
+        if self._norm_sets:
+            layers, heads = attn.shape[:2]
+            expected = {"value_norms": (layers, heads, n), "norm_map": (layers, n, n)}
+            for name, array in norms.items():
+                if array is None or array.shape != expected[name]:
+                    got = "none" if array is None else f"shape {array.shape}"
+                    raise StoreError(f"{name} of example {example_id}: expected {expected[name]}, got {got}")
+        elif any(a is not None for a in norms.values()):
+            raise StoreError(f"this store records no norms (norms = {self.norms!r}); "
+                             "open it with attrs norms='recorded' to write them")
         self._append(self._attn, np.ascontiguousarray(attn, dtype=np.float16).ravel())
+        for name, dataset in self._norm_sets.items():
+            self._append(dataset, np.ascontiguousarray(norms[name], dtype=np.float16).ravel())
         self._attn_offsets.append(self._attn_offsets[-1] + attn.size)
         for name, values in (("input_ids", input_ids), ("token_type_ids", token_type_ids),
                              ("word_ids", word_ids), ("tokens", list(tokens))):
@@ -260,10 +350,27 @@ class StoreWriter:
 
 
 class Store:
-    """Read-only view of one store file; iterate to stream :class:`Example` s."""
+    """Read-only view of one store file; iterate to stream :class:`Example` s.
 
-    def __init__(self, path: str | Path):
+    Parameters
+    ----------
+    path : the store file.
+    weighting : ``attention`` (α) or ``norm`` (α_ij‖f_h(x_j)‖ renormalised per row)
+        in every example's ``attn`` (:mod:`headatlas.weightings`).
+    norms : also read ``value_norms`` and ``norm_map`` onto every example.
+
+    Raises
+    ------
+    StoreError
+        For a missing, incomplete or unreadable file, an unknown schema version, and
+        when norms are needed but the store has none (the message names the file and
+        what to do).
+    """
+
+    def __init__(self, path: str | Path, weighting: str = "attention", norms: bool = False):
         self.path = Path(path)
+        self.weighting = check_weighting(weighting)
+        self.read_norms = norms
         if not self.path.exists():
             raise StoreError(f"{self.path}: no such attention store; run the extract rule for it "
                              f"(snakemake {self.path})")
@@ -276,10 +383,13 @@ class Store:
         if not bool(attrs.get("complete", False)):
             raise StoreError(f"{self.path}: store is incomplete (extraction was interrupted); delete "
                              "it and rerun the extract rule")
-        if int(attrs.get("schema_version", -1)) != SCHEMA_VERSION:
+        if int(attrs.get("schema_version", -1)) not in READABLE_VERSIONS:
             raise StoreError(f"{self.path}: schema version {attrs.get('schema_version')} but this "
-                             f"code reads {SCHEMA_VERSION}; rerun the extract rule")
+                             f"code reads {', '.join(map(str, READABLE_VERSIONS))}; rerun the extract rule")
         self.attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in attrs.items()}
+        self.norms = self.attrs.get("norms", NORMS_OFF)
+        if weighting == "norm" or norms:
+            self._check_norms("the norm weighting" if weighting == "norm" else "this analysis")
         self.n_layers = int(attrs["n_layers"])
         self.n_heads = int(attrs["n_heads"])
         self._attn_offsets = self._file["attn_offsets"][:]
@@ -291,7 +401,32 @@ class Store:
         self._attn = self._file["attn"]
         self._tokens = self._file["tokens"].asstr()
         self._ids = {name: self._file[name] for name in ("input_ids", "token_type_ids", "word_ids")}
+        self._norm_sets = {name: self._file[name] for name in NORM_DATASETS
+                           if self.norms == NORMS_RECORDED}
 
+    @property
+    def has_norms(self) -> bool:
+        """Whether the store holds value norms (schema version 2, a BERT-layout model)."""
+        return self.norms == NORMS_RECORDED
+
+    def _check_norms(self, what: str) -> None:
+        """Raise the StoreError that says why this store has no norms and what to do."""
+        if self.norms == NORMS_RECORDED:
+            return
+        redo = f"snakemake --cores all --force {self.path}"
+        version = int(self.attrs.get("schema_version", 0))
+        if version < 2:
+            why = (f"schema version {version} stores were written before value norms were recorded; "
+                   f"re-extract it with the current code: {redo}")
+        elif self.norms == NORMS_UNSUPPORTED:
+            why = (f"norms are unsupported for {self.attrs.get('model_class') or 'this model'} "
+                   f"(model {self.attrs.get('model_name')!r}): value norms need the BERT attention "
+                   "layout; set `weightings: [attention]` for this model in the config")
+        else:
+            why = (f"extraction did not record them (`weightings` of model "
+                   f"{self.attrs.get('model_name')!r} exclude norm); add norm and re-extract: {redo}")
+        self._file.close()
+        raise StoreError(f"{self.path}: {what} needs value norms, and this store has none: {why}")
     def __len__(self) -> int:
         return len(self.example_ids)
 
@@ -310,13 +445,23 @@ class Store:
         a0, a1 = self._attn_offsets[i], self._attn_offsets[i + 1]
         n = int(t1 - t0)
         attn = self._attn[a0:a1].astype(np.float32).reshape(self.n_layers, self.n_heads, n, n)
-        return Example(
+        value_norms = norm_map = None
+        if self.read_norms or self.weighting == "norm":
+            size = self.n_layers * self.n_heads
+            value_norms = self._norm_sets["value_norms"][t0 * size:t1 * size] \
+                .astype(np.float32).reshape(self.n_layers, self.n_heads, n)
+        if self.read_norms:
+            norm_map = self._norm_sets["norm_map"][a0 // self.n_heads:a1 // self.n_heads] \
+                .astype(np.float32).reshape(self.n_layers, n, n)
+        example = Example(
             index=int(self.example_index[i]), id=self.example_ids[i],
             tokens=self._tokens[t0:t1].tolist(), input_ids=self._ids["input_ids"][t0:t1],
             token_type_ids=self._ids["token_type_ids"][t0:t1], word_ids=self._ids["word_ids"][t0:t1],
             attn=attn,
             **{name: self.attrs[name] for name in ("cls_token", "sep_token") if name in self.attrs},
+            value_norms=value_norms, norm_map=norm_map,
         )
+        return example.weighted(self.weighting)
 
     def __iter__(self) -> Iterator[Example]:
         for i in range(len(self)):
@@ -333,18 +478,23 @@ class Store:
 
 
 class StoreSet:
-    """Several shard stores of one (model, corpus), read as one stream in order."""
+    """Several shard stores of one (model, corpus), read as one stream in order.
 
-    def __init__(self, paths: Iterable[str | Path]):
+    ``weighting`` and ``norms`` are those of :class:`Store`, for every shard;
+    ``attrs`` are the first shard's attributes.
+    """
+
+    def __init__(self, paths: Iterable[str | Path], weighting: str = "attention", norms: bool = False):
         self.paths = [Path(p) for p in paths]
         if not self.paths:
             raise StoreError("no attention store given")
-        first = Store(self.paths[0])
+        self.weighting, self.norms = check_weighting(weighting), norms
+        first = self._open(self.paths[0])
         self.attrs, self.n_layers, self.n_heads = first.attrs, first.n_layers, first.n_heads
         self._len = len(first)
         first.close()
         for path in self.paths[1:]:
-            with Store(path) as shard:
+            with self._open(path) as shard:
                 if (shard.n_layers, shard.n_heads) != (self.n_layers, self.n_heads):
                     raise StoreError(f"{path}: shard has a different model shape than {self.paths[0]}")
                 self._len += len(shard)
@@ -361,17 +511,20 @@ class StoreSet:
                 skipped += shard.skipped_ids
         return skipped
 
+    def _open(self, path: Path) -> Store:
+        return Store(path, self.weighting, self.norms)
+
     def __iter__(self) -> Iterator[Example]:
         for path in self.paths:
-            with Store(path) as shard:
+            with self._open(path) as shard:
                 yield from shard
 
 
 def pick_example(paths: Sequence[str | Path], index: int | None = None,
-                 min_tokens: int = 24) -> Example:
+                 min_tokens: int = 24, weighting: str = "attention") -> Example:
     """The example with corpus ``index``, or else the shortest with at least ``min_tokens``.
 
-    Reads only the chosen example's attention.
+    Reads only the chosen example's attention (under ``weighting``).
     """
     candidates = []  # (n_tokens, shard path, position in shard)
     for path in paths:
@@ -383,15 +536,24 @@ def pick_example(paths: Sequence[str | Path], index: int | None = None,
         raise StoreError(f"no example with corpus index {index} in {list(map(str, paths))}")
     readable = [c for c in candidates if c[0] >= min_tokens]
     _, path, i = min(readable or candidates)
-    with Store(path) as store:
+    with Store(path, weighting) as store:
         return store.example(i)
 
 
-def open_stores(paths: str | Path | Iterable[str | Path]) -> StoreSet:
-    """Open one store path or a list of shard paths as one stream."""
+def open_stores(paths: str | Path | Iterable[str | Path], weighting: str = "attention",
+                norms: bool = False) -> StoreSet:
+    """Open one store path or a list of shard paths as one stream.
+
+    Parameters
+    ----------
+    paths : a store, or its shards in order.
+    weighting : what every example's ``attn`` holds: ``attention`` (α) or ``norm``
+        (α_ij‖f_h(x_j)‖ renormalised per row, Kobayashi et al. 2020).
+    norms : also put ``value_norms`` and ``norm_map`` on every example.
+    """
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    return StoreSet(paths)
+    return StoreSet(paths, weighting, norms)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

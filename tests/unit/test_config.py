@@ -149,6 +149,8 @@ MISTAKES = [
     ("a SQuAD file that does not exist",
      _set("ablation", {"task": "squad", "model": "m", "squad_path": "/no/dev.json", "types_csv": CONLLU}),
      "`ablation.squad_path`", "does not exist"),
+    ("an unknown weighting", _set("weightings", ["attention", "norms"]), "`weightings.1`", "norm"),
+    ("a model's weightings empty", _set("models.m.weightings", []), "`models.m.weightings`", "non-empty"),
 ]
 
 
@@ -238,6 +240,25 @@ def test_a_config_without_optional_analyses_says_what_it_leaves_out():
     assert {"surface_", "syntax_honest", "probes_", "finetune_", "ablation"} <= rules
     assert "coref_" not in rules  # a documents corpus is configured
     assert all(str(o).startswith("left out: ") for o in p.omitted)
+
+
+def test_weightings_default_to_both_and_a_model_may_override_them():
+    config = minimal()
+    config["models"]["m_random"]["weightings"] = ["attention"]
+    config["surface"] = {"corpus": "wiki"}
+    p = plan(load(config))
+    assert p.weightings == {"m": ["attention", "norm"], "m_random": ["attention"]}
+    assert p.suffixes("m") == ["", "-norm"] and p.suffixes("m_random") == [""]
+    assert p.norms("m") and not p.norms("m_random")
+    assert p.norm_models == ["m"]  # Kobayashi's shares and rollout
+    said = [str(o) for o in p.omitted if "norm" in o.what]
+    assert said == ["left out: norm-weighted views, norm shares and rollout of m_random: their "
+                    "`weightings` exclude norm"]
+    config = load({**minimal(), "weightings": ["attention"], "surface": {"corpus": "wiki"}})
+    off = plan(config)
+    assert off.norm_models == [] and not off.norms("m")
+    assert {"norm_shares", "rollout"} <= {rule for o in off.omitted for rule in o.rules}
+    assert plan(load(minimal())).norm_models == []  # no surface corpus: nowhere to run them
 
 
 def test_plan_does_not_change_the_config():

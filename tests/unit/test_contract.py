@@ -3,8 +3,10 @@
 Every module of :mod:`headatlas.analyses` is imported, and every registered
 :class:`~headatlas.analyses.base.Analysis` runs through ``run_analysis`` on one
 tiny store extracted by the tiny random BERT. Each must return its result with
-provenance and caption. An analysis that needs an input the fixture does not
-provide fails here until the fixture learns it (see ``INPUTS``).
+provenance and caption, under both weightings of the maps (the attention
+weights, and Kobayashi's norm weighting; analyses that read the norms themselves
+run once). An analysis that needs an input the fixture does not provide fails
+here until the fixture learns it (see ``INPUTS``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 import headatlas.analyses
 from headatlas.analyses.base import PROVENANCE_KEYS, REGISTRY, RUN_ATTRS, Analysis, run_analysis
 from headatlas.corpora.records import Mention, Sentence, write_jsonl
+from headatlas.store import SCHEMA_VERSION
 
 MODULES = [importlib.import_module(f"headatlas.analyses.{m.name}")
            for m in pkgutil.iter_modules(headatlas.analyses.__path__)]
@@ -89,12 +92,18 @@ def test_importing_an_analysis_module_imports_no_other():
     assert out.stdout.strip() == "['headatlas.analyses.base', 'headatlas.analyses.surface']"
 
 
-@pytest.mark.parametrize("cls", CLASSES, ids=lambda cls: cls.name)
-def test_analysis_contract(cls, tiny_store):
+RUNS = [(cls, weighting) for cls in CLASSES
+        for weighting in (("attention",) if cls.needs_norms else ("attention", "norm"))]
+
+
+@pytest.mark.parametrize("cls, weighting", RUNS, ids=lambda x: getattr(x, "name", x))
+def test_analysis_contract(cls, weighting, tiny_store):
     pool = inputs(tiny_store)
     missing = [name for name in required(cls) if name not in pool]
     assert not missing, f"{cls.name} needs {missing}: teach inputs() in this test to provide them"
-    result = run_analysis(cls.name, [tiny_store / "shard-0.h5"], progress=False,
+    if weighting == "norm":
+        pool["path"] = tiny_store / "cache-norm.h5"
+    result = run_analysis(cls.name, [tiny_store / "shard-0.h5"], progress=False, weighting=weighting,
                           **{name: pool[name] for name in required(cls)})
 
     # A table, or an object with a DataFrame-like attrs dict.
@@ -103,19 +112,24 @@ def test_analysis_contract(cls, tiny_store):
     assert provenance["analysis"] == cls.name and provenance["n_examples"] == len(RECORDS)
     assert set(PROVENANCE_KEYS) <= set(provenance)
     assert (provenance["model_name"], provenance["corpus"], provenance["n_layers"],
-            provenance["n_heads"], provenance["schema_version"]) == ("tiny", "contract", 2, 2, 1)
+            provenance["n_heads"], provenance["schema_version"]) == ("tiny", "contract", 2, 2, SCHEMA_VERSION)
     assert set(provenance["options"]) == set(required(cls))
+    assert provenance["weighting"] == result.attrs["weighting"] == weighting
     caption = result.attrs["caption"]
     assert isinstance(caption, str) and "tiny" in caption and "contract" in caption
+    if not cls.needs_norms:  # the caption says which view (norm analyses cite Kobayashi anyway)
+        assert ("Kobayashi" in caption) == (weighting == "norm")
     if isinstance(result, pd.DataFrame):
         # per head: 1-based layer and head columns, or one "layer-head" column per head
         assert {"layer", "head"} <= set(result.columns) or {"1-1", "2-2"} <= set(result.columns)
 
     # A result that saves its attrs saves neither the run's provenance nor its caption.
     if hasattr(result, "save") and hasattr(type(result), "load"):
-        path = tiny_store / f"{cls.name}.saved"
+        path = tiny_store / f"{cls.name}-{weighting}.saved"
         result.save(path)
-        assert not set(RUN_ATTRS) & set(type(result).load(path).attrs)
+        saved = type(result).load(path).attrs
+        assert not set(RUN_ATTRS) & set(saved)
+        assert saved.get("weighting") == weighting  # a table made from the file knows its view
 
 
 def test_an_unknown_name_says_what_to_import(tiny_store):

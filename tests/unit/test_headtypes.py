@@ -125,8 +125,8 @@ def test_feature_set_round_trip(tmp_path):
     fs.attrs["model_name"] = "m"
     fs.save(tmp_path / "f.npz")
     back = ht.FeatureSet.load(tmp_path / "f.npz")
-    # the run's provenance and caption are not saved
-    assert back.features.shape == (1, 3, 21) and back.attrs == {"model_name": "m"}
+    # the run's provenance and caption are not saved; the weighting is (figures' footnotes say it)
+    assert back.features.shape == (1, 3, 21) and back.attrs == {"model_name": "m", "weighting": "attention"}
     pd.testing.assert_frame_equal(back.head_table(), fs.head_table())
 
 

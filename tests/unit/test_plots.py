@@ -14,14 +14,15 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from headatlas.analyses.syntax import LinePanel
-from headatlas.plots import ablation, base, clustering, coref, gradients, headtypes, probes, surface, syntax
+from headatlas.plots import (ablation, base, clustering, coref, gradients, headtypes, norms, probes, rollout,
+                             surface, syntax)
 from headatlas.store import Example
 
 CAPTION = "model tiny, corpus unit-test, N=2 segments; deviation: none"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 N_LAYERS, N_HEADS = 2, 3
 PLOT_MODULES = ("surface", "syntax", "coref", "clustering", "gradients", "headtypes", "probes",
-                "ablation")
+                "ablation", "norms", "rollout")
 
 
 def per_head(**columns):
@@ -182,7 +183,20 @@ def tiny_calls(example):
                          "paper_id": ["1", ""], "heads_changed": [0, 2],
                          "accuracy_pct_of_unablated": [100.0, 80.0],
                          "paper_f1_pct_of_unablated": [100.0, np.nan]})
+    classes = ["cls", "sep", "punct", "other"]
+    shares = pd.DataFrame([{"layer": layer, "class": c, "attention": a, "norm": a / 2 if c != "other" else
+                            1 - 3 * a / 2, "layer_norm": 0.25, "value_norm": 1.0}
+                           for layer in (1, 2) for c, a in zip(classes, (0.3, 0.2, 0.1, 0.4))])
+    correlation = pd.DataFrame({"class": classes, "spearman": [-0.5, -0.2, np.nan, 0.1],
+                                "n_pairs": [10, 10, 0, 10], "layer_1": [-0.4, -0.1, np.nan, 0.0],
+                                "layer_2": [-0.6, -0.3, np.nan, 0.2]})
+    rolled = pd.DataFrame([{"source": s, "layer": layer, "cls": 0.3, "sep": 0.2, "punct": 0.1, "other": 0.4,
+                            "special": 0.6} for s in ("attention", "norm") for layer in (1, 2)])
+    profile = pd.DataFrame([{"source": s, "layer": layer, "offset": k, "mass": 0.5 if k == 0 else 0.05}
+                            for s in ("attention", "norm") for layer in (1, 2) for k in (-2, -1, 0, 1, 2)])
     return {
+        "plot_norm_shares": lambda p: norms.plot_norm_shares(shares, correlation, p, CAPTION),
+        "plot_rollout": lambda p: rollout.plot_rollout(rolled, profile, p, CAPTION),
         "plot_relative_position": lambda p: surface.plot_relative_position(
             per_head(prev=(0, 1), self=(0, 1), next=(0, 1)), p, CAPTION),
         "plot_special_tokens": lambda p: surface.plot_special_tokens(

@@ -78,9 +78,26 @@ def test_the_wide_scorecard(files):
 def test_the_same_claim_in_two_folders_is_kept_twice(tmp_path):
     results = tmp_path / "results"
     paths = [write(results / "big" / "a" / "surface" / "paper_claims.csv", [c("s.a", "S §1", True)]),
-             write(results / "big" / "a" / "surface_norm" / "paper_claims.csv", [c("s.a", "S §1", False)])]
+             write(results / "big" / "b" / "surface" / "paper_claims.csv", [c("s.a", "S §1", False)])]
     long = collect(paths, results, ["big"])
-    assert long["id"].tolist() == ["s.a [a/surface]", "s.a [a/surface_norm]"]
+    assert long["id"].tolist() == ["s.a [a/surface]", "s.a [b/surface]"]
+
+
+def test_a_norm_weighted_claim_is_its_own_row_beside_its_twin(tmp_path):
+    results = tmp_path / "results"
+    paths = [write(results / "big" / "a" / "surface" / "paper_claims.csv", [c("s.a", "S §1", True)]),
+             write(results / "big" / "a" / "surface-norm" / "paper_claims.csv", [c("s.a", "S §1", False)]),
+             write(results / "big" / "b" / "surface" / "paper_claims.csv", [c("s.a", "S §1", True)]),
+             write(results / "big" / "a" / "syntax-norm" / "paper_claims.csv", [c("t.a", "S §2", False)]),
+             write(results / "small" / "a" / "surface" / "paper_claims.csv", [c("s.a", "S §1", False)])]
+    long = collect(paths, results, ["big", "small"])
+    assert long[["id", "model", "verdict"]].values.tolist() == [
+        ["s.a [a/surface]", "big", "holds"], ["s.a [a/surface]", "small", "does not hold"],
+        ["s.a [norm weighting]", "big", "does not hold"],
+        ["s.a [norm weighting]", "small", "not applicable"],
+        ["s.a [b/surface]", "big", "holds"], ["s.a [b/surface]", "small", "not applicable"],
+        ["t.a [norm weighting]", "big", "does not hold"], ["t.a [norm weighting]", "small", "not applicable"]]
+    assert long["where"].tolist()[2] == "a/surface-norm"
 
 
 def test_cross_model_tables():

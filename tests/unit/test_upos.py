@@ -190,3 +190,16 @@ def test_ablation_evaluator_packs_the_split_and_describes_it(tmp_path):
     with pytest.raises(HeadAtlasError, match=r"tags \['ODD'\] are not in the tagger's label map; "
                                              "was it fine-tuned on tb"):
         ablation_evaluator(model, tokenizer, odd, "tb")
+
+
+def test_a_model_without_token_types_fine_tunes_and_is_scored(tmp_path):
+    """DistilBERT's forward has no token_type_ids: collate leaves them out for it."""
+    from tests.conftest import make_tiny_encoder
+
+    base = make_tiny_encoder(tmp_path / "distil", "distilbert")
+    options = TuneOptions(epochs=1, batch_size=4, max_steps=2, eval_every=2, max_length=32)
+    result = fine_tune(str(base), corpus(), options, progress=False)
+    assert result.metrics["steps"] == 2 and 0 <= result.metrics["test_accuracy"] <= 100
+    inputs, _ = collate(pack_documents(result.tokenizer, corpus()[:2], result.model.config.label2id, 32), 0,
+                        token_types=False)
+    assert "token_type_ids" not in inputs

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from headatlas.scorecard import ABSENT
 from headatlas.store import Store
 from tests.conftest import ROOT
 from tests.workflow.conftest import snakemake
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.workflow
 
 # Rules that never read a surface table: a change to one surface analysis must not rerun them.
 INDEPENDENT_OF_SURFACE = ("prepare_", "extract", "corpus_summary", "syntax_", "coref_", "headtypes_",
-                          "clustering_distances", "gradients_importance", "probe", "finetune", "ablation")
+                          "clustering_distances", "gradients_importance", "probe", "finetune", "ablation",
+                          "norm_shares", "rollout")
 
 
 def planned_jobs(result) -> dict[str, int]:
@@ -62,19 +64,46 @@ def test_the_second_family_runs_through(tiny_workflow):
 def test_the_scorecard_collects_every_claims_file(tiny_workflow):
     results = tiny_workflow / "results"
     claims = sorted(results.glob("*/**/paper_claims.csv"))
-    # surface, clustering, gradients, head types, Table 1 (tb), coreference (tb_docs), and the
-    # ablation of the fine-tuned task model tiny_upos (not a configured model: a column of its own)
-    assert {p.parent.name for p in claims} == {"surface", "clustering", "gradients", "headtypes",
-                                               "syntax", "coref", "ablation"}
+    # surface, clustering, gradients, head types, Table 1 (tb), coreference (tb_docs), each map
+    # analysis also under the norm weighting, Kobayashi's norms, and the ablation of the fine-tuned
+    # task model tiny_upos (not a configured model: a column of its own)
+    maps = {"surface", "clustering", "headtypes", "syntax", "coref"}
+    assert {p.parent.name for p in claims} == maps | {f"{m}-norm" for m in maps} | {
+        "gradients", "norms", "ablation"}
+    long = pd.read_csv(results / "scorecard_long.csv", keep_default_na=False)
+    assert (long["ours"] != ABSENT).sum() == sum(len(pd.read_csv(p)) for p in claims)  # none lost
     card = pd.read_csv(results / "scorecard.csv", keep_default_na=False)
-    assert len(card) == sum(len(pd.read_csv(p)) for p in claims)
-    for model in ("tiny", "tiny_upos"):
+    assert len(card) == long["id"].nunique()
+    for model in ("tiny", "tiny_roberta", "tiny_upos"):
         assert set(card[f"{model}: verdict"]) <= {"holds", "does not hold", "not applicable"}
-    assert {"clark.s3.sink_token", "clark.t1.tb.all", "guan.stability"} <= set(card["id"])
+    assert {"clark.s3.sink_token", "clark.s3.sink_token [norm weighting]", "clark.t1.tb.all",
+            "guan.stability"} <= set(card["id"])
     assert (card["rule"] != "").all()  # every verdict states its rule
     for name in ("special_tokens_depth", "table1", "headtype_shares"):
         assert (results / "compare" / f"{name}.svg").read_bytes().startswith(b"<?xml")
         assert len(pd.read_csv(results / "compare" / f"{name}.csv")) > 0
+
+
+def test_both_weightings_and_the_norm_analyses_are_built(tiny_workflow):
+    """The default weightings: every map analysis also under Kobayashi's norm weighting."""
+    results = tiny_workflow / "results" / "tiny"
+    with Store(results / "wikipedia" / "attention" / "shard-0.h5") as store:
+        assert store.has_norms and store.attrs["model_class"] == "BertModel"
+    for folder, name in (("wikipedia/surface", "entropy.csv"), ("tb/syntax", "table1.csv"),
+                         ("tb_docs/coref", "accuracy.csv"), ("wikipedia/clustering", "structure.csv"),
+                         ("wikipedia/headtypes", "type_shares.csv")):
+        plain, weighted = (pd.read_csv(results / f"{folder}{suffix}" / name) for suffix in ("", "-norm"))
+        assert plain.shape == weighted.shape, folder
+    entropy = {s: pd.read_csv(results / f"wikipedia/surface{s}/entropy.csv") for s in ("", "-norm")}
+    assert not entropy[""]["entropy"].equals(entropy["-norm"]["entropy"])  # a different view
+    assert (results / "syntax-norm" / "honest.csv").exists()
+    shares = pd.read_csv(results / "wikipedia" / "norms" / "shares.csv")
+    assert len(shares) == 2 * 4 and set(shares["class"]) == {"cls", "sep", "punct", "other"}
+    assert len(pd.read_csv(results / "wikipedia" / "norms" / "paper_claims.csv")) == 4
+    rollout = pd.read_csv(results / "wikipedia" / "rollout" / "shares.csv")
+    assert set(rollout["source"]) == {"attention", "norm"} and len(rollout) == 2 * 2
+    for figure in ("norms/norms.svg", "rollout/rollout.svg", "surface-norm/entropy.svg"):
+        assert (results / "wikipedia" / figure).read_bytes().startswith(b"<?xml")
 
 
 def test_nothing_left_to_do(tiny_workflow):
@@ -86,6 +115,7 @@ def test_report_is_one_self_contained_page(tiny_workflow):
     html = (tiny_workflow / "results" / "report.html").read_text()
     assert "Relative position" in html and "paper_claims.csv" in html
     assert "headatlas-scorecard" in html  # the scorecard is on the landing page
+    assert "Norm weighting (Kobayashi et al. 2020)" in html and "Attention rollout" in html
 
 
 def test_changed_params_rerun_only_that_analysis(tiny_workflow, tmp_path):
@@ -93,7 +123,7 @@ def test_changed_params_rerun_only_that_analysis(tiny_workflow, tmp_path):
     overlay.write_text(yaml.safe_dump({"surface": {"corpus": "wikipedia",
                                                    "options": {"entropy": {"max_examples": 2}}}}))
     jobs = planned_jobs(snakemake(tiny_workflow, "-n", "--cores", "1", "--configfile", str(overlay)))
-    assert jobs.get("surface_table") == 2  # the entropy table of each model
+    assert jobs.get("surface_table") == 2 * 2  # the entropy table of each model, under each weighting
     # Only the entropy table and what reads the surface tables; nothing upstream or beside it.
     assert not [rule for rule in jobs if rule.startswith(INDEPENDENT_OF_SURFACE)]
 
@@ -101,7 +131,7 @@ def test_changed_params_rerun_only_that_analysis(tiny_workflow, tmp_path):
 def test_slurm_profile_plans_the_jobs(tiny_workflow):
     result = snakemake(tiny_workflow, "-n", "--forceall", "--workflow-profile", "profiles/slurm")
     jobs = planned_jobs(result)
-    assert jobs.get("extract") == 2 * 4 and jobs.get("surface_table") == 2 * 3  # 2 models x 4 corpora / 3 tables
+    assert jobs.get("extract") == 2 * 4 and jobs.get("surface_table") == 2 * 3 * 2  # 2 models x 4 corpora / 3 tables x 2 weightings
 
 
 def test_lint_is_clean():

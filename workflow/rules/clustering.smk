@@ -1,8 +1,9 @@
 # Head clustering (Clark et al. §6, Fig. 6) on the surface corpus. clustering_distances streams
 # the store once (the heavy step); MDS, the permutation tests and the claims only read its
-# square table. Options: `clustering:` in the config schema.
+# square table. Options: `clustering:` in the config schema. Under each weighting: clustering/
+# (attention weights) and clustering-norm/ (Kobayashi's norm weighting).
 CLUSTERING = config["clustering"]
-CLUSTERING_DIR = f"{RESULTS}/{{model}}/{{corpus}}/clustering"
+CLUSTERING_DIR = f"{RESULTS}/{{model}}/{{corpus}}/clustering{{weighting}}"
 CLUSTERING_REPORT = {"category": "Head clustering (Clark §6)", "subcategory": "{model}"}
 
 
@@ -14,17 +15,17 @@ rule clustering_distances:
         report(
             f"{CLUSTERING_DIR}/distances.csv",
             caption="../report/clustering_distances.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "head distances (JS)",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                result="head distances (JS)",
+            ),
             **CLUSTERING_REPORT,
         ),
     log:
-        "logs/clustering/{model}/{corpus}/distances.log",
+        "logs/clustering{weighting}/{model}/{corpus}/distances.log",
     benchmark:
-        "logs/benchmarks/clustering/{model}/{corpus}/distances.tsv"
+        "logs/benchmarks/clustering{weighting}/{model}/{corpus}/distances.tsv"
     conda:
         ENV
     resources:
@@ -33,6 +34,7 @@ rule clustering_distances:
         average=CLUSTERING["average"],
         smoothing=CLUSTERING["smoothing"],
         max_examples=CLUSTERING["max_examples"],
+        weighting=weighting,
     script:
         "../scripts/clustering_distances.py"
 
@@ -47,33 +49,34 @@ rule clustering_mds:
         coordinates=report(
             f"{CLUSTERING_DIR}/coordinates.csv",
             caption="../report/clustering_mds.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "MDS coordinates",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                result="MDS coordinates",
+            ),
             **CLUSTERING_REPORT,
         ),
         figure=report(
             f"{CLUSTERING_DIR}/mds.svg",
             caption="../report/clustering_mds.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "Fig. 6: heads in 2-D",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                result="Fig. 6: heads in 2-D",
+            ),
             **CLUSTERING_REPORT,
         ),
     log:
-        "logs/clustering/{model}/{corpus}/mds.log",
+        "logs/clustering{weighting}/{model}/{corpus}/mds.log",
     benchmark:
-        "logs/benchmarks/clustering/{model}/{corpus}/mds.tsv"
+        "logs/benchmarks/clustering{weighting}/{model}/{corpus}/mds.tsv"
     conda:
         ENV
     params:
         seed=CLUSTERING["seed"],
         average=CLUSTERING["average"],
         max_examples=CLUSTERING["max_examples"],
+        weighting=weighting,
     script:
         "../scripts/clustering_mds.py"
 
@@ -87,27 +90,27 @@ rule clustering_structure:
         structure=report(
             f"{CLUSTERING_DIR}/structure.csv",
             caption="../report/clustering_structure.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "within vs between layers",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                result="within vs between layers",
+            ),
             **CLUSTERING_REPORT,
         ),
         claims=report(
             f"{CLUSTERING_DIR}/paper_claims.csv",
             caption="../report/clustering_structure.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "paper vs ours",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                result="paper vs ours",
+            ),
             **CLUSTERING_REPORT,
         ),
     log:
-        "logs/clustering/{model}/{corpus}/structure.log",
+        "logs/clustering{weighting}/{model}/{corpus}/structure.log",
     benchmark:
-        "logs/benchmarks/clustering/{model}/{corpus}/structure.tsv"
+        "logs/benchmarks/clustering{weighting}/{model}/{corpus}/structure.tsv"
     conda:
         ENV
     params:
@@ -119,7 +122,8 @@ rule clustering_structure:
 
 
 FINAL_TARGETS["clustering"] = lambda model: [
-    f"{RESULTS}/{model}/{PLAN.surface_corpus}/clustering/{name}"
+    f"{RESULTS}/{model}/{PLAN.surface_corpus}/clustering{suffix}/{name}"
+    for suffix in PLAN.suffixes(model)
     for name in ("mds.svg", "structure.csv", "paper_claims.csv")
     if PLAN.surface_corpus is not None
 ]

@@ -9,6 +9,7 @@ from headatlas.codedeps import code_files
 from headatlas.config import format_name, plan
 from headatlas.corpora.prepare import source_files
 from headatlas.scorecard import is_claims_file
+from headatlas.weightings import SUFFIXES, weighting_of_suffix
 
 PLAN = plan(config)
 RESULTS = PLAN.results
@@ -22,10 +23,23 @@ for omission in PLAN.omitted:
     logger.info(str(omission))
 
 
+# {weighting} is the output folders' suffix: "" (attention weights) or "-norm" (Kobayashi's norm
+# weighting), e.g. results/<m>/<c>/surface/ and surface-norm/; PLAN.suffixes(model) says which run.
 wildcard_constraints:
     model="|".join(map(re.escape, MODELS)),
     corpus="|".join(map(re.escape, CORPORA)),
     shard=r"\d+",
+    weighting="|".join(map(re.escape, SUFFIXES.values())),
+
+
+def weighting(wildcards):
+    """The weighting of a job's {weighting} suffix: attention or norm (a rule's params)."""
+    return weighting_of_suffix(wildcards.weighting)
+
+
+def labelled(**labels):
+    """Report labels plus a 'weighting' column, so both views of a table sit side by side."""
+    return lambda wildcards: {**labels, "weighting": weighting(wildcards)}
 
 
 def one_of(names):
@@ -68,13 +82,16 @@ def stores(wildcards):
     return store_shards(wildcards.model, wildcards.corpus)
 
 
-# The surface tables (one per analysis; the schema lists them): read by later analyses too.
-SURFACE_DIR = f"{RESULTS}/{{model}}/{{corpus}}/surface"
+# The surface tables (one per analysis; the schema lists them): read by later analyses too,
+# under the same weighting.
+SURFACE_DIR = f"{RESULTS}/{{model}}/{{corpus}}/surface{{weighting}}"
 SURFACE_TABLES = list(config["surface"]["options"])
 
 
 def surface_tables(wildcards):
-    base = SURFACE_DIR.format(model=wildcards.model, corpus=wildcards.corpus)
+    base = SURFACE_DIR.format(
+        model=wildcards.model, corpus=wildcards.corpus, weighting=wildcards.weighting
+    )
     return {name: f"{base}/{name}.csv" for name in SURFACE_TABLES}
 
 

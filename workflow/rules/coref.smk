@@ -1,7 +1,8 @@
 # Coreference heads (Clark et al. §4.3, Table 2) on document corpora (kind: documents).
 # coref_mentions streams the store once (the heavy step); coref_accuracy only reads its table.
+# Under each weighting: coref/ (attention weights) and coref-norm/ (Kobayashi's norm weighting).
 COREF = config["coref"]
-COREF_DIR = f"{RESULTS}/{{model}}/{{corpus}}/coref"
+COREF_DIR = f"{RESULTS}/{{model}}/{{corpus}}/coref{{weighting}}"
 COREF_REPORT = {"category": "Coreference (Clark §4.3)", "subcategory": "{model}"}
 
 
@@ -15,33 +16,34 @@ rule coref_mentions:
         mentions=report(
             f"{COREF_DIR}/mentions.csv",
             caption="../report/coref_mentions.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "table": "coref: per mention",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                table="coref: per mention",
+            ),
             **COREF_REPORT,
         ),
         summary=report(
             f"{COREF_DIR}/summary_counts.csv",
             caption="../report/coref_summary.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "table": "coref: mention counts",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                table="coref: mention counts",
+            ),
             **COREF_REPORT,
         ),
     log:
-        "logs/coref/{model}/{corpus}/mentions.log",
+        "logs/coref{weighting}/{model}/{corpus}/mentions.log",
     benchmark:
-        "logs/benchmarks/coref/{model}/{corpus}/mentions.tsv"
+        "logs/benchmarks/coref{weighting}/{model}/{corpus}/mentions.tsv"
     wildcard_constraints:
         corpus=one_of(PLAN.documents),
     conda:
         ENV
     params:
         how=COREF["word_from"],
+        weighting=weighting,
     script:
         "../scripts/coref_mentions.py"
 
@@ -63,37 +65,37 @@ rule coref_accuracy:
         table=report(
             f"{COREF_DIR}/accuracy.csv",
             caption="../report/coref_accuracy.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "table": "coref: Table 2",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                table="coref: Table 2",
+            ),
             **COREF_REPORT,
         ),
         heads=report(
             f"{COREF_DIR}/head_accuracy.csv",
             caption="../report/coref_heads.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "table": "coref: per head",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                table="coref: per head",
+            ),
             **COREF_REPORT,
         ),
         heatmap=report(
             f"{COREF_DIR}/head_accuracy.svg",
             caption="../report/coref_heads.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "figure": "coref: per head",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                figure="coref: per head",
+            ),
             **COREF_REPORT,
         ),
     log:
-        "logs/coref/{model}/{corpus}/accuracy.log",
+        "logs/coref{weighting}/{model}/{corpus}/accuracy.log",
     benchmark:
-        "logs/benchmarks/coref/{model}/{corpus}/accuracy.tsv"
+        "logs/benchmarks/coref{weighting}/{model}/{corpus}/accuracy.tsv"
     wildcard_constraints:
         corpus=one_of(PLAN.documents),
     conda:
@@ -106,6 +108,7 @@ rule coref_accuracy:
         seed=COREF["bootstrap"]["seed"],
         source_format=lambda wc: format_name(config, CORPORA[wc.corpus]["from"]),
         max_length=EXTRACTION["max_length"],
+        weighting=weighting,
     script:
         "../scripts/coref_accuracy.py"
 
@@ -118,17 +121,13 @@ rule coref_claims:
         report(
             f"{COREF_DIR}/paper_claims.csv",
             caption="../report/coref_claims.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "table": "coref: claims",
-            },
+            labels=labelled(model="{model}", corpus="{corpus}", table="coref: claims"),
             **COREF_REPORT,
         ),
     log:
-        "logs/coref/{model}/{corpus}/claims.log",
+        "logs/coref{weighting}/{model}/{corpus}/claims.log",
     benchmark:
-        "logs/benchmarks/coref/{model}/{corpus}/claims.tsv"
+        "logs/benchmarks/coref{weighting}/{model}/{corpus}/claims.tsv"
     wildcard_constraints:
         corpus=one_of(PLAN.documents),
     conda:
@@ -138,7 +137,8 @@ rule coref_claims:
 
 
 FINAL_TARGETS["coref"] = lambda model: [
-    f"{RESULTS}/{model}/{corpus}/coref/{name}"
+    f"{RESULTS}/{model}/{corpus}/coref{suffix}/{name}"
+    for suffix in PLAN.suffixes(model)
     for corpus in PLAN.documents
     for name in (
         "summary_counts.csv",

@@ -24,6 +24,7 @@ rule extract:
         batch_size=EXTRACTION["batch_size"],
         max_tokens=EXTRACTION["max_tokens"],
         n_shards=EXTRACTION["shards"],
+        norms=lambda wc: PLAN.norms(wc.model),
     script:
         "../scripts/extract.py"
 

@@ -1,8 +1,10 @@
 # Distance features and head types (Guan et al. 2020) on the surface corpus. headtypes_features
 # streams the store once and keeps every input's 21-d distance features (per_input.npz);
 # clustering, stability and figures read that small file. Options: `headtypes:` in the schema.
+# Under each weighting: headtypes/ (attention weights) and headtypes-norm/ (Kobayashi's norm
+# weighting); the ablation uses the types of the attention weights.
 HEADTYPES = config["headtypes"]
-HEADTYPES_DIR = f"{RESULTS}/{{model}}/{{corpus}}/headtypes"
+HEADTYPES_DIR = f"{RESULTS}/{{model}}/{{corpus}}/headtypes{{weighting}}"
 HEADTYPES_REPORT = {"category": "Head types (Guan et al.)", "subcategory": "{model}"}
 HEADTYPES_CLUSTER = {key: HEADTYPES[key] for key in ("k", "method", "n_init", "seed")}
 # t-SNE (Fig. 2), features per type (Fig. 1), types per layer (Fig. 3), type of every head.
@@ -16,15 +18,16 @@ rule headtypes_features:
     output:
         f"{HEADTYPES_DIR}/per_input.npz",
     log:
-        "logs/headtypes/{model}/{corpus}/features.log",
+        "logs/headtypes{weighting}/{model}/{corpus}/features.log",
     benchmark:
-        "logs/benchmarks/headtypes/{model}/{corpus}/features.tsv"
+        "logs/benchmarks/headtypes{weighting}/{model}/{corpus}/features.tsv"
     conda:
         ENV
     resources:
         mem_mb=1000,
     params:
         n_windows=HEADTYPES["n_windows"],
+        weighting=weighting,
     script:
         "../scripts/headtypes_features.py"
 
@@ -37,27 +40,27 @@ rule headtypes_cluster:
         features=report(
             f"{HEADTYPES_DIR}/features.csv",
             caption="../report/headtypes_features.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "features and type per head",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                result="features and type per head",
+            ),
             **HEADTYPES_REPORT,
         ),
         shares=report(
             f"{HEADTYPES_DIR}/type_shares.csv",
             caption="../report/headtypes_shares.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "type shares vs paper",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                result="type shares vs paper",
+            ),
             **HEADTYPES_REPORT,
         ),
     log:
-        "logs/headtypes/{model}/{corpus}/cluster.log",
+        "logs/headtypes{weighting}/{model}/{corpus}/cluster.log",
     benchmark:
-        "logs/benchmarks/headtypes/{model}/{corpus}/cluster.tsv"
+        "logs/benchmarks/headtypes{weighting}/{model}/{corpus}/cluster.tsv"
     conda:
         ENV
     params:
@@ -75,18 +78,18 @@ rule headtypes_stability:
         table=report(
             f"{HEADTYPES_DIR}/stability.csv",
             caption="../report/headtypes_stability.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "stability vs paper",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                result="stability vs paper",
+            ),
             **HEADTYPES_REPORT,
         ),
         heads=f"{HEADTYPES_DIR}/stability_heads.csv",
     log:
-        "logs/headtypes/{model}/{corpus}/stability.log",
+        "logs/headtypes{weighting}/{model}/{corpus}/stability.log",
     benchmark:
-        "logs/benchmarks/headtypes/{model}/{corpus}/stability.tsv"
+        "logs/benchmarks/headtypes{weighting}/{model}/{corpus}/stability.tsv"
     conda:
         ENV
     params:
@@ -106,17 +109,15 @@ rule headtypes_claims:
         report(
             f"{HEADTYPES_DIR}/paper_claims.csv",
             caption="../report/headtypes_claims.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "claims vs paper",
-            },
+            labels=labelled(
+                model="{model}", corpus="{corpus}", result="claims vs paper"
+            ),
             **HEADTYPES_REPORT,
         ),
     log:
-        "logs/headtypes/{model}/{corpus}/claims.log",
+        "logs/headtypes{weighting}/{model}/{corpus}/claims.log",
     benchmark:
-        "logs/benchmarks/headtypes/{model}/{corpus}/claims.tsv"
+        "logs/benchmarks/headtypes{weighting}/{model}/{corpus}/claims.tsv"
     conda:
         ENV
     script:
@@ -129,7 +130,9 @@ rule headtypes_figure:
         types=f"{HEADTYPES_DIR}/features.csv",
         # Only the grid marks unstable heads: the other figures need not wait for stability.
         stability=lambda wc: (
-            [f"{RESULTS}/{wc.model}/{wc.corpus}/headtypes/stability_heads.csv"]
+            [
+                f"{RESULTS}/{wc.model}/{wc.corpus}/headtypes{wc.weighting}/stability_heads.csv"
+            ]
             if wc.figure == "grid"
             else []
         ),
@@ -138,13 +141,13 @@ rule headtypes_figure:
         report(
             f"{HEADTYPES_DIR}/{{figure}}.svg",
             caption="../report/headtypes_figure.rst",
-            labels={"model": "{model}", "corpus": "{corpus}", "result": "{figure}"},
+            labels=labelled(model="{model}", corpus="{corpus}", result="{figure}"),
             **HEADTYPES_REPORT,
         ),
     log:
-        "logs/headtypes/{model}/{corpus}/{figure}.log",
+        "logs/headtypes{weighting}/{model}/{corpus}/{figure}.log",
     benchmark:
-        "logs/benchmarks/headtypes/{model}/{corpus}/{figure}.tsv"
+        "logs/benchmarks/headtypes{weighting}/{model}/{corpus}/{figure}.tsv"
     wildcard_constraints:
         figure=one_of(HEADTYPES_FIGURES),
     conda:
@@ -158,37 +161,37 @@ rule headtypes_figure:
 
 rule headtypes_compare:
     input:
-        before=f"{RESULTS}/{{base}}/{{corpus}}/headtypes/features.csv",
+        before=f"{RESULTS}/{{base}}/{{corpus}}/headtypes{{weighting}}/features.csv",
         after=f"{HEADTYPES_DIR}/features.csv",
-        before_features=f"{RESULTS}/{{base}}/{{corpus}}/headtypes/per_input.npz",
+        before_features=f"{RESULTS}/{{base}}/{{corpus}}/headtypes{{weighting}}/per_input.npz",
         after_features=f"{HEADTYPES_DIR}/per_input.npz",
         code=code("headtypes_compare.py"),
     output:
         heads=report(
             f"{HEADTYPES_DIR}/changes_from_{{base}}.csv",
             caption="../report/headtypes_compare.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "type changes from {base}",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                result="type changes from {base}",
+            ),
             **HEADTYPES_REPORT,
         ),
         layers=f"{HEADTYPES_DIR}/changes_from_{{base}}_by_layer.csv",
         figure=report(
             f"{HEADTYPES_DIR}/changes_from_{{base}}.svg",
             caption="../report/headtypes_compare.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "type changes from {base} (figure)",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                result="type changes from {base} (figure)",
+            ),
             **HEADTYPES_REPORT,
         ),
     log:
-        "logs/headtypes/{model}/{corpus}/changes_from_{base}.log",
+        "logs/headtypes{weighting}/{model}/{corpus}/changes_from_{base}.log",
     benchmark:
-        "logs/benchmarks/headtypes/{model}/{corpus}/changes_from_{base}.tsv"
+        "logs/benchmarks/headtypes{weighting}/{model}/{corpus}/changes_from_{base}.tsv"
     wildcard_constraints:
         base=one_of(MODELS),
     conda:
@@ -198,13 +201,14 @@ rule headtypes_compare:
 
 
 FINAL_TARGETS["headtypes"] = lambda model: [
-    f"{RESULTS}/{model}/{PLAN.surface_corpus}/headtypes/{name}"
+    f"{RESULTS}/{model}/{PLAN.surface_corpus}/headtypes{suffix}/{name}"
+    for suffix in PLAN.suffixes(model)
     for name in ["features.csv", "type_shares.csv", "stability.csv", "paper_claims.csv"]
     + [f"{figure}.svg" for figure in HEADTYPES_FIGURES]
     + [
         f"changes_from_{before}.{ext}"
         for before, after in PLAN.headtype_pairs
-        if after == model
+        if after == model and suffix in PLAN.suffixes(before)
         for ext in ("csv", "svg")
     ]
     if PLAN.surface_corpus is not None

@@ -1,9 +1,6 @@
 # Surface patterns (Clark et al. §3): one job per analysis, each streams the store once.
-SURFACE_DIR = f"{RESULTS}/{{model}}/{{corpus}}/surface"
+# Under each weighting: surface/ (attention weights) and surface-norm/ (Kobayashi's norm weighting).
 SURFACE_REPORT = {"category": "Surface patterns (Clark §3)", "subcategory": "{model}"}
-SURFACE_TABLES = list(
-    config["surface"]["options"]
-)  # one per analysis (the schema lists them)
 
 
 rule surface_table:
@@ -14,25 +11,26 @@ rule surface_table:
         table=report(
             f"{SURFACE_DIR}/{{analysis}}.csv",
             caption="../report/surface_table.rst",
-            labels={"model": "{model}", "analysis": "{analysis}", "kind": "table"},
+            labels=labelled(model="{model}", analysis="{analysis}", kind="table"),
             **SURFACE_REPORT,
         ),
         figure=report(
             f"{SURFACE_DIR}/{{analysis}}.svg",
             caption="../report/surface_table.rst",
-            labels={"model": "{model}", "analysis": "{analysis}", "kind": "figure"},
+            labels=labelled(model="{model}", analysis="{analysis}", kind="figure"),
             **SURFACE_REPORT,
         ),
     log:
-        "logs/surface/{model}/{corpus}/{analysis}.log",
+        "logs/surface{weighting}/{model}/{corpus}/{analysis}.log",
     benchmark:
-        "logs/benchmarks/surface/{model}/{corpus}/{analysis}.tsv"
+        "logs/benchmarks/surface{weighting}/{model}/{corpus}/{analysis}.tsv"
     wildcard_constraints:
         analysis=one_of(SURFACE_TABLES),
     conda:
         ENV
     params:
         options=lambda wc: config["surface"]["options"][wc.analysis],
+        weighting=weighting,
     script:
         "../scripts/surface_table.py"
 
@@ -45,13 +43,13 @@ rule surface_claims:
         report(
             f"{SURFACE_DIR}/paper_claims.csv",
             caption="../report/paper_claims.rst",
-            labels={"model": "{model}", "analysis": "paper vs ours", "kind": "table"},
+            labels=labelled(model="{model}", analysis="paper vs ours", kind="table"),
             **SURFACE_REPORT,
         ),
     log:
-        "logs/surface/{model}/{corpus}/paper_claims.log",
+        "logs/surface{weighting}/{model}/{corpus}/paper_claims.log",
     benchmark:
-        "logs/benchmarks/surface/{model}/{corpus}/paper_claims.tsv"
+        "logs/benchmarks/surface{weighting}/{model}/{corpus}/paper_claims.tsv"
     conda:
         ENV
     script:
@@ -68,27 +66,27 @@ rule surface_lines:
         figure=report(
             f"{SURFACE_DIR}/attention_lines.svg",
             caption="../report/attention_lines.rst",
-            labels={
-                "model": "{model}",
-                "analysis": "example heads (Fig. 1)",
-                "kind": "figure",
-            },
+            labels=labelled(
+                model="{model}", analysis="example heads (Fig. 1)", kind="figure"
+            ),
             **SURFACE_REPORT,
         ),
     log:
-        "logs/surface/{model}/{corpus}/attention_lines.log",
+        "logs/surface{weighting}/{model}/{corpus}/attention_lines.log",
     benchmark:
-        "logs/benchmarks/surface/{model}/{corpus}/attention_lines.tsv"
+        "logs/benchmarks/surface{weighting}/{model}/{corpus}/attention_lines.tsv"
     conda:
         ENV
     params:
         example=config["surface"]["example"],
+        weighting=weighting,
     script:
         "../scripts/attention_lines.py"
 
 
 FINAL_TARGETS["surface"] = lambda model: [
-    f"{RESULTS}/{model}/{PLAN.surface_corpus}/surface/{name}"
+    f"{RESULTS}/{model}/{PLAN.surface_corpus}/surface{suffix}/{name}"
+    for suffix in PLAN.suffixes(model)
     for name in [f"{t}.{ext}" for t in SURFACE_TABLES for ext in ("csv", "svg")]
     + ["attention_lines.svg", "example_heads.csv", "paper_claims.csv"]
     if PLAN.surface_corpus is not None

@@ -1,14 +1,13 @@
 # Dependency relations (Clark et al. §4.2, Table 1, Fig. 5) on every treebank with labelled trees.
 # syntax_scores streams the store once and scores every head on every dependency (scores.npz);
 # the tables and figures read that file. Options: `syntax:` in the config schema.
+# Under each weighting: syntax/ (attention weights) and syntax-norm/ (Kobayashi's norm weighting).
 SYNTAX = config["syntax"]
-SYNTAX_DIR = f"{RESULTS}/{{model}}/{{corpus}}/syntax"
-SYNTAX_HONEST_DIR = f"{RESULTS}/{{model}}/syntax"
+SYNTAX_DIR = f"{RESULTS}/{{model}}/{{corpus}}/syntax{{weighting}}"
+SYNTAX_HONEST_DIR = f"{RESULTS}/{{model}}/syntax{{weighting}}"
 SYNTAX_REPORT = {"category": "Dependency syntax (Clark §4.2)", "subcategory": "{model}"}
 SYNTAX_CORPORA = {"corpus": one_of(PLAN.labelled_treebanks)}
-SYNTAX_SCORES = (
-    f"{RESULTS}/{{{{model}}}}/{{corpus}}/syntax/scores.npz"  # per treebank, for honest
-)
+SYNTAX_SCORES = f"{RESULTS}/{{{{model}}}}/{{corpus}}/syntax{{{{weighting}}}}/scores.npz"
 
 
 rule syntax_scores:
@@ -21,33 +20,33 @@ rule syntax_scores:
         heads=report(
             f"{SYNTAX_DIR}/heads.csv",
             caption="../report/syntax_heads.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "every head (long table)",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                result="every head (long table)",
+            ),
             **SYNTAX_REPORT,
         ),
         offsets=report(
             f"{SYNTAX_DIR}/offsets.csv",
             caption="../report/syntax_offsets.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "offset baselines",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                result="offset baselines",
+            ),
             **SYNTAX_REPORT,
         ),
         coverage=report(
             f"{SYNTAX_DIR}/coverage.csv",
             caption="../report/syntax_coverage.rst",
-            labels={"model": "{model}", "corpus": "{corpus}", "result": "coverage"},
+            labels=labelled(model="{model}", corpus="{corpus}", result="coverage"),
             **SYNTAX_REPORT,
         ),
     log:
-        "logs/syntax/{model}/{corpus}/scores.log",
+        "logs/syntax{weighting}/{model}/{corpus}/scores.log",
     benchmark:
-        "logs/benchmarks/syntax/{model}/{corpus}/scores.tsv"
+        "logs/benchmarks/syntax{weighting}/{model}/{corpus}/scores.tsv"
     wildcard_constraints:
         **SYNTAX_CORPORA,
     conda:
@@ -56,6 +55,7 @@ rule syntax_scores:
         mem_mb=2000,
     params:
         how=SYNTAX["word_from"],
+        weighting=weighting,
     script:
         "../scripts/syntax_scores.py"
 
@@ -68,23 +68,21 @@ rule syntax_table1:
         table=report(
             f"{SYNTAX_DIR}/table1.csv",
             caption="../report/syntax_table1.rst",
-            labels={"model": "{model}", "corpus": "{corpus}", "result": "Table 1"},
+            labels=labelled(model="{model}", corpus="{corpus}", result="Table 1"),
             **SYNTAX_REPORT,
         ),
         claims=report(
             f"{SYNTAX_DIR}/paper_claims.csv",
             caption="../report/syntax_claims.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "Table 1 claims",
-            },
+            labels=labelled(
+                model="{model}", corpus="{corpus}", result="Table 1 claims"
+            ),
             **SYNTAX_REPORT,
         ),
     log:
-        "logs/syntax/{model}/{corpus}/table1.log",
+        "logs/syntax{weighting}/{model}/{corpus}/table1.log",
     benchmark:
-        "logs/benchmarks/syntax/{model}/{corpus}/table1.tsv"
+        "logs/benchmarks/syntax{weighting}/{model}/{corpus}/table1.tsv"
     wildcard_constraints:
         **SYNTAX_CORPORA,
     conda:
@@ -106,19 +104,19 @@ rule syntax_heatmaps:
             slug: report(
                 f"{SYNTAX_DIR}/heatmap_{slug}.svg",
                 caption="../report/syntax_heatmap.rst",
-                labels={
-                    "model": "{model}",
-                    "corpus": "{corpus}",
-                    "result": f"heat map {relation}",
-                },
+                labels=labelled(
+                    model="{model}",
+                    corpus="{corpus}",
+                    result=f"heat map {relation}",
+                ),
                 **SYNTAX_REPORT,
             )
             for slug, relation in PLAN.syntax_heatmaps.items()
         },
     log:
-        "logs/syntax/{model}/{corpus}/heatmaps.log",
+        "logs/syntax{weighting}/{model}/{corpus}/heatmaps.log",
     benchmark:
-        "logs/benchmarks/syntax/{model}/{corpus}/heatmaps.tsv"
+        "logs/benchmarks/syntax{weighting}/{model}/{corpus}/heatmaps.tsv"
     wildcard_constraints:
         **SYNTAX_CORPORA,
     conda:
@@ -140,17 +138,17 @@ rule syntax_lines:
         figure=report(
             f"{SYNTAX_DIR}/lines.svg",
             caption="../report/syntax_lines.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "Fig. 5 example heads",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="{corpus}",
+                result="Fig. 5 example heads",
+            ),
             **SYNTAX_REPORT,
         ),
     log:
-        "logs/syntax/{model}/{corpus}/lines.log",
+        "logs/syntax{weighting}/{model}/{corpus}/lines.log",
     benchmark:
-        "logs/benchmarks/syntax/{model}/{corpus}/lines.tsv"
+        "logs/benchmarks/syntax{weighting}/{model}/{corpus}/lines.tsv"
     wildcard_constraints:
         **SYNTAX_CORPORA,
     conda:
@@ -176,27 +174,27 @@ rule syntax_honest:
         table=report(
             f"{SYNTAX_HONEST_DIR}/honest.csv",
             caption="../report/syntax_honest.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "selection vs test",
-                "result": "honest regime",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="selection vs test",
+                result="honest regime",
+            ),
             **SYNTAX_REPORT,
         ),
         figure=report(
             f"{SYNTAX_HONEST_DIR}/honest.svg",
             caption="../report/syntax_honest.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "selection vs test",
-                "result": "both regimes",
-            },
+            labels=labelled(
+                model="{model}",
+                corpus="selection vs test",
+                result="both regimes",
+            ),
             **SYNTAX_REPORT,
         ),
     log:
-        "logs/syntax/{model}/honest.log",
+        "logs/syntax{weighting}/{model}/honest.log",
     benchmark:
-        "logs/benchmarks/syntax/{model}/honest.tsv"
+        "logs/benchmarks/syntax{weighting}/{model}/honest.tsv"
     conda:
         ENV
     params:
@@ -210,7 +208,8 @@ rule syntax_honest:
 
 
 FINAL_TARGETS["syntax"] = lambda model: [
-    f"{RESULTS}/{model}/{corpus}/syntax/{name}"
+    f"{RESULTS}/{model}/{corpus}/syntax{suffix}/{name}"
+    for suffix in PLAN.suffixes(model)
     for corpus in PLAN.labelled_treebanks
     for name in [
         "table1.csv",
@@ -221,4 +220,9 @@ FINAL_TARGETS["syntax"] = lambda model: [
         "lines.svg",
     ]
     + [f"heatmap_{slug}.svg" for slug in PLAN.syntax_heatmaps]
-] + [f"{RESULTS}/{model}/syntax/honest.{ext}" for ext in ("csv", "svg") if PLAN.honest]
+] + [
+    f"{RESULTS}/{model}/syntax{suffix}/honest.{ext}"
+    for suffix in PLAN.suffixes(model)
+    for ext in ("csv", "svg")
+    if PLAN.honest
+]

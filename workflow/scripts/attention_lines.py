@@ -8,7 +8,8 @@ from headatlas.plots.surface import plot_attention_lines
 
 with rule_logging(snakemake) as log:
     tables = (pd.read_csv(snakemake.input[k]) for k in ("relative_position", "special_tokens", "entropy"))
-    table, heads, example = example_heads(*tables, snakemake.input.stores, snakemake.params.example)
+    table, heads, example = example_heads(*tables, snakemake.input.stores, snakemake.params.example,
+                                          weighting=snakemake.params.weighting)
     write_table(table, snakemake.output.heads)
     plot_attention_lines(example, heads, snakemake.output.figure, table.attrs["caption"])
     log.info("heads %s on example %s", heads, example.id)

@@ -7,6 +7,6 @@ from headatlas.pipeline import rule_logging, write_table
 with rule_logging(snakemake) as log:
     p = snakemake.params
     table = run_analysis(HeadDistances, snakemake.input.stores, max_examples=p.max_examples,
-                         average=p.average, smoothing=p.smoothing)
+                         average=p.average, smoothing=p.smoothing, weighting=p.weighting)
     write_table(table, snakemake.output[0], float_format="%.6g")
     log.info("%s: %d heads, %d query tokens", table.attrs["caption"], len(table), table.attrs["n_rows"])

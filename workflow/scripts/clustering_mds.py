@@ -12,7 +12,7 @@ with rule_logging(snakemake) as log:
     behaviour = classify_heads(*(pd.read_csv(inp[k]) for k in ("relative_position", "special_tokens",
                                                                  "entropy")))
     table = mds_table(pd.read_csv(inp.distances), behaviour, inp.stores, seed=p.seed,
-                      average=p.average, max_examples=p.max_examples)
+                      average=p.average, max_examples=p.max_examples, weighting=p.weighting)
     write_table(table, snakemake.output.coordinates, float_format="%.6g")
     plot_mds(table, snakemake.output.figure, table.attrs["caption"])
     log.info("MDS of %d heads: Stress-1 %.3f; behaviours %s", len(table), table.attrs["stress"],

@@ -9,7 +9,7 @@ with rule_logging(snakemake) as log:
     selection = read_mentions(inp.selection[0]) if inp.selection else None
     table, heads = accuracy_tables(read_mentions(inp.mentions), inp.stores, p.select_split,
                                    p.eval_split, p.n_boot, p.seed, p.source_format, p.max_length,
-                                   selection, p.selection_label)
+                                   selection, p.selection_label, weighting=p.weighting)
     write_table(table, snakemake.output.table, float_format="%.4g")
     write_table(heads, snakemake.output.heads, float_format="%.4g")
     plot_head_accuracy(heads, heads.attrs["panels"], snakemake.output.heatmap, heads.attrs["caption"])

@@ -7,7 +7,7 @@ from headatlas.pipeline import rule_logging, write_table
 with rule_logging(snakemake) as log:
     documents, sources = load_documents(snakemake.input.documents, snakemake.input.sentences)
     table = run_analysis(Coreference, snakemake.input.stores, documents=documents,
-                         how=snakemake.params.how)
+                         how=snakemake.params.how, weighting=snakemake.params.weighting)
     counts = summary_counts(sources, table, table.attrs["analysed_documents"])
     write_table(table, snakemake.output.mentions, float_format="%.6g")
     write_table(counts, snakemake.output.summary, index=True)

@@ -13,7 +13,8 @@ FIGURES = {
 
 with rule_logging(snakemake) as log:
     name = snakemake.wildcards.analysis
-    table = run_analysis(name, snakemake.input.stores, **snakemake.params.options)
+    table = run_analysis(name, snakemake.input.stores, weighting=snakemake.params.weighting,
+                         **snakemake.params.options)
     write_table(table, snakemake.output.table, float_format="%.6g")
     FIGURES[name](table, snakemake.output.figure, table.attrs["caption"])
     log.info("%s over %d examples -> %s", name, table.attrs["provenance"]["n_examples"],

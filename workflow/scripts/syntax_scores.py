@@ -6,7 +6,7 @@ from headatlas.pipeline import rule_logging, write_table
 
 with rule_logging(snakemake) as log:
     scores = run_analysis(DependencyHeads, snakemake.input.stores, corpus=snakemake.input.corpus,
-                          how=snakemake.params.how)
+                          how=snakemake.params.how, weighting=snakemake.params.weighting)
     scores.save(snakemake.output.scores)
     tables = scores.tables()
     for name, table in tables.items():

@@ -12,5 +12,10 @@ module registers its analyses by name.
 * :mod:`~headatlas.analyses.clustering`: distances between heads (Clark §6)
 * :mod:`~headatlas.analyses.gradients`: gradient importance (Clark §3.2; re-runs the model)
 * :mod:`~headatlas.analyses.headtypes`: distance features and head types (Guan et al.)
+* :mod:`~headatlas.analyses.norms`: attention weighted by value-vector norms (Kobayashi et al. 2020)
+* :mod:`~headatlas.analyses.rollout`: attention rollout from α and from the norm maps (Abnar & Zuidema 2020)
+
+Every analysis of the maps also runs on Kobayashi's norm-weighted maps:
+``run_analysis(..., weighting="norm")`` (:mod:`headatlas.weightings`).
 """
 

@@ -11,6 +11,12 @@ from a notebook, a test or a Snakemake rule::
     table.attrs["caption"]      # figure footnote: model, corpus, N, deviations
     table.attrs["provenance"]   # analysis, options, N, model and corpus of the store
 
+Every analysis of the attention maps gains a second view without changing its
+code: ``run_analysis(..., weighting="norm")`` hands it α_ij‖f_h(x_j)‖
+renormalised per row (Kobayashi et al. 2020) in ``example.attn`` instead of α
+(:mod:`headatlas.weightings`); the provenance and the caption say which.
+Analyses that read the norms themselves set ``needs_norms = True``.
+
 A result is a per-head table (a DataFrame with 1-based ``layer`` and ``head``
 columns, as in the papers) or, where a table would not hold it, an object with
 an ``attrs`` dict like a DataFrame's (the syntax scores, the head-type
@@ -31,6 +37,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from headatlas.store import Example, Store, StoreSet, open_stores
+from headatlas.weightings import check_weighting, weighting_note
 
 REGISTRY: dict[str, type["Analysis"]] = {}
 # Store attributes every result's provenance records (see headatlas.store.ATTRIBUTES).
@@ -53,11 +60,14 @@ class Analysis(ABC):
     Optional hooks: :meth:`start` (sees the stores before the first example),
     :meth:`close` (releases what ``start`` took when a run stops early),
     :meth:`caption` (the figure footnote; class attribute ``unit`` names what
-    an example is in the default one).
+    an example is in the default one). Class attribute ``needs_norms``: the
+    analysis reads ``example.value_norms`` and ``example.norm_map`` itself (it
+    is given the attention weights α, and weighs them as it needs).
     """
 
     name: ClassVar[str]
     unit: ClassVar[str] = "segments"
+    needs_norms: ClassVar[bool] = False
 
     def __init__(self, n_layers: int, n_heads: int, **params):
         self.n_layers, self.n_heads = n_layers, n_heads
@@ -93,7 +103,7 @@ def register(cls: type[Analysis]) -> type[Analysis]:
 
 
 def run_analysis(analysis: str | type[Analysis], stores, progress: bool = True,
-                 max_examples: int | None = None, **params):
+                 max_examples: int | None = None, weighting: str = "attention", **params):
     """Stream ``stores`` through one analysis and return its result with provenance and caption.
 
     Parameters
@@ -106,17 +116,26 @@ def run_analysis(analysis: str | type[Analysis], stores, progress: bool = True,
         Show a progress bar (on stderr: the rule's log).
     max_examples : int, optional
         Stop after that many examples (a quick look).
+    weighting : ``attention`` or ``norm``
+        What ``example.attn`` holds: the attention weights α, or α_ij‖f_h(x_j)‖
+        renormalised per row (Kobayashi et al. 2020). ``norm`` needs a store with
+        value norms (schema version 2, a BERT-layout model); analyses with
+        ``needs_norms`` take only ``attention``.
     **params
         The analysis's options.
 
     Returns
     -------
-    The analysis's result, with ``attrs["provenance"]`` (``analysis``,
-    ``options``, ``n_examples`` and the store's :data:`PROVENANCE_KEYS`) and
-    ``attrs["caption"]`` (:meth:`Analysis.caption`).
+    The analysis's result, with ``attrs["weighting"]``, ``attrs["provenance"]``
+    (``analysis``, ``options``, ``weighting``, ``n_examples`` and the store's
+    :data:`PROVENANCE_KEYS`) and ``attrs["caption"]`` (:meth:`Analysis.caption`).
     """
     cls = _analysis_class(analysis)
-    examples, store_set, n_layers, n_heads, total = _examples(stores)
+    check_weighting(weighting)
+    if cls.needs_norms and weighting != "attention":
+        raise ValueError(f"{cls.name} reads the value norms itself and weighs the attention as it "
+                         "needs: run it with weighting='attention'")
+    examples, store_set, n_layers, n_heads, total = _examples(stores, weighting, cls.needs_norms)
     if max_examples is not None:
         examples, total = itertools.islice(examples, max_examples), min(total, max_examples)
     acc = cls(n_layers, n_heads, **params)
@@ -132,8 +151,9 @@ def run_analysis(analysis: str | type[Analysis], stores, progress: bool = True,
         acc.close()
     attrs = store_set.attrs if store_set is not None else {"n_layers": n_layers, "n_heads": n_heads}
     provenance = {"analysis": cls.name, "options": {k: _plain(v) for k, v in params.items()},
-                  "n_examples": acc.n_examples, **{k: attrs.get(k) for k in PROVENANCE_KEYS},
-                  "lengths": length_text(lengths)}
+                  "weighting": weighting, "n_examples": acc.n_examples,
+                  **{k: attrs.get(k) for k in PROVENANCE_KEYS}, "lengths": length_text(lengths)}
+    result.attrs["weighting"] = weighting  # saved with results that save their attrs
     result.attrs["provenance"] = provenance
     result.attrs["caption"] = acc.caption(result, provenance)
     return result
@@ -149,7 +169,8 @@ def describe(attrs: dict, n_examples: int, unit: str = "segments") -> str:
 
     ``attrs`` holds ``model_name``, ``model_id``, ``corpus``, ``n_layers`` and
     ``n_heads`` (a store's attributes or a provenance dict; missing ones show as ?),
-    and optionally ``lengths`` (:func:`length_text`), added at the end.
+    and optionally ``lengths`` (:func:`length_text`), added at the end, and ``weighting`` when the
+    maps were norm-weighted (the footnote then says so).
     """
     model = _known(attrs.get("model_name"), "?")
     source = _known(attrs.get("model_id"), "")
@@ -160,7 +181,7 @@ def describe(attrs: dict, n_examples: int, unit: str = "segments") -> str:
                  f"{attrs.get('n_layers')}x{attrs.get('n_heads')}")
     if attrs.get("lengths"):
         text += f"; {attrs['lengths']}"
-    return text
+    return text + weighting_note(attrs)
 
 
 def length_text(lengths) -> str:
@@ -178,18 +199,20 @@ def length_text(lengths) -> str:
             f"{100 * near:.0f}% within 2 of the longest ({x.max()})")
 
 
-def store_provenance(stores) -> dict:
-    """The :data:`PROVENANCE_KEYS` of a store (or its shards) and its ``n_examples``.
+def store_provenance(stores, weighting: str = "attention") -> dict:
+    """The :data:`PROVENANCE_KEYS` of a store (or its shards), its ``n_examples``, ``weighting``
+    and ``lengths``.
 
-    For captions of results computed from a store's tables rather than the store.
+    For captions of results computed from a store's tables rather than the store;
+    ``weighting`` is the view those tables were computed under.
     """
     store_set = open_stores(stores)
     lengths = []
     for path in store_set.paths:
         with Store(path) as store:
             lengths += store.lengths.tolist()
-    return {"n_examples": len(store_set), **{k: store_set.attrs.get(k) for k in PROVENANCE_KEYS},
-            "lengths": length_text(lengths)}
+    return {"n_examples": len(store_set), "weighting": check_weighting(weighting),
+            **{k: store_set.attrs.get(k) for k in PROVENANCE_KEYS}, "lengths": length_text(lengths)}
 
 
 def _known(value, default: str):
@@ -206,11 +229,14 @@ def _analysis_class(analysis: str | type[Analysis]) -> type[Analysis]:
     return REGISTRY[analysis]
 
 
-def _examples(stores) -> tuple[Iterable[Example], StoreSet | None, int, int, int]:
+def _examples(stores, weighting: str = "attention",
+              norms: bool = False) -> tuple[Iterable[Example], StoreSet | None, int, int, int]:
     if isinstance(stores, (list, tuple)) and stores and isinstance(stores[0], Example):
         layers, heads = stores[0].attn.shape[:2]
-        return stores, None, layers, heads, len(stores)
-    store_set = open_stores(stores)
+        if norms and any(e.value_norms is None or e.norm_map is None for e in stores):
+            raise ValueError("this analysis needs value_norms and norm_map on every example")
+        return (e.weighted(weighting) for e in stores), None, layers, heads, len(stores)
+    store_set = open_stores(stores, weighting, norms)
     return store_set, store_set, store_set.n_layers, store_set.n_heads, len(store_set)
 
 

@@ -277,7 +277,8 @@ def group_structure(dist: np.ndarray, labels, n_permutations: int = N_PERMUTATIO
 
 
 def mds_table(distances: pd.DataFrame, behaviour: pd.DataFrame, stores, seed: int = 0,
-              average: bool = True, max_examples: int | None = None) -> pd.DataFrame:
+              average: bool = True, max_examples: int | None = None,
+              weighting: str = "attention") -> pd.DataFrame:
     """Fig. 6's points: every head placed in 2-D by metric MDS of its distances.
 
     Parameters
@@ -289,6 +290,7 @@ def mds_table(distances: pd.DataFrame, behaviour: pd.DataFrame, stores, seed: in
     stores : path or list of paths
         The store the distances came from (for the caption's model, corpus and N).
     seed, average, max_examples : the MDS random state and the distance options used.
+    weighting : the view of the maps the distances were computed on (for the caption).
 
     Returns
     -------
@@ -298,7 +300,7 @@ def mds_table(distances: pd.DataFrame, behaviour: pd.DataFrame, stores, seed: in
     coords, stress = embed_heads(distance_matrix(distances), seed=seed)
     table = distances[["layer", "head"]].merge(behaviour, on=["layer", "head"], how="left")
     table["x"], table["y"] = coords[:, 0], coords[:, 1]
-    provenance = store_provenance(stores)
+    provenance = store_provenance(stores, weighting)
     n = provenance["n_examples"] if max_examples is None else min(provenance["n_examples"], max_examples)
     table.attrs["stress"] = stress
     table.attrs["caption"] = (f"{distance_caption(provenance, n, average)}; metric MDS (random state "

@@ -692,7 +692,8 @@ def deviations(source_format: str, max_length: int) -> str:
 def accuracy_tables(mentions: pd.DataFrame, stores, select_split: str = "train",
                     eval_split: str = "test", n_boot: int = 1000, seed: int = 0,
                     source_format: str = "conllu", max_length: int = 128,
-                    selection: pd.DataFrame | None = None, selection_label: str = ""
+                    selection: pd.DataFrame | None = None, selection_label: str = "",
+                    weighting: str = "attention"
                     ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 2 and the per-head accuracies of a per-mention table, with the heat map's captions.
 
@@ -702,6 +703,7 @@ def accuracy_tables(mentions: pd.DataFrame, stores, select_split: str = "train",
     stores : the store it came from (for the caption's model and corpus).
     select_split, eval_split, n_boot, seed, selection, selection_label : as for :func:`table2`.
     source_format, max_length : the documents' source format and wordpiece budget (for the deviations).
+    weighting : the view of the maps the mentions were scored on (for the caption).
 
     Returns
     -------
@@ -719,7 +721,8 @@ def accuracy_tables(mentions: pd.DataFrame, stores, select_split: str = "train",
     heads = head_accuracy(mentions, list(chosen), by_kind=list(chosen)[-1])
     heads.attrs["panels"] = [(f"acc_{s}", f"accuracy on {s} (best {h})", h) for s, h in chosen.items()]
     heads.attrs["caption"] = "; ".join(
-        [describe(store_provenance(stores), mentions["doc"].nunique(), "documents with mentions"),
+        [describe(store_provenance(stores, weighting), mentions["doc"].nunique(),
+                  "documents with mentions"),
          "evaluated mentions: " + ", ".join(f"{s} {heads[f'n_{s}'].iloc[0]}" for s in chosen),
          deviations(source_format, max_length),
          *split_notes(mentions[mentions["evaluated"].astype(bool)], select_split, eval_split,

@@ -60,6 +60,7 @@ from headatlas.claims import Claim, claims_table, holds_if, pct
 from headatlas.heads import head_name, head_table
 from headatlas.io import atomic_path
 from headatlas.store import Example, StoreSet
+from headatlas.weightings import weighting_note
 
 N_WINDOWS = 16
 SPECIAL = ("cls", "sep", "comma", "period")
@@ -744,4 +745,4 @@ def caption(meta: dict, n_inputs: int, lengths=None) -> str:
             f"N = {n_inputs} inputs; deviations from Guan et al.: paper used {PAPER_MODEL}, the "
             f"SQuAD-fine-tuned whole-word-masking checkpoint, on 1,000 SQuAD samples; this is "
             f"{meta.get('n_layers')}x{meta.get('n_heads')} = {heads} heads on segments of "
-            f"<= {meta.get('max_length')} wordpieces{spread}")
+            f"<= {meta.get('max_length')} wordpieces{spread}{weighting_note(meta)}")

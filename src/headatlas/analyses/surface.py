@@ -220,8 +220,8 @@ def pick_example_heads(rel: pd.DataFrame, special: pd.DataFrame,
 
 
 def example_heads(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFrame, stores,
-                  index: int | None = None,
-                  min_tokens: int = 24) -> tuple[pd.DataFrame, dict[str, tuple[int, int]], Example]:
+                  index: int | None = None, min_tokens: int = 24,
+                  weighting: str = "attention") -> tuple[pd.DataFrame, dict[str, tuple[int, int]], Example]:
     """Fig. 1: four heads chosen from the data and the segment to draw them on.
 
     Parameters
@@ -230,6 +230,7 @@ def example_heads(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFram
     stores : the store (path or shard paths).
     index : corpus index of the segment to draw; by default the shortest with at
         least ``min_tokens`` tokens (Fig. 1 shows short excerpts).
+    weighting : the view the tables were computed on; the segment is drawn under it too.
 
     Returns
     -------
@@ -239,9 +240,9 @@ def example_heads(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFram
     example : the segment.
     """
     heads = pick_example_heads(rel, special, entropy)
-    example = pick_example(stores, index, min_tokens=min_tokens)
+    example = pick_example(stores, index, min_tokens=min_tokens, weighting=weighting)
     table = pd.DataFrame([(b, l, h) for b, (l, h) in heads.items()], columns=["behaviour", "layer", "head"])
-    provenance = store_provenance(stores)
+    provenance = store_provenance(stores, weighting)
     table.attrs["caption"] = describe(provenance, 1, f"segment shown ({example.id}) of "
                                                      f"{provenance['n_examples']}")
     return table, heads, example

@@ -904,16 +904,16 @@ def line_panel(example: Example, sentence: Sentence, relation: str, direction: s
                      np.isin(unit_words, marked) & (unit_words >= 0))
 
 
-def load_examples(stores, indices: Iterable[int]) -> dict[int, Example]:
+def load_examples(stores, indices: Iterable[int], weighting: str = "attention") -> dict[int, Example]:
     """The store examples with these corpus indices, read directly (no full pass).
 
-    Returns ``{corpus index: Example}``; indices not in the store are absent.
+    Returns ``{corpus index: Example}`` under ``weighting``; indices not in the store are absent.
     """
     wanted = set(indices)
     paths = [stores] if isinstance(stores, (str, Path)) else list(stores)
     found = {}
     for path in paths:
-        with Store(path) as store:
+        with Store(path, weighting) as store:
             for position in np.flatnonzero(np.isin(store.example_index, list(wanted))):
                 found[int(store.example_index[position])] = store.example(int(position))
     return found
@@ -942,7 +942,8 @@ def line_examples(scores: DependencyScores, stores, corpus: str | Path, how: str
     picks = {r: example_sentences(scores, r, best.at[r, "direction"], best.at[r, "layer"],
                                   best.at[r, "head"]) for r in drawn}
     records = list(read_jsonl(corpus))
-    examples = load_examples(stores, [i for indices in picks.values() for i in indices])
+    examples = load_examples(stores, [i for indices in picks.values() for i in indices],
+                             scores.attrs.get("weighting", "attention"))  # the view scored
     panels, rows = [], []
     for relation, indices in picks.items():
         head = best.loc[relation]

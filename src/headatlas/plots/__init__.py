@@ -10,7 +10,9 @@
   (§4.3), :mod:`~headatlas.plots.clustering` (Fig. 6),
   :mod:`~headatlas.plots.gradients` (Fig. 3), :mod:`~headatlas.plots.probes`
   (§5, Table 3), :mod:`~headatlas.plots.headtypes` (Guan et al. 2020 Fig. 1-5),
-  :mod:`~headatlas.plots.ablation` (Guan et al. Tables 2-3).
+  :mod:`~headatlas.plots.ablation` (Guan et al. Tables 2-3),
+  :mod:`~headatlas.plots.norms` (Kobayashi et al. 2020 Fig. 3-4),
+  :mod:`~headatlas.plots.rollout` (attention rollout).
 
 Each figure is a function over a table (or one example) that writes one file
 and carries a caption (model, corpus, N, deviations) at its bottom. Figures

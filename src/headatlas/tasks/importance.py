@@ -135,7 +135,8 @@ class LayerCache:
 
     def _prefix(self, key: int, inputs: dict) -> tuple[list[torch.Tensor], torch.Tensor]:
         if key not in self._cache:
-            emb = self.embeddings(input_ids=inputs["input_ids"], token_type_ids=inputs["token_type_ids"])
+            ids = {k: inputs[k] for k in ("input_ids", "token_type_ids") if k in inputs}
+            emb = self.embeddings(**ids)
             mask = self._mask(emb, inputs["attention_mask"])
             hidden = [emb]
             for layer in self.layers[:-1]:
@@ -164,13 +165,15 @@ class TaggingHeads(HeadTask):
 
     def __init__(self, model, evaluation: Sequence, importance_data: Sequence,
                  batch_size: int = 32, cache: bool = True, description: str = ""):
+        from headatlas.models import takes_token_types
         from headatlas.tasks.upos import IGNORE, collate
 
         super().__init__(model)
         self.description = description
         self.batch_size = batch_size
         pad = model.config.pad_token_id or 0
-        self._collate = lambda batch: collate(batch, pad)
+        segments = takes_token_types(model)  # DistilBERT, RoBERTa: no token-type table to index
+        self._collate = lambda batch: collate(batch, pad, segments)
         self.importance_data = list(importance_data)
         self.batches = []  # (inputs, labels, unit ids [B, T] with -1 where not scored)
         offset = 0
@@ -297,14 +300,18 @@ class SquadHeads(HeadTask):
         return (first, last) if first and last >= first else (0, 0)
 
     def importance(self, progress: bool = False) -> np.ndarray:
+        from headatlas.models import takes_token_types
         from headatlas.tasks.squad import _pad_windows
 
+        segments = takes_token_types(self.model)
         total = torch.zeros(self.n_layers, self.n_heads, dtype=torch.float64)
         pad = self.model.config.pad_token_id or 0
         starts = range(0, len(self.windows), self.batch_size)
         for start in tqdm(starts, desc="importance", disable=not progress, mininterval=2):
             batch = self.windows[start:start + self.batch_size]
             inputs, _ = _pad_windows(batch, pad)
+            if not segments:  # as squad_predictions does
+                inputs.pop("token_type_ids")
             positions = torch.tensor([self._positions(w) for w in batch])
             gates = torch.ones(len(batch), self.n_layers, self.n_heads, requires_grad=True)
             out = self.model(**inputs, headatlas_gates=gates)

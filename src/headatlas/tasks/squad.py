@@ -26,6 +26,7 @@ import torch
 
 from headatlas.batching import pad_batch
 from headatlas.errors import CorpusFormatError
+from headatlas.models import takes_token_types
 
 log = logging.getLogger(__name__)
 
@@ -205,6 +206,8 @@ def squad_predictions(model, windows: Sequence[SquadWindow], examples: Sequence,
     for start in range(0, len(windows), batch_size):
         batch = windows[start:start + batch_size]
         inputs, sentence_ids = _pad_windows(batch, model.config.pad_token_id or 0)
+        if not takes_token_types(model):  # DistilBERT, RoBERTa: no segment table to index
+            inputs.pop("token_type_ids")
         extra = extra_inputs(sentence_ids.to(device)) if extra_inputs else {}
         out = model(**{k: v.to(device) for k, v in inputs.items()}, **extra)
         for row, window in enumerate(batch):

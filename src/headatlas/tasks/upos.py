@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 from headatlas.batching import pad_batch
 from headatlas.corpora.records import Sentence
 from headatlas.errors import HeadAtlasError
+from headatlas.models import takes_token_types
 
 log = logging.getLogger(__name__)
 
@@ -183,11 +184,17 @@ def _example(tokenizer, doc: str, parts: list[tuple[list[int], list[int]]]) -> P
     return Packed(doc, ids, labels, sentence_ids)
 
 
-def collate(batch: Sequence[Packed], pad_id: int) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    """Model inputs (with ``labels``) and ``sentence_ids`` ``[batch, width]`` (-1 = special/pad)."""
+def collate(batch: Sequence[Packed], pad_id: int, token_types: bool = True
+            ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Model inputs (with ``labels``) and ``sentence_ids`` ``[batch, width]`` (-1 = special/pad).
+
+    ``token_types``: add all-0 ``token_type_ids`` (one segment), for models that take them
+    (:func:`headatlas.models.takes_token_types`; DistilBERT's forward has no such argument).
+    """
     inputs = pad_batch(batch, {"input_ids": pad_id, "labels": IGNORE, "sentence_ids": -1})
     sentence_ids = inputs.pop("sentence_ids")
-    inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
+    if token_types:
+        inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
     return inputs, sentence_ids
 
 
@@ -220,7 +227,7 @@ def tag_scores(model, examples: Sequence[Packed], batch_size: int = 32,
     correct = total = 0
     loss_sum = 0.0
     for batch in batches(examples, batch_size):
-        inputs, sentence_ids = collate(batch, pad)
+        inputs, sentence_ids = collate(batch, pad, takes_token_types(model))
         labels = inputs.pop("labels").to(device)
         extra = extra_inputs(sentence_ids.to(device)) if extra_inputs else {}
         logits = model(**{k: v.to(device) for k, v in inputs.items()}, **extra).logits
@@ -308,7 +315,7 @@ def _train(model, data: dict[str, list[Packed]], options: TuneOptions,
     stream = itertools.islice(_epochs(data["train"], options), total)
     for step, (epoch, batch) in enumerate(tqdm(stream, total=total, desc="fine-tune", unit="step",
                                                disable=not progress, mininterval=2), 1):
-        inputs, _ = collate(batch, pad)
+        inputs, _ = collate(batch, pad, takes_token_types(model))
         loss = model(**{k: v.to(device) for k, v in inputs.items()}).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -1,0 +1,291 @@
+"""Attention weighted by value-vector norms (Kobayashi et al. 2020 §4): where does it go?
+
+Head *h* adds ``α_ij f_h(x_j)`` to token *i*'s output (``f_h(x_j)``: the
+transformed value vector, :mod:`headatlas.valuenorms`). Kobayashi et al. show
+that the tokens that draw much attention in BERT (``[CLS]``, ``[SEP]``, periods
+and commas) have value vectors of small norm, so what the heads actually pass on
+from them is small: "BERT pays poor attention to special tokens".
+
+One pass over a store with value norms (:class:`NormShares`) gives, per layer
+and token class (``[CLS]``, ``[SEP]``, ``.``/``,``, other), the share of each
+query's row that goes to the class under three views:
+
+* ``attention``: the weights α (averaged over heads);
+* ``norm``: α_ij‖f_h(x_j)‖, renormalised per row (per head, then averaged over heads);
+* ``layer_norm``: ‖Σ_h α^h_ij f_h(x_j)‖, renormalised per row (the whole layer);
+
+plus the mean ‖f_h(x)‖ of each class, and the rank correlation (Spearman) of
+α_ij with ‖f_h(x_j)‖ over (head, query, key) pairs whose key is in the class.
+:func:`norm_claims` turns the tables into the claims table. Averages are
+token-weighted (every query of every example counts once), as in
+:mod:`headatlas.analyses.surface`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from headatlas.analyses.base import Analysis, describe, register
+from headatlas.claims import Claim, claims_table, verdict
+from headatlas.store import Example, token_masks
+from headatlas.weightings import row_normalised
+
+CLASSES = ("cls", "sep", "punct", "other")
+CLASS_LABELS = {"cls": "[CLS]", "sep": "[SEP]", "punct": ". or ,", "other": "other"}
+VIEWS = ("attention", "norm", "layer_norm")
+VIEW_LABELS = {"attention": "α", "norm": "‖αf(x)‖ (per head)", "layer_norm": "‖Σ_h αf(x)‖ (layer)"}
+# A special token class is an attention sink in a layer when it draws at least this share of α.
+SINK_SHARE = 0.2
+# ... and its attention has collapsed when the norm view gives it at most this fraction of that.
+COLLAPSE_FACTOR = 0.5
+SOURCE = "Kobayashi et al. 2020 §4"
+
+
+def class_onehot(example: Example) -> np.ndarray:
+    """``[n, 4]`` float32 one-hot of each token's class: [CLS], [SEP], period/comma, other."""
+    cls, sep, punct = token_masks(example.tokens, example.cls_token, example.sep_token)
+    punct = punct & ~cls & ~sep
+    other = ~(cls | sep | punct)
+    return np.stack([cls, sep, punct, other], axis=1).astype(np.float32)
+
+
+def class_shares(attn: np.ndarray, value_norms: np.ndarray, norm_map: np.ndarray,
+                 onehot: np.ndarray) -> np.ndarray:
+    """Per layer and class, the share of the rows under each view, summed over queries.
+
+    Parameters
+    ----------
+    attn : ``[L, H, n, n]`` α; value_norms : ``[L, H, n]``; norm_map : ``[L, n, n]``.
+    onehot : ``[n, C]`` token classes (:func:`class_onehot`).
+
+    Returns
+    -------
+    ``[3, L, C]``: views (:data:`VIEWS`) x layers x classes, each the sum over the
+    ``n`` queries (and for the two per-head views the mean over heads) of the share
+    of the query's row on the class. Divide by ``n`` summed over examples.
+    """
+    per_head = row_normalised(attn * value_norms[:, :, None, :])
+    return np.stack([
+        (attn @ onehot).sum(axis=2, dtype=np.float64).mean(axis=1),
+        (per_head @ onehot).sum(axis=2, dtype=np.float64).mean(axis=1),
+        (row_normalised(norm_map) @ onehot).sum(axis=1, dtype=np.float64),
+    ])
+
+
+@dataclass
+class NormReport:
+    """What :class:`NormShares` returns.
+
+    Attributes
+    ----------
+    shares : DataFrame, one row per (layer, class)
+        ``layer`` (1-based), ``class`` (cls, sep, punct, other), ``label``, the shares
+        ``attention``, ``norm``, ``layer_norm`` (each class's shares of a layer sum to 1),
+        and ``value_norm`` (mean ‖f_h(x_j)‖ over heads and the class's tokens).
+    correlation : DataFrame, one row per class
+        ``class``, ``label``, ``spearman`` (all layers pooled), ``n_pairs``, and
+        ``layer_<l>`` (Spearman within layer l).
+    attrs : dict
+        ``provenance`` and ``caption`` once :func:`~headatlas.analyses.base.run_analysis`
+        returns it.
+    """
+
+    shares: pd.DataFrame
+    correlation: pd.DataFrame
+    attrs: dict = field(default_factory=dict)
+
+
+@register
+class NormShares(Analysis):
+    """Kobayashi et al.'s shares of [CLS], [SEP], ./, and other tokens under α and ‖αf(x)‖.
+
+    Parameters
+    ----------
+    pairs_per_example : int
+        The correlation of α and ‖f(x)‖ is computed on at most this many
+        (head, query, key) pairs per example, layer and token class, drawn
+        uniformly without replacement (all of them when there are fewer).
+    seed : int
+        Seed of that draw.
+    """
+
+    name = "norm_shares"
+    needs_norms = True
+
+    def __init__(self, n_layers: int, n_heads: int, pairs_per_example: int = 256, seed: int = 0,
+                 **params):
+        super().__init__(n_layers, n_heads, pairs_per_example=pairs_per_example, seed=seed, **params)
+        if pairs_per_example < 1:
+            raise ValueError(f"pairs_per_example must be >= 1, got {pairs_per_example}")
+        self.pairs_per_example = pairs_per_example
+        self._rng = np.random.default_rng(seed)
+        self._shares = np.zeros((len(VIEWS), n_layers, len(CLASSES)))
+        self._norm_sums = np.zeros((n_layers, len(CLASSES)))
+        self._class_tokens = np.zeros(len(CLASSES))
+        self._n_queries = 0
+        # per (layer, class): sampled alpha and ||f(x)|| values
+        self._pairs = [[([], []) for _ in CLASSES] for _ in range(n_layers)]
+
+    def update(self, example: Example) -> None:
+        attn, norms, norm_map = example.attn, example.value_norms, example.norm_map
+        if norms is None or norm_map is None:
+            raise ValueError(f"example {example.id} has no value norms: {self.name} reads a store "
+                             "opened with norms=True (run_analysis does this)")
+        onehot = class_onehot(example)
+        self._shares += class_shares(attn, norms, norm_map, onehot)
+        self._norm_sums += (norms @ onehot).sum(axis=1, dtype=np.float64)
+        self._class_tokens += onehot.sum(axis=0)
+        self._n_queries += example.n_tokens
+        self._sample_pairs(attn, norms, onehot.astype(bool))
+
+    def _sample_pairs(self, attn: np.ndarray, norms: np.ndarray, onehot: np.ndarray) -> None:
+        n_heads, n = attn.shape[1], attn.shape[2]
+        for c in range(len(CLASSES)):
+            keys = np.flatnonzero(onehot[:, c])
+            size = n_heads * n * len(keys)
+            if size == 0:
+                continue
+            for layer in range(self.n_layers):
+                picks = np.arange(size) if size <= self.pairs_per_example else \
+                    self._rng.choice(size, self.pairs_per_example, replace=False)
+                head, query, k = np.unravel_index(picks, (n_heads, n, len(keys)))
+                alphas, fx = self._pairs[layer][c]
+                alphas.append(attn[layer, head, query, keys[k]])
+                fx.append(norms[layer, head, keys[k]])
+
+    def result(self) -> NormReport:
+        shares = self._shares / self._n_queries if self._n_queries else np.full_like(self._shares, np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            value_norm = self._norm_sums / (self.n_heads * self._class_tokens)
+        rows = [{"layer": layer + 1, "class": name, "label": CLASS_LABELS[name],
+                 **{view: shares[v, layer, c] for v, view in enumerate(VIEWS)},
+                 "value_norm": value_norm[layer, c]}
+                for layer in range(self.n_layers) for c, name in enumerate(CLASSES)]
+        return NormReport(pd.DataFrame(rows), self._correlation())
+
+    def _correlation(self) -> pd.DataFrame:
+        rows = []
+        for c, name in enumerate(CLASSES):
+            per_layer = [tuple(np.concatenate(x) if x else np.zeros(0) for x in self._pairs[layer][c])
+                         for layer in range(self.n_layers)]
+            alphas = np.concatenate([a for a, _ in per_layer])
+            fx = np.concatenate([f for _, f in per_layer])
+            rows.append({"class": name, "label": CLASS_LABELS[name], "spearman": spearman(alphas, fx),
+                         "n_pairs": len(alphas),
+                         **{f"layer_{layer + 1}": spearman(*per_layer[layer])
+                            for layer in range(self.n_layers)}})
+        return pd.DataFrame(rows)
+
+    def caption(self, result: NormReport, provenance: dict) -> str:
+        return (f"{describe(provenance, provenance['n_examples'])}; share of each query's row on "
+                "[CLS], [SEP], ./, and other tokens under α, under α‖f(x)‖ (Kobayashi et al. 2020, "
+                "per head, renormalised per row) and under ‖Σ_h αf(x)‖ (whole layer, renormalised per "
+                f"row), token-weighted means; Spearman ρ of α and ‖f(x)‖ on at most "
+                f"{self.pairs_per_example} random (head, query, key) pairs per segment, layer and "
+                f"token class (seed {self.params['seed']}); deviation: paper used BERT-base on "
+                "Clark et al.'s Wikipedia segments")
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rank correlation (average ranks for ties); NaN with < 3 pairs or a constant side."""
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(spearmanr(x, y).statistic)
+
+
+# ---------------------------------------------------------------------------------------------
+# claims
+
+def _layers_text(layers) -> str:
+    layers = sorted(int(x) for x in layers)
+    if not layers:
+        return "no layer"
+    runs, start = [], layers[0]
+    for a, b in zip(layers, layers[1:] + [None]):
+        if b != a + 1:
+            runs.append(f"{start}" if start == a else f"{start}-{a}")
+            start = b
+    return ("layer " if len(layers) == 1 else "layers ") + ", ".join(runs)
+
+
+def _range(values) -> str:
+    values = [100 * float(v) for v in values]
+    low, high = min(values), max(values)
+    return f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}-{high:.0f}%"
+
+
+def sink(shares: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+    """The special-token class that draws the most α over the layers, and its sink layers.
+
+    Sink layers: those where the class draws at least :data:`SINK_SHARE` of α
+    (the class's peak layer if none does).
+    """
+    special = shares[shares["class"] != "other"]
+    name = special.groupby("class")["attention"].mean().idxmax()
+    rows = special[special["class"] == name]
+    high = rows[rows["attention"] >= SINK_SHARE]
+    return name, high if len(high) else rows.loc[[rows["attention"].idxmax()]]
+
+
+def _collapse_claim(claim_id: str, name: str, rows: pd.DataFrame, view: str, claim: str,
+                    paper: str, note: str) -> Claim:
+    label = CLASS_LABELS[name]
+    collapsed = bool((rows[view] <= COLLAPSE_FACTOR * rows["attention"]).all())
+    ours = (f"{label}: α {_range(rows['attention'])} in {_layers_text(rows['layer'])} -> "
+            f"{VIEW_LABELS[view]} {_range(rows[view])}")
+    rule = (f"in every layer where {label} draws >= {SINK_SHARE:.0%} of α, its share under "
+            f"{VIEW_LABELS[view]} is at most {COLLAPSE_FACTOR:g} x its share of α")
+    return Claim(claim_id, SOURCE, claim, paper, ours, verdict(collapsed), rule, note)
+
+
+def norm_claims(report: NormReport, n_layers: int | None = None) -> pd.DataFrame:
+    """Kobayashi et al.'s claims about special tokens beside our values (:mod:`headatlas.claims`).
+
+    The special token tested is the one this model sinks most attention in
+    (:func:`sink`); the paper's own token, [SEP], gets its row too, which is
+    "not applicable" when [SEP] never draws :data:`SINK_SHARE` of α in any layer.
+    """
+    shares, correlation = report.shares, report.correlation.set_index("class")
+    n_layers = int(shares["layer"].max()) if n_layers is None else n_layers
+    name, rows = sink(shares)
+    label = CLASS_LABELS[name]
+    depth = f"model has {n_layers} layers, BERT-base 12"
+    paper = ("BERT-base: [SEP] and . , draw much attention (Clark et al.: >50% on [SEP] in "
+             "layers 6-10) but little once weighted by ‖f(x)‖; 'BERT pays poor attention to special "
+             "tokens'")
+    claims = [
+        _collapse_claim("kobayashi.s4.special_collapse", name, rows, "norm",
+                        "attention to special tokens collapses once weighted by ‖f(x)‖", paper,
+                        f"tested on {label}, the special token this model sinks most α in; {depth}"),
+        _collapse_claim("kobayashi.s4.special_collapse_layer", name, rows, "layer_norm",
+                        "... and so does the whole layer's ‖Σ_h αf(x)‖", paper + " (per head; the "
+                        "layer-level norm is their §3 definition, applied here to BERT)",
+                        f"tested on {label}; {depth}"),
+    ]
+    rho = correlation.at[name, "spearman"]
+    claims.append(Claim(
+        "kobayashi.s4.alpha_fx_negative", SOURCE,
+        "α and ‖f(x)‖ cancel out: large weights go to value vectors of small norm",
+        "negative correlation between α and ‖f(x)‖, clearest on the special tokens",
+        f"{label}: Spearman ρ = {rho:.2f} over {int(correlation.at[name, 'n_pairs'])} sampled "
+        f"(head, query, key) pairs; other tokens ρ = {correlation.at['other', 'spearman']:.2f}",
+        verdict(None if np.isnan(rho) else rho < 0), f"Spearman ρ of α and ‖f(x)‖ on {label} keys < 0",
+        f"tested on {label}, the special token this model sinks most α in"))
+    sep = shares[shares["class"] == "sep"]
+    sep_rows = sep[sep["attention"] >= SINK_SHARE]
+    if len(sep_rows):
+        claims.append(_collapse_claim("kobayashi.s4.sep_collapse", "sep", sep_rows, "norm",
+                                      "attention to [SEP] collapses once weighted by ‖f(x)‖", paper,
+                                      depth))
+    else:
+        claims.append(Claim(
+            "kobayashi.s4.sep_collapse", SOURCE, "attention to [SEP] collapses once weighted by ‖f(x)‖",
+            paper, f"[SEP] draws at most {_range([sep['attention'].max()])} of α in any layer "
+                   f"(under ‖αf(x)‖: at most {_range([sep['norm'].max()])})", verdict(None),
+            f"applies where [SEP] draws >= {SINK_SHARE:.0%} of α", f"this model does not sink "
+            f"attention in [SEP]; its sink is {label}"))
+    return claims_table(claims)

@@ -1,0 +1,160 @@
+"""Attention rollout (Abnar & Zuidema 2020), from the attention weights and from the value norms.
+
+Raw attention says what a layer mixes from its *input* tokens, which from layer
+2 on are already mixtures. Rollout follows the mixing through the layers: each
+layer's map, with the residual connection modelled as half the weight on the
+token itself, is
+
+    Ã_l = ½ · A_l + ½ · I,   rows renormalised,
+
+and the rolled-out map after layer l is ``R_l = Ã_l Ã_{l-1} ... Ã_1`` (row i:
+how much of token i's representation after layer l comes from each input
+token). Two sources of ``A_l``:
+
+* ``attention``: the mean over heads of α (Abnar & Zuidema);
+* ``norm``: the layer-level norm map ‖Σ_h α^h_ij f_h(x_j)‖ of Kobayashi et al.
+  (2020), rows renormalised: what the layer really passes on.
+
+Per layer and source :class:`Rollout` reports the share of the rolled-out rows
+on ``[CLS]``, ``[SEP]``, ``.``/``,`` and other tokens, and the relative-position
+profile (mean ``R_l[i, i + k]`` for offsets ``|k| <= max_offset``).
+Token-weighted means, as in :mod:`headatlas.analyses.surface`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from headatlas.analyses.base import Analysis, describe, register
+from headatlas.analyses.norms import CLASS_LABELS, CLASSES, class_onehot
+from headatlas.store import Example
+from headatlas.weightings import row_normalised
+
+SOURCES = ("attention", "norm")
+SOURCE_LABELS = {"attention": "rollout of α (mean over heads)",
+                 "norm": "rollout of ‖Σ_h αf(x)‖ (Kobayashi)"}
+
+
+def layer_maps(example: Example, source: str) -> np.ndarray:
+    """``[L, n, n]`` per-layer maps whose rows sum to 1: mean-over-heads α, or the norm map."""
+    if source == "attention":
+        return row_normalised(example.attn.mean(axis=1))
+    if source == "norm":
+        if example.norm_map is None:
+            raise ValueError(f"example {example.id} has no norm map (open the store with norms=True)")
+        return row_normalised(example.norm_map)
+    raise ValueError(f"rollout source {source!r} is not one of {SOURCES}")
+
+
+def rollout(maps: np.ndarray, residual: float = 0.5) -> np.ndarray:
+    """Rolled-out maps ``[L, n, n]`` of per-layer maps ``[L, n, n]`` (rows summing to 1).
+
+    ``Ã_l = (1 - residual) A_l + residual I`` renormalised per row; ``R_1 = Ã_1``,
+    ``R_l = Ã_l R_{l-1}``. Rows of every ``R_l`` sum to 1.
+    """
+    n = maps.shape[-1]
+    mixed = row_normalised((1 - residual) * maps + residual * np.eye(n, dtype=maps.dtype))
+    out = np.empty_like(mixed)
+    current = np.eye(n, dtype=maps.dtype)
+    for layer, step in enumerate(mixed):
+        current = step @ current
+        out[layer] = current
+    return out
+
+
+def offset_sums(maps: np.ndarray, max_offset: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sums over queries of ``maps[..., i, i + k]`` for k = -max_offset..max_offset, and the counts.
+
+    Returns ``sums [..., 2 * max_offset + 1]`` and ``counts [2 * max_offset + 1]``
+    (``n - |k|`` queries have a key at offset k; none when ``|k| >= n``).
+    """
+    n = maps.shape[-1]
+    offsets = range(-max_offset, max_offset + 1)
+    sums = np.stack([np.diagonal(maps, offset=k, axis1=-2, axis2=-1).sum(axis=-1, dtype=np.float64)
+                     if abs(k) < n else np.zeros(maps.shape[:-2]) for k in offsets], axis=-1)
+    counts = np.array([max(n - abs(k), 0) for k in offsets], dtype=np.float64)
+    return sums, counts
+
+
+@dataclass
+class RolloutReport:
+    """What :class:`Rollout` returns.
+
+    Attributes
+    ----------
+    shares : DataFrame, one row per (source, layer)
+        ``source`` (attention, norm), ``layer`` (1-based), and the share of the
+        rolled-out rows on each token class: ``cls``, ``sep``, ``punct``, ``other``
+        (summing to 1), ``special`` (the first three together).
+    profile : DataFrame, one row per (source, layer, offset)
+        ``offset`` k (key position minus query position), ``mass``: mean ``R_l[i, i + k]``
+        over the queries that have a key at that offset.
+    attrs : dict
+    """
+
+    shares: pd.DataFrame
+    profile: pd.DataFrame
+    attrs: dict = field(default_factory=dict)
+
+
+@register
+class Rollout(Analysis):
+    """Attention rollout per layer from α and from Kobayashi's norm maps.
+
+    Parameters
+    ----------
+    max_offset : int
+        The relative-position profile covers offsets -max_offset..+max_offset.
+    residual : float
+        Weight of the identity in each layer's map (Abnar & Zuidema: 0.5).
+    """
+
+    name = "rollout"
+    needs_norms = True
+
+    def __init__(self, n_layers: int, n_heads: int, max_offset: int = 8, residual: float = 0.5,
+                 **params):
+        super().__init__(n_layers, n_heads, max_offset=max_offset, residual=residual, **params)
+        if max_offset < 0 or not 0 <= residual <= 1:
+            raise ValueError(f"max_offset must be >= 0 and residual in [0, 1], got {max_offset}, {residual}")
+        self.max_offset, self.residual = max_offset, residual
+        width = 2 * max_offset + 1
+        self._shares = np.zeros((len(SOURCES), n_layers, len(CLASSES)))
+        self._offsets = np.zeros((len(SOURCES), n_layers, width))
+        self._offset_counts = np.zeros(width)
+        self._n_queries = 0
+
+    def update(self, example: Example) -> None:
+        onehot = class_onehot(example)
+        for s, source in enumerate(SOURCES):
+            rolled = rollout(layer_maps(example, source), self.residual)  # [L, n, n]
+            self._shares[s] += (rolled @ onehot).sum(axis=1, dtype=np.float64)
+            sums, counts = offset_sums(rolled, self.max_offset)
+            self._offsets[s] += sums
+        self._offset_counts += counts
+        self._n_queries += example.n_tokens
+
+    def result(self) -> RolloutReport:
+        shares = self._shares / self._n_queries if self._n_queries else np.full_like(self._shares, np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            profile = self._offsets / self._offset_counts
+        share_rows, profile_rows = [], []
+        for s, source in enumerate(SOURCES):
+            for layer in range(self.n_layers):
+                values = dict(zip(CLASSES, shares[s, layer]))
+                share_rows.append({"source": source, "layer": layer + 1, **values,
+                                   "special": values["cls"] + values["sep"] + values["punct"]})
+                profile_rows += [{"source": source, "layer": layer + 1, "offset": k,
+                                  "mass": profile[s, layer, k + self.max_offset]}
+                                 for k in range(-self.max_offset, self.max_offset + 1)]
+        return RolloutReport(pd.DataFrame(share_rows), pd.DataFrame(profile_rows))
+
+    def caption(self, result: RolloutReport, provenance: dict) -> str:
+        return (f"{describe(provenance, provenance['n_examples'])}; attention rollout (Abnar & Zuidema "
+                f"2020): per layer {1 - self.residual:g}·A + {self.residual:g}·I, rows renormalised, "
+                "multiplied through the layers; A = mean over heads of α, or the layer's norm map "
+                "‖Σ_h αf(x)‖ (Kobayashi et al. 2020) with rows renormalised; token classes "
+                + ", ".join(CLASS_LABELS.values()) + "; token-weighted means")

@@ -1,0 +1,146 @@
+"""Kobayashi et al.'s shares, correlations and claims, and attention rollout, on 3-token maps by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from headatlas.analyses.base import run_analysis
+from headatlas.analyses.norms import NormReport, NormShares, norm_claims, spearman
+from headatlas.analyses.rollout import Rollout, offset_sums, rollout
+from headatlas.claims import FAILS, HOLDS, NOT_APPLICABLE
+from headatlas.store import Example
+
+TOKENS = ["[CLS]", "a", "[SEP]"]
+# One layer, two heads. Head 1 rows; head 2 puts (1/2, 1/4, 1/4) on every row.
+ALPHA = np.array([[[[0.5, 0.5, 0.0], [0.5, 0.0, 0.5], [0.0, 0.0, 1.0]],
+                   [[0.5, 0.25, 0.25]] * 3]], dtype=np.float32)
+VALUE_NORMS = np.array([[[2.0, 1.0, 1.0], [1.0, 1.0, 2.0]]], dtype=np.float32)  # [1, 2 heads, 3]
+NORM_MAP = np.array([[[1.0, 1.0, 2.0], [0.0, 3.0, 1.0], [2.0, 0.0, 2.0]]], dtype=np.float32)
+
+
+def example(attn=ALPHA, value_norms=VALUE_NORMS, norm_map=NORM_MAP, index=0):
+    return Example(index, f"e{index}", TOKENS, np.arange(3), np.zeros(3), np.array([-1, 0, -1]),
+                   attn, value_norms=value_norms, norm_map=norm_map)
+
+
+def test_shares_under_the_three_views_by_hand():
+    report = run_analysis(NormShares, [example()], progress=False, pairs_per_example=1000)
+    shares = report.shares.set_index("class")
+    # alpha: head 1 puts 1.0 / 1.5 / 0.5 on [CLS] / [SEP] / a over its 3 rows, head 2 1.5 / 0.75 / 0.75;
+    # mean over heads / 3 queries.
+    np.testing.assert_allclose(shares.loc[["cls", "sep", "punct", "other"], "attention"],
+                               [1.25 / 3, 1.125 / 3, 0, 0.625 / 3], rtol=1e-6)
+    # alpha * ||f||, per row renormalised: head 1 rows (2/3, 1/3, 0), (2/3, 0, 1/3), (0, 0, 1);
+    # head 2 every row (0.5, 0.25, 0.5) / 1.25 = (0.4, 0.2, 0.4).
+    np.testing.assert_allclose(shares.loc[["cls", "sep", "other"], "norm"],
+                               [(4 / 3 + 1.2) / 6, (4 / 3 + 1.2) / 6, (1 / 3 + 0.6) / 6], rtol=1e-6)
+    # layer map rows renormalised: (1/4, 1/4, 1/2), (0, 3/4, 1/4), (1/2, 0, 1/2)
+    np.testing.assert_allclose(shares.loc[["cls", "sep", "other"], "layer_norm"],
+                               [0.75 / 3, 1.25 / 3, 1 / 3], rtol=1e-6)
+    np.testing.assert_allclose(shares.loc[["cls", "sep", "other"], "value_norm"], [1.5, 1.5, 1.0])
+    assert np.isnan(shares.loc["punct", "value_norm"])  # no period or comma: no norm to average
+    for view in ("attention", "norm", "layer_norm"):
+        assert shares[view].sum() == pytest.approx(1)
+
+
+def test_correlation_of_alpha_and_value_norm_by_hand():
+    report = run_analysis(NormShares, [example()], progress=False, pairs_per_example=1000)
+    corr = report.correlation.set_index("class")
+    # [CLS] key: alpha (0.5, 0.5, 0 | 0.5, 0.5, 0.5) with ||f|| (2, 2, 2 | 1, 1, 1):
+    # ranks (4, 4, 1, 4, 4, 4) and (5, 5, 5, 2, 2, 2) -> rho = -4.5 / sqrt(7.5 * 13.5) = -1/sqrt(5)
+    assert corr.loc["cls", "spearman"] == pytest.approx(-1 / np.sqrt(5))
+    assert corr.loc["cls", "layer_1"] == pytest.approx(-1 / np.sqrt(5))
+    assert corr.loc["cls", "n_pairs"] == 6 and corr.loc["punct", "n_pairs"] == 0
+    assert np.isnan(corr.loc["punct", "spearman"])
+    assert spearman(np.array([1.0, 2, 3]), np.array([3.0, 2, 1])) == pytest.approx(-1)
+
+
+def test_pairs_are_sampled_up_to_the_budget():
+    report = run_analysis(NormShares, [example(index=i) for i in range(3)], progress=False,
+                          pairs_per_example=4)
+    n_pairs = report.correlation.set_index("class")["n_pairs"]
+    assert n_pairs["cls"] == 3 * 4 and n_pairs["other"] == 3 * 4  # 6 pairs each, 4 drawn
+    again = run_analysis(NormShares, [example(index=i) for i in range(3)], progress=False,
+                         pairs_per_example=4)
+    pd.testing.assert_frame_equal(report.correlation, again.correlation)  # seeded
+
+
+def shares_table(attention, norm, layer_norm, sep=None):
+    """Per-layer shares of [CLS] (and optionally [SEP]); the rest goes to 'other'."""
+    rows = []
+    for layer, values in enumerate(zip(attention, norm, layer_norm), start=1):
+        sep_values = sep[layer - 1] if sep else (0.0, 0.0, 0.0)
+        rows.append(dict(layer=layer, **{"class": "cls"}, attention=values[0], norm=values[1],
+                         layer_norm=values[2]))
+        rows.append(dict(layer=layer, **{"class": "sep"}, attention=sep_values[0], norm=sep_values[1],
+                         layer_norm=sep_values[2]))
+        rows.append(dict(layer=layer, **{"class": "punct"}, attention=0.0, norm=0.0, layer_norm=0.0))
+        rows.append(dict(layer=layer, **{"class": "other"}, attention=1 - values[0] - sep_values[0],
+                         norm=1 - values[1] - sep_values[1], layer_norm=1 - values[2] - sep_values[2]))
+    return pd.DataFrame(rows)
+
+
+def correlation_table(rho_cls, rho_sep=0.1):
+    return pd.DataFrame({"class": ["cls", "sep", "punct", "other"],
+                         "spearman": [rho_cls, rho_sep, np.nan, 0.2], "n_pairs": [10, 10, 0, 10]})
+
+
+def test_claims_by_hand():
+    # [CLS] draws 40% and 30% of alpha in layers 2-3 (the sink layers, >= 20%), 10% in layer 1.
+    shares = shares_table(attention=[0.1, 0.4, 0.3], norm=[0.1, 0.05, 0.15], layer_norm=[0.1, 0.3, 0.1])
+    claims = norm_claims(NormReport(shares, correlation_table(-0.3))).set_index("id")
+    collapse = claims.loc["kobayashi.s4.special_collapse"]
+    assert collapse["verdict"] == HOLDS  # 5% <= 20% and 15% <= 15%
+    assert collapse["ours"] == "[CLS]: α 30-40% in layers 2-3 -> ‖αf(x)‖ (per head) 5-15%"
+    assert claims.loc["kobayashi.s4.special_collapse_layer", "verdict"] == FAILS  # 30% > 20%
+    assert claims.loc["kobayashi.s4.alpha_fx_negative", "verdict"] == HOLDS
+    assert claims.loc["kobayashi.s4.sep_collapse", "verdict"] == NOT_APPLICABLE  # [SEP] never a sink
+    positive = norm_claims(NormReport(shares, correlation_table(0.3))).set_index("id")
+    assert positive.loc["kobayashi.s4.alpha_fx_negative", "verdict"] == FAILS
+
+
+def test_sep_claim_when_sep_is_a_sink():
+    shares = shares_table(attention=[0.1, 0.1], norm=[0.1, 0.1], layer_norm=[0.1, 0.1],
+                          sep=[(0.5, 0.1, 0.1), (0.2, 0.15, 0.05)])
+    claims = norm_claims(NormReport(shares, correlation_table(0.1, -0.5))).set_index("id")
+    assert claims.loc["kobayashi.s4.special_collapse", "ours"].startswith("[SEP]: α 20-50% in layers 1-2")
+    assert claims.loc["kobayashi.s4.sep_collapse", "verdict"] == FAILS  # 15% > 0.5 x 20%
+
+
+# --- rollout -----------------------------------------------------------------------------------
+
+A1 = [[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]
+A2 = [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+
+
+def test_rollout_by_hand():
+    rolled = rollout(np.array([A1, A2]))
+    # A~1 = A1 / 2 + I / 2: (1, 0, 0), (1/4, 3/4, 0), (0, 0, 1)
+    np.testing.assert_allclose(rolled[0], [[1, 0, 0], [0.25, 0.75, 0], [0, 0, 1]])
+    # A~2 rows (1/2, 1/2, 0), (0, 1/2, 1/2), (1/2, 0, 1/2), times A~1
+    np.testing.assert_allclose(rolled[1], [[0.625, 0.375, 0], [0.125, 0.375, 0.5], [0.5, 0, 0.5]])
+    sums, counts = offset_sums(rolled[1], 1)
+    np.testing.assert_allclose(sums / counts, [0.0625, 0.5, 0.4375])  # offsets -1, 0, +1
+
+
+def test_rollout_analysis_from_both_sources_by_hand():
+    attn = np.array([[A1], [A2]], dtype=np.float32)  # 2 layers, 1 head
+    # The norm maps: layer 1 proportional to A1; layer 2's first row (0, 1, 1) -> (0, 1/2, 1/2).
+    norm_map = np.array([[[2, 0, 0], [1, 1, 0], [0, 0, 3]], [[0, 1, 1], [0, 0, 2], [5, 0, 0]]], np.float32)
+    report = run_analysis(Rollout, [example(attn, np.ones((2, 1, 3), np.float32), norm_map)],
+                          progress=False, max_offset=3)
+    shares = report.shares.set_index(["source", "layer"])
+    # attention, layer 2: rows (0.625, 0.375, 0), (0.125, 0.375, 0.5), (0.5, 0, 0.5) over [CLS] a [SEP]
+    np.testing.assert_allclose(shares.loc[("attention", 2), ["cls", "sep", "punct", "other", "special"]],
+                               [1.25 / 3, 1 / 3, 0, 0.25, 1.25 / 3 + 1 / 3])
+    # norm, layer 2: A~2's first row is (0, 1/2, 1/2) / 2 + (1, 0, 0) / 2 = (1/2, 1/4, 1/4), so R's is
+    # 1/2 A~1[0] + 1/4 A~1[1] + 1/4 A~1[2] = (0.5625, 0.1875, 0.25); the other rows as for attention.
+    np.testing.assert_allclose(shares.loc[("norm", 2), ["cls", "sep", "other"]],
+                               [1.1875 / 3, 1.25 / 3, 0.5625 / 3])
+    np.testing.assert_allclose(shares.loc[("norm", 1), ["cls", "sep", "other"]],
+                               shares.loc[("attention", 1), ["cls", "sep", "other"]])
+    profile = report.profile.set_index(["source", "layer", "offset"])["mass"]
+    assert profile[("attention", 2, 1)] == pytest.approx(0.4375)
+    assert np.isnan(profile[("attention", 2, 3)])  # no key three tokens away in a 3-token input

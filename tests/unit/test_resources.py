@@ -1,0 +1,108 @@
+"""Cluster resources from benchmarks (headatlas.resources) and the SLURM profile that holds them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from headatlas import resources as res
+from tests.conftest import ROOT
+
+RULES = ROOT / "workflow" / "rules"
+PROFILE = ROOT / "profiles" / "slurm" / "config.yaml"
+HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+# Two rules write the same benchmark pattern (a segments or documents corpus per model).
+SHARED = {"prepare_segments", "prepare_documents"}
+
+
+def write_benchmark(path, seconds: float, rss: float) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(HEADER + f"{seconds}\t0:00:00\t{rss}\t1\t1\t1\t0\t0\t50\t{seconds}\n")
+
+
+def example_path(pattern: str) -> str:
+    """A file the pattern names: each wildcard filled with a plausible value."""
+    return re.sub(r"\{(\w+)\}", lambda m: "0" if m.group(1) in ("shard", "seed") else f"x{m.group(1)}",
+                            pattern.removeprefix("logs/benchmarks/"))
+
+
+def test_every_benchmark_pattern_names_its_own_rule():
+    patterns = res.benchmark_patterns(RULES)
+    assert {"extract", "syntax_scores", "coref_mentions", "headtypes_figure", "probes_run"} <= {p.rule for p in patterns}
+    for p in patterns:
+        found = set(res.rules_of(example_path(p.pattern), patterns))
+        assert found == ({p.rule} | (SHARED if p.rule in SHARED else set())), (p, found)
+
+
+def test_specific_patterns_win_over_wildcards():
+    patterns = res.benchmark_patterns(RULES)
+    # {analysis}.tsv of surface_table would match these; the literal names win
+    assert res.rules_of("surface/m/c/paper_claims.tsv", patterns) == ("surface_claims",)
+    assert res.rules_of("headtypes/m/c/features.tsv", patterns) == ("headtypes_features",)
+    assert res.rules_of("headtypes/m/c/tsne.tsv", patterns) == ("headtypes_figure",)
+    assert res.rules_of("prepare/gum.tsv", patterns) == ("prepare_treebank",)
+    assert res.rules_of("extract/m/c/shard-x.tsv", patterns) == ()  # shard is \d+
+    assert res.rules_of("other/file.tsv", patterns) == ()
+    assert res.rules_of("run/logs/benchmarks/syntax/m/c/scores.tsv", patterns) == ("syntax_scores",)
+
+
+def test_largest_measurement_with_headroom(tmp_path):
+    bench = tmp_path / "run" / "logs" / "benchmarks"
+    write_benchmark(bench / "extract" / "m" / "a" / "shard-0.tsv", seconds=100, rss=1000)
+    write_benchmark(bench / "extract" / "m" / "b" / "shard-1.tsv", seconds=900, rss=300)
+    write_benchmark(bench / "coref" / "m" / "c" / "mentions.tsv", seconds=5, rss=100)
+    usage, unmatched = res.measure([bench], res.benchmark_patterns(RULES))
+    assert unmatched == [] and set(usage) == {"extract", "coref_mentions"}
+    policy = res.Policy(mem_headroom=1.5, overhead_mb=500, time_headroom=2.0, min_runtime=10)
+    # peak 1000 MB (shard a) x 1.5 + 500 = 2000; longest 900 s (shard b) x 2 = 30 min
+    assert usage["extract"].resources(policy) == {"mem_mb": 2000, "runtime": 30}
+    assert usage["coref_mentions"].resources(policy) == {"mem_mb": 700, "runtime": 10}  # 650 -> 700; floor 10
+    # a second run's folder: the larger value of either counts
+    other = tmp_path / "other" / "logs" / "benchmarks"
+    write_benchmark(other / "coref" / "m" / "c" / "mentions.tsv", seconds=1200, rss=50)
+    usage, _ = res.measure([bench, other], res.benchmark_patterns(RULES))
+    assert usage["coref_mentions"].resources(policy) == {"mem_mb": 700, "runtime": 40}
+
+
+def test_update_keeps_the_other_keys_and_the_rest_of_the_profile(tmp_path):
+    bench = tmp_path / "logs" / "benchmarks"
+    write_benchmark(bench / "extract" / "m" / "c" / "shard-0.tsv", seconds=60, rss=700)
+    profile = tmp_path / "config.yaml"
+    profile.write_text("executor: slurm\n# keep me\n" + res.BEGIN + "\nset-resources:\n  extract:\n"
+                       "    slurm_partition: \"gpu\"\n    gres: \"gpu:1\"\n    mem_mb: 1\n"
+                       "  ablation:\n    mem_mb: 5\n" + res.END + "\nset-threads:\n  extract: 8\n")
+    res.main([str(bench), "--rules", str(RULES), "--profile", str(profile), "--update"])
+    text = profile.read_text()
+    loaded = yaml.safe_load(text)
+    assert "# keep me" in text and loaded["executor"] == "slurm" and loaded["set-threads"] == {"extract": 8}
+    assert loaded["set-resources"]["extract"] == {"mem_mb": 1600, "runtime": 10,
+                                                  "slurm_partition": "gpu", "gres": "gpu:1"}
+    assert loaded["set-resources"]["ablation"] == {"mem_mb": 5}  # not measured: kept
+    assert text.count(res.BEGIN) == text.count(res.END) == 1
+    res.main([str(bench), "--rules", str(RULES), "--profile", str(profile), "--update"])
+    assert profile.read_text() == text  # the same measurements give the same profile
+
+
+def test_update_needs_the_markers(tmp_path):
+    bench = tmp_path / "b"
+    write_benchmark(bench / "extract" / "m" / "c" / "shard-0.tsv", seconds=1, rss=1)
+    profile = tmp_path / "config.yaml"
+    profile.write_text("executor: slurm\n")
+    with pytest.raises(SystemExit, match="BEGIN derived resources"):
+        res.main([str(bench), "--rules", str(RULES), "--profile", str(profile), "--update"])
+
+
+def test_the_slurm_profile_names_only_real_rules_and_has_no_fake_account():
+    profile = yaml.safe_load(PROFILE.read_text())
+    rules = set(re.findall(r"^rule (\w+):", "\n".join(p.read_text() for p in RULES.glob("*.smk")), re.M))
+    assert set(profile["set-resources"]) <= rules and set(profile["set-threads"]) <= rules
+    assert "slurm_account" not in profile["default-resources"]  # a made-up account breaks real clusters
+    assert profile["set-resources"]["extract"]["slurm_partition"] == "gpu"
+    assert profile["set-resources"]["extract"]["gres"] == "gpu:1"
+    text = PROFILE.read_text()
+    assert text.count(res.BEGIN) == 1 and text.count(res.END) == 1
+    for rule, values in profile["set-resources"].items():
+        if rule != "extract" or "mem_mb" in values:
+            assert {"mem_mb", "runtime"} <= set(values), rule

@@ -1,0 +1,223 @@
+"""Value-vector norms (Kobayashi et al. 2020): the arithmetic, the hooks, the store, the weighting."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+from headatlas.corpora.records import Sentence
+from headatlas.errors import StoreError
+from headatlas.store import NORMS_OFF, NORMS_RECORDED, NORMS_UNSUPPORTED, Example, Store, StoreWriter
+from headatlas.valuenorms import NormRecorder, gram_weights, norm_recorder, value_norms_and_map
+from headatlas.weightings import norm_weighted
+
+SENTENCES = [Sentence(id="s0", words=["the", "cat", "sat"]),
+             Sentence(id="p", words=["the", "dog", "ran"], words_b=["it", "was", "happy", "."]),
+             Sentence(id="s2", words=["she", "saw", "a", "big", "red", "house", "."])]
+
+
+def test_gram_formula_by_hand():
+    # Two heads of width 1, W_O = identity: f_1(x_j) = (v_j1, 0), f_2(x_j) = (0, v_j2).
+    values = torch.tensor([[[1.0, 2.0], [3.0, 0.0], [0.0, 4.0]]])  # [batch 1, 3 tokens, 2]
+    attn = torch.zeros(1, 2, 3, 3)
+    attn[0, 0, 0] = torch.tensor([0.5, 0.5, 0.0])  # head 1, query 0
+    attn[0, 1, 0] = torch.tensor([0.25, 0.25, 0.5])  # head 2, query 0
+    value_norms, norm_map = value_norms_and_map(values, attn, gram_weights(torch.eye(2)), 2)
+    np.testing.assert_allclose(value_norms[0].numpy(), [[1, 3, 0], [2, 0, 4]])
+    # key 0: ||(0.5*1, 0.25*2)|| = ||(0.5, 0.5)|| = sqrt(0.5); key 1: (1.5, 0); key 2: (0, 2)
+    np.testing.assert_allclose(norm_map[0, 0].numpy(), [np.sqrt(0.5), 1.5, 2.0], rtol=1e-6)
+
+
+def test_gram_formula_with_mixed_heads_by_hand():
+    # W_O maps both width-1 heads onto the same output axis: f_1 = (v_1, 0), f_2 = (v_2, 0),
+    # so the layer-level vector is (a1 v1 + a2 v2, 0) and the heads can cancel.
+    dense_weight = torch.tensor([[1.0, 1.0], [0.0, 0.0]])  # torch Linear stores W_O^T
+    values = torch.tensor([[[2.0, -1.0]]])  # one token
+    attn = torch.tensor([[[[0.5]], [[1.0]]]])  # heads x 1 x 1
+    value_norms, norm_map = value_norms_and_map(values, attn, gram_weights(dense_weight), 2)
+    np.testing.assert_allclose(value_norms[0, :, 0].numpy(), [2.0, 1.0])
+    np.testing.assert_allclose(norm_map.numpy().ravel(), [abs(0.5 * 2 - 1.0 * 1)], atol=1e-7)
+
+
+@pytest.fixture(scope="module")
+def bert():
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=40, hidden_size=24, num_hidden_layers=2, num_attention_heads=3,
+                        intermediate_size=32, max_position_embeddings=64, attn_implementation="eager")
+    return BertModel(config).eval()  # float32
+
+
+def test_recorded_norms_equal_a_direct_computation(bert):
+    """||f_h(x_j)|| from the weights and hidden states; sum_h sum_j a f + b_O = the attention output."""
+    torch.manual_seed(1)
+    ids = torch.randint(5, 40, (2, 9))
+    mask = torch.ones_like(ids)
+    mask[1, 6:] = 0  # a padded example
+    outputs = {}
+    hooks = [layer.attention.output.dense.register_forward_hook(
+        lambda module, args, out, k=k: outputs.__setitem__(k, out)) for k, layer in enumerate(bert.encoder.layer)]
+    try:
+        with NormRecorder(bert) as recorder, torch.no_grad():
+            out = bert(input_ids=ids, attention_mask=mask, output_attentions=True, output_hidden_states=True)
+            recorded = recorder.take(dtype=torch.float32)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    torch.set_grad_enabled(False)
+    try:
+        check_layers(bert, out, outputs, recorded)
+    finally:
+        torch.set_grad_enabled(True)
+
+
+def check_layers(bert, out, outputs, recorded):
+    heads, hidden = 3, 24
+    dh = hidden // heads
+    for k, layer in enumerate(bert.encoder.layer):
+        x = out.hidden_states[k]  # the layer's input
+        w_v, b_v = layer.attention.self.value.weight, layer.attention.self.value.bias
+        w_o, b_o = layer.attention.output.dense.weight, layer.attention.output.dense.bias
+        v = (x @ w_v.T + b_v).reshape(2, 9, heads, dh)
+        f = torch.stack([v[:, :, h] @ w_o[:, h * dh:(h + 1) * dh].T for h in range(heads)], dim=2)
+        alpha = out.attentions[k]  # [b, h, i, j]
+        np.testing.assert_allclose(recorded.value_norms[:, k], f.norm(dim=-1).transpose(1, 2).numpy(),
+                                   atol=1e-5, rtol=0)
+        mixed = torch.einsum("bhij,bjhd->bijd", alpha, f)  # sum over heads, per (i, j)
+        np.testing.assert_allclose(recorded.norm_map[:, k], mixed.norm(dim=-1).numpy(), atol=1e-5, rtol=0)
+        # Σ_h Σ_j α^h_ij f_h(x_j) + b_O is the attention output before the residual and LayerNorm.
+        np.testing.assert_allclose((mixed.sum(dim=2) + b_o).numpy(), outputs[k].numpy(), atol=1e-5, rtol=0)
+
+
+def test_recorder_removes_its_hooks(bert):
+    block = bert.encoder.layer[0].attention.self
+    before = (len(block._forward_hooks), len(block.value._forward_hooks))
+    with NormRecorder(bert):
+        assert (len(block._forward_hooks), len(block.value._forward_hooks)) == (before[0] + 1, before[1] + 1)
+    assert (len(block._forward_hooks), len(block.value._forward_hooks)) == before
+
+
+def test_non_bert_layout_is_extracted_without_norms_and_named():
+    from transformers import DistilBertConfig, DistilBertModel
+
+    model = DistilBertModel(DistilBertConfig(vocab_size=40, dim=16, n_layers=1, n_heads=2, hidden_dim=32))
+    state, recorder, warning = norm_recorder(model)
+    assert state == NORMS_UNSUPPORTED and "DistilBertModel" in warning and "unsupported" in warning
+    assert recorder.take().example(0, 3) == {}
+    assert norm_recorder(model, wanted=False)[0] == NORMS_OFF
+
+
+def single_norms(loaded, sentence):
+    from headatlas.extract import collate, encode
+
+    enc = encode(loaded.tokenizer, sentence, 0)
+    with NormRecorder(loaded.model) as recorder, torch.inference_mode():
+        loaded.model(**collate([enc], 0, "cpu"), output_attentions=True)
+        recorded = recorder.take(dtype=torch.float32)
+    return recorded.value_norms[0], recorded.norm_map[0]
+
+
+def test_store_holds_the_norms_of_each_example_batched(tiny_model, tmp_path):
+    from headatlas.extract import extract
+
+    extract(tiny_model, SENTENCES, tmp_path / "s.h5", max_length=64, batch_size=3, progress=False)
+    with Store(tmp_path / "s.h5", norms=True) as store:
+        assert store.attrs["norms"] == NORMS_RECORDED and store.attrs["model_class"] == "BertModel"
+        examples = {e.id: e for e in store}
+    for sentence in SENTENCES:  # padding in a batch must not change them; float16 storage
+        value_norms, norm_map = single_norms(tiny_model, sentence)
+        stored = examples[sentence.id]
+        np.testing.assert_allclose(stored.value_norms, value_norms, rtol=2e-3, atol=1e-3)
+        np.testing.assert_allclose(stored.norm_map, norm_map, rtol=2e-3, atol=1e-3)
+
+
+def test_norm_weighting_by_hand():
+    attn = np.array([[[[0.5, 0.25, 0.25], [0.0, 1.0, 0.0], [1 / 3, 1 / 3, 1 / 3]]]])  # [1, 1, 3, 3]
+    value_norms = np.array([[[1.0, 2.0, 4.0]]])
+    # row 0: (0.5, 0.5, 1) / 2; row 1: (0, 2, 0) / 2; row 2: (1, 2, 4) / 7
+    expected = [[0.25, 0.25, 0.5], [0, 1, 0], [1 / 7, 2 / 7, 4 / 7]]
+    np.testing.assert_allclose(norm_weighted(attn, value_norms)[0, 0], expected, rtol=1e-6)
+    example = Example(0, "e", ["[CLS]", "a", "[SEP]"], np.arange(3), np.zeros(3), np.array([-1, 0, -1]),
+                      attn.astype(np.float32), value_norms=value_norms)
+    np.testing.assert_allclose(example.weighted("norm").attn[0, 0], expected, rtol=1e-6)
+    assert example.weighted("norm").weighting == "norm"
+    with pytest.raises(StoreError, match="value norms"):
+        Example(0, "e", ["a"], np.arange(1), np.zeros(1), np.zeros(1), np.ones((1, 1, 1, 1))).weighted("norm")
+
+
+def test_reader_applies_the_weighting(tiny_model, tmp_path):
+    from headatlas.extract import extract
+
+    extract(tiny_model, SENTENCES, tmp_path / "s.h5", max_length=64, progress=False)
+    with Store(tmp_path / "s.h5", norms=True) as raw, Store(tmp_path / "s.h5", weighting="norm") as weighted:
+        for a, b in zip(raw, weighted):
+            assert b.weighting == "norm" and b.norm_map is None
+            np.testing.assert_allclose(b.attn, norm_weighted(a.attn, a.value_norms), rtol=1e-6)
+            np.testing.assert_allclose(b.attn.sum(-1), 1, atol=1e-5)
+
+
+def downgrade_to_version_1(path):
+    """What a store written before norms existed looks like."""
+    with h5py.File(path, "r+") as f:
+        for name in ("value_norms", "norm_map"):
+            if name in f:
+                del f[name]
+        for name in ("model_class", "norms"):
+            del f.attrs[name]
+        f.attrs["schema_version"] = 1
+
+
+def test_version_1_store_serves_attention_and_names_the_fix_for_norms(tiny_model, tmp_path):
+    from headatlas.analyses import surface  # noqa: F401
+    from headatlas.analyses.base import run_analysis
+    from headatlas.extract import extract
+
+    path = tmp_path / "old.h5"
+    extract(tiny_model, SENTENCES, path, max_length=64, progress=False)
+    downgrade_to_version_1(path)
+    table = run_analysis("entropy", path, progress=False)
+    assert table.attrs["provenance"]["schema_version"] == 1 and len(table) == 4
+    with pytest.raises(StoreError) as err:
+        run_analysis("entropy", path, progress=False, weighting="norm")
+    assert str(path) in str(err.value) and f"snakemake --cores all --force {path}" in str(err.value)
+    assert "schema version 1" in str(err.value)
+
+
+def test_norms_on_an_unsupported_model_name_its_class(tiny_model, tmp_path, monkeypatch):
+    from headatlas import valuenorms
+    from headatlas.analyses import surface  # noqa: F401
+    from headatlas.analyses.base import run_analysis
+    from headatlas.extract import extract
+
+    monkeypatch.setattr(valuenorms, "attention_layers", lambda model: None)  # as for a non-BERT layout
+    extract(tiny_model, SENTENCES, tmp_path / "s.h5", max_length=64, progress=False)
+    with h5py.File(tmp_path / "s.h5", "r") as f:
+        assert f.attrs["norms"] == NORMS_UNSUPPORTED and "value_norms" not in f
+    assert len(run_analysis("entropy", tmp_path / "s.h5", progress=False)) == 4
+    with pytest.raises(StoreError, match="norms are unsupported for BertModel"):
+        run_analysis("entropy", tmp_path / "s.h5", progress=False, weighting="norm")
+
+
+def test_extraction_without_norms_says_how_to_get_them(tiny_model, tmp_path):
+    from headatlas.extract import extract
+
+    extract(tiny_model, SENTENCES, tmp_path / "s.h5", max_length=64, progress=False, norms=False)
+    with pytest.raises(StoreError, match="exclude norm.*snakemake --cores all --force"):
+        Store(tmp_path / "s.h5", norms=True)
+
+
+def test_writer_checks_the_norms(tmp_path):
+    attrs = {"n_layers": 1, "n_heads": 2, "norms": NORMS_RECORDED}
+    attn = np.full((1, 2, 2, 2), 0.5)
+    with StoreWriter(tmp_path / "s.h5", attrs) as writer:
+        with pytest.raises(StoreError, match="value_norms of example a: expected"):
+            writer.add(0, "a", ["[CLS]", "[SEP]"], [0, 1], [0, 0], [-1, -1], attn)
+        writer.add(0, "a", ["[CLS]", "[SEP]"], [0, 1], [0, 0], [-1, -1], attn,
+                   value_norms=np.ones((1, 2, 2)), norm_map=np.ones((1, 2, 2)))
+    with StoreWriter(tmp_path / "t.h5", {**attrs, "norms": NORMS_OFF}) as writer:
+        with pytest.raises(StoreError, match="records no norms"):
+            writer.add(0, "a", ["[CLS]", "[SEP]"], [0, 1], [0, 0], [-1, -1], attn,
+                       value_norms=np.ones((1, 2, 2)), norm_map=np.ones((1, 2, 2)))

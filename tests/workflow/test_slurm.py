@@ -1,0 +1,193 @@
+"""The SLURM profile on a real cluster: the tiny workflow, submitted through ``sbatch``.
+
+``tests/cluster/slurm.sh up`` brings up a single-node SLURM 22.05 (Debian packages, installed
+with apt-get when missing; partitions ``cpu`` and ``gpu``, no accounting). The tiny configuration
+then runs with ``--workflow-profile profiles/slurm`` as shipped, plus what a cluster without
+accounting and a 2-core test machine need (:data:`OVERLAY`), extraction cut into two shards.
+Every job must be submitted to SLURM and seen as finished, extraction must go as job arrays to
+the ``gpu`` partition with one GPU each, every output must be built, and every CSV table must be
+the one the local run (the ``tiny_workflow`` fixture, one shard) wrote.
+
+Skipped, with the reason, where the machine cannot run SLURM (not root, no apt-get, no network to
+the Debian mirror, a real SLURM configuration in /etc/slurm) or when HEADATLAS_SLURM_TEST=0.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, make_tiny_model
+from tests.workflow.conftest import copy_workflow, snakemake, tiny_config, write_treebank
+
+pytestmark = [pytest.mark.workflow, pytest.mark.slurm]
+
+SCRIPT = ROOT / "tests" / "cluster" / "slurm.sh"
+LOCK = Path("/tmp/headatlas-slurm.lock")  # one cluster test at a time on a machine
+SHARDS = 2
+CORPORA = ("wikipedia", "tb", "tb_docs", "tb_windows")  # of the tiny config, all extracted for `tiny`
+# On top of profiles/slurm: a cluster without accounting (no -A; sacct answers nothing, so the
+# status comes from squeue), and a small machine (first status check after 2 s instead of 40;
+# one thread per extraction job on 2 cores). Successful jobs' SLURM logs are kept to be checked.
+OVERLAY = ["--slurm-no-account", "--slurm-status-command", "squeue",
+           "--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs",
+           "--set-threads", "extract=1"]
+# Tables whose row order or bootstrap intervals follow the order of the examples in the stores
+# (sorted by length within each shard), so a sharded run may write them differently (see
+# tests/unit/test_sharding.py): compared as sets of rows, without the intervals.
+ORDER_DEPENDENT = {
+    "syntax/heads.csv": "relations in the order they first appear in the stores",
+    "syntax/offsets.csv": "relations in the order they first appear in the stores",
+    "coref/mentions.csv": "documents in store order",
+    "coref/accuracy.csv": "bootstrap units (documents) numbered in store order",
+}
+# What differs between any two runs: wall-clock seconds and the run's own folder.
+VOLATILE_COLUMNS = {"finetune/tiny/upos/curve.csv": ["seconds"]}
+VOLATILE_ROWS = {"finetune/tiny/upos/metrics.csv": ["base_source", "train_seconds"]}
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster():
+    """A running single-node SLURM; stops afterwards only the daemons this fixture started."""
+    if os.environ.get("HEADATLAS_SLURM_TEST") == "0":
+        pytest.skip("HEADATLAS_SLURM_TEST=0")
+    with open(LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        up = subprocess.run(["bash", str(SCRIPT), "up"], capture_output=True, text=True, timeout=900)
+        if up.returncode == 3:
+            pytest.skip(f"no SLURM cluster here: {up.stdout.strip().removeprefix('cannot: ')}")
+        if up.returncode != 0:
+            pytest.fail(f"{SCRIPT} up failed ({up.returncode}):\n{up.stdout}\n{up.stderr}")
+        started = re.search(r"^started: ?(.*)$", up.stdout, re.M).group(1).split()
+        try:
+            yield started
+        finally:
+            if started:
+                subprocess.run(["bash", str(SCRIPT), "down", *started], timeout=300)
+
+
+@pytest.fixture(scope="module")
+def slurm_run(slurm_cluster, tmp_path_factory):
+    """The tiny workflow through sbatch, extraction in two shards: (folder, result, seconds)."""
+    root = tmp_path_factory.mktemp("slurm")
+    copy_workflow(root)
+    make_tiny_model(root / "tiny-bert", layers=2, heads=2)
+    write_treebank(root / "tb.conllu")
+    config = tiny_config(root)
+    config["extraction"]["shards"] = SHARDS
+    (root / "config.yaml").write_text(yaml.safe_dump(config))
+    start = time.monotonic()
+    result = snakemake(root, "--workflow-profile", "profiles/slurm", *OVERLAY, check=False)
+    seconds = time.monotonic() - start
+    print(f"\nSLURM run of the tiny workflow: {seconds:.0f} s")
+    assert result.returncode == 0, f"the SLURM run failed:\n{result.stdout[-5000:]}\n{result.stderr[-5000:]}"
+    return root, result, seconds
+
+
+def log_text(result) -> str:
+    return result.stdout + result.stderr
+
+
+def planned_jobs(folder: Path) -> dict[str, int]:
+    from tests.workflow.test_pipeline import planned_jobs as parse
+
+    return parse(snakemake(folder, "-n", "--forceall", "--workflow-profile", "profiles/slurm"))
+
+
+def slurm_jobs(text: str) -> list[dict]:
+    """The run's jobs as SLURM sees them (MinJobAge keeps finished ones): id, partition, ..."""
+    run_id = re.search(r"SLURM run ID: (\S+)", text).group(1)
+    out = subprocess.run(["squeue", "--states=all", "--noheader", "--name", run_id,
+                          "--format=%i|%P|%b|%C|%m|%l|%T|%k"], capture_output=True, text=True, check=True)
+    keys = ["id", "partition", "gres", "cpus", "mem", "limit", "state", "comment"]
+    return [dict(zip(keys, line.split("|"))) for line in out.stdout.splitlines() if line.strip()]
+
+
+def test_every_job_went_through_sbatch(slurm_run):
+    root, result, _ = slurm_run
+    text = log_text(result)
+    single = re.findall(r"Job \d+ has been submitted with SLURM jobid (\d+)", text)
+    arrays = re.findall(r"Submitted array job with Snakemake IDs ([\d,]+) and SLURM job ID (\d+)", text)
+    in_arrays = sum(len(ids.split(",")) for ids, _ in arrays)
+    expected = {rule: n for rule, n in planned_jobs(root).items() if rule != "all"}  # `all` is local
+    assert len(single) + in_arrays == sum(expected.values()), (single, arrays, expected)
+    assert expected["extract"] == len(CORPORA) * SHARDS
+    assert "Error in rule" not in text and "SLURM-job" not in text  # no failed job, no retry
+    jobs = slurm_jobs(text)
+    assert jobs and all(job["state"] == "COMPLETED" for job in jobs), jobs
+
+
+def test_extraction_ran_as_gpu_job_arrays(slurm_run):
+    root, result, _ = slurm_run
+    text = log_text(result)
+    arrays = re.findall(r"Submitted array job with Snakemake IDs ([\d,]+) and SLURM job ID (\d+)", text)
+    assert arrays and sum(len(ids.split(",")) for ids, _ in arrays) == len(CORPORA) * SHARDS
+    tasks = sorted(p.name for p in (root / ".snakemake" / "slurm_logs" / "rule_extract").glob("*.log"))
+    assert len(tasks) == len(CORPORA) * SHARDS and all(re.fullmatch(r"\d+_\d+\.log", t) for t in tasks), tasks
+    extract = [job for job in slurm_jobs(text) if job["comment"].startswith("rule_extract_")]
+    assert extract and {(j["partition"], j["gres"]) for j in extract} == {("gpu", "gres:gpu:1")}, extract
+    others = [job for job in slurm_jobs(text) if not job["comment"].startswith("rule_extract_")]
+    assert {j["partition"] for j in others} == {"cpu"}
+
+
+def test_every_output_is_built(slurm_run, tiny_workflow):
+    root, _, _ = slurm_run
+    assert planned_jobs_without_force(root) == {}
+
+    def outputs(folder: Path) -> set[str]:
+        return {p.relative_to(folder).as_posix() for p in (folder / "results").rglob("*")
+                if p.is_file() and "attention" not in p.parts}
+
+    assert outputs(root) == outputs(tiny_workflow)
+    for corpus in CORPORA:
+        stores = sorted((root / "results" / "tiny" / corpus / "attention").glob("shard-*.h5"))
+        assert [s.name for s in stores] == [f"shard-{i}.h5" for i in range(SHARDS)]
+    assert (root / "results" / "finetune" / "tiny" / "upos" / "model" / "config.json").exists()
+
+
+def planned_jobs_without_force(folder: Path) -> dict[str, int]:
+    from tests.workflow.test_pipeline import planned_jobs as parse
+
+    return parse(snakemake(folder, "-n", "--workflow-profile", "profiles/slurm"))
+
+
+def comparable(path: Path, name: str, why: str | None):
+    import pandas as pd
+
+    table = pd.read_csv(path, keep_default_na=False)
+    table = table.drop(columns=VOLATILE_COLUMNS.get(name, []))
+    if name in VOLATILE_ROWS:
+        table = table[~table[table.columns[0]].isin(VOLATILE_ROWS[name])]
+    if why:
+        table = table[[c for c in table.columns if not c.endswith(("_ci_low", "_ci_high"))]]
+        table = table.sort_values(list(table.columns))
+    return table.reset_index(drop=True)
+
+
+def test_tables_are_the_local_runs(slurm_run, tiny_workflow):
+    import pandas as pd
+
+    root, _, _ = slurm_run
+    tables = sorted(p.relative_to(tiny_workflow / "results").as_posix()
+                    for p in (tiny_workflow / "results").rglob("*.csv"))
+    assert len(tables) > 30
+    identical, compared = [], []
+    for name in tables:
+        local, cluster = tiny_workflow / "results" / name, root / "results" / name
+        if local.read_bytes() == cluster.read_bytes():
+            identical.append(name)
+            continue
+        why = next((why for suffix, why in ORDER_DEPENDENT.items() if name.endswith(suffix)), None)
+        assert why or name in VOLATILE_COLUMNS or name in VOLATILE_ROWS, \
+            f"{name}: the SLURM run (2 shards) wrote another table than the local run (1 shard)"
+        pd.testing.assert_frame_equal(comparable(local, name, why), comparable(cluster, name, why),
+                                      obj=f"{name} ({why or 'without times and paths'})")
+        compared.append(name)
+    print(f"\n{len(identical)} tables byte-identical; equal as data: {compared}")

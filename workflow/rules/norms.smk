@@ -1,0 +1,128 @@
+# Attention weighted by value norms (Kobayashi et al. 2020) and attention rollout (Abnar & Zuidema
+# 2020) on the surface corpus, for every model whose `weightings` include norm. Each streams the
+# store (with its value norms) once. Options: `norms:` in the config schema.
+NORMS = config["norms"]
+NORMS_REPORT = {
+    "category": "Value norms (Kobayashi) and rollout",
+    "subcategory": "{model}",
+}
+NORM_MODELS = {"model": one_of(PLAN.norm_models)}
+
+
+rule norm_shares:
+    input:
+        stores=stores,
+        code=code("norm_shares.py"),
+    output:
+        shares=report(
+            f"{RESULTS}/{{model}}/{{corpus}}/norms/shares.csv",
+            caption="../report/norm_shares.rst",
+            labels={
+                "model": "{model}",
+                "corpus": "{corpus}",
+                "result": "shares per layer",
+            },
+            **NORMS_REPORT,
+        ),
+        correlation=report(
+            f"{RESULTS}/{{model}}/{{corpus}}/norms/correlation.csv",
+            caption="../report/norm_shares.rst",
+            labels={"model": "{model}", "corpus": "{corpus}", "result": "α vs ‖f(x)‖"},
+            **NORMS_REPORT,
+        ),
+        figure=report(
+            f"{RESULTS}/{{model}}/{{corpus}}/norms/norms.svg",
+            caption="../report/norm_shares.rst",
+            labels={"model": "{model}", "corpus": "{corpus}", "result": "figure"},
+            **NORMS_REPORT,
+        ),
+        claims=report(
+            f"{RESULTS}/{{model}}/{{corpus}}/norms/paper_claims.csv",
+            caption="../report/norm_claims.rst",
+            labels={
+                "model": "{model}",
+                "corpus": "{corpus}",
+                "result": "paper vs ours",
+            },
+            **NORMS_REPORT,
+        ),
+    log:
+        "logs/norms/{model}/{corpus}/shares.log",
+    benchmark:
+        "logs/benchmarks/norms/{model}/{corpus}/shares.tsv"
+    wildcard_constraints:
+        **NORM_MODELS,
+    conda:
+        ENV
+    resources:
+        mem_mb=1000,
+    params:
+        pairs_per_example=NORMS["pairs_per_example"],
+        seed=NORMS["seed"],
+    script:
+        "../scripts/norm_shares.py"
+
+
+rule rollout:
+    input:
+        stores=stores,
+        code=code("rollout.py"),
+    output:
+        shares=report(
+            f"{RESULTS}/{{model}}/{{corpus}}/rollout/shares.csv",
+            caption="../report/rollout.rst",
+            labels={
+                "model": "{model}",
+                "corpus": "{corpus}",
+                "result": "rollout shares",
+            },
+            **NORMS_REPORT,
+        ),
+        profile=report(
+            f"{RESULTS}/{{model}}/{{corpus}}/rollout/relative_position.csv",
+            caption="../report/rollout.rst",
+            labels={
+                "model": "{model}",
+                "corpus": "{corpus}",
+                "result": "rollout by offset",
+            },
+            **NORMS_REPORT,
+        ),
+        figure=report(
+            f"{RESULTS}/{{model}}/{{corpus}}/rollout/rollout.svg",
+            caption="../report/rollout.rst",
+            labels={
+                "model": "{model}",
+                "corpus": "{corpus}",
+                "result": "rollout figure",
+            },
+            **NORMS_REPORT,
+        ),
+    log:
+        "logs/rollout/{model}/{corpus}.log",
+    benchmark:
+        "logs/benchmarks/rollout/{model}/{corpus}.tsv"
+    wildcard_constraints:
+        **NORM_MODELS,
+    conda:
+        ENV
+    params:
+        max_offset=NORMS["max_offset"],
+        residual=NORMS["residual"],
+    script:
+        "../scripts/rollout.py"
+
+
+FINAL_TARGETS["norms"] = lambda model: [
+    f"{RESULTS}/{model}/{PLAN.surface_corpus}/{name}"
+    for name in [
+        "norms/shares.csv",
+        "norms/correlation.csv",
+        "norms/norms.svg",
+        "norms/paper_claims.csv",
+        "rollout/shares.csv",
+        "rollout/relative_position.csv",
+        "rollout/rollout.svg",
+    ]
+    if model in PLAN.norm_models
+]
