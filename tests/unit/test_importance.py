@@ -224,3 +224,36 @@ def test_importance_is_the_mean_absolute_gate_gradient(tagger):
             down[layer, head] -= eps
             expected[layer, head] = np.abs((losses(up.float()) - losses(down.float())) / (2 * eps)).mean()
     assert importance == pytest.approx(expected, rel=2e-2, abs=1e-4)
+
+
+def test_a_tagger_without_segment_table_is_scored_and_cached(tmp_path):
+    # RoBERTa's token-type table has one row: the batches carry no token_type_ids, the layer
+    # cache still reproduces the full forward pass, and a zero gate changes the logits.
+    from transformers import AutoTokenizer, RobertaForTokenClassification
+
+    from headatlas.tasks.grid import load_task_model
+    from headatlas.tasks.upos import label_map, pack_documents
+    from tests.conftest import make_tiny_encoder
+
+    sentences = corpus()
+    labels = label_map(sentences)
+    folder = make_tiny_encoder(tmp_path / "base", "roberta", layers=2, heads=2)
+    torch.manual_seed(0)
+    RobertaForTokenClassification.from_pretrained(
+        folder, num_labels=len(labels), label2id=labels,
+        id2label={i: t for t, i in labels.items()}).save_pretrained(tmp_path / "tagger")
+    AutoTokenizer.from_pretrained(folder).save_pretrained(tmp_path / "tagger")
+    model, tokenizer = load_task_model("upos", str(tmp_path / "tagger"), device="cpu")
+    test = pack_documents(tokenizer, [s for s in sentences if s.split == "test"], labels, 24)
+    cached = TaggingHeads(model, test, test[:2], batch_size=3, cache=True)
+    full = TaggingHeads(model, test, test[:2], batch_size=3, cache=False)
+    assert all("token_type_ids" not in inputs for inputs, _, _ in cached.batches)
+    assert cached.cache is not None and cached.check_cache()
+    gates = cached.ones()
+    gates[1, 0] = 0
+    assert np.array_equal(cached.scores(gates).score, full.scores(gates).score)
+    with torch.no_grad():
+        inputs = cached.batches[0][0]
+        assert not torch.allclose(model(**inputs, headatlas_gates=gates).logits,
+                                  model(**inputs).logits, atol=1e-4)
+    assert np.isfinite(cached.importance()).all()
