@@ -257,3 +257,40 @@ def test_a_tagger_without_segment_table_is_scored_and_cached(tmp_path):
         assert not torch.allclose(model(**inputs, headatlas_gates=gates).logits,
                                   model(**inputs).logits, atol=1e-4)
     assert np.isfinite(cached.importance()).all()
+
+
+def test_squad_heads_score_is_the_official_f1_and_targets_the_answer_tokens(tmp_path):
+    # The paper configuration's task: per-question F1 whose mean is squad_evaluate's F1, and
+    # the importance loss's target tokens cover the first gold answer's characters.
+    from pathlib import Path
+
+    from transformers import AutoConfig, BertForQuestionAnswering
+
+    from headatlas.tasks.grid import load_task_model
+    from headatlas.tasks.importance import SquadHeads
+    from headatlas.tasks.squad import read_squad, squad_evaluate, squad_predictions
+
+    folder = make_tiny_model(tmp_path / "qa", layers=2, heads=2)
+    torch.manual_seed(1)
+    BertForQuestionAnswering(AutoConfig.from_pretrained(folder)).save_pretrained(folder)
+    model, tokenizer = load_task_model("squad", str(folder), device="cpu")
+    examples = read_squad(Path(__file__).resolve().parents[1] / "fixtures" / "formats"
+                          / "squad_v1.1_sample.json")
+    task = SquadHeads(model, tokenizer, examples, batch_size=2, max_length=48, stride=16)
+    scores = task.scores(task.ones())
+    assert scores.size.tolist() == [1.0] * len(examples) and ((0 <= scores.score) & (scores.score <= 1)).all()
+    official = squad_evaluate(examples, squad_predictions(model, task.windows, examples, 2))["f1"]
+    assert scores.value == pytest.approx(official)
+    covered = set()
+    for window in task.windows:
+        first, last = task._positions(window)
+        if (first, last) == (0, 0):
+            continue
+        example = examples[window.example]
+        start, end = example.answer_starts[0], example.answer_starts[0] + len(example.answers[0])
+        assert window.spans[first][0] <= start < window.spans[first][1] or window.spans[first][0] >= start
+        assert window.spans[last][0] < end <= window.spans[last][1] and first <= last
+        covered.add(window.example)
+    assert covered == set(range(len(examples)))  # every answer lies in some window
+    importance = task.importance()
+    assert importance.shape == (2, 2) and np.isfinite(importance).all() and (importance >= 0).all()
