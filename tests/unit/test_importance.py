@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 import torch
 
-from headatlas.tasks.importance import (HeadTask, Scorer, TaggingHeads, UnitScores, claims, compare,
-                                        disable_heads, heads_table, normalise_by_layer,
+from headatlas.tasks.importance import (HeadTask, Scorer, TaggingHeads, UnitScores, chance_gains, claims,
+                                        compare, disable_heads, heads_table, normalise_by_layer,
                                         prunable_share, pruning_curves, pruning_order, spearman)
 from tests.conftest import make_tiny_model
 from tests.unit.test_upos import corpus
@@ -130,6 +130,13 @@ def test_heads_table_compare_and_claims():
     assert found["michel.s3.single_heads_harmless"].verdict == "holds"  # 3 of 4 not significant drops
     assert found["michel.s4.prunable_share"].verdict == "holds"  # 75% >= 30%
     assert found["kovaleva.s6.disabling_improves"].verdict == "does not hold"  # +1 not significant
+
+
+def test_chance_gains_by_hand():
+    # 4 heads at 2.5%: P(X >= 1) = 1 - 0.975^4 = 9.6% >= 5%; P(X >= 2) = 1 - 0.975^4 - 4 x 0.025 x
+    # 0.975^3 = 0.36% < 5% -> 2 gains are needed. One head: even 1 gain has only 2.5% -> 1.
+    assert chance_gains(4) == 2 and chance_gains(1) == 1
+    assert chance_gains(72) == 5  # P(X >= 4) = 10.6%, P(X >= 5) = 3.4%
 
 
 def test_spearman():
