@@ -36,6 +36,8 @@ include: "workflow/rules/norms.smk"
 include: "workflow/rules/probes.smk"
 include: "workflow/rules/finetune.smk"
 include: "workflow/rules/ablation.smk"
+include: "workflow/rules/patterns.smk"
+include: "workflow/rules/importance.smk"
 include: "workflow/rules/scorecard.smk"
 
 

@@ -143,11 +143,15 @@ def _key_real(attention_mask: torch.Tensor | None, weights: torch.Tensor) -> tor
 
 
 def ablated_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0,
-                      headatlas_ablation: Ablation | None = None, **kwargs):
+                      headatlas_ablation: Ablation | None = None,
+                      headatlas_gates: torch.Tensor | None = None, **kwargs):
     """Eager attention with the ablation applied to the probabilities (AttentionInterface signature).
 
     ``query``/``key``/``value`` ``[batch, heads, T, d]``; returns the context
     ``[batch, T, heads, d]`` and the (ablated) weights ``[batch, heads, T, T]``.
+    ``headatlas_gates`` (``[layers, heads]`` or ``[batch, layers, heads]``)
+    multiplies each head's context: Michel et al.'s gate xi_h, differentiable
+    (1 = unchanged, 0 = the head's contribution removed).
     """
     scaling = query.size(-1) ** -0.5 if scaling is None else scaling
     scores = torch.matmul(query, key.transpose(2, 3)) * scaling
@@ -157,7 +161,11 @@ def ablated_attention(module, query, key, value, attention_mask, scaling=None, d
     if headatlas_ablation is not None:
         weights = headatlas_ablation.apply(module.layer_idx, weights, attention_mask)
     weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
-    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+    context = torch.matmul(weights, value).transpose(1, 2)
+    if headatlas_gates is not None:
+        gates = headatlas_gates[..., module.layer_idx, :]  # [heads] or [batch, heads]
+        context = context * (gates[:, None, :, None] if gates.dim() == 2 else gates[:, None])
+    return context.contiguous(), weights
 
 
 @functools.cache

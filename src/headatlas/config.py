@@ -249,6 +249,20 @@ def reference_problems(config: dict) -> list[str]:
     if finetune["models"] and finetune["corpus"] is None:
         problems.append("`finetune.corpus`: needed when `finetune.models` is set")
     problems += _ablation_problems(config, check)
+    problems += _patterns_problems(config, check)
+    return problems
+
+
+def _patterns_problems(config: dict, check) -> list[str]:
+    patterns, problems = config["patterns"], []
+    for i, name in enumerate(patterns["corpora"]):
+        check(f"patterns.corpora.{i}", name, list(config["corpora"]), "a configured corpus")
+    if len(set(patterns["corpora"])) != len(patterns["corpora"]):
+        problems.append("`patterns.corpora`: a corpus is named twice")
+    labels = patterns["labels"]
+    if labels is not None and (labels["file"] is None) != (labels["maps"] is None):
+        problems.append("`patterns.labels`: give `file` and `maps` together (a label table and its "
+                        "maps, `python -m headatlas.labelling freeze`), or neither for the packaged set")
     return problems
 
 
@@ -325,6 +339,9 @@ class Plan:
     headtype_pairs: list[tuple[str, str]]
     finetune_models: list[str]
     ablation: dict | None
+    patterns_corpora: list[str] = field(default_factory=list)
+    patterns_labels: dict | None = None
+    importance: dict | None = None
     corpus_models: dict[str, list[str]] = field(default_factory=dict)
     coref_selection: dict[str, str] = field(default_factory=dict)
     omitted: list[Omission] = field(default_factory=list)
@@ -409,14 +426,73 @@ def plan(config: dict) -> Plan:
     ablation = _ablation_plan(config)
     if ablation is None:
         leave_out(("ablation",), "head-type ablation (Guan §5)", "`ablation.model` is not set")
-    slugs = {r.replace(":", "_"): r for r in syntax["key_relations"]}
+    patterns = config["patterns"]
+    if not patterns["corpora"]:
+        leave_out(("patterns_",), "Kovaleva et al.'s attention patterns", "`patterns.corpora` is empty")
+    labels = _labels_plan(config) if patterns["corpora"] else None
+    if patterns["corpora"] and labels is None:
+        leave_out(("patterns_evaluate",), "the pattern classifier's precision and recall on "
+                  "hand-labelled maps", "`patterns.labels` is null")
     corpus_models = {c: list(spec.get("models") or models) for c, spec in config["corpora"].items()}
+    importance = _importance_plan(config, ablation, corpus_models)
+    if importance is None:
+        why = "`importance.enabled` is false" if ablation is not None else "`ablation.model` is not set"
+        leave_out(("importance",), "which heads matter (single-head disabling, head importance, "
+                  "pruning)", why)
+    slugs = {r.replace(":", "_"): r for r in syntax["key_relations"]}
     return Plan(config["results"], corpora_of(config, "segments"), corpora_of(config, "treebank"),
                 documents, labelled, surface, slugs, honest, probes_on, runs, gradient_models, pairs,
-                list(config["finetune"]["models"]), ablation, corpus_models,
-                coref_selection(config, corpus_models), omitted, weightings,
+                list(config["finetune"]["models"]), ablation, list(patterns["corpora"]), labels,
+                importance, corpus_models, coref_selection(config, corpus_models), omitted,
+                weightings,
                 [m for m in models if config["extraction"]["keep_stores"] == "all"
                  or m in config["extraction"]["keep_stores"]])
+
+
+
+def packaged_pattern_labels() -> tuple[Path, Path]:
+    """The hand-labelled maps shipped with the library: label table and maps (MiniLM, Wikipedia)."""
+    data = Path(__file__).resolve().parent / "data"
+    return data / "pattern_labels.csv", data / "pattern_maps.npz"
+
+
+def _labels_plan(config: dict) -> dict | None:
+    """The labelled maps' label table and maps file, or None when the evaluation is off."""
+    labels = config["patterns"]["labels"]
+    if labels is None:
+        return None
+    if labels["file"] is None:
+        return dict(zip(("file", "maps"), map(str, packaged_pattern_labels())))
+    return {"file": labels["file"], "maps": labels["maps"]}
+
+
+def _importance_plan(config: dict, ablation: dict | None,
+                     corpus_models: dict[str, list[str]]) -> dict | None:
+    """Which heads matter: the ablation's task model, and the pattern and head-type tables beside it.
+
+    The task model's patterns come from the surface corpus (the segments the classifier was
+    labelled and checked on) when its maps are classified, else from the task's corpus (UPOS);
+    its head types from its own clustering on the surface corpus (None when the task model is
+    not a configured model, or no such table is planned).
+    """
+    if ablation is None or not config["importance"]["enabled"]:
+        return None
+    results, task_model = config["results"], ablation["task_model"]
+    configured = task_model in config["models"]
+    surface = config["surface"]["corpus"]
+    corpora = [c for c in config["patterns"]["corpora"] if task_model in corpus_models.get(c, [task_model])]
+    upos = config["ablation"]["task"] == "upos"
+    patterns_corpus = surface if surface in corpora else \
+        ablation["corpus"] if upos and ablation["corpus"] in corpora else None
+    return {
+        "task_model": task_model,
+        "metric": "accuracy" if upos else "f1",
+        "patterns": f"{results}/{task_model}/{patterns_corpus}/patterns/heads.csv"
+        if configured and patterns_corpus else None,
+        "patterns_corpus": patterns_corpus if configured else None,
+        "types": f"{results}/{task_model}/{surface}/headtypes/features.csv"
+        if configured and surface else None,
+    }
 
 
 def coref_selection(config: dict, corpus_models: dict[str, list[str]]) -> dict[str, str]:

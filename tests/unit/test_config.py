@@ -203,6 +203,14 @@ def test_embedded_plan_runs_everything():
     assert p.ablation["types"] == "results/minilm_upos/wikipedia/headtypes/features.csv"
     assert p.ablation["data"] == "data/corpora/gum.jsonl"
     assert p.headtype_pairs == [("minilm", "minilm_upos")]
+    assert p.patterns_corpora == ["wikipedia", "gum", "ewt"]
+    assert p.patterns_labels["file"].endswith("pattern_labels.csv")
+    assert p.patterns_labels["maps"].endswith("pattern_maps.npz")
+    assert p.importance["task_model"] == "minilm_upos" and p.importance["metric"] == "accuracy"
+    assert p.importance["patterns"] == "results/minilm_upos/wikipedia/patterns/heads.csv"  # labelled kind
+    config = embedded()
+    config["patterns"]["corpora"] = ["gum"]  # no segments classified: the task's own corpus
+    assert plan(load(config)).importance["patterns"] == "results/minilm_upos/gum/patterns/heads.csv"
     assert p.documents == ["gum_docs", "gum_windows"] and p.coref_selection == {"gum_windows": "gum_docs"}
     assert p.runs_on("minilm", "gum_windows") and not p.runs_on("minilm_upos", "gum_windows")
     assert p.runs_on("minilm_upos", "gum_docs")
@@ -220,6 +228,23 @@ def test_paper_plan_runs_every_table_on_the_papers_corpora():
     assert p.ablation["types"] == "results/bert-large-squad/wikipedia/headtypes/features.csv"
     left_out = {rule for o in p.omitted for rule in o.rules}
     assert left_out == {"finetune_", "headtypes_compare"}
+    assert p.patterns_corpora == ["wikipedia", "ptb_sd", "conll2012"] and p.patterns_labels
+    assert p.importance["metric"] == "f1"
+    assert p.importance["patterns"] == "results/bert-large-squad/wikipedia/patterns/heads.csv"
+
+
+def test_pattern_labels_and_their_maps_go_together():
+    config = embedded()
+    config["patterns"]["labels"] = {"file": "my_labels.csv"}
+    with pytest.raises(ConfigError, match="patterns.labels"):
+        load(config)
+    config["patterns"]["labels"] = None
+    p = plan(load(config))
+    assert p.patterns_labels is None
+    assert any(o.rules == ("patterns_evaluate",) for o in p.omitted)
+    config["patterns"]["corpora"] = ["wikipedia", "nowhere"]
+    with pytest.raises(ConfigError, match="patterns.corpora.1"):
+        load(config)
 
 
 def test_a_config_without_optional_analyses_says_what_it_leaves_out():

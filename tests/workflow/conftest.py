@@ -60,6 +60,9 @@ def tiny_config(root: Path) -> dict:
         "finetune": {"models": ["tiny"], "corpus": "tb", "max_steps": 4, "batch_size": 4,
                      "eval_every": 2, "max_length": 48, "threads": 1},
         "ablation": {"task": "upos", "model": "tiny", "batch_size": 8, "threads": 1},
+        "patterns": {"corpora": ["wikipedia", "tb"]},  # labels: the packaged MiniLM maps
+        "importance": {"seeds": [0, 1], "max_examples": 12, "batch_size": 8, "threads": 1,
+                       "bootstrap": {"n": 100, "seed": 0}},
     }
 
 

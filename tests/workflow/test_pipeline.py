@@ -65,11 +65,12 @@ def test_the_scorecard_collects_every_claims_file(tiny_workflow):
     results = tiny_workflow / "results"
     claims = sorted(results.glob("*/**/paper_claims.csv"))
     # surface, clustering, gradients, head types, Table 1 (tb), coreference (tb_docs), each map
-    # analysis also under the norm weighting, Kobayashi's norms, and the ablation of the fine-tuned
-    # task model tiny_upos (not a configured model: a column of its own)
+    # analysis also under the norm weighting, Kobayashi's norms, Kovaleva's patterns, and the
+    # ablation and head importance of the fine-tuned task model tiny_upos (not a configured
+    # model: a column of its own)
     maps = {"surface", "clustering", "headtypes", "syntax", "coref"}
     assert {p.parent.name for p in claims} == maps | {f"{m}-norm" for m in maps} | {
-        "gradients", "norms", "ablation"}
+        "gradients", "norms", "ablation", "patterns", "importance"}
     long = pd.read_csv(results / "scorecard_long.csv", keep_default_na=False)
     assert (long["ours"] != ABSENT).sum() == sum(len(pd.read_csv(p)) for p in claims)  # none lost
     card = pd.read_csv(results / "scorecard.csv", keep_default_na=False)

@@ -110,6 +110,28 @@ def probe_features(model, corpora):
     return [PROBES_FEATURES.format(model=model, corpus=c) for c in corpora]
 
 
+def patterns_corpora(model):
+    """The corpora of `patterns.corpora` that are extracted for ``model``."""
+    return [c for c in PLAN.patterns_corpora if PLAN.runs_on(model, c)]
+
+
+# Which heads matter (importance.smk): one directory per task model, one report entry per output.
+IMPORTANCE_DIR = f"{RESULTS}/{{task_model}}/importance"
+IMPORTANCE_REPORT = {
+    "category": "Which heads matter (Kovaleva §6, Michel et al.)",
+    "subcategory": "{task_model}",
+}
+
+
+def importance_report(name, result, caption="importance"):
+    return report(
+        f"{IMPORTANCE_DIR}/{name}",
+        caption=f"../report/{caption}.rst",
+        labels={"model": "{task_model}", "result": result},
+        **IMPORTANCE_REPORT,
+    )
+
+
 # Each rules file registers ``analysis -> (model -> [final outputs])`` here; rule all asks for them.
 FINAL_TARGETS = {}
 

@@ -1,0 +1,254 @@
+"""The hand-labelled attention maps behind the pattern classifier (Kovaleva et al. 2019, §3).
+
+Kovaleva et al. labelled about 400 attention maps by eye into five patterns
+(vertical, diagonal, vertical + diagonal, block, heterogeneous) and trained a
+classifier on them. Ours are labelled the same way, and this module is the
+tool: it samples (input, layer, head) maps from a store, draws them on contact
+sheets of 20, and reads the labels back.
+
+Workflow (run once; the labels are kept in the repository)::
+
+    python -m headatlas.labelling sample results/minilm/wikipedia/attention/shard-0.h5 \\
+        --n 320 --seed 0 --out labels.csv          # the maps to label, pattern column empty
+    python -m headatlas.labelling sheets results/minilm/wikipedia/attention/shard-0.h5 \\
+        labels.csv --out sheets/                   # sheet-00.png ... (20 maps each, ids only)
+    # look at every sheet, write each map's pattern into labels.csv
+    python -m headatlas.labelling freeze results/minilm/wikipedia/attention/shard-0.h5 \\
+        --labels labels.csv --out maps.npz         # the labelled maps themselves, kept with the labels
+
+The labels are of pictures, so the pictures are kept with them: ``freeze``
+copies the labelled maps out of the store into a compressed ``.npz``
+(float16 weights and the token types of each map, the store's model and corpus
+in ``meta``). The evaluation (``patterns_evaluate``) reads that file, not a
+store: re-preparing a corpus or re-extracting a model changes the store, not
+the labelled maps, and the classifier's precision and recall are a property of
+the classifier on those maps whatever model the pipeline analyses.
+
+The sample is balanced over layers (``n / layers`` maps each, heads drawn at
+random within the layer), takes every input at most once, and assigns each map
+to a ``half``: ``tune`` (thresholds are chosen on it) or ``test`` (reported),
+alternating within each layer in a random order, so both halves cover every
+layer alike. The sheets show only a map's id, its number of tokens and tick
+marks at the ``[SEP]`` tokens (where the segments end): not its layer or head,
+so the labels are not led by what a head is known to do. Each map is drawn
+with a linear grey scale from 0 (white) to the map's own largest weight (black).
+
+The labelled set is packaged as ``headatlas/data/pattern_labels.csv``
+(:data:`LABELS`): columns ``map`` (sheet id), ``example_index`` (corpus index
+of the segment), ``example_id``, ``n_tokens``, ``layer``, ``head`` (1-based),
+``half``, ``pattern``, ``note``; its maps as ``headatlas/data/pattern_maps.npz``
+(:data:`MAPS`): 320 maps of MiniLM (all-MiniLM-L6-v2) on the Wikipedia segments
+as the pipeline prepared them before the 128-wordpiece segment budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from headatlas.errors import HeadAtlasError
+from headatlas.store import Store, open_stores
+
+PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
+HALVES = ("tune", "test")
+COLUMNS = ("map", "example_index", "example_id", "n_tokens", "layer", "head", "half", "pattern",
+           "note")
+PER_SHEET = 20
+LABELS = "pattern_labels.csv"
+MAPS = "pattern_maps.npz"
+
+
+def packaged_labels() -> Path:
+    """Path of the packaged labelled set (``headatlas/data/pattern_labels.csv``)."""
+    return Path(str(resources.files("headatlas") / "data" / LABELS))
+
+
+def packaged_maps() -> Path:
+    """Path of the packaged labelled maps (``headatlas/data/pattern_maps.npz``)."""
+    return Path(str(resources.files("headatlas") / "data" / MAPS))
+
+
+def sample_maps(store_path: str | Path, n: int = 320, seed: int = 0) -> pd.DataFrame:
+    """``n`` maps to label: one per input, balanced over layers, split into two halves.
+
+    Returns the :data:`COLUMNS` table with an empty ``pattern``, in the random
+    order the sheets show it.
+    """
+    with Store(store_path) as store:
+        n_examples, n_layers, n_heads = len(store), store.n_layers, store.n_heads
+        if n > n_examples:
+            raise HeadAtlasError(f"{store_path}: {n_examples} inputs, cannot sample {n} distinct ones")
+        rng = np.random.default_rng(seed)
+        examples = rng.choice(n_examples, size=n, replace=False)
+        layers = np.resize(np.arange(n_layers), n)  # as even as n allows
+        rng.shuffle(layers)
+        heads = rng.integers(0, n_heads, size=n)
+        half = np.empty(n, dtype=object)
+        for layer in range(n_layers):
+            members = np.flatnonzero(layers == layer)
+            rng.shuffle(members)
+            half[members] = [HALVES[i % 2] for i in range(len(members))]
+        rows = [{"map": f"m{i:03d}", "example_index": int(store.example_index[e]),
+                 "example_id": store.example_ids[e], "n_tokens": int(store.lengths[e]),
+                 "layer": int(layers[i]) + 1, "head": int(heads[i]) + 1, "half": half[i],
+                 "pattern": "", "note": ""} for i, e in enumerate(examples)]
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def read_labels(path: str | Path | None = None) -> pd.DataFrame:
+    """The labelled set (default: the packaged one), checked: columns, patterns, halves, ids."""
+    path = packaged_labels() if path is None else Path(path)
+    table = pd.read_csv(path, keep_default_na=False, dtype={"example_id": str})
+    missing = set(COLUMNS) - set(table.columns)
+    if missing:
+        raise HeadAtlasError(f"{path}: not a pattern-label table (missing columns {sorted(missing)})")
+    unknown = sorted(set(table["pattern"]) - set(PATTERNS))
+    if unknown:
+        raise HeadAtlasError(f"{path}: unknown pattern(s) {unknown}; one of {PATTERNS} per map")
+    halves = sorted(set(table["half"]) - set(HALVES))
+    if halves:
+        raise HeadAtlasError(f"{path}: unknown half/halves {halves}; use {HALVES}")
+    if table["map"].duplicated().any():
+        raise HeadAtlasError(f"{path}: map ids are not unique")
+    return table
+
+
+def labelled_maps(store_paths, labels: pd.DataFrame) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Each labelled map ``[n, n]`` and its input's token-type ids, read from the store.
+
+    The store must be the one the maps were sampled from: every labelled
+    ``example_index`` must be in it with the same ``example_id`` and length.
+    """
+    wanted = {int(k): i for i, k in enumerate(labels["example_index"])}
+    if len(wanted) != len(labels):
+        raise HeadAtlasError("the labelled set names an input twice; each map is one input")
+    maps: list = [None] * len(labels)
+    types: list = [None] * len(labels)
+    for path in open_stores(store_paths).paths:
+        with Store(path) as store:
+            for position, index in enumerate(store.example_index):
+                row = wanted.get(int(index))
+                if row is None:
+                    continue
+                example = store.example(position)
+                label = labels.iloc[row]
+                if example.id != str(label["example_id"]) or example.n_tokens != int(label["n_tokens"]):
+                    raise HeadAtlasError(
+                        f"{path}: input {index} is {example.id!r} with {example.n_tokens} tokens, the "
+                        f"labels say {label['example_id']!r} with {label['n_tokens']}; the labels "
+                        "belong to another store (model or corpus sample)")
+                maps[row] = example.attn[int(label["layer"]) - 1, int(label["head"]) - 1]
+                types[row] = np.asarray(example.token_type_ids)
+    absent = [labels["map"].iloc[i] for i, m in enumerate(maps) if m is None]
+    if absent:
+        raise HeadAtlasError(f"{len(absent)} labelled map(s) not in the store (first: {absent[0]})")
+    return maps, types
+
+
+def freeze_maps(store_paths, labels: pd.DataFrame, out: str | Path) -> Path:
+    """Write the labelled maps (float16) and their token types to ``out`` (``.npz``).
+
+    Keys: ``map/<id>`` ``[n, n]``, ``types/<id>`` ``[n]``, and ``meta`` (JSON:
+    model, corpus and store files the maps were read from).
+    """
+    paths = open_stores(store_paths).paths
+    maps, types = labelled_maps(paths, labels)
+    with Store(paths[0]) as store:
+        attrs = {key: str(store.attrs.get(key, "")) for key in ("model_name", "model_id", "corpus", "corpus_sha256", "max_length")}
+    meta = {**attrs, "stores": [Path(p).name for p in paths], "maps": len(maps)}
+    arrays = {"meta": np.array(json.dumps(meta))}
+    for name, m, t in zip(labels["map"], maps, types):
+        arrays[f"map/{name}"] = np.asarray(m, dtype=np.float16)
+        arrays[f"types/{name}"] = np.asarray(t, dtype=np.int8)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(out, **arrays)
+    return out
+
+
+def load_maps(path: str | Path | None, labels: pd.DataFrame
+              ) -> tuple[list[np.ndarray], list[np.ndarray], dict]:
+    """The labelled maps (float32 ``[n, n]``), their token types and ``meta``, in ``labels`` order.
+
+    ``path`` is a :func:`freeze_maps` file (default: the packaged one). Every
+    labelled map must be in it, with ``n_tokens`` rows.
+    """
+    path = packaged_maps() if path is None else Path(path)
+    if not path.exists():
+        raise HeadAtlasError(f"{path}: no labelled maps (`patterns.labels.maps`; write them with "
+                             "`python -m headatlas.labelling freeze`)")
+    maps, types = [], []
+    with np.load(path, allow_pickle=False) as archive:
+        names = set(archive.files)
+        meta = json.loads(str(archive["meta"])) if "meta" in names else {}
+        absent = [m for m in labels["map"] if f"map/{m}" not in names]
+        if absent:
+            raise HeadAtlasError(f"{path}: {len(absent)} labelled map(s) missing (first: {absent[0]}); "
+                                 "the maps file belongs to another label table")
+        for name, n in zip(labels["map"], labels["n_tokens"]):
+            m = archive[f"map/{name}"].astype(np.float32)
+            if m.shape != (int(n), int(n)):
+                raise HeadAtlasError(f"{path}: map {name} is {m.shape}, the labels say {n} tokens")
+            maps.append(m)
+            types.append(archive[f"types/{name}"])
+    return maps, types, meta
+
+
+def draw_sheets(store_paths, labels: pd.DataFrame, out: str | Path,
+                per_sheet: int = PER_SHEET) -> list[Path]:
+    """Contact sheets ``sheet-00.png``, ... of ``per_sheet`` maps each, in ``labels`` order."""
+    from headatlas.plots.patterns import draw_contact_sheet
+
+    out = Path(out)
+    maps, types = labelled_maps(store_paths, labels)
+    paths = []
+    for k, start in enumerate(range(0, len(labels), per_sheet)):
+        part = slice(start, start + per_sheet)
+        path = out / f"sheet-{k:02d}.png"
+        titles = [f"{m} (n={n})" for m, n in zip(labels["map"][part], labels["n_tokens"][part])]
+        draw_contact_sheet(maps[part], types[part], titles, path)
+        paths.append(path)
+    return paths
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m headatlas.labelling",
+                                     description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sample = sub.add_parser("sample", help="write the maps to label (pattern column empty)")
+    sample.add_argument("store", nargs="+")
+    sample.add_argument("--n", type=int, default=320)
+    sample.add_argument("--seed", type=int, default=0)
+    sample.add_argument("--out", required=True)
+    sheets = sub.add_parser("sheets", help="draw contact sheets of the maps in a label table")
+    sheets.add_argument("store", nargs="+")
+    sheets.add_argument("--labels", default=None, help="label table (default: the packaged one)")
+    sheets.add_argument("--out", required=True, help="folder for sheet-XX.png")
+    freeze = sub.add_parser("freeze", help="copy the labelled maps out of the store (.npz)")
+    freeze.add_argument("store", nargs="+")
+    freeze.add_argument("--labels", default=None, help="label table (default: the packaged one)")
+    freeze.add_argument("--out", required=True, help="the .npz to write")
+    args = parser.parse_args(argv)
+    if args.command == "sample":
+        if len(args.store) != 1:
+            parser.error("sample reads one store file")
+        sample_maps(args.store[0], args.n, args.seed).to_csv(args.out, index=False)
+        print(f"{args.n} maps -> {args.out}")
+    elif args.command == "freeze":
+        print(freeze_maps(args.store, read_labels(args.labels), args.out))
+    else:
+        table = pd.read_csv(args.labels or packaged_labels(), keep_default_na=False,
+                            dtype={"example_id": str})
+        for path in draw_sheets(args.store, table, args.out):
+            print(path)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

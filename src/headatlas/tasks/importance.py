@@ -1,0 +1,640 @@
+"""Which heads matter to a task model: disabling heads, head importance, pruning.
+
+Three experiments on a fine-tuned task model (the UPOS tagger of
+:mod:`headatlas.tasks.upos`, or a SQuAD model), none of which retrains it:
+
+* **Disabling single heads** (Kovaleva et al. 2019, §6; Michel et al. 2019,
+  §3): each head's contribution to its layer's output is zeroed in turn and
+  the task is scored on its test data; also every layer as a whole. The
+  change against the intact model gets a *paired* bootstrap 95% interval over
+  the evaluation units (sentences for tagging, questions for SQuAD): both
+  scores are computed on the same resampled units, so the interval is that
+  of the difference (:func:`headatlas.stats.bootstrap_ratio` of the summed
+  per-unit differences over the summed units' sizes).
+* **Head importance** (Michel et al. 2019, §4.1, Eq. 2):
+  ``I_h = E_x |dL(x)/d xi_h|`` for a gate ``xi_h = 1`` multiplying head h's
+  output (its attention-weighted values, before the output projection), one
+  ``x`` per model input (a packed tagging input, a SQuAD window), ``L`` the
+  task's training loss on it; then normalised per layer by the l2 norm of the
+  layer's scores, as the paper does after Molchanov et al. (2017). The gates are
+  :mod:`headatlas.ablation`'s attention function (``headatlas_gates``), one
+  gate per input and head, so a single backward pass gives every input's
+  gradient. (HuggingFace's ``bertology`` example sums |gradient| per *batch*;
+  we follow the paper's per-example expectation.)
+* **Pruning curves** (Michel et al. 2019, §4.2, Fig. 4): the task score after
+  removing 0%, 10%, ..., 100% of the heads (rounded to whole heads), heads
+  removed in order of increasing importance, of decreasing importance, and at
+  random (several seeds). The largest share prunable for at most ``tolerance``
+  points of loss is read off the importance order: the largest share such that
+  it and every smaller share stay within the tolerance of the intact model.
+
+A head is disabled by the same gate set to 0. For tagging, evaluation reuses
+the intact model's hidden states below the first changed layer
+(:class:`LayerCache`: exact, checked against a full forward pass on the first
+batch; models whose layers cannot be run one by one fall back to full
+forward passes).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from headatlas.claims import Claim, verdict
+from headatlas.heads import head_table
+from headatlas.stats import bootstrap_ratio
+
+log = logging.getLogger(__name__)
+
+ORDERS = ("importance", "reverse", "random")
+# Michel et al. (2019): BERT-base on MNLI.
+PAPER_PRUNABLE = 40.0  # "up to about ... 40% of heads ... without incurring any noticeable negative impact"
+
+
+# ----------------------------------------------------------------------------
+# scoring a task under head gates
+# ----------------------------------------------------------------------------
+
+@dataclass
+class UnitScores:
+    """Per evaluation unit: ``score`` (e.g. correct words) and ``size`` (e.g. words)."""
+
+    score: np.ndarray
+    size: np.ndarray
+
+    @property
+    def value(self) -> float:
+        """The task score in % (sum of scores over sum of sizes)."""
+        return 100.0 * float(self.score.sum()) / float(self.size.sum())
+
+
+class HeadTask:
+    """A task model scored under per-head gates; subclasses define the data and metric.
+
+    ``scores(gates)`` gives per-unit scores with gates ``[layers, heads]``
+    (1 keeps, 0 removes a head); ``importance()`` gives Michel et al.'s
+    ``[layers, heads]`` raw importance on the task's importance data.
+    """
+
+    metric: str = "score"
+    unit: str = "units"
+    description: str = ""
+
+    def __init__(self, model):
+        self.model = model
+        self.n_layers = model.config.num_hidden_layers
+        self.n_heads = model.config.num_attention_heads
+
+    def scores(self, gates: torch.Tensor) -> UnitScores:
+        raise NotImplementedError
+
+    def importance(self, progress: bool = False) -> np.ndarray:
+        raise NotImplementedError
+
+    def ones(self) -> torch.Tensor:
+        return torch.ones(self.n_layers, self.n_heads)
+
+
+def _no_grad_params(model) -> None:
+    for param in model.parameters():
+        param.requires_grad_(False)
+
+
+class LayerCache:
+    """Run a BERT-style token classifier layer by layer, reusing intact hidden states.
+
+    ``run(batch, gates, first)`` starts at encoder layer ``first`` from the
+    cached input of that layer (computed once with every gate open). Works when
+    the model has ``base_model.embeddings``, ``base_model.encoder.layer`` and a
+    ``classifier`` head (BERT's token classifier); :meth:`check` compares the
+    result with the model's own forward pass.
+    """
+
+    def __init__(self, model):
+        from transformers.masking_utils import create_bidirectional_mask
+
+        self.model = model
+        base = model.base_model
+        self.embeddings, self.layers = base.embeddings, base.encoder.layer
+        self._mask = lambda emb, mask: create_bidirectional_mask(
+            config=base.config, inputs_embeds=emb, attention_mask=mask)
+        self._cache: dict[int, tuple[list[torch.Tensor], torch.Tensor]] = {}
+
+    @staticmethod
+    def supported(model) -> bool:
+        base = getattr(model, "base_model", None)
+        return (hasattr(base, "embeddings") and hasattr(getattr(base, "encoder", None), "layer")
+                and hasattr(model, "classifier") and not getattr(base.config, "is_decoder", False))
+
+    def _prefix(self, key: int, inputs: dict) -> tuple[list[torch.Tensor], torch.Tensor]:
+        if key not in self._cache:
+            ids = {k: inputs[k] for k in ("input_ids", "token_type_ids") if k in inputs}
+            emb = self.embeddings(**ids)
+            mask = self._mask(emb, inputs["attention_mask"])
+            hidden = [emb]
+            for layer in self.layers[:-1]:
+                hidden.append(layer(hidden[-1], mask))
+            self._cache[key] = (hidden, mask)
+        return self._cache[key]
+
+    def run(self, key: int, inputs: dict, gates: torch.Tensor, first: int) -> torch.Tensor:
+        """Logits of batch ``key`` with ``gates``, recomputing encoder layers ``first`` onwards."""
+        hidden, mask = self._prefix(key, inputs)
+        h = hidden[first]
+        for layer in self.layers[first:]:
+            h = layer(h, mask, headatlas_gates=gates)
+        return self.model.classifier(self.model.dropout(h) if hasattr(self.model, "dropout") else h)
+
+
+class TaggingHeads(HeadTask):
+    """The UPOS tagger on packed inputs: units are sentences, the score is word accuracy.
+
+    ``evaluation`` are the packed inputs scored (test split), ``importance_data``
+    those the importance is estimated on (dev split, so test stays unseen).
+    """
+
+    metric = "accuracy"
+    unit = "sentences"
+
+    def __init__(self, model, evaluation: Sequence, importance_data: Sequence,
+                 batch_size: int = 32, cache: bool = True, description: str = ""):
+        from headatlas.models import takes_token_types
+        from headatlas.tasks.upos import IGNORE, collate
+
+        super().__init__(model)
+        self.description = description
+        self.batch_size = batch_size
+        pad = model.config.pad_token_id or 0
+        segments = takes_token_types(model)  # DistilBERT, RoBERTa: no token-type table to index
+        self._collate = lambda batch: collate(batch, pad, segments)
+        self.importance_data = list(importance_data)
+        self.batches = []  # (inputs, labels, unit ids [B, T] with -1 where not scored)
+        offset = 0
+        for start in range(0, len(evaluation), batch_size):
+            batch = evaluation[start:start + batch_size]
+            inputs, sentence_ids = self._collate(batch)
+            labels = inputs.pop("labels")
+            per_example = torch.tensor([max(e.sentence_ids) + 1 for e in batch])
+            starts = offset + torch.cumsum(per_example, 0) - per_example
+            units = torch.where(labels != IGNORE, starts[:, None] + sentence_ids, -1)
+            offset += int(per_example.sum())
+            self.batches.append((inputs, labels, units))
+        self.n_units = offset
+        sizes = np.zeros(offset)
+        for _, _, units in self.batches:
+            np.add.at(sizes, units[units >= 0].numpy(), 1)
+        self.sizes = sizes
+        _no_grad_params(model)
+        self.cache = LayerCache(model) if cache and LayerCache.supported(model) else None
+        if self.cache is not None and not self.check_cache():
+            log.warning("layer-by-layer evaluation differs from the model's forward pass; "
+                        "falling back to full forward passes")
+            self.cache = None
+
+    @torch.inference_mode()
+    def check_cache(self, tolerance: float = 1e-4) -> bool:
+        """Whether the layer cache gives the model's own logits (intact, and with a head removed)."""
+        inputs, _, _ = self.batches[0]
+        gates = self.ones()
+        gates[-1, 0] = 0
+        for g in (self.ones(), gates):
+            full = self.model(**inputs, headatlas_gates=g).logits
+            cached = self.cache.run(0, inputs, g, 0)
+            late = self.cache.run(0, inputs, g, self.n_layers - 1)
+            if not (torch.allclose(full, cached, atol=tolerance) and torch.allclose(full, late, atol=tolerance)):
+                return False
+        return True
+
+    @torch.inference_mode()
+    def scores(self, gates: torch.Tensor) -> UnitScores:
+        gates = gates.to(torch.float32)
+        changed = torch.nonzero((gates != 1).any(dim=1))
+        first = int(changed[0]) if len(changed) else self.n_layers
+        correct = np.zeros(self.n_units)
+        for key, (inputs, labels, units) in enumerate(self.batches):
+            if self.cache is not None:
+                logits = self.cache.run(key, inputs, gates, min(first, self.n_layers - 1))
+            else:
+                logits = self.model(**inputs, headatlas_gates=gates).logits
+            scored = units >= 0
+            hit = (logits.argmax(-1) == labels)[scored].to(torch.float64).numpy()
+            np.add.at(correct, units[scored].numpy(), hit)
+        return UnitScores(correct, self.sizes)
+
+    def importance(self, progress: bool = False) -> np.ndarray:
+        """Mean over packed inputs of |dL/d xi_h|, L the mean cross-entropy of the input's words."""
+        from headatlas.tasks.upos import IGNORE
+
+        total = torch.zeros(self.n_layers, self.n_heads, dtype=torch.float64)
+        count = 0
+        batches = range(0, len(self.importance_data), self.batch_size)
+        for start in tqdm(batches, desc="importance", disable=not progress, mininterval=2):
+            batch = self.importance_data[start:start + self.batch_size]
+            inputs, _ = self._collate(batch)
+            labels = inputs.pop("labels")
+            gates = torch.ones(len(batch), self.n_layers, self.n_heads, requires_grad=True)
+            logits = self.model(**inputs, headatlas_gates=gates).logits
+            token_loss = torch.nn.functional.cross_entropy(
+                logits.transpose(1, 2), labels, ignore_index=IGNORE, reduction="none")
+            scored = (labels != IGNORE).sum(1).clamp_min(1)
+            (token_loss.sum(1) / scored).sum().backward()
+            total += gates.grad.abs().sum(0).to(torch.float64)
+            count += len(batch)
+        return (total / count).numpy()
+
+
+class SquadHeads(HeadTask):
+    """A SQuAD v1.1 model: units are questions, the score the official F1 (%).
+
+    Importance is estimated on the same questions (SQuAD has no second labelled
+    split here), with the span loss of the first gold answer (start + end
+    cross-entropy / 2; windows without the answer point at ``[CLS]``).
+    """
+
+    metric = "f1"
+    unit = "questions"
+
+    def __init__(self, model, tokenizer, examples: Sequence, batch_size: int = 32,
+                 max_length: int = 384, stride: int = 128, max_answer_length: int = 30,
+                 description: str = ""):
+        from headatlas.tasks.squad import squad_windows
+
+        super().__init__(model)
+        self.description = description
+        self.examples = list(examples)
+        self.windows = squad_windows(tokenizer, self.examples, max_length, stride)
+        self.batch_size, self.max_answer_length = batch_size, max_answer_length
+        self.sizes = np.ones(len(self.examples))
+        _no_grad_params(model)
+
+    @torch.inference_mode()
+    def scores(self, gates: torch.Tensor) -> UnitScores:
+        from headatlas.tasks.squad import f1_score, metric_max_over_ground_truths, squad_predictions
+
+        gates = gates.to(torch.float32)
+        predictions = squad_predictions(self.model, self.windows, self.examples, self.batch_size,
+                                        lambda _: {"headatlas_gates": gates}, self.max_answer_length)
+        f1 = [metric_max_over_ground_truths(f1_score, predictions.get(e.id, ""), e.answers)
+              for e in self.examples]
+        return UnitScores(np.asarray(f1, dtype=float), self.sizes)
+
+    def _positions(self, window) -> tuple[int, int]:
+        example = self.examples[window.example]
+        start = example.answer_starts[0]
+        end = start + len(example.answers[0])
+        first = last = 0
+        for i, span in enumerate(window.spans):
+            if span is None:
+                continue
+            if span[0] <= start < span[1] or (first == 0 and span[0] >= start and span[1] <= end):
+                first = first or i
+            if span[0] < end <= span[1]:
+                last = i
+        return (first, last) if first and last >= first else (0, 0)
+
+    def importance(self, progress: bool = False) -> np.ndarray:
+        from headatlas.models import takes_token_types
+        from headatlas.tasks.squad import _pad_windows
+
+        segments = takes_token_types(self.model)
+        total = torch.zeros(self.n_layers, self.n_heads, dtype=torch.float64)
+        pad = self.model.config.pad_token_id or 0
+        starts = range(0, len(self.windows), self.batch_size)
+        for start in tqdm(starts, desc="importance", disable=not progress, mininterval=2):
+            batch = self.windows[start:start + self.batch_size]
+            inputs, _ = _pad_windows(batch, pad)
+            if not segments:  # as squad_predictions does
+                inputs.pop("token_type_ids")
+            positions = torch.tensor([self._positions(w) for w in batch])
+            gates = torch.ones(len(batch), self.n_layers, self.n_heads, requires_grad=True)
+            out = self.model(**inputs, headatlas_gates=gates)
+            loss = (torch.nn.functional.cross_entropy(out.start_logits, positions[:, 0], reduction="none")
+                    + torch.nn.functional.cross_entropy(out.end_logits, positions[:, 1], reduction="none")) / 2
+            loss.sum().backward()
+            total += gates.grad.abs().sum(0).to(torch.float64)
+        return (total / len(self.windows)).numpy()
+
+
+# ----------------------------------------------------------------------------
+# the experiments
+# ----------------------------------------------------------------------------
+
+def normalise_by_layer(importance: np.ndarray) -> np.ndarray:
+    """Each layer's scores divided by their l2 norm (Michel et al. after Molchanov et al. 2017)."""
+    norm = np.sqrt((np.asarray(importance, dtype=float) ** 2).sum(axis=-1, keepdims=True))
+    return np.divide(importance, norm, out=np.zeros_like(importance, dtype=float), where=norm > 0)
+
+
+class Scorer:
+    """Scores gate patterns once each (identical patterns are reused), with the intact score first."""
+
+    def __init__(self, task: HeadTask):
+        self.task = task
+        self._done: dict[bytes, UnitScores] = {}
+        self.evaluations = 0
+        self.base = self(task.ones())
+
+    def __call__(self, gates: torch.Tensor) -> UnitScores:
+        key = gates.to(torch.float32).numpy().tobytes()
+        if key not in self._done:
+            self._done[key] = self.task.scores(gates)
+            self.evaluations += 1
+        return self._done[key]
+
+
+def disable_heads(scorer: Scorer, n_boot: int = 1000, seed: int = 0,
+                  progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every head, then every layer, disabled alone: the change in the task score.
+
+    Returns
+    -------
+    heads : per head ``layer``, ``head``, ``score`` (%), ``delta`` (points, ablated
+        minus intact), ``ci_low``, ``ci_high`` (paired bootstrap 95%), ``improves``
+        (delta > 0), ``significant`` (the interval excludes 0).
+    layers : the same per layer, every head of the layer disabled.
+    """
+    task, base = scorer.task, scorer.base
+    single, whole = [], []
+    grid = [(layer, head) for layer in range(task.n_layers) for head in range(task.n_heads)]
+    for layer, head in tqdm(grid, desc="single heads", disable=not progress, mininterval=2):
+        gates = task.ones()
+        gates[layer, head] = 0
+        single.append(scorer(gates))
+    for layer in range(task.n_layers):
+        gates = task.ones()
+        gates[layer] = 0
+        whole.append(scorer(gates))
+    return (_delta_table(single, base, n_boot, seed, head_table(task.n_layers, task.n_heads)),
+            _delta_table(whole, base, n_boot, seed,
+                         pd.DataFrame({"layer": np.arange(1, task.n_layers + 1)})))
+
+
+def _delta_table(variants: Sequence[UnitScores], base: UnitScores, n_boot: int, seed: int,
+                 table: pd.DataFrame) -> pd.DataFrame:
+    diff = np.stack([v.score - base.score for v in variants], axis=1)  # [units, variants]
+    low, high = bootstrap_ratio(diff, base.size, n_boot=n_boot, seed=seed)
+    table = table.copy()
+    table["score"] = [v.value for v in variants]
+    table["delta"] = table["score"] - base.value
+    table["ci_low"], table["ci_high"] = 100 * np.asarray(low), 100 * np.asarray(high)
+    table["improves"] = table["delta"] > 0
+    table["significant"] = (table["ci_low"] > 0) | (table["ci_high"] < 0)
+    return table
+
+
+def pruning_order(importance: np.ndarray, order: str, seed: int = 0) -> np.ndarray:
+    """Flat head indices (layer-major) in the order they are removed.
+
+    ``importance``: least important first (ties: layer-major order);
+    ``reverse``: most important first; ``random``: a seeded permutation.
+    """
+    flat = np.asarray(importance, dtype=float).ravel()
+    if order == "importance":
+        return np.argsort(flat, kind="stable")
+    if order == "reverse":
+        return np.argsort(-flat, kind="stable")
+    if order == "random":
+        return np.random.default_rng(seed).permutation(flat.size)
+    raise ValueError(f"unknown pruning order {order!r}; use one of {ORDERS}")
+
+
+def pruning_curves(scorer: Scorer, importance: np.ndarray, shares: Sequence[float],
+                   seeds: Sequence[int] = (0, 1, 2), progress: bool = False) -> pd.DataFrame:
+    """Task score after removing each share of the heads, in each order.
+
+    One row per (order, seed, share): ``order``, ``seed`` (random order only,
+    else -1), ``share_pct``, ``heads_removed``, ``score``, ``delta``.
+    """
+    task = scorer.task
+    n = task.n_layers * task.n_heads
+    runs = [("importance", -1), ("reverse", -1)] + [("random", s) for s in seeds]
+    rows = []
+    todo = [(order, seed, share) for order, seed in runs for share in shares]
+    for order, seed, share in tqdm(todo, desc="pruning", disable=not progress, mininterval=2):
+        removed = pruning_order(importance, order, max(seed, 0))[:int(round(share * n))]
+        gates = task.ones().ravel()
+        gates[torch.as_tensor(removed, dtype=torch.long)] = 0
+        value = scorer(gates.view(task.n_layers, task.n_heads)).value
+        rows.append({"order": order, "seed": seed, "share_pct": round(100 * share, 1),
+                     "heads_removed": len(removed), "score": value,
+                     "delta": value - scorer.base.value})
+    return pd.DataFrame(rows)
+
+
+def prunable_share(curves: pd.DataFrame, tolerance: float = 1.0, order: str = "importance") -> float:
+    """Largest share (%) whose score, and that of every smaller share, is within ``tolerance`` points.
+
+    For the random order, the mean curve over seeds is used.
+    """
+    curve = curves[curves["order"] == order].groupby("share_pct")["delta"].mean().sort_index()
+    within = (curve >= -tolerance).to_numpy()
+    if not within.size or not within[0]:
+        return 0.0
+    last = np.argmin(within) - 1 if not within.all() else len(within) - 1
+    return float(curve.index[last])
+
+
+def heads_table(importance: np.ndarray, single: pd.DataFrame) -> pd.DataFrame:
+    """Per head: raw and layer-normalised importance, its rank (1 = most important), single-head change."""
+    normalised = normalise_by_layer(importance)
+    table = head_table(importance.shape[0], importance.shape[1], importance_raw=importance,
+                       importance=normalised)
+    table["rank"] = table["importance"].rank(ascending=False, method="first").astype(int)
+    return table.merge(single, on=["layer", "head"])
+
+
+def compare(heads: pd.DataFrame, types: pd.DataFrame | None, patterns: pd.DataFrame | None,
+            top_share: float = 0.1) -> pd.DataFrame:
+    """Importance and single-head change by Guan et al.'s head type and by Kovaleva et al.'s pattern.
+
+    One row per (``by``, ``group``): ``heads``, ``mean_importance`` (layer-normalised),
+    ``mean_delta`` (points), ``significant_drops`` (heads whose removal lowers the score with
+    an interval below 0), ``top_heads`` (of the ``top_share`` most important heads, how many
+    are in the group). ``by`` is ``type`` (head types) or ``pattern`` (each head's dominant pattern
+    on the task's data). Missing tables are skipped.
+    """
+    n_top = max(1, int(round(top_share * len(heads))))
+    rows = []
+    for by, table, column in (("type", types, "type"), ("pattern", patterns, "dominant")):
+        if table is None:
+            continue
+        merged = heads.merge(table[["layer", "head", column]], on=["layer", "head"], how="inner")
+        if len(merged) != len(heads):
+            raise ValueError(f"the {by} table covers {len(merged)} of {len(heads)} heads")
+        for group, part in merged.groupby(column, sort=True):
+            rows.append({"by": by, "group": group, "heads": len(part),
+                         "mean_importance": part["importance"].mean(),
+                         "mean_delta": part["delta"].mean(),
+                         "significant_drops": int((part["ci_high"] < 0).sum()),
+                         "top_heads": int(part["rank"].le(n_top).sum()), "top_n": n_top})
+    return pd.DataFrame(rows)
+
+
+def spearman(a: Iterable[float], b: Iterable[float]) -> float:
+    """Spearman rank correlation (average ranks for ties)."""
+    a, b = pd.Series(list(a)).rank(), pd.Series(list(b)).rank()
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def chance_gains(n: int, side: float = 0.025, alpha: float = 0.05) -> int:
+    """The fewest significant gains among ``n`` single-head removals that chance alone reaches
+    with probability below ``alpha``.
+
+    With no real effect, each 95% interval lies above 0 with probability ``side`` (2.5%); taking
+    the removals as independent, the count is Binomial(n, side), and the answer is the smallest
+    k with P(X >= k) < alpha (72 heads: 5, as P(X >= 4) = 10.6% and P(X >= 5) = 3.4%).
+    """
+    from scipy.stats import binom
+
+    k = 0
+    while binom.sf(k - 1, n, side) >= alpha:
+        k += 1
+    return k
+
+
+def claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, base: float,
+           metric: str, tolerance: float, note: str) -> list[Claim]:
+    """Kovaleva et al.'s and Michel et al.'s claims about disabling heads, beside ours."""
+    n = len(heads)
+    better = int(heads["improves"].sum())
+    better_sig = int(((heads["ci_low"] > 0)).sum())
+    drops = int((heads["ci_high"] < 0).sum())
+    harmless = n - drops
+    prunable = prunable_share(curves, tolerance)
+    random_prunable = prunable_share(curves, tolerance, "random")
+    mid = curves[(curves["share_pct"] > 0) & (curves["share_pct"] < 100)]
+    by_order = mid.groupby("order")["score"].mean()
+    gap = float(by_order.get("importance", np.nan) - by_order.get("random", np.nan))
+    return [
+        Claim("kovaleva.s6.disabling_improves", "Kovaleva et al. 2019 §6, Fig. 7",
+              "disabling some single heads improves the fine-tuned model",
+              "gains up to 3.2% on GLUE tasks when one head is disabled",
+              f"{better} of {n} single-head removals raise {metric} (point estimate); {better_sig} "
+              "with a paired 95% interval above 0", verdict(better_sig >= chance_gains(n)),
+              f"at least {chance_gains(n)} removals raise the score with a bootstrap interval above 0 "
+              f"(fewer happen by chance with probability >= 5% among {n} heads at 2.5% each)", note),
+        Claim("michel.s3.single_heads_harmless", "Michel et al. 2019 §3, Table 2",
+              "most heads can be removed alone without a significant drop",
+              "most heads (BERT on MNLI: only a few significant changes)",
+              f"{harmless} of {n} heads ({100 * harmless / n:.0f}%) without a significant drop",
+              verdict(harmless / n > 0.5), "> 50% of single-head removals with an interval not below 0",
+              note),
+        Claim("michel.s4.prunable_share", "Michel et al. 2019 §4.2, Fig. 4",
+              "a large share of heads can be pruned by importance with little loss",
+              f"about {PAPER_PRUNABLE:.0f}% of BERT's heads on MNLI",
+              f"{prunable:.0f}% prunable for <= {tolerance:g} point(s) of {metric} "
+              f"(random order: {random_prunable:.0f}%)",
+              verdict(prunable >= PAPER_PRUNABLE - 10),
+              f"largest share within {tolerance:g} point(s), importance order, >= "
+              f"{PAPER_PRUNABLE - 10:.0f}% (the paper's 40% less one 10% step)", note),
+        Claim("michel.s4.importance_beats_random", "Michel et al. 2019 §4.1",
+              "pruning by importance keeps more of the score than pruning at random",
+              "importance order tracks the best order (pruning by accuracy difference)",
+              f"mean {metric} over shares 10-90%: importance order {by_order.get('importance', np.nan):.1f}, "
+              f"random {by_order.get('random', np.nan):.1f}, reverse {by_order.get('reverse', np.nan):.1f}",
+              verdict(None if np.isnan(gap) else gap > 0),
+              "mean score over the shares 10-90%: importance order > random order", note),
+    ]
+
+
+# ----------------------------------------------------------------------------
+# the rule's job
+# ----------------------------------------------------------------------------
+
+@dataclass
+class ImportanceResult:
+    heads: pd.DataFrame  # per head: importance, single-head change
+    layers: pd.DataFrame  # per layer: whole-layer change
+    curves: pd.DataFrame  # pruning curves
+    summary: pd.DataFrame  # quantity, value
+    claims: list[Claim]
+    metric: str
+    caption: str
+
+
+def run_experiments(task: HeadTask, shares: Sequence[float], seeds: Sequence[int],
+                    tolerance: float = 1.0, n_boot: int = 1000, seed: int = 0,
+                    name: str = "", progress: bool = True) -> ImportanceResult:
+    """Single-head and whole-layer disabling, importance, pruning curves; the claims and a caption."""
+    scorer = Scorer(task)
+    log.info("intact %s: %.3f%%", task.metric, scorer.base.value)
+    importance = task.importance(progress)
+    single, layers = disable_heads(scorer, n_boot, seed, progress)
+    heads = heads_table(importance, single)
+    curves = pruning_curves(scorer, heads_matrix(heads, "importance", task), shares, seeds, progress)
+    prunable = prunable_share(curves, tolerance)
+    counts = Counter({"improves": int(heads["improves"].sum()),
+                      "improves_significant": int((heads["ci_low"] > 0).sum()),
+                      "drops_significant": int((heads["ci_high"] < 0).sum())})
+    summary = pd.DataFrame({"quantity": [
+        f"intact_{task.metric}", "units", "evaluations", "single_removals_improve",
+        "single_removals_improve_significant", "single_removals_drop_significant",
+        f"prunable_share_pct_within_{tolerance:g}", "prunable_share_pct_random_mean",
+        "spearman_importance_vs_minus_delta", "max_single_gain", "max_single_drop"],
+        "value": [round(scorer.base.value, 4), task.sizes.size, scorer.evaluations, counts["improves"],
+                  counts["improves_significant"], counts["drops_significant"], prunable,
+                  prunable_share(curves, tolerance, "random"),
+                  round(spearman(heads["importance"], -heads["delta"]), 4),
+                  round(float(heads["delta"].max()), 4), round(float(heads["delta"].min()), 4)]})
+    note = (f"{name}: {task.description}; deviations: Kovaleva et al. and Michel et al. used "
+            "BERT-base on GLUE (MNLI)")
+    caption = (f"Task model {name}, {task.description}; intact {task.metric} "
+               f"{scorer.base.value:.2f}%. Heads disabled by a gate of 0 on their output (Michel et "
+               f"al.'s xi_h); paired bootstrap 95% intervals over {task.sizes.size} {task.unit} "
+               f"({n_boot} resamples); importance I_h = E|dL/dxi_h| normalised per layer (l2); "
+               f"pruning in {len(shares)} steps, random order over seeds {list(seeds)}. Paper: "
+               "Kovaleva et al. 2019 and Michel et al. 2019 on BERT-base fine-tuned on GLUE.")
+    return ImportanceResult(heads, layers, curves, summary,
+                            claims(heads, layers, curves, scorer.base.value, task.metric, tolerance, note),
+                            task.metric, caption)
+
+
+def heads_matrix(heads: pd.DataFrame, column: str, task: HeadTask) -> np.ndarray:
+    """A per-head column as ``[layers, heads]`` (rows are layer-major)."""
+    ordered = heads.sort_values(["layer", "head"])
+    return ordered[column].to_numpy(dtype=float).reshape(task.n_layers, task.n_heads)
+
+
+def build_task(task: str, spec: dict, data, *, corpus: str = "", split: str = "test",
+               importance_split: str = "dev", max_examples: int | None = None,
+               max_length: int = 128, batch_size: int = 32,
+               squad_options: dict | None = None) -> HeadTask:
+    """The task model of the ``ablation`` config (``upos`` or ``squad``) as a :class:`HeadTask`.
+
+    upos: ``data`` is the prepared treebank; the first ``max_examples`` sentences of ``split``
+    are scored, packed as in fine-tuning, and the importance is estimated on ``importance_split``.
+    squad: ``data`` is the SQuAD v1.1 JSON; its first ``max_examples`` questions serve both.
+    """
+    from headatlas.models import resolve
+    from headatlas.tasks.grid import load_task_model
+
+    source, revision = resolve(spec)
+    model, tokenizer = load_task_model(task, source, revision)
+    if task == "upos":
+        from headatlas.corpora.records import read_jsonl
+        from headatlas.tasks.upos import pack_documents, split_sentences
+
+        parts, _ = split_sentences(list(read_jsonl(data)))
+        label2id = model.config.label2id
+        stats = Counter()
+        scored = pack_documents(tokenizer, parts[split][:max_examples], label2id, max_length, stats)
+        estimate = pack_documents(tokenizer, parts[importance_split], label2id, max_length)
+        words = sum(e.n_words for e in scored)
+        described = (f"UPOS tagging, {corpus} {split} split ({words} words, "
+                     f"{sum(max(e.sentence_ids) + 1 for e in scored)} sentences"
+                     + (f", the first {max_examples} sentences" if max_examples else "")
+                     + f"), importance on the {importance_split} split")
+        return TaggingHeads(model, scored, estimate, batch_size, description=described)
+    from headatlas.tasks.squad import read_squad
+
+    options = {"max_length": 384, "stride": 128, "max_answer_length": 30, **(squad_options or {})}
+    examples = read_squad(data)[:max_examples]
+    described = f"SQuAD v1.1 F1 on {len(examples)} questions of {data} (importance on the same)"
+    return SquadHeads(model, tokenizer, examples, batch_size, description=described, **options)

@@ -1,0 +1,303 @@
+"""Which heads matter: gates, the layer cache, importance, single-head disabling, pruning curves."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from headatlas.tasks.importance import (HeadTask, Scorer, TaggingHeads, UnitScores, chance_gains, claims,
+                                        compare, disable_heads, heads_table, normalise_by_layer,
+                                        prunable_share, pruning_curves, pruning_order, spearman)
+from tests.conftest import make_tiny_model
+from tests.unit.test_upos import corpus
+
+
+# ----------------------------------------------------------------------------
+# a task whose scores are known by hand
+# ----------------------------------------------------------------------------
+
+class ToyTask(HeadTask):
+    """1 layer x 4 heads, 100 sentences of one word. Intact: sentence 99 is wrong (99%).
+
+    Removing head 1 breaks sentence 0, head 2 breaks sentences 0-29, head 3 *fixes* sentence 99;
+    head 0 does nothing.
+    """
+
+    metric = "accuracy"
+    unit = "sentences"
+
+    def __init__(self):
+        self.n_layers, self.n_heads = 1, 4
+        self.sizes = np.ones(100)
+        self.calls = 0
+
+    def scores(self, gates):
+        self.calls += 1
+        off = (gates[0] == 0).numpy()
+        correct = np.ones(100)
+        correct[99] = 1.0 if off[3] else 0.0
+        if off[1]:
+            correct[0] = 0
+        if off[2]:
+            correct[:30] = 0
+        return UnitScores(correct, self.sizes)
+
+    def importance(self, progress=False):
+        return np.array([[0.0, 1.0, 3.0, 0.5]])
+
+
+def test_single_head_changes_by_hand():
+    task = ToyTask()
+    scorer = Scorer(task)
+    assert scorer.base.value == pytest.approx(99)
+    heads, layers = disable_heads(scorer, n_boot=200)
+    assert heads["delta"].tolist() == pytest.approx([0, -1, -30, 1])
+    assert heads["improves"].tolist() == [False, False, False, True]
+    # head 0 changes nothing: the interval is [0, 0]; head 2 breaks 30 of 100 sentences in every
+    # resample (the interval lies below 0); head 1 breaks one sentence, absent from some resamples.
+    assert heads.loc[0, ["ci_low", "ci_high"]].tolist() == [0, 0]
+    assert heads.loc[2, "ci_high"] < 0 and heads.loc[2, "significant"]
+    assert heads.loc[1, "ci_low"] < -1 < heads.loc[1, "ci_high"] + 1e-9 and not heads.loc[1, "significant"]
+    # the whole layer: every head off -> sentences 0-29 wrong, 99 right: 70%
+    assert layers["delta"].tolist() == pytest.approx([70 - 99])
+    assert scorer.evaluations == 1 + 4 + 1
+
+
+def test_scorer_scores_each_gate_pattern_once():
+    task = ToyTask()
+    scorer = Scorer(task)
+    gates = task.ones()
+    gates[0, 2] = 0
+    scorer(gates), scorer(gates.clone()), scorer(task.ones())
+    assert task.calls == 2 and scorer.evaluations == 2
+
+
+def test_normalise_by_layer_l2():
+    out = normalise_by_layer(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    assert out.tolist() == [[0.6, 0.8], [0.0, 0.0]]
+
+
+def test_pruning_orders():
+    importance = np.array([[0.0, 1.0, 3.0, 0.5]])
+    assert pruning_order(importance, "importance").tolist() == [0, 3, 1, 2]
+    assert pruning_order(importance, "reverse").tolist() == [2, 1, 3, 0]
+    assert sorted(pruning_order(importance, "random", 1).tolist()) == [0, 1, 2, 3]
+    assert pruning_order(importance, "random", 1).tolist() == pruning_order(importance, "random", 1).tolist()
+    with pytest.raises(ValueError, match="order"):
+        pruning_order(importance, "sideways")
+
+
+def test_pruning_curves_and_prunable_share_by_hand():
+    task = ToyTask()
+    scorer = Scorer(task)
+    curves = pruning_curves(scorer, task.importance(), [0, 0.25, 0.5, 0.75, 1.0], seeds=[0])
+    imp = curves[curves["order"] == "importance"]
+    # least important first: remove head 0 (no change), + head 3 (fixes sentence 99: 100%),
+    # + head 1 (breaks sentence 0: 99%), + head 2 (breaks 0-29: 70%)
+    assert imp["heads_removed"].tolist() == [0, 1, 2, 3, 4]
+    assert imp["score"].tolist() == pytest.approx([99, 99, 100, 99, 70])
+    rev = curves[curves["order"] == "reverse"]  # head 2 first: 69%, + 1: 69%, + 3: 70%, all: 70%
+    assert rev["score"].tolist() == pytest.approx([99, 69, 69, 70, 70])
+    # within 1 point up to 75% in importance order; reverse loses 30 points at the first step
+    assert prunable_share(curves, 1.0) == 75
+    assert prunable_share(curves, 1.0, "reverse") == 0
+
+
+def test_prunable_share_stops_at_the_first_crossing():
+    curves = pd.DataFrame({"order": "importance", "share_pct": [0, 10, 20, 30],
+                           "delta": [0, -2.0, -0.5, -3.0]})
+    assert prunable_share(curves, 1.0) == 0  # 10% already loses 2 points; 20% does not count
+    assert prunable_share(curves, 2.5) == 20
+
+
+def test_heads_table_compare_and_claims():
+    task = ToyTask()
+    scorer = Scorer(task)
+    single, layers = disable_heads(scorer, n_boot=200)
+    heads = heads_table(task.importance(), single)
+    assert heads["rank"].tolist() == [4, 2, 1, 3]  # head 3 (1-based 1-3) is the most important
+    types = pd.DataFrame({"layer": 1, "head": [1, 2, 3, 4], "type": ["dense", "dense", "diagonal", "vertical"]})
+    patterns = pd.DataFrame({"layer": 1, "head": [1, 2, 3, 4],
+                             "dominant": ["vertical", "vertical", "diagonal", "vertical"]})
+    table = compare(heads, types, patterns, top_share=0.25).set_index(["by", "group"])
+    assert table.loc[("type", "diagonal"), "top_heads"] == 1 and table.loc[("type", "dense"), "heads"] == 2
+    assert table.loc[("pattern", "vertical"), "mean_delta"] == pytest.approx((0 - 1 + 1) / 3)
+    assert table.loc[("pattern", "diagonal"), "significant_drops"] == 1
+    curves = pruning_curves(scorer, task.importance(), [0, 0.25, 0.5, 0.75, 1.0], seeds=[0])
+    found = {c.id: c for c in claims(heads, layers, curves, 99, "accuracy", 1.0, "toy")}
+    assert found["michel.s3.single_heads_harmless"].verdict == "holds"  # 3 of 4 not significant drops
+    assert found["michel.s4.prunable_share"].verdict == "holds"  # 75% >= 30%
+    assert found["kovaleva.s6.disabling_improves"].verdict == "does not hold"  # +1 not significant
+
+
+def test_chance_gains_by_hand():
+    # 4 heads at 2.5%: P(X >= 1) = 1 - 0.975^4 = 9.6% >= 5%; P(X >= 2) = 1 - 0.975^4 - 4 x 0.025 x
+    # 0.975^3 = 0.36% < 5% -> 2 gains are needed. One head: even 1 gain has only 2.5% -> 1.
+    assert chance_gains(4) == 2 and chance_gains(1) == 1
+    assert chance_gains(72) == 5  # P(X >= 4) = 10.6%, P(X >= 5) = 3.4%
+
+
+def test_spearman():
+    assert spearman([1, 2, 3], [10, 20, 30]) == pytest.approx(1)
+    assert spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1)
+
+
+# ----------------------------------------------------------------------------
+# a tiny tagger: gates, the layer cache, the importance gradient
+# ----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tagger(tmp_path_factory):
+    from transformers import AutoTokenizer, BertForTokenClassification
+
+    from headatlas.tasks.grid import load_task_model
+    from headatlas.tasks.upos import label_map, pack_documents
+
+    root = tmp_path_factory.mktemp("importance")
+    sentences = corpus()
+    labels = label_map(sentences)
+    folder = make_tiny_model(root / "base", layers=2, heads=2)
+    torch.manual_seed(0)
+    BertForTokenClassification.from_pretrained(
+        folder, num_labels=len(labels), label2id=labels,
+        id2label={i: t for t, i in labels.items()}).save_pretrained(root / "tagger")
+    AutoTokenizer.from_pretrained(folder).save_pretrained(root / "tagger")
+    model, tokenizer = load_task_model("upos", str(root / "tagger"), device="cpu")
+    test = pack_documents(tokenizer, [s for s in sentences if s.split == "test"], labels, 24)
+    dev = pack_documents(tokenizer, [s for s in sentences if s.split == "dev"], labels, 24)
+    return model, test, dev
+
+
+def test_a_zero_gate_equals_pruning_the_head(tagger):
+    from headatlas.ablation import PRUNE, plan
+
+    model, test, _ = tagger
+    task = TaggingHeads(model, test, test[:2], batch_size=3, cache=False)
+    inputs, _, _ = task.batches[0]
+    gates = task.ones()
+    gates[0, 1] = 0
+    actions = torch.zeros(2, 2, dtype=torch.long)
+    actions[0, 1] = PRUNE
+    with torch.no_grad():
+        gated = model(**inputs, headatlas_gates=gates).logits
+        pruned = model(**inputs, **plan(actions)(None)).logits
+        intact = model(**inputs).logits
+        ones = model(**inputs, headatlas_gates=task.ones()).logits
+        per_input = model(**inputs, headatlas_gates=gates.expand(len(inputs["input_ids"]), 2, 2)).logits
+    assert torch.allclose(gated, pruned, atol=1e-6) and torch.allclose(ones, intact, atol=1e-6)
+    assert torch.allclose(per_input, gated, atol=1e-6)
+    assert not torch.allclose(gated, intact, atol=1e-4)
+
+
+def test_layer_cache_gives_the_full_forward_scores(tagger):
+    model, test, _ = tagger
+    cached = TaggingHeads(model, test, test[:2], batch_size=3, cache=True)
+    full = TaggingHeads(model, test, test[:2], batch_size=3, cache=False)
+    assert cached.cache is not None and cached.check_cache()
+    assert cached.sizes.sum() == sum(e.n_words for e in test)
+    assert cached.n_units == sum(max(e.sentence_ids) + 1 for e in test)
+    for pattern in ([[1, 1], [1, 1]], [[0, 1], [1, 1]], [[1, 1], [1, 0]], [[0, 0], [0, 0]]):
+        gates = torch.tensor(pattern, dtype=torch.float32)
+        a, b = cached.scores(gates), full.scores(gates)
+        assert np.array_equal(a.score, b.score) and a.value == b.value
+
+
+def test_importance_is_the_mean_absolute_gate_gradient(tagger):
+    from headatlas.tasks.upos import IGNORE, collate
+
+    model, test, dev = tagger
+    task = TaggingHeads(model, test, dev, batch_size=2, cache=False)
+    importance = task.importance()
+
+    # Central differences of each input's mean word loss in each gate, averaged in absolute value.
+    def losses(gates):
+        out = []
+        for example in dev:
+            inputs, _ = collate([example], model.config.pad_token_id or 0)
+            labels = inputs.pop("labels")
+            with torch.no_grad():
+                logits = model(**inputs, headatlas_gates=gates).logits
+            out.append(torch.nn.functional.cross_entropy(logits[0], labels[0], ignore_index=IGNORE).item())
+        return np.array(out)
+
+    eps = 1e-3
+    expected = np.zeros((2, 2))
+    for layer in range(2):
+        for head in range(2):
+            up, down = torch.ones(2, 2, dtype=torch.float64), torch.ones(2, 2, dtype=torch.float64)
+            up[layer, head] += eps
+            down[layer, head] -= eps
+            expected[layer, head] = np.abs((losses(up.float()) - losses(down.float())) / (2 * eps)).mean()
+    assert importance == pytest.approx(expected, rel=2e-2, abs=1e-4)
+
+
+def test_a_tagger_without_segment_table_is_scored_and_cached(tmp_path):
+    # RoBERTa's token-type table has one row: the batches carry no token_type_ids, the layer
+    # cache still reproduces the full forward pass, and a zero gate changes the logits.
+    from transformers import AutoTokenizer, RobertaForTokenClassification
+
+    from headatlas.tasks.grid import load_task_model
+    from headatlas.tasks.upos import label_map, pack_documents
+    from tests.conftest import make_tiny_encoder
+
+    sentences = corpus()
+    labels = label_map(sentences)
+    folder = make_tiny_encoder(tmp_path / "base", "roberta", layers=2, heads=2)
+    torch.manual_seed(0)
+    RobertaForTokenClassification.from_pretrained(
+        folder, num_labels=len(labels), label2id=labels,
+        id2label={i: t for t, i in labels.items()}).save_pretrained(tmp_path / "tagger")
+    AutoTokenizer.from_pretrained(folder).save_pretrained(tmp_path / "tagger")
+    model, tokenizer = load_task_model("upos", str(tmp_path / "tagger"), device="cpu")
+    test = pack_documents(tokenizer, [s for s in sentences if s.split == "test"], labels, 24)
+    cached = TaggingHeads(model, test, test[:2], batch_size=3, cache=True)
+    full = TaggingHeads(model, test, test[:2], batch_size=3, cache=False)
+    assert all("token_type_ids" not in inputs for inputs, _, _ in cached.batches)
+    assert cached.cache is not None and cached.check_cache()
+    gates = cached.ones()
+    gates[1, 0] = 0
+    assert np.array_equal(cached.scores(gates).score, full.scores(gates).score)
+    with torch.no_grad():
+        inputs = cached.batches[0][0]
+        assert not torch.allclose(model(**inputs, headatlas_gates=gates).logits,
+                                  model(**inputs).logits, atol=1e-4)
+    assert np.isfinite(cached.importance()).all()
+
+
+def test_squad_heads_score_is_the_official_f1_and_targets_the_answer_tokens(tmp_path):
+    # The paper configuration's task: per-question F1 whose mean is squad_evaluate's F1, and
+    # the importance loss's target tokens cover the first gold answer's characters.
+    from pathlib import Path
+
+    from transformers import AutoConfig, BertForQuestionAnswering
+
+    from headatlas.tasks.grid import load_task_model
+    from headatlas.tasks.importance import SquadHeads
+    from headatlas.tasks.squad import read_squad, squad_evaluate, squad_predictions
+
+    folder = make_tiny_model(tmp_path / "qa", layers=2, heads=2)
+    torch.manual_seed(1)
+    BertForQuestionAnswering(AutoConfig.from_pretrained(folder)).save_pretrained(folder)
+    model, tokenizer = load_task_model("squad", str(folder), device="cpu")
+    examples = read_squad(Path(__file__).resolve().parents[1] / "fixtures" / "formats"
+                          / "squad_v1.1_sample.json")
+    task = SquadHeads(model, tokenizer, examples, batch_size=2, max_length=48, stride=16)
+    scores = task.scores(task.ones())
+    assert scores.size.tolist() == [1.0] * len(examples) and ((0 <= scores.score) & (scores.score <= 1)).all()
+    official = squad_evaluate(examples, squad_predictions(model, task.windows, examples, 2))["f1"]
+    assert scores.value == pytest.approx(official)
+    covered = set()
+    for window in task.windows:
+        first, last = task._positions(window)
+        if (first, last) == (0, 0):
+            continue
+        example = examples[window.example]
+        start, end = example.answer_starts[0], example.answer_starts[0] + len(example.answers[0])
+        assert window.spans[first][0] <= start < window.spans[first][1] or window.spans[first][0] >= start
+        assert window.spans[last][0] < end <= window.spans[last][1] and first <= last
+        covered.add(window.example)
+    assert covered == set(range(len(examples)))  # every answer lies in some window
+    importance = task.importance()
+    assert importance.shape == (2, 2) and np.isfinite(importance).all() and (importance >= 0).all()

@@ -1,0 +1,82 @@
+"""The labelling tool: sample maps from a store, freeze the labelled maps, read them back."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from headatlas.errors import HeadAtlasError
+from headatlas.labelling import (freeze_maps, load_maps, packaged_labels, packaged_maps,
+                                 read_labels, sample_maps)
+from headatlas.store import Store, StoreWriter
+
+ATTRS = {"n_layers": 2, "n_heads": 3, "model_name": "m", "model_id": "m-src", "corpus": "c"}
+
+
+def attn(n, seed):
+    a = np.random.default_rng(seed).random((2, 3, n, n)).astype(np.float32)
+    return a / a.sum(-1, keepdims=True)
+
+
+@pytest.fixture
+def store(tmp_path):
+    path = tmp_path / "s.h5"
+    with StoreWriter(path, ATTRS) as writer:
+        for k, n in enumerate([5, 6, 7, 8, 9, 10]):
+            tokens = ["[CLS]"] + [f"w{i}" for i in range(n - 2)] + ["[SEP]"]
+            types = np.array([0] * (n // 2) + [1] * (n - n // 2))
+            writer.add(k, f"ex{k}", tokens, np.arange(n), types, [-1] + list(range(n - 2)) + [-1],
+                       attn(n, k))
+    return path
+
+
+def test_sample_is_balanced_over_layers_and_halves(store):
+    table = sample_maps(store, n=4, seed=1)
+    assert list(table["layer"].value_counts().sort_index()) == [2, 2]  # 4 maps over 2 layers
+    for _, part in table.groupby("layer"):  # each layer: one map per half
+        assert sorted(part["half"]) == ["test", "tune"]
+    assert table["example_index"].is_unique
+    assert table["head"].between(1, 3).all()
+    with pytest.raises(HeadAtlasError, match="cannot sample 7"):
+        sample_maps(store, n=7)
+
+
+def test_frozen_maps_are_the_store_maps(store, tmp_path):
+    table = sample_maps(store, n=4, seed=0).assign(pattern="vertical")
+    out = freeze_maps(store, table, tmp_path / "maps.npz")
+    maps, types, meta = load_maps(out, table)
+    assert meta["model_name"] == "m" and meta["corpus"] == "c" and meta["maps"] == 4
+    with Store(store) as s:
+        for m, t, (_, row) in zip(maps, types, table.iterrows()):
+            example = s.example(int(row["example_index"]))
+            np.testing.assert_array_equal(m, example.attn[row["layer"] - 1, row["head"] - 1])
+            np.testing.assert_array_equal(t, example.token_type_ids)
+    # A map the file lacks, or a length the labels disagree with, is an error.
+    other = table.copy()
+    other.loc[0, "map"] = "m999"
+    with pytest.raises(HeadAtlasError, match="1 labelled map"):
+        load_maps(out, other)
+    other = table.copy()
+    other.loc[0, "n_tokens"] += 1
+    with pytest.raises(HeadAtlasError, match="the labels say"):
+        load_maps(out, other)
+    with pytest.raises(HeadAtlasError, match="patterns.labels.maps"):
+        load_maps(tmp_path / "absent.npz", table)
+
+
+def test_packaged_labels_and_maps_agree():
+    labels = read_labels(packaged_labels())
+    assert len(labels) >= 300 and (labels["pattern"] != "").all()
+    assert set(labels["half"]) == {"tune", "test"}
+    maps, types, meta = load_maps(packaged_maps(), labels)
+    assert len(maps) == len(labels) and meta["model_name"] == "minilm"
+    for m in maps[:20]:
+        np.testing.assert_allclose(m.sum(-1), 1, atol=2e-2)  # query rows of a softmax, float16
+
+
+def test_labels_are_checked(tmp_path):
+    path = tmp_path / "l.csv"
+    path.write_text("map,example_index,example_id,n_tokens,layer,head,half,pattern,note\n"
+                    "m0,0,ex0,5,1,1,tune,stripes,\n")
+    with pytest.raises(HeadAtlasError, match="unknown pattern"):
+        read_labels(path)

@@ -1,0 +1,225 @@
+"""Kovaleva et al.'s patterns: features and classes of synthetic maps, worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from headatlas.analyses.base import run_analysis
+from headatlas.analyses.patterns import (PATTERNS, AttentionPatterns, Thresholds, classify, claims,
+                                         confusion, corpus_shares, crosstab_types, layer_shares,
+                                         map_features, per_class, segments_of, tune, above_chance)
+from headatlas.store import Example
+
+N = 16
+TWO = np.array([0] * 8 + [1] * 8)  # [CLS] A [SEP] | B [SEP]: tokens 0-7 type 0, 8-15 type 1
+ONE = np.zeros(N, dtype=int)
+T = Thresholds(columns=3, vertical=0.6, diagonal=0.5, mixed_vertical=0.25, mixed_diagonal=0.25,
+               block=0.8)
+
+
+def vertical_map(key: int = 7) -> np.ndarray:
+    a = np.zeros((N, N))
+    a[:, key] = 1
+    return a
+
+
+def block_map() -> np.ndarray:
+    a = np.zeros((N, N))
+    a[:8, :8] = 1 / 8
+    a[8:, 8:] = 1 / 8
+    return a
+
+
+def test_segments_change_with_the_token_type():
+    assert segments_of(np.array([0, 0, 1, 1, 1])).tolist() == [0, 0, 1, 1, 1]
+    assert segments_of(np.array([0, 0, 0])).tolist() == [0, 0, 0]
+
+
+def test_vertical_map():
+    # Every row on key 7: rows 6, 7, 8 are within the band (3/16), the other 13 rows are vertical.
+    v, d, b, e = map_features(vertical_map(), TWO, 3)
+    assert (v, d) == pytest.approx((13 / 16, 3 / 16))
+    assert b == 0 and e == 0  # nothing left for blocks; one key per row
+    assert classify(np.array([v, d, b, e]), T) == PATTERNS.index("vertical")
+
+
+def test_diagonal_maps_self_and_previous_token():
+    identity = np.eye(N)
+    previous = np.eye(N, k=-1)
+    previous[0, 0] = 1
+    for a in (identity, previous):
+        f = map_features(a, TWO, 3)
+        assert f[:2] == pytest.approx((0, 1)) and f[3] == 0
+        assert classify(f, T) == PATTERNS.index("diagonal")
+
+
+def test_vertical_plus_diagonal_map():
+    # Half on the token itself, half on key 7: the 13 rows away from key 7 put 0.5 off the band
+    # (6.5 / 16); the band holds 16 x 0.5 (self) + 3 x 0.5 (rows 6-8 on key 7) = 9.5 / 16.
+    a = 0.5 * np.eye(N) + 0.5 * vertical_map()
+    f = map_features(a, TWO, 3)
+    assert f[:2] == pytest.approx((6.5 / 16, 9.5 / 16))
+    assert classify(f, T) == PATTERNS.index("vertical+diagonal")
+
+
+def test_block_map():
+    # 32 tokens, two segments of 16, uniform within each. Band: 2 keys for the 4 rows at a segment
+    # edge, 3 for the other 28 -> 92/512. Off-band column mass: 14/512 for the four edge keys
+    # (0, 15, 16, 31), 13/512 for the others; the top 3 are edge keys: 42/512. The rest, 378/512,
+    # all stays in its segment, but only the pairs more than 3 apart count as block: 2 x (12 + 11
+    # + ... + 1) = 156 ordered pairs per segment, less the 3 x 12 in the top columns -> 276/512.
+    a = np.zeros((32, 32))
+    a[:16, :16] = 1 / 16
+    a[16:, 16:] = 1 / 16
+    v, d, b, _ = map_features(a, np.array([0] * 16 + [1] * 16), 3)
+    assert (v, d, b) == pytest.approx((42 / 512, 92 / 512, 276 / 378))
+    assert classify(np.array([v, d, b, 0.5]), T) == PATTERNS.index("heterogeneous")  # 0.73 < 0.8
+    assert classify(np.array([v, d, b, 0.5]), Thresholds(block=0.7)) == PATTERNS.index("block")
+    # local attention within the segment is not block: every row on the key 2 ahead
+    local = np.eye(32, k=2)
+    local[30:, :] = np.eye(32)[30:]
+    assert map_features(local, np.array([0] * 16 + [1] * 16), 3)[2] == 0
+
+
+def test_block_is_undefined_for_one_segment():
+    f = map_features(block_map(), ONE, 3)
+    assert np.isnan(f[2])
+    assert classify(f, T) == PATTERNS.index("heterogeneous")  # a NaN block never gives block
+
+
+def test_uniform_map_has_entropy_one_and_is_heterogeneous():
+    f = map_features(np.full((N, N), 1 / N), TWO, 3)
+    assert f[3] == pytest.approx(1.0)
+    # uniform: half of the off-band rest stays within the segment, far below the block threshold
+    assert f[2] < 0.6
+    assert classify(f, T) == PATTERNS.index("heterogeneous")
+
+
+def test_features_of_many_heads_at_once_match_one_by_one():
+    maps = np.stack([vertical_map(), np.eye(N), block_map(), np.full((N, N), 1 / N)]).reshape(2, 2, N, N)
+    together = map_features(maps, TWO, 3)
+    for i in range(2):
+        for j in range(2):
+            assert together[i, j] == pytest.approx(map_features(maps[i, j], TWO, 3), nan_ok=True)
+
+
+def test_decision_list_order():
+    # vertical + diagonal is checked first, then vertical, diagonal, block; NaN block never blocks.
+    rows = np.array([[0.30, 0.30, 0.0, 0], [0.70, 0.10, 0.0, 0], [0.70, 0.30, 0.0, 0],
+                     [0.10, 0.60, 0.0, 0], [0.10, 0.10, 0.90, 0], [0.10, 0.10, np.nan, 0],
+                     [0.10, 0.10, 0.50, 0]])
+    assert [PATTERNS[i] for i in classify(rows, T)] == [
+        "vertical+diagonal", "vertical", "vertical+diagonal", "diagonal", "block",
+        "heterogeneous", "heterogeneous"]
+
+
+def test_thresholds_are_checked():
+    with pytest.raises(ValueError, match="vertical"):
+        Thresholds(vertical=1.5)
+    with pytest.raises(ValueError, match="unknown"):
+        Thresholds.from_dict({"verticle": 0.5})
+    assert Thresholds.from_dict({"columns": 2}).columns == 2
+
+
+def test_per_class_precision_and_recall_by_hand():
+    truth = ["vertical", "vertical", "diagonal", "block", "heterogeneous"]
+    predicted = ["vertical", "diagonal", "diagonal", "heterogeneous", "heterogeneous"]
+    matrix = confusion(truth, predicted)
+    assert matrix.loc["vertical", "diagonal"] == 1 and matrix.to_numpy().sum() == 5
+    table = per_class(truth, predicted).set_index("pattern")
+    # vertical: 1 of 1 predicted right, 1 of 2 found; diagonal: 1 of 2, 1 of 1; block: never predicted
+    assert table.loc["vertical", ["precision", "recall"]].tolist() == [100, 50]
+    assert table.loc["diagonal", ["precision", "recall"]].tolist() == [50, 100]
+    assert np.isnan(table.loc["block", "precision"]) and table.loc["block", "recall"] == 0
+    assert table.loc["block", "f1"] == 0
+    assert np.isnan(table.loc["vertical+diagonal", "recall"])  # neither labelled nor predicted
+    assert table.loc["accuracy", "f1"] == pytest.approx(60)
+
+
+def test_tune_finds_separating_thresholds():
+    # Two maps: vertical 0.8 (labelled vertical) and 0.5 (labelled heterogeneous): a vertical
+    # threshold in (0.5, 0.8] separates them; the grid's first such value is 0.55.
+    features = np.array([[0.8, 0.0, 0.0, 0.1], [0.5, 0.0, 0.0, 0.9]])
+    grid = {"columns": (3,), "vertical": (0.4, 0.55, 0.7), "diagonal": (0.9,),
+            "mixed_vertical": (0.9,), "mixed_diagonal": (0.9,), "block": (0.95,)}
+    best, score = tune({3: features}, ["vertical", "heterogeneous"], grid)
+    assert best.vertical == 0.55 and score == pytest.approx(1.0)
+    # Fewer than 5 labelled blocks: the block threshold keeps the grid's first value, untuned.
+    blocks = np.array([[0.0, 0.0, 0.7, 0.5], [0.0, 0.0, 0.6, 0.5]])
+    grid = {**grid, "block": (0.95, 0.65, 0.5)}
+    assert tune({3: blocks}, ["block", "heterogeneous"], grid)[0].block == 0.95
+
+
+def example(attn: np.ndarray, types: np.ndarray, index: int = 0) -> Example:
+    n = attn.shape[-1]
+    tokens = ["[CLS]"] + ["w"] * (n - 2) + ["[SEP]"]
+    return Example(index=index, id=str(index), tokens=tokens, input_ids=np.arange(n),
+                   token_type_ids=types, word_ids=np.arange(n), attn=attn.astype(np.float32))
+
+
+def test_analysis_shares_per_head():
+    # 1 layer x 2 heads, 2 inputs: head 1 vertical on the last [SEP] both times; head 2 diagonal
+    # once, block once.
+    first = np.stack([vertical_map(15), np.eye(N)])[None]
+    second = np.stack([vertical_map(15), block_map()])[None]
+    # The 16-token block map: top columns 18/128, band 44/128, rest 66/128 of which 28/128 lies in
+    # the segment more than 3 tokens away (20 pairs per segment, less 3 x 4 in the top columns).
+    assert map_features(block_map(), TWO, 3)[2] == pytest.approx(28 / 66)
+    table = run_analysis(AttentionPatterns, [example(first, TWO, 0), example(second, TWO, 1)],
+                         progress=False, thresholds={**T.as_dict(), "block": 0.4})
+    assert table["vertical"].tolist() == [1.0, 0.0]
+    assert table["diagonal"].tolist() == [0.0, 0.5] and table["block"].tolist() == [0.0, 0.5]
+    assert table["dominant"].tolist() == ["vertical", "diagonal"]  # tie: first in PATTERNS order
+    # head 1's vertical mass is all on [SEP] (a special token)
+    assert table.loc[0, "special_top"] == pytest.approx(1.0)
+    assert np.isnan(table.loc[1, "special_top"])
+    shares = corpus_shares(table, "toy").set_index("pattern")["share_pct"]
+    assert shares["vertical"] == 50 and shares["diagonal"] == 25 and shares["block"] == 25
+    assert layer_shares(table).loc[0, "vertical"] == 50
+    assert "thresholds" in table.attrs and "toy" not in table.attrs["caption"]
+
+
+def test_crosstab_against_head_types():
+    heads = pd.DataFrame({"layer": [1, 1, 2], "head": [1, 2, 1], "vertical": [1.0, 0.0, 0.5],
+                          "diagonal": [0.0, 1.0, 0.5], "vertical+diagonal": 0.0, "block": 0.0,
+                          "heterogeneous": 0.0, "dominant": ["vertical", "diagonal", "vertical"]})
+    types = pd.DataFrame({"layer": [1, 1, 2], "head": [1, 2, 1],
+                          "type": ["vertical", "diagonal", "vertical"]})
+    table = crosstab_types(heads, types).set_index("type")
+    assert table.loc["vertical", "heads"] == 2 and table.loc["vertical", "vertical"] == 75
+    assert table.loc["vertical", "dominant_vertical"] == 2 and table.loc["diagonal", "diagonal"] == 100
+    with pytest.raises(ValueError, match="cover"):
+        crosstab_types(heads, types.iloc[:2])
+
+
+def test_claims_judge_the_shares():
+    shares = pd.DataFrame({"corpus": "toy", "pattern": list(PATTERNS),
+                           "share_pct": [30.0, 10.0, 10.0, 20.0, 30.0], "maps": 100})
+    heads = pd.DataFrame({"vertical": [1.0], "vertical+diagonal": [0.0], "special_top": [0.9]})
+    found = {c.id: c for c in claims(shares, heads)}
+    assert found["kovaleva.s3.vertical_third"].verdict == "holds"  # |30 - 33.3| <= 10
+    assert found["kovaleva.s3.block_heterogeneous_half"].verdict == "holds"  # 50
+    assert found["kovaleva.s3.vertical_special"].verdict == "holds"
+
+
+def test_above_chance_by_hand():
+    # 4 tokens, k = 1. Uniform map: band 10/16 (rows 0 and 3 have 2 band keys, rows 1-2 have 3);
+    # off-band column mass: key 0 gets rows 2, 3 -> 2/16 (the top column), keys 1, 2 get 1/16,
+    # key 3 gets 2/16. Every row on key 0: rows 0, 1 on the band, rows 2, 3 off it -> v = d = 1/2.
+    # Above chance: v (1/2 - 2/16) / (14/16) = 3/7, d (1/2 - 10/16) / (6/16) = -1/3.
+    segments = np.zeros(4, dtype=int)
+    a = np.zeros((4, 4))
+    a[:, 0] = 1
+    v, d, _, _ = above_chance(map_features(a, segments, 1), segments, 1)
+    assert (v, d) == pytest.approx((3 / 7, -1 / 3))
+    # A uniform map is at chance on both, at any length; the identity is fully diagonal.
+    for n in (4, 9, 30):
+        seg = np.zeros(n, dtype=int)
+        u = above_chance(map_features(np.full((n, n), 1 / n), seg, 3), seg, 3)
+        assert u[:2] == pytest.approx((0, 0), abs=1e-12)
+        assert above_chance(map_features(np.eye(n), seg, 3), seg, 3)[1] == pytest.approx(1)
+    # Two tokens: every key is on the band, nothing is above chance.
+    two = np.zeros(2, dtype=int)
+    assert above_chance(map_features(np.eye(2), two, 1), two, 1)[:2] == pytest.approx((0, 0))

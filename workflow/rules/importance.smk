@@ -1,0 +1,98 @@
+# Which heads matter to the task model of `ablation` (Kovaleva et al. 2019 §6; Michel et al. 2019):
+# each head and each layer disabled alone (paired bootstrap intervals), Michel et al.'s gradient
+# importance, and pruning curves in importance, reverse and random order. importance_compare
+# sets the importance beside Guan's head types and Kovaleva's patterns of the task model.
+# Options: `importance:` in the schema; the task model and its data come from `ablation`.
+IMPORTANCE = config["importance"]
+IMPORTANCE_PLAN = PLAN.importance or {}
+
+
+rule importance:
+    input:
+        model=ABLATION_PLAN.get("model_inputs", []),
+        data=ABLATION_PLAN.get("data") or [],
+        code=code("importance.py"),
+    output:
+        heads=importance_report(
+            "heads.csv", "per head: importance, change when disabled"
+        ),
+        layers=importance_report("layers.csv", "per layer: change when disabled"),
+        curves=importance_report("curves.csv", "pruning curves (table)"),
+        summary=importance_report("summary.csv", "summary: counts, prunable share"),
+        claims=importance_report("paper_claims.csv", "paper vs ours"),
+        single=importance_report("single_heads.svg", "single heads disabled (figure)"),
+        importance=importance_report("importance.svg", "head importance (figure)"),
+        pruning=importance_report("pruning.svg", "pruning curves (Michel Fig. 4)"),
+    log:
+        "logs/importance/{task_model}.log",
+    benchmark:
+        "logs/benchmarks/importance/{task_model}.tsv"
+    wildcard_constraints:
+        task_model=one_of([IMPORTANCE_PLAN["task_model"]] if IMPORTANCE_PLAN else []),
+    conda:
+        ENV
+    threads: IMPORTANCE["threads"]
+    resources:
+        mem_mb=3000,
+    params:
+        task=ABLATION["task"],
+        spec=ABLATION_PLAN.get("spec"),
+        corpus=ABLATION_PLAN.get("corpus"),
+        split=ABLATION["split"],
+        importance_split=IMPORTANCE["importance_split"],
+        max_length=ABLATION_PLAN.get("max_length"),
+        squad=ABLATION["squad"],
+        step=IMPORTANCE["step"],
+        seeds=IMPORTANCE["seeds"],
+        tolerance=IMPORTANCE["tolerance"],
+        bootstrap=IMPORTANCE["bootstrap"],
+        max_examples=IMPORTANCE["max_examples"],
+        batch_size=IMPORTANCE["batch_size"],
+    script:
+        "../scripts/importance.py"
+
+
+rule importance_compare:
+    input:
+        heads=f"{IMPORTANCE_DIR}/heads.csv",
+        types=IMPORTANCE_PLAN.get("types") or [],
+        patterns=IMPORTANCE_PLAN.get("patterns") or [],
+        code=code("importance_compare.py"),
+    output:
+        table=importance_report(
+            "compare.csv", "importance by head type and pattern", "importance_compare"
+        ),
+        figure=importance_report(
+            "compare.svg", "importance vs change, by pattern", "importance_compare"
+        ),
+    log:
+        "logs/importance/{task_model}_compare.log",
+    benchmark:
+        "logs/benchmarks/importance/{task_model}_compare.tsv"
+    wildcard_constraints:
+        task_model=one_of([IMPORTANCE_PLAN["task_model"]] if IMPORTANCE_PLAN else []),
+    conda:
+        ENV
+    params:
+        patterns_corpus=IMPORTANCE_PLAN.get("patterns_corpus"),
+        metric=IMPORTANCE_PLAN.get("metric"),
+    script:
+        "../scripts/importance_compare.py"
+
+
+FINAL_TARGETS["importance"] = lambda model: [
+    f"{RESULTS}/{IMPORTANCE_PLAN['task_model']}/importance/{name}"
+    for name in (
+        "heads.csv",
+        "layers.csv",
+        "curves.csv",
+        "summary.csv",
+        "paper_claims.csv",
+        "single_heads.svg",
+        "importance.svg",
+        "pruning.svg",
+        "compare.csv",
+        "compare.svg",
+    )
+    if IMPORTANCE_PLAN and model == ABLATION["model"]
+]

@@ -1,0 +1,196 @@
+# Kovaleva et al.'s attention patterns (2019, §3): every (head, input) map classified as vertical,
+# diagonal, vertical+diagonal, block or heterogeneous by a decision list on map features.
+# patterns_heads streams one store (per model and corpus of `patterns.corpora`); patterns_summary
+# collects a model's corpora (Kovaleva's bar chart, per layer, the claims, the cross-tabulation
+# with Guan's head types); patterns_evaluate scores the classifier on the hand-labelled maps.
+# Options: `patterns:` in the schema.
+PATTERNS = config["patterns"]
+PATTERNS_DIR = f"{RESULTS}/{{model}}/{{corpus}}/patterns"
+PATTERNS_REPORT = {
+    "category": "Attention patterns (Kovaleva et al.)",
+    "subcategory": "{model}",
+}
+
+
+rule patterns_heads:
+    input:
+        stores=stores,
+        code=code("patterns_heads.py"),
+    output:
+        heads=report(
+            f"{PATTERNS_DIR}/heads.csv",
+            caption="../report/patterns_heads.rst",
+            labels={
+                "model": "{model}",
+                "corpus": "{corpus}",
+                "result": "pattern shares per head",
+            },
+            **PATTERNS_REPORT,
+        ),
+        figure=report(
+            f"{PATTERNS_DIR}/heads.svg",
+            caption="../report/patterns_heads.rst",
+            labels={
+                "model": "{model}",
+                "corpus": "{corpus}",
+                "result": "pattern shares per head (figure)",
+            },
+            **PATTERNS_REPORT,
+        ),
+    log:
+        "logs/patterns/{model}/{corpus}/heads.log",
+    benchmark:
+        "logs/benchmarks/patterns/{model}/{corpus}/heads.tsv"
+    wildcard_constraints:
+        corpus=one_of(PLAN.patterns_corpora),
+    conda:
+        ENV
+    resources:
+        mem_mb=1000,
+    params:
+        thresholds=PATTERNS["thresholds"],
+        max_examples=PATTERNS["max_examples"],
+    script:
+        "../scripts/patterns_heads.py"
+
+
+rule patterns_summary:
+    input:
+        heads=lambda wc: [
+            f"{RESULTS}/{wc.model}/{c}/patterns/heads.csv"
+            for c in patterns_corpora(wc.model)
+        ],
+        types=lambda wc: (
+            [f"{RESULTS}/{wc.model}/{PLAN.surface_corpus}/headtypes/features.csv"]
+            if PLAN.surface_corpus in patterns_corpora(wc.model)
+            else []
+        ),
+        code=code("patterns_summary.py"),
+    output:
+        shares=report(
+            f"{RESULTS}/{{model}}/patterns/shares.csv",
+            caption="../report/patterns_shares.rst",
+            labels={"model": "{model}", "result": "pattern shares per corpus (table)"},
+            **PATTERNS_REPORT,
+        ),
+        figure=report(
+            f"{RESULTS}/{{model}}/patterns/shares.svg",
+            caption="../report/patterns_shares.rst",
+            labels={
+                "model": "{model}",
+                "result": "pattern shares per corpus (Fig. 2)",
+            },
+            **PATTERNS_REPORT,
+        ),
+        layers=report(
+            f"{RESULTS}/{{model}}/patterns/layers.csv",
+            caption="../report/patterns_layers.rst",
+            labels={"model": "{model}", "result": "pattern shares per layer (table)"},
+            **PATTERNS_REPORT,
+        ),
+        layers_figure=report(
+            f"{RESULTS}/{{model}}/patterns/layers.svg",
+            caption="../report/patterns_layers.rst",
+            labels={"model": "{model}", "result": "pattern shares per layer"},
+            **PATTERNS_REPORT,
+        ),
+        types=report(
+            f"{RESULTS}/{{model}}/patterns/head_types.csv",
+            caption="../report/patterns_types.rst",
+            labels={"model": "{model}", "result": "patterns by Guan's head type"},
+            **PATTERNS_REPORT,
+        ),
+        claims=report(
+            f"{RESULTS}/{{model}}/patterns/paper_claims.csv",
+            caption="../report/patterns_claims.rst",
+            labels={"model": "{model}", "result": "paper vs ours"},
+            **PATTERNS_REPORT,
+        ),
+    log:
+        "logs/patterns/{model}/summary.log",
+    benchmark:
+        "logs/benchmarks/patterns/{model}/summary.tsv"
+    conda:
+        ENV
+    params:
+        corpora=lambda wc: patterns_corpora(wc.model),
+        surface=PLAN.surface_corpus,
+        tolerance=PATTERNS["tolerance"],
+    script:
+        "../scripts/patterns_summary.py"
+
+
+LABELS = PLAN.patterns_labels or {}
+EVALUATION_DIR = f"{RESULTS}/patterns"
+EVALUATION_REPORT = {
+    "category": PATTERNS_REPORT["category"],
+    "subcategory": "classifier",
+}
+
+
+rule patterns_evaluate:
+    input:
+        labels=LABELS.get("file", []),
+        maps=LABELS.get("maps", []),
+        code=code("patterns_evaluate.py"),
+    output:
+        table=report(
+            f"{EVALUATION_DIR}/evaluation.csv",
+            caption="../report/patterns_evaluation.rst",
+            labels={"result": "classifier precision / recall (hand labels)"},
+            **EVALUATION_REPORT,
+        ),
+        confusion=report(
+            f"{EVALUATION_DIR}/confusion.csv",
+            caption="../report/patterns_evaluation.rst",
+            labels={"result": "classifier confusion matrix"},
+            **EVALUATION_REPORT,
+        ),
+        thresholds=report(
+            f"{EVALUATION_DIR}/thresholds.csv",
+            caption="../report/patterns_evaluation.rst",
+            labels={"result": "thresholds: config vs tuned"},
+            **EVALUATION_REPORT,
+        ),
+        errors=report(
+            f"{EVALUATION_DIR}/errors.png",
+            caption="../report/patterns_errors.rst",
+            labels={"result": "held-out maps the classifier gets wrong"},
+            **EVALUATION_REPORT,
+        ),
+    log:
+        "logs/patterns/evaluate.log",
+    benchmark:
+        "logs/benchmarks/patterns/evaluate.tsv"
+    conda:
+        ENV
+    params:
+        thresholds=PATTERNS["thresholds"],
+    script:
+        "../scripts/patterns_evaluate.py"
+
+
+FINAL_TARGETS["patterns"] = lambda model: (
+    [
+        f"{RESULTS}/{model}/{corpus}/patterns/heads.{ext}"
+        for corpus in PLAN.patterns_corpora
+        for ext in ("csv", "svg")
+    ]
+    + [
+        f"{RESULTS}/{model}/patterns/{name}"
+        for name in (
+            "shares.csv",
+            "shares.svg",
+            "layers.csv",
+            "layers.svg",
+            "head_types.csv",
+            "paper_claims.csv",
+        )
+        if patterns_corpora(model)
+    ]
+    + [
+        f"{EVALUATION_DIR}/{name}"
+        for name in ("evaluation.csv", "confusion.csv", "thresholds.csv", "errors.png")
+        if LABELS
+    ]
+)
