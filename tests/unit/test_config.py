@@ -280,3 +280,15 @@ def test_plan_does_not_change_the_config():
     before = copy.deepcopy(config)
     plan(config)
     assert config == before
+
+
+def test_the_finetune_block_is_exactly_the_taggers_options():
+    """What finetune.smk hands to the tagger (the block minus models, corpus, threads) must be
+    TuneOptions fields, every one of them: a schema key the tagger does not take stops the rule."""
+    import dataclasses
+
+    from headatlas.tasks.upos import TuneOptions
+
+    block = load(embedded())["finetune"]
+    options = {k for k in block if k not in ("models", "corpus", "threads")}
+    assert options == {f.name for f in dataclasses.fields(TuneOptions)}
