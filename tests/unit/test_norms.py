@@ -144,3 +144,18 @@ def test_rollout_analysis_from_both_sources_by_hand():
     profile = report.profile.set_index(["source", "layer", "offset"])["mass"]
     assert profile[("attention", 2, 1)] == pytest.approx(0.4375)
     assert np.isnan(profile[("attention", 2, 3)])  # no key three tokens away in a 3-token input
+
+
+def test_the_sample_does_not_depend_on_the_order_of_the_examples():
+    """A sharded store yields its examples in another order: the sampled pairs, and so ρ, stay."""
+    rng = np.random.default_rng(1)
+
+    def distinct(index):
+        attn = rng.dirichlet(np.ones(3), size=(1, 2, 3)).astype(np.float32)
+        return example(attn, rng.uniform(0.5, 2, (1, 2, 3)).astype(np.float32), NORM_MAP, index)
+
+    examples = [distinct(i) for i in range(6)]
+    forward, shuffled = (run_analysis(NormShares, order, progress=False, pairs_per_example=2)
+                         for order in (examples, [examples[i] for i in (4, 1, 5, 0, 3, 2)]))
+    pd.testing.assert_frame_equal(forward.correlation, shuffled.correlation)
+    assert forward.correlation.set_index("class").at["other", "n_pairs"] == 6 * 2  # sampled, not all 6

@@ -122,7 +122,7 @@ class NormShares(Analysis):
         if pairs_per_example < 1:
             raise ValueError(f"pairs_per_example must be >= 1, got {pairs_per_example}")
         self.pairs_per_example = pairs_per_example
-        self._rng = np.random.default_rng(seed)
+        self.seed = seed
         self._shares = np.zeros((len(VIEWS), n_layers, len(CLASSES)))
         self._norm_sums = np.zeros((n_layers, len(CLASSES)))
         self._class_tokens = np.zeros(len(CLASSES))
@@ -140,9 +140,13 @@ class NormShares(Analysis):
         self._norm_sums += (norms @ onehot).sum(axis=1, dtype=np.float64)
         self._class_tokens += onehot.sum(axis=0)
         self._n_queries += example.n_tokens
-        self._sample_pairs(attn, norms, onehot.astype(bool))
+        # One generator per example, seeded by its corpus position: the sample does not depend on
+        # the order the store (or its shards) yields examples in.
+        rng = np.random.default_rng([self.seed, example.index])
+        self._sample_pairs(attn, norms, onehot.astype(bool), rng)
 
-    def _sample_pairs(self, attn: np.ndarray, norms: np.ndarray, onehot: np.ndarray) -> None:
+    def _sample_pairs(self, attn: np.ndarray, norms: np.ndarray, onehot: np.ndarray,
+                      rng: np.random.Generator) -> None:
         n_heads, n = attn.shape[1], attn.shape[2]
         for c in range(len(CLASSES)):
             keys = np.flatnonzero(onehot[:, c])
@@ -151,7 +155,7 @@ class NormShares(Analysis):
                 continue
             for layer in range(self.n_layers):
                 picks = np.arange(size) if size <= self.pairs_per_example else \
-                    self._rng.choice(size, self.pairs_per_example, replace=False)
+                    rng.choice(size, self.pairs_per_example, replace=False)
                 head, query, k = np.unravel_index(picks, (n_heads, n, len(keys)))
                 alphas, fx = self._pairs[layer][c]
                 alphas.append(attn[layer, head, query, keys[k]])
