@@ -35,7 +35,7 @@ from typing import Iterable, Sequence
 
 import yaml
 
-from headatlas.weightings import SUFFIXES
+from headatlas.weightings import SUFFIX_PATTERN
 
 BEGIN = "# BEGIN derived resources"
 END = "# END derived resources"
@@ -44,7 +44,7 @@ PREFIX = "logs/benchmarks/"
 #: Wildcards with a global constraint in ``workflow/rules/common.smk``.
 CONSTRAINED = {"shard": r"\d+",
                # '' (attention weights) or '-norm': an empty wildcard must match too
-               "weighting": "|".join(re.escape(suffix) for suffix in SUFFIXES.values())}
+               "weighting": SUFFIX_PATTERN}
 
 
 @dataclass(frozen=True)

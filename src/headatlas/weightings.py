@@ -18,11 +18,15 @@ checks import it when the Snakefile is parsed.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 WEIGHTINGS = ("attention", "norm")
 # Output-folder suffix of each weighting: results/<m>/<c>/surface/ and surface-norm/.
 SUFFIXES = {"attention": "", "norm": "-norm"}
+#: Regular expression of the ``{weighting}`` wildcard: any suffix, the empty one included.
+SUFFIX_PATTERN = "|".join(re.escape(suffix) for suffix in SUFFIXES.values())
 DESCRIPTIONS = {
     "attention": "attention weights α",
     "norm": "norm-weighted attention α_ij‖f_h(x_j)‖ renormalised per row (Kobayashi et al. 2020)",

@@ -148,23 +148,31 @@ def test_spearman():
 # a tiny tagger: gates, the layer cache, the importance gradient
 # ----------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def tagger(tmp_path_factory):
-    from transformers import AutoTokenizer, BertForTokenClassification
+def random_tagger(base, tagger_class, folder, labels):
+    """A tagger with a random head on the encoder saved in ``base``, loaded as the rules load it."""
+    from transformers import AutoTokenizer
 
     from headatlas.tasks.grid import load_task_model
+
+    torch.manual_seed(0)
+    tagger_class.from_pretrained(
+        base, num_labels=len(labels), label2id=labels,
+        id2label={i: t for t, i in labels.items()}).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(base).save_pretrained(folder)
+    return load_task_model("upos", str(folder), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def tagger(tmp_path_factory):
+    from transformers import BertForTokenClassification
+
     from headatlas.tasks.upos import label_map, pack_documents
 
     root = tmp_path_factory.mktemp("importance")
     sentences = corpus()
     labels = label_map(sentences)
     folder = make_tiny_model(root / "base", layers=2, heads=2)
-    torch.manual_seed(0)
-    BertForTokenClassification.from_pretrained(
-        folder, num_labels=len(labels), label2id=labels,
-        id2label={i: t for t, i in labels.items()}).save_pretrained(root / "tagger")
-    AutoTokenizer.from_pretrained(folder).save_pretrained(root / "tagger")
-    model, tokenizer = load_task_model("upos", str(root / "tagger"), device="cpu")
+    model, tokenizer = random_tagger(folder, BertForTokenClassification, root / "tagger", labels)
     test = pack_documents(tokenizer, [s for s in sentences if s.split == "test"], labels, 24)
     dev = pack_documents(tokenizer, [s for s in sentences if s.split == "dev"], labels, 24)
     return model, test, dev
@@ -236,21 +244,15 @@ def test_importance_is_the_mean_absolute_gate_gradient(tagger):
 def test_a_tagger_without_segment_table_is_scored_and_cached(tmp_path):
     # RoBERTa's token-type table has one row: the batches carry no token_type_ids, the layer
     # cache still reproduces the full forward pass, and a zero gate changes the logits.
-    from transformers import AutoTokenizer, RobertaForTokenClassification
+    from transformers import RobertaForTokenClassification
 
-    from headatlas.tasks.grid import load_task_model
     from headatlas.tasks.upos import label_map, pack_documents
     from tests.conftest import make_tiny_encoder
 
     sentences = corpus()
     labels = label_map(sentences)
     folder = make_tiny_encoder(tmp_path / "base", "roberta", layers=2, heads=2)
-    torch.manual_seed(0)
-    RobertaForTokenClassification.from_pretrained(
-        folder, num_labels=len(labels), label2id=labels,
-        id2label={i: t for t, i in labels.items()}).save_pretrained(tmp_path / "tagger")
-    AutoTokenizer.from_pretrained(folder).save_pretrained(tmp_path / "tagger")
-    model, tokenizer = load_task_model("upos", str(tmp_path / "tagger"), device="cpu")
+    model, tokenizer = random_tagger(folder, RobertaForTokenClassification, tmp_path / "tagger", labels)
     test = pack_documents(tokenizer, [s for s in sentences if s.split == "test"], labels, 24)
     cached = TaggingHeads(model, test, test[:2], batch_size=3, cache=True)
     full = TaggingHeads(model, test, test[:2], batch_size=3, cache=False)

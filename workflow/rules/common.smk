@@ -9,7 +9,7 @@ from headatlas.codedeps import code_files
 from headatlas.config import format_name, plan
 from headatlas.corpora.prepare import source_files
 from headatlas.scorecard import is_claims_file
-from headatlas.weightings import SUFFIXES, weighting_of_suffix
+from headatlas.weightings import SUFFIX_PATTERN, weighting_of_suffix
 
 PLAN = plan(config)
 RESULTS = PLAN.results
@@ -29,7 +29,7 @@ wildcard_constraints:
     model="|".join(map(re.escape, MODELS)),
     corpus="|".join(map(re.escape, CORPORA)),
     shard=r"\d+",
-    weighting="|".join(map(re.escape, SUFFIXES.values())),
+    weighting=SUFFIX_PATTERN,
 
 
 def weighting(wildcards):

@@ -203,10 +203,11 @@ def squad_predictions(model, windows: Sequence[SquadWindow], examples: Sequence,
     """
     device = next(model.parameters()).device
     best: dict[int, tuple[float, str]] = {}
+    token_types = takes_token_types(model)  # DistilBERT, RoBERTa: no segment table to index
     for start in range(0, len(windows), batch_size):
         batch = windows[start:start + batch_size]
         inputs, sentence_ids = _pad_windows(batch, model.config.pad_token_id or 0)
-        if not takes_token_types(model):  # DistilBERT, RoBERTa: no segment table to index
+        if not token_types:
             inputs.pop("token_type_ids")
         extra = extra_inputs(sentence_ids.to(device)) if extra_inputs else {}
         out = model(**{k: v.to(device) for k, v in inputs.items()}, **extra)

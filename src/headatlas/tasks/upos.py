@@ -224,10 +224,11 @@ def tag_scores(model, examples: Sequence[Packed], batch_size: int = 32,
     model.eval()
     device = next(model.parameters()).device
     pad = model.config.pad_token_id or 0
+    token_types = takes_token_types(model)
     correct = total = 0
     loss_sum = 0.0
     for batch in batches(examples, batch_size):
-        inputs, sentence_ids = collate(batch, pad, takes_token_types(model))
+        inputs, sentence_ids = collate(batch, pad, token_types)
         labels = inputs.pop("labels").to(device)
         extra = extra_inputs(sentence_ids.to(device)) if extra_inputs else {}
         logits = model(**{k: v.to(device) for k, v in inputs.items()}, **extra).logits
@@ -308,6 +309,7 @@ def _train(model, data: dict[str, list[Packed]], options: TuneOptions,
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _linear(options.warmup, total))
     device = next(model.parameters()).device
     pad = model.config.pad_token_id or 0
+    token_types = takes_token_types(model)
     rows, losses = [], []
     best = (-1.0, 0, None)  # dev accuracy, step, weights
     stale, started = 0, time.perf_counter()
@@ -315,7 +317,7 @@ def _train(model, data: dict[str, list[Packed]], options: TuneOptions,
     stream = itertools.islice(_epochs(data["train"], options), total)
     for step, (epoch, batch) in enumerate(tqdm(stream, total=total, desc="fine-tune", unit="step",
                                                disable=not progress, mininterval=2), 1):
-        inputs, _ = collate(batch, pad, takes_token_types(model))
+        inputs, _ = collate(batch, pad, token_types)
         loss = model(**{k: v.to(device) for k, v in inputs.items()}).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
