@@ -36,7 +36,8 @@ def _package_of(path: Path, src: Path) -> str | None:
     return ".".join(parts[:-1])  # a/b/c.py -> a.b; a/b/__init__.py -> a.b
 
 
-def imported_modules(path: Path, src: Path) -> set[str]:
+@lru_cache(maxsize=None)  # each file is read once per Snakefile parse, not once per rule using it
+def imported_modules(path: Path, src: Path) -> frozenset[str]:
     """The ``headatlas`` modules a file imports anywhere in its body."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found: set[str] = set()
@@ -53,7 +54,7 @@ def imported_modules(path: Path, src: Path) -> set[str]:
             # ``from pkg import name``: name may be a submodule rather than an attribute.
             found.update(f"{base}.{alias.name}" for alias in node.names
                          if module_file(f"{base}.{alias.name}", src))
-    return {m for m in found if m == PACKAGE or m.startswith(PACKAGE + ".")}
+    return frozenset(m for m in found if m == PACKAGE or m.startswith(PACKAGE + "."))
 
 
 def _with_parents(module: str) -> list[str]:

@@ -13,8 +13,8 @@
 # (HEADATLAS_SLURM_PORT: the controller's; slurmd takes the next one). The one file outside it is
 # /etc/slurm/slurm.conf (+ gres.conf), where `srun` inside a job looks (the executor plugin's
 # job step drops SLURM_CONF from the environment of its srun): it is written only when absent
-# or written by this script before; a slurm.conf of a real installation is never replaced
-# (the script then says it cannot run). /etc/munge and the system's munged are not touched.
+# or written by this script before, and `down` removes it once the controller is stopped; a
+# slurm.conf of a real installation is never replaced (the script then says it cannot run). /etc/munge and the system's munged are not touched.
 #
 # The cluster: this host as controller and compute node, partitions `cpu` (default) and `gpu`
 # (the node carries two generic `gpu` GRES backed by /dev/null and /dev/zero, so `--gres=gpu:1` schedules as
@@ -199,6 +199,14 @@ down() {
             fi
         done
     done
+    # With no controller left, drop the configuration `up` wrote: a slurm.conf naming a controller
+    # that is down makes every `scontrol` wait ~9 s, and the executor plugin runs one at each
+    # Snakemake start, local runs included. `up` writes it again.
+    if [ -z "$(pid_of slurmctld)" ]; then
+        for file in "$CONF" "$GRES"; do
+            if head -1 "$file" 2>/dev/null | grep -qF "$MARK"; then rm -f "$file"; fi
+        done
+    fi
 }
 
 case "${1:-}" in
