@@ -55,8 +55,11 @@ rule importance:
 rule importance_compare:
     input:
         heads=f"{IMPORTANCE_DIR}/heads.csv",
-        types=IMPORTANCE_PLAN.get("types") or [],
-        patterns=IMPORTANCE_PLAN.get("patterns") or [],
+        # lists (of one or none), as the script reads them: a lone path would be a str there
+        types=[IMPORTANCE_PLAN["types"]] if IMPORTANCE_PLAN.get("types") else [],
+        patterns=(
+            [IMPORTANCE_PLAN["patterns"]] if IMPORTANCE_PLAN.get("patterns") else []
+        ),
         code=code("importance_compare.py"),
     output:
         table=importance_report(

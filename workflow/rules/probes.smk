@@ -34,7 +34,7 @@ rule probes_features:
 
 rule probes_run:
     input:
-        train=lambda wc: probe_features(probe_attention(wc), [wc.corpus]),
+        train=lambda wc: probe_features(probe_attention(wc), [wc.corpus])[0],
         tests=lambda wc: probe_features(probe_attention(wc), PROBES["test"]),
         code=code("probes_run.py"),
     output:
