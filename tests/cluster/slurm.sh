@@ -14,7 +14,8 @@
 # /etc/slurm/slurm.conf (+ gres.conf), where `srun` inside a job looks (the executor plugin's
 # job step drops SLURM_CONF from the environment of its srun): it is written only when absent
 # or written by this script before, and `down` removes it once the controller is stopped; a
-# slurm.conf of a real installation is never replaced (the script then says it cannot run). /etc/munge and the system's munged are not touched.
+# slurm.conf of a real installation is never replaced (the script then says it cannot run).
+# /etc/munge and the system's munged are not touched.
 #
 # The cluster: this host as controller and compute node, partitions `cpu` (default) and `gpu`
 # (the node carries two generic `gpu` GRES backed by /dev/null and /dev/zero, so `--gres=gpu:1` schedules as

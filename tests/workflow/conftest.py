@@ -85,14 +85,19 @@ def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.Compl
     return result
 
 
-@pytest.fixture(scope="session")
-def tiny_workflow(tmp_path_factory) -> Path:
-    """A folder with the workflow, a tiny config, and every output built once."""
-    root = tmp_path_factory.mktemp("workflow")
+def tiny_folder(root: Path, config: dict | None = None, n_docs: int = 3) -> Path:
+    """``root`` with the workflow, the tiny models and treebank, and ``config`` (default: the tiny one)."""
     copy_workflow(root)
     make_tiny_model(root / "tiny-bert", layers=2, heads=2)
     make_tiny_encoder(root / "tiny-roberta", "roberta", layers=2, heads=2)
-    write_treebank(root / "tb.conllu")
-    (root / "config.yaml").write_text(yaml.safe_dump(tiny_config(root)))
+    write_treebank(root / "tb.conllu", n_docs=n_docs)
+    (root / "config.yaml").write_text(yaml.safe_dump(config or tiny_config(root)))
+    return root
+
+
+@pytest.fixture(scope="session")
+def tiny_workflow(tmp_path_factory) -> Path:
+    """A folder with the workflow, a tiny config, and every output built once."""
+    root = tiny_folder(tmp_path_factory.mktemp("workflow"))
     snakemake(root, "--cores", "2")
     return root

@@ -5,19 +5,16 @@ config.yaml).
 
 The shared tiny workflow (conftest) turns them off to stay small, so they were only ever planned by
 dry runs, and broken inputs of ``probes_run`` and ``importance_compare`` reached the embedded
-run. Here the tiny
-configuration turns them on (the tiny treebank split by document, a random-encoder twin of the tiny
-BERT) and Snakemake builds only what they need (``--until``).
+run. Here the tiny configuration turns them on (the tiny treebank split by document, a
+random-encoder twin of the tiny BERT) and Snakemake builds only what they need (``--until``).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
-import yaml
 
-from tests.conftest import make_tiny_encoder, make_tiny_model
-from tests.workflow.conftest import copy_workflow, snakemake, tiny_config, write_treebank
+from tests.workflow.conftest import snakemake, tiny_config, tiny_folder
 
 pytestmark = pytest.mark.workflow
 
@@ -43,11 +40,7 @@ def optional_config(root) -> dict:
 @pytest.fixture(scope="module")
 def optional_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("optional")
-    copy_workflow(root)
-    make_tiny_model(root / "tiny-bert", layers=2, heads=2)
-    make_tiny_encoder(root / "tiny-roberta", "roberta", layers=2, heads=2)
-    write_treebank(root / "tb.conllu", n_docs=4)
-    (root / "config.yaml").write_text(yaml.safe_dump(optional_config(root)))
+    tiny_folder(root, optional_config(root), n_docs=4)
     result = snakemake(root, "--cores", "2", "--until", *UNTIL)
     return root, result
 
@@ -62,7 +55,7 @@ def test_table3_has_every_probe(optional_run):
     root, _ = optional_run
     table = pd.read_csv(root / "results" / "tiny" / "tb" / "probes" / "table3.csv")
     text = table.to_csv()
-    # attention-only, attention + GloVe, the random-encoder control, distance baselines
+    # attention-only, attention + GloVe, and the random-encoder control
     for probe in ("attn_only", "attn_glove", "random_attn_glove"):
         assert probe in text, (probe, table)
     assert (root / "results" / "tiny" / "tb" / "probes" / "edges.csv").is_file()

@@ -5,8 +5,9 @@ with apt-get when missing; partitions ``cpu`` and ``gpu``, no accounting). The t
 then runs with ``--workflow-profile profiles/slurm`` as shipped, plus what a cluster without
 accounting and a 2-core test machine need (:data:`OVERLAY`), extraction cut into two shards.
 Every job must be submitted to SLURM and seen as finished, extraction must go to the ``gpu``
-partition with one GPU per job (one job per shard: the profile leaves job arrays off), every output must be built, and every CSV table must be
-the one the local run (the ``tiny_workflow`` fixture, one shard) wrote.
+partition with one GPU per job (one job per shard: the profile leaves job arrays off), every
+output must be built, and every CSV table must be the one the local run (the ``tiny_workflow``
+fixture, one shard) wrote.
 
 Skipped, with the reason, where the machine cannot run SLURM (not root, no apt-get, no network to
 the Debian mirror, a real SLURM configuration in /etc/slurm) or when HEADATLAS_SLURM_TEST=0.
@@ -22,10 +23,9 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.conftest import ROOT, make_tiny_encoder, make_tiny_model
-from tests.workflow.conftest import copy_workflow, snakemake, tiny_config, write_treebank
+from tests.conftest import ROOT
+from tests.workflow.conftest import snakemake, tiny_config, tiny_folder
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slurm]
 
@@ -82,13 +82,9 @@ def slurm_cluster():
 def slurm_run(slurm_cluster, tmp_path_factory):
     """The tiny workflow through sbatch, extraction in two shards: (folder, result, seconds)."""
     root = tmp_path_factory.mktemp("slurm")
-    copy_workflow(root)
-    make_tiny_model(root / "tiny-bert", layers=2, heads=2)
-    make_tiny_encoder(root / "tiny-roberta", "roberta", layers=2, heads=2)
-    write_treebank(root / "tb.conllu")
     config = tiny_config(root)
     config["extraction"]["shards"] = SHARDS
-    (root / "config.yaml").write_text(yaml.safe_dump(config))
+    tiny_folder(root, config)
     start = time.monotonic()
     result = snakemake(root, "--workflow-profile", "profiles/slurm", *OVERLAY, check=False)
     seconds = time.monotonic() - start

@@ -110,6 +110,12 @@ def probe_features(model, corpora):
     return [PROBES_FEATURES.format(model=model, corpus=c) for c in corpora]
 
 
+def optional(path):
+    """An input that may be absent: a list of one path or none, which the script reads as
+    ``input.<name>[0]`` when given (a lone path would reach it as a str)."""
+    return [path] if path else []
+
+
 def patterns_corpora(model):
     """The corpora of `patterns.corpora` that are extracted for ``model``."""
     return [c for c in PLAN.patterns_corpora if PLAN.runs_on(model, c)]

@@ -55,11 +55,8 @@ rule importance:
 rule importance_compare:
     input:
         heads=f"{IMPORTANCE_DIR}/heads.csv",
-        # lists (of one or none), as the script reads them: a lone path would be a str there
-        types=[IMPORTANCE_PLAN["types"]] if IMPORTANCE_PLAN.get("types") else [],
-        patterns=(
-            [IMPORTANCE_PLAN["patterns"]] if IMPORTANCE_PLAN.get("patterns") else []
-        ),
+        types=optional(IMPORTANCE_PLAN.get("types")),
+        patterns=optional(IMPORTANCE_PLAN.get("patterns")),
         code=code("importance_compare.py"),
     output:
         table=importance_report(

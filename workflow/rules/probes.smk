@@ -34,7 +34,9 @@ rule probes_features:
 
 rule probes_run:
     input:
-        train=lambda wc: probe_features(probe_attention(wc), [wc.corpus])[0],
+        train=lambda wc: PROBES_FEATURES.format(
+            model=probe_attention(wc), corpus=wc.corpus
+        ),
         tests=lambda wc: probe_features(probe_attention(wc), PROBES["test"]),
         code=code("probes_run.py"),
     output:
