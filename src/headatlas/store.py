@@ -133,7 +133,9 @@ Ragged per-example arrays are stored flat with offsets, so examples of any lengt
 dataset and analyses stream one example at a time: memory does not grow with the corpus.
 L = layers, H = heads, N = examples, n_i = tokens of example *i*, S = records skipped."""
 _DOC_ORDER = """Examples are stored in the order they were run (sorted by length for batching); use
-`example_index` to join them with the corpus records."""
+`example_index` to join them with the corpus records. Readers (`Store`, and `StoreSet` over the
+shards of one corpus) stream them in corpus order, `example_index` ascending, so what follows the
+stream does not depend on the batching or the number of shards."""
 _DOC_VERSIONS = """**Versions.** Version 2 (this one) adds `value_norms`, `norm_map` and the attributes
 `model_class` and `norms`. Readers accept versions 1 and 2: a version-1 store serves every
 analysis of the attention weights, and an analysis that needs the norms stops with the file's
@@ -464,8 +466,9 @@ class Store:
         return example.weighted(self.weighting)
 
     def __iter__(self) -> Iterator[Example]:
-        for i in range(len(self)):
-            yield self.example(i)
+        """The examples in corpus order (``example_index``), not the length order they are stored in."""
+        for i in np.argsort(self.example_index, kind="stable"):
+            yield self.example(int(i))
 
     def close(self) -> None:
         self._file.close()
@@ -478,7 +481,7 @@ class Store:
 
 
 class StoreSet:
-    """Several shard stores of one (model, corpus), read as one stream in order.
+    """Several shard stores of one (model, corpus), read as one stream in corpus order.
 
     ``weighting`` and ``norms`` are those of :class:`Store`, for every shard;
     ``attrs`` are the first shard's attributes.
@@ -515,9 +518,30 @@ class StoreSet:
         return Store(path, self.weighting, self.norms)
 
     def __iter__(self) -> Iterator[Example]:
-        for path in self.paths:
-            with self._open(path) as shard:
-                yield from shard
+        """Every shard's examples merged into corpus order, so the stream (and every table that
+        follows it: row order, bootstrap units, probe training order) does not depend on how
+        many shards the corpus was extracted in."""
+        shards = [self._open(path) for path in self.paths]
+        try:
+            for k, i in corpus_order(shards):
+                yield shards[k].example(i)
+        finally:
+            for shard in shards:
+                shard.close()
+
+
+def corpus_order(shards: Sequence[Store]) -> list[tuple[int, int]]:
+    """``(shard, position)`` of every stored example, sorted by corpus index (``example_index``).
+
+    Raises StoreError when two shards hold the same corpus record (shards of one corpus are disjoint).
+    """
+    keys = [(int(index), k, i) for k, shard in enumerate(shards) for i, index in enumerate(shard.example_index)]
+    keys.sort()
+    for (a, k, _), (b, m, _) in zip(keys, keys[1:]):
+        if a == b:
+            raise StoreError(f"corpus record {a} is stored twice ({shards[k].path}, {shards[m].path}): "
+                             "the shards are not of one extraction; re-extract the corpus")
+    return [(k, i) for _, k, i in keys]
 
 
 def pick_example(paths: Sequence[str | Path], index: int | None = None,

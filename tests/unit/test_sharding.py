@@ -4,18 +4,12 @@ The tiny random BERT extracts one treebank (and its documents, for coreference) 
 store and once into three (``extraction.shards: 3``). What the analyses compute from them must
 agree, table by table, as the rules write them (same float format).
 
-Exact today: every number of the surface, syntax (Table 1's accuracies and heads, per-head and per-offset accuracy),
-coreference (per-mention scores, Table 2's accuracies and chosen heads), head-type and clustering
-analyses. Not exact (``xfail(strict=True)``, so a fix turns them into failures that ask to drop
-the mark): whatever follows the order in which the stores yield examples. A store holds its
-examples sorted by length (extraction batches them so), and the shards of a sharded corpus are
-read one after the other, so the corpus comes in another order. Row order of the syntax tables
-(relations in order of first appearance), order of the coreference mention table, bootstrap
-intervals (units numbered in stream order: Table 2's documents, Table 1's and the honest regime's
-sentences)
-and the probes (trained in a seeded permutation of cache rows, which are in stream order) change
-with the number of shards. Reading every store in corpus order (``example_index``) would make all
-of them exact.
+Every table is exact, row order and bootstrap intervals included: a store set streams its
+examples in corpus order (``example_index``), merged across shards, whatever order each shard
+stores them in (length-sorted, as extraction batches them). So rows (relations in order of first
+appearance, the coreference mention table), bootstrap units (Table 1's and the honest regime's
+sentences, Table 2's documents) and the probes' seeded training order are the same for any
+number of shards.
 """
 
 from __future__ import annotations
@@ -36,7 +30,6 @@ from tests.workflow.conftest import write_treebank
 
 SPLITS = ["test", "train", "dev"]  # by document number modulo 3
 N_SHARDS = 3
-ORDER = "follows the order the stores yield examples in (length-sorted per shard), not the corpus order"
 
 
 def as_written(table: pd.DataFrame, float_format: str = "%.6g", index: bool = False) -> str:
@@ -110,12 +103,10 @@ def test_syntax_tables_hold_the_same_numbers(syntax_scores):
         assert_same_table(*(without_intervals(syntax.table1(s, min_count=1)) for s in (a, b)))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"Table 1 bootstrap: sentences numbered in an order that {ORDER}")
 def test_syntax_table1_intervals(syntax_scores):
     assert_same_table(*(syntax.table1(s, min_count=1) for s in syntax_scores))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"syntax heads.csv/offsets.csv row order {ORDER}")
 def test_syntax_tables_in_the_same_row_order(syntax_scores):
     one, sharded = syntax_scores
     for name, table in one.tables().items():
@@ -131,7 +122,6 @@ def test_syntax_honest_regime_chooses_and_scores_the_same(syntax_scores):
     assert_same_table(*(without_intervals(honest(s)) for s in syntax_scores))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"honest-regime bootstrap: sentences numbered in an order that {ORDER}")
 def test_syntax_honest_regime_intervals(syntax_scores):
     assert_same_table(*(honest(s) for s in syntax_scores))
 
@@ -156,12 +146,10 @@ def test_coref_tables_hold_the_same_numbers(coref_tables):
     assert_same_table(heads_one, heads_sharded, "%.4g", index=True)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"coref mentions.csv row order {ORDER}")
 def test_coref_mentions_in_the_same_row_order(coref_tables):
     assert_same_table(*coref_tables[0])
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"Table 2 bootstrap: documents numbered in an order that {ORDER}")
 def test_coref_table2_intervals(coref_tables):
     (table2_one, _), (table2_sharded, _) = coref_tables[1]
     assert_same_table(table2_one, table2_sharded, "%.4g", index=True)
@@ -182,8 +170,6 @@ def test_clustering_distances(corpora):
     assert_same_table(*both("head_distances", corpora))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"probes train on a seeded permutation of cache rows; the cache {ORDER}")
-# (the tiny probe's UAS comes out the same; its learned per-head weights do not)
 def test_probe_scores(corpora, tmp_path):
     folder = corpora[0]
     caches = [run_analysis("probe_features", corpora[2]["tb", k], corpus=folder / "tb.jsonl",

@@ -13,12 +13,14 @@ def random_attn(n, seed=0):
     return a / a.sum(-1, keepdims=True)
 
 
-def write(path, lengths, start=0):
+def write(path, lengths, start=0, indices=None):
+    """A store of examples of these lengths, with corpus indices ``indices`` (default from ``start`` on)."""
+    indices = range(start, start + len(lengths)) if indices is None else indices
     with StoreWriter(path, ATTRS) as writer:
-        for k, n in enumerate(lengths):
+        for index, n in zip(indices, lengths):
             tokens = ["[CLS]"] + [f"w{i}" for i in range(n - 2)] + ["[SEP]"]
-            writer.add(start + k, f"ex{start + k}", tokens, np.arange(n), np.zeros(n),
-                       [-1] + list(range(n - 2)) + [-1], random_attn(n, start + k))
+            writer.add(index, f"ex{index}", tokens, np.arange(n), np.zeros(n),
+                       [-1] + list(range(n - 2)) + [-1], random_attn(n, index))
         writer.skipped_ids = ["too-long-1"]
 
 
@@ -69,6 +71,26 @@ def test_shards_stream_in_order(tmp_path):
     stores = open_stores([tmp_path / "a.h5", tmp_path / "b.h5"])
     assert len(stores) == 3
     assert [e.index for e in stores] == [0, 1, 2]
+
+
+def test_shards_stored_by_length_stream_in_corpus_order(tmp_path):
+    # Extraction stores each shard sorted by length; the stream is in corpus order regardless.
+    write(tmp_path / "a.h5", [3, 5, 7], indices=[4, 0, 2])
+    write(tmp_path / "b.h5", [4, 6], indices=[3, 1])
+    with Store(tmp_path / "a.h5") as one:
+        assert [e.index for e in one] == [0, 2, 4]
+    stores = open_stores([tmp_path / "a.h5", tmp_path / "b.h5"])
+    examples = list(stores)
+    assert [e.index for e in examples] == [0, 1, 2, 3, 4]
+    assert [e.n_tokens for e in examples] == [5, 6, 7, 4, 3]
+    np.testing.assert_allclose(examples[1].attn, random_attn(6, 1), atol=1e-3)
+
+
+def test_shards_holding_the_same_record_are_refused(tmp_path):
+    write(tmp_path / "a.h5", [3, 4], indices=[0, 1])
+    write(tmp_path / "b.h5", [5], indices=[1])
+    with pytest.raises(StoreError, match="corpus record 1 is stored twice"):
+        list(open_stores([tmp_path / "a.h5", tmp_path / "b.h5"]))
 
 
 def test_pick_example_by_index_or_shortest_readable(tmp_path):

@@ -75,7 +75,7 @@ from headatlas.corpora.records import Sentence, read_jsonl
 from headatlas.errors import HeadAtlasError, StoreError
 from headatlas.heads import head_index
 from headatlas.io import atomic_path
-from headatlas.store import Example, Store, StoreSet
+from headatlas.store import Example, Store, StoreSet, corpus_order
 from headatlas.wordlevel import word_level, word_units
 
 log = logging.getLogger(__name__)
@@ -268,15 +268,16 @@ def coverage_messages(coverage: dict) -> list[tuple[int, str]]:
 
 
 def _aligned_examples(shards: list[Store], sentences: list[Sentence], corpus_path) -> list:
-    """(shard, position) of every stored example, after checking it matches its corpus tree."""
-    order = []
-    for k, shard in enumerate(shards):
-        for i, (index, n_words) in enumerate(zip(shard.example_index, shard.n_words)):
-            if index >= len(sentences) or n_words != len(sentences[index].words):
-                raise StoreError(f"{shard.path}: example {shard.example_ids[i]} does not match "
-                                 f"record {index} of {corpus_path}; re-extract the store")
-            _check_tree(sentences[index])
-            order.append((k, i))
+    """(shard, position) of every stored example in corpus order (the order :class:`StoreSet`
+    streams them in), after checking each matches its corpus tree."""
+    order = corpus_order(shards)
+    for k, i in order:
+        shard = shards[k]
+        index, n_words = shard.example_index[i], shard.n_words[i]
+        if index >= len(sentences) or n_words != len(sentences[index].words):
+            raise StoreError(f"{shard.path}: example {shard.example_ids[i]} does not match "
+                             f"record {index} of {corpus_path}; re-extract the store")
+        _check_tree(sentences[index])
     return order
 
 
