@@ -23,41 +23,42 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import torch
 
 from headatlas.analyses.base import Analysis, describe, register, store_provenance
 from headatlas.claims import Claim, claims_table, holds_if
 from headatlas.heads import head_name, head_names, head_table
 
 SMOOTHING = 0.001  # Clark's code: 0.999 * a + 0.001 / n
-CHUNK_MB = 32  # bound on each [chunk, heads, n, n] float32 buffer; small blocks stay in cache, faster
 # The permutation test's default; the brief asks for at least 1,000.
 N_PERMUTATIONS = 1000
 
 
-def _xlogx_sum(x: np.ndarray, buffer: np.ndarray, zeros: bool = True) -> np.ndarray:
-    """``sum_k x log x`` over the last axis; ``buffer`` is scratch shaped like ``x``.
+def _xlogx_rows(x: torch.Tensor, buffer: torch.Tensor, zeros: bool = True) -> torch.Tensor:
+    """``sum_k x log x`` over the last axis, as float64; ``buffer`` is float32 scratch shaped like ``x``.
 
-    With ``zeros`` (x may hold zeros), x is clamped to the smallest float before
-    the log, which makes ``0 log 0 = 0`` without a slower masked log.
+    With ``zeros`` (x may hold zeros), x is clamped to the smallest float before the log,
+    which makes ``0 log 0 = 0``. In-place log and product (``xlogy`` is ~2.5x slower here);
+    each row's keys are summed in float32 (a few hundred terms), then cast.
     """
     if zeros:
-        np.log(np.maximum(x, np.finfo(x.dtype).tiny, out=buffer), out=buffer)
+        torch.clamp_min(x, torch.finfo(x.dtype).tiny, out=buffer).log_()
     else:
-        np.log(x, out=buffer)
-    return np.einsum("...k,...k->...", x, buffer)
+        torch.log(x, out=buffer)
+    return buffer.mul_(x).sum(-1).double()
 
 
-def pairwise_js(attn: np.ndarray, smoothing: float = SMOOTHING,
-                chunk_mb: float = CHUNK_MB) -> np.ndarray:
+def pairwise_js(attn: np.ndarray, smoothing: float = SMOOTHING) -> np.ndarray:
     """Jensen-Shannon divergence between every pair of heads, summed over query rows.
 
     Uses ``JS(p, q) = (sum p log p + sum q log q) / 2 - sum m log m`` with
     ``m = (p + q) / 2``: the two entropy terms are computed once per head, and
     only ``m log m`` per pair, as ``s = p + q`` with
     ``sum m log m = (sum s log s - log 2 * sum s) / 2`` (one pass fewer).
-    Pairs are done for a block of heads against all later heads at once (the
-    upper triangle), the block sized so that each of the two
-    ``[block, heads, n, n]`` float32 buffers stays under ``chunk_mb``.
+    Each head is paired with itself and every later head at once (the upper
+    triangle), in float32 torch ops (about twice numpy's speed here: its
+    vectorised log), each row's sum accumulated in float64. Runs on torch's
+    intra-op threads (``torch.set_num_threads``).
 
     Parameters
     ----------
@@ -66,8 +67,6 @@ def pairwise_js(attn: np.ndarray, smoothing: float = SMOOTHING,
         :class:`~headatlas.store.Example`'s ``attn`` reshaped to ``[L*H, n, n]``.
     smoothing : float
         Each row becomes ``(1 - smoothing) * a + smoothing / n`` first.
-    chunk_mb : float
-        Memory bound (MB) of each of the two work buffers.
 
     Returns
     -------
@@ -77,25 +76,20 @@ def pairwise_js(attn: np.ndarray, smoothing: float = SMOOTHING,
     if attn.ndim != 3 or attn.shape[1] != attn.shape[2]:
         raise ValueError(f"attention of shape {attn.shape}: expected [heads, n, n]")
     n_heads, n = attn.shape[:2]
-    p = (1 - smoothing) * attn.astype(np.float32) + np.float32(smoothing / n)
-    zeros = smoothing == 0  # smoothed rows are strictly positive: no clamping needed
-    half_plogp = 0.5 * _xlogx_sum(p, np.empty_like(p), zeros).sum(axis=-1, dtype=np.float64)
+    p = torch.from_numpy(np.asarray(attn, dtype=np.float32)) * (1 - smoothing) + smoothing / n
+    zeros = smoothing == 0  # smoothed rows are strictly positive: no 0 log 0 to guard
+    half_plogp = 0.5 * _xlogx_rows(p, torch.empty_like(p), zeros).sum(-1)
     # Total mass of each head (~n; the store's float16 rows do not sum to exactly 1).
-    mass = p.sum(axis=(1, 2), dtype=np.float64)
-    block = max(1, int(chunk_mb * 2**20 // (4 * n_heads * n * n)))
-    # Two flat buffers reused by every block, so no large allocation per block.
-    sums, logs = (np.empty(min(block, n_heads) * n_heads * n * n, np.float32) for _ in range(2))
-    upper = np.zeros((n_heads, n_heads))
-    for start in range(0, n_heads, block):
-        stop = min(start + block, n_heads)
-        shape = (stop - start, n_heads - start, n, n)
-        size = int(np.prod(shape))
-        s = np.add(p[start:stop, None], p[None, start:], out=sums[:size].reshape(shape))
-        slogs = _xlogx_sum(s, logs[:size].reshape(shape), zeros).sum(axis=-1, dtype=np.float64)
-        mlogm = 0.5 * (slogs - np.log(2) * (mass[start:stop, None] + mass[None, start:]))
-        upper[start:stop, start:] = half_plogp[start:stop, None] + half_plogp[None, start:] - mlogm
-    upper = np.triu(np.maximum(upper, 0.0), k=1)  # float rounding can leave tiny negatives
-    return upper + upper.T
+    mass = p.sum((1, 2), dtype=torch.float64)
+    upper = torch.zeros(n_heads, n_heads, dtype=torch.float64)
+    sums, logs = torch.empty_like(p), torch.empty_like(p)  # buffers reused for every head
+    for h in range(n_heads):
+        s = torch.add(p[h:], p[h], out=sums[:n_heads - h])
+        slogs = _xlogx_rows(s, logs[:n_heads - h], zeros).sum(-1)
+        mlogm = 0.5 * (slogs - np.log(2) * (mass[h] + mass[h:]))
+        upper[h, h:] = half_plogp[h] + half_plogp[h:] - mlogm
+    upper = torch.triu(upper.clamp_min(0.0), diagonal=1)  # float rounding can leave tiny negatives
+    return (upper + upper.T).numpy()
 
 
 @register
@@ -108,24 +102,24 @@ class HeadDistances(Analysis):
     number of query tokens when ``average`` (the default).
 
     Parameters (keyword): ``average`` (bool, default True), ``smoothing``
-    (default 0.001), ``chunk_mb`` (work-buffer bound in MB, default 32).
+    (default 0.001).
     """
 
     name = "head_distances"
 
     def __init__(self, n_layers: int, n_heads: int, average: bool = True,
-                 smoothing: float = SMOOTHING, chunk_mb: float = CHUNK_MB, **params):
+                 smoothing: float = SMOOTHING, **params):
         super().__init__(n_layers, n_heads, **params)
         if not 0 <= smoothing < 1:
             raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
-        self.average, self.smoothing, self.chunk_mb = average, smoothing, chunk_mb
+        self.average, self.smoothing = average, smoothing
         self._sums = np.zeros((n_layers * n_heads,) * 2)
         self._n_rows = 0
 
     def update(self, example) -> None:
         n = example.n_tokens
         attn = example.attn.reshape(self.n_layers * self.n_heads, n, n)
-        self._sums += pairwise_js(attn, self.smoothing, self.chunk_mb)
+        self._sums += pairwise_js(attn, self.smoothing)
         self._n_rows += n
 
     def result(self) -> pd.DataFrame:
