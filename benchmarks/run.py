@@ -431,12 +431,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="also break extraction's time down and cProfile it (+~7 min full, idle)")
     parser.add_argument("--keep-stores", action="store_true",
                         help="keep the benchmark stores (the 4x store is ~5 GB on the full run)")
+    parser.add_argument("--norms-only", action="store_true",
+                        help="only benchmarks 5-6 (value norms vs none), --repeats alternating rounds")
+    parser.add_argument("--segments", type=int, default=None,
+                        help="Wikipedia segments to extract (default: all 1,000; --quick: 100)")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
     out = args.out or (HERE / "out" / "quick" if args.quick else HERE / "out")
     out.mkdir(parents=True, exist_ok=True)
     n_wiki, n_ewt = (100, 100) if args.quick else (None, None)
+    n_wiki = args.segments or n_wiki
 
     import logging
     import warnings
@@ -483,6 +488,9 @@ def main(argv: list[str] | None = None) -> int:
         clock = fn()
         clocks[key].append(clock)
         log(f"{label}: {clock.wall:.2f}s wall, {clock.cpu:.2f}s cpu")
+
+    if args.norms_only:
+        return norms_only(args, loaded, wiki, store, plain_store, out, info, load_before)
 
     # 1 + 3: extraction vs bare sdpa forward, and the analyses over the store just written.
     for round_ in range(args.repeats):
@@ -621,6 +629,47 @@ def main(argv: list[str] | None = None) -> int:
                          "store_4x_examples": n_4x}}, handle, indent=2, default=str)
     print(f"\nwrote {out / 'results.csv'} and {out / 'results.json'} "
           f"({info['total_seconds']:.0f}s; load {load_before[0]:.1f} -> {info['loadavg_after'][0]:.1f})")
+    return 0
+
+
+def norms_only(args, loaded, wiki, store: Path, plain_store: Path, out: Path, info: dict,
+               load_before) -> int:
+    """Benchmarks 5-6 alone: extraction with and without the value norms, alternating which
+    goes first in each of ``--repeats`` rounds; the CPU-time ratio is the median of the rounds'."""
+    cpu: dict[bool, list[float]] = {True: [], False: []}
+    wall: dict[bool, list[float]] = {True: [], False: []}
+    for round_ in range(args.repeats):
+        for norms in ((True, False) if round_ % 2 == 0 else (False, True)):
+            clock = time_extract(loaded, wiki, store if norms else plain_store, norms=norms)
+            cpu[norms].append(clock.cpu)
+            wall[norms].append(clock.wall)
+            log(f"round {round_ + 1}: extract wiki {'with' if norms else 'without'} norms: "
+                f"{clock.wall:.2f}s wall, {clock.cpu:.2f}s cpu")
+    sizes = {"with_norms": store.stat().st_size, "attention_only": plain_store.stat().st_size}
+    rounds = [round(c / b, 3) for c, b in zip(cpu[True], cpu[False])]
+    rows = [
+        Row("5 extract() with value norms vs without (wiki)", statistics.median(wall[True]),
+            statistics.median(wall[False]), median_ratio(wall[True], wall[False]), "cand/base", "<=",
+            1.15, "s", median_ratio(cpu[True], cpu[False]),
+            f"{len(wiki)} segments, {args.repeats} rounds; cpu ratio per round {rounds}; "
+            f"over all rounds {sum(cpu[True]) / sum(cpu[False]):.3f}", on_cpu=True),
+        Row("6 store size with value norms vs without (wiki)", sizes["with_norms"] / 1e6,
+            sizes["attention_only"] / 1e6, sizes["with_norms"] / sizes["attention_only"], "cand/base",
+            "<=", 1.15, "MB", None, "value_norms [L,H,n] + norm_map [L,n,n] beside attn [L,H,n,n]"),
+    ]
+    if not args.keep_stores:
+        store.unlink(missing_ok=True)
+        plain_store.unlink(missing_ok=True)
+    print()
+    print_table(rows)
+    print(f"cpu ratio per round: {rounds}; over all rounds: {sum(cpu[True]) / sum(cpu[False]):.3f}")
+    info.update(loadavg_before=load_before, loadavg_after=os.getloadavg(),
+                total_seconds=time.perf_counter() - _T0)
+    with open(out / "norms.json", "w") as handle:
+        json.dump({"machine": info, "rows": [row.as_dict() for row in rows], "raw_cpu_seconds": cpu,
+                   "raw_wall_seconds": wall, "store_bytes": sizes, "n": {"wiki_segments": len(wiki)}},
+                  handle, indent=2, default=lambda v: str(v))
+    print(f"\nwrote {out / 'norms.json'} (load {load_before[0]:.1f} -> {info['loadavg_after'][0]:.1f})")
     return 0
 
 

@@ -26,6 +26,9 @@ says why) are extracted without norms.
 
 from __future__ import annotations
 
+import contextlib
+
+import numba
 import numpy as np
 import torch
 
@@ -113,9 +116,43 @@ def token_grams(values: torch.Tensor, gram: torch.Tensor, n_heads: int,
 def layer_norm_map(attn: torch.Tensor, grams: torch.Tensor) -> torch.Tensor:
     """``‖Σ_h α^h_ij f_h(x_j)‖`` ``[batch, T, T]`` from α ``[batch, H, T, T]`` and ``G`` ``[batch, T, H, H]``.
 
-    ``α_·ijᵀ G_j α_·ij = Σ_h G_j[h, h] α_h² + 2 Σ_{h<g} G_j[h, g] α_h α_g``, accumulated over the
-    native ``[batch, H, query, key]`` layout (no transpose of α), one head pair at a time.
+    ``α_·ijᵀ G_j α_·ij = Σ_h G_j[h, h] α_h² + 2 Σ_{h<g} G_j[h, g] α_h α_g``. On the CPU one
+    compiled pass (:func:`_quadratic_forms`, numba) reads each query row of α once, ~5x faster
+    than the 78 tensor passes of :func:`_layer_norm_map_torch`, which other devices use.
     """
+    if attn.device.type != "cpu":
+        return _layer_norm_map_torch(attn, grams)
+    batch, n_heads, width, _ = attn.shape
+    attn = attn.float().contiguous().numpy()
+    grams = grams.float().permute(0, 2, 3, 1).contiguous().numpy()  # [b, h, g, key]: key innermost
+    out = np.empty((batch, width, width), np.float32)
+    _quadratic_forms(attn, grams, out)
+    return torch.from_numpy(out)
+
+
+@numba.njit(fastmath=True, cache=True, nogil=True)
+def _quadratic_forms(attn, grams, out):  # pragma: no cover (compiled; tested through layer_norm_map)
+    """``out[b, i, j] = sqrt(max(0, Σ_{h<=g} c_hg G[b, h, g, j] α[b, h, i, j] α[b, g, i, j]))``, c = 1 or 2."""
+    batch, n_heads, width, _ = attn.shape
+    acc = np.empty(width, np.float32)
+    for b in range(batch):
+        for i in range(width):
+            acc[:] = 0
+            for h in range(n_heads):
+                a_h = attn[b, h, i]
+                for g in range(h, n_heads):
+                    a_g = attn[b, g, i]
+                    gram = grams[b, h, g]
+                    c = np.float32(1.0) if g == h else np.float32(2.0)
+                    for j in range(width):
+                        acc[j] += c * gram[j] * a_h[j] * a_g[j]
+            for j in range(width):
+                out[b, i, j] = np.sqrt(max(acc[j], np.float32(0.0)))
+
+
+def _layer_norm_map_torch(attn: torch.Tensor, grams: torch.Tensor) -> torch.Tensor:
+    """:func:`layer_norm_map` in tensor ops (any device): accumulated over the native
+    ``[batch, H, query, key]`` layout (no transpose of α), one head pair at a time."""
     n_heads = attn.shape[1]
     g = grams.permute(0, 2, 3, 1).unsqueeze(3)  # [b, h, g, 1, key]
     out = attn[:, 0] * attn[:, 0] * g[:, 0, 0]
@@ -158,6 +195,22 @@ def value_norms_and_map(values: torch.Tensor, attn: torch.Tensor, gram: torch.Te
     grams = grams.view(batch, width, n_heads, n_heads)
     value_norms = grams.diagonal(dim1=2, dim2=3).clamp_min(0).sqrt().transpose(1, 2)
     return value_norms, layer_norm_map(attn.float(), grams)
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run torch's CPU ops on one thread inside: the norms' small GEMMs and reductions scale badly
+    (2 threads: 1.6x the CPU time of one for 0.8x the wall time), and the CPU time is what the
+    norms cost on top of extraction."""
+    threads = torch.get_num_threads()
+    if threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 class NormRecorder:
@@ -209,8 +262,9 @@ class NormRecorder:
                 raise ModelError(f"{type(module).__name__} returned no attention weights: value norms "
                                  "need the eager attention implementation")
             values = self._values.pop(layer)
-            self._out[layer] = value_norms_and_map(values, weights, self._grams[layer],
-                                                   block.self.num_attention_heads)
+            with one_thread():
+                self._out[layer] = value_norms_and_map(values, weights, self._grams[layer],
+                                                       block.self.num_attention_heads)
         return hook
 
     def take(self, dtype=torch.float16) -> "BatchNorms":

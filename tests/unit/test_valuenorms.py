@@ -10,7 +10,8 @@ import torch
 from headatlas.corpora.records import Sentence
 from headatlas.errors import StoreError
 from headatlas.store import NORMS_OFF, NORMS_RECORDED, NORMS_UNSUPPORTED, Example, Store, StoreWriter
-from headatlas.valuenorms import NormRecorder, gram_weights, norm_recorder, value_norms_and_map
+from headatlas.valuenorms import (NormRecorder, _layer_norm_map_torch, gram_weights, layer_norm_map, norm_recorder,
+                                  token_grams, value_norms_and_map)
 from headatlas.weightings import norm_weighted
 
 SENTENCES = [Sentence(id="s0", words=["the", "cat", "sat"]),
@@ -39,6 +40,25 @@ def test_gram_formula_with_mixed_heads_by_hand():
     value_norms, norm_map = value_norms_and_map(values, attn, gram_weights(dense_weight), 2)
     np.testing.assert_allclose(value_norms[0, :, 0].numpy(), [2.0, 1.0])
     np.testing.assert_allclose(norm_map.numpy().ravel(), [abs(0.5 * 2 - 1.0 * 1)], atol=1e-7)
+
+
+def test_compiled_and_tensor_norm_maps_agree():
+    # The CPU kernel (numba) against the tensor-op path other devices take, and against the
+    # definition: padded keys (weight 0) and an all-zero padded query row included.
+    rng = torch.Generator().manual_seed(0)
+    batch, heads, width, dh = 3, 4, 7, 5
+    values = torch.randn(batch, width, heads * dh, generator=rng)
+    attn = torch.softmax(torch.randn(batch, heads, width, width, generator=rng) * 2, -1)
+    attn[0, :, :, 5:] = 0  # example 0 has 5 tokens
+    attn[0, :, 5:] = 0
+    dense = torch.randn(heads * dh, heads * dh, generator=rng) / 4
+    grams = token_grams(values.reshape(-1, heads * dh), gram_weights(dense), heads).view(batch, width, heads, heads)
+    compiled, tensor_ops = layer_norm_map(attn, grams), _layer_norm_map_torch(attn, grams)
+    f = (values.view(batch, width, heads, dh).unsqueeze(-2) @ dense.T.view(heads, dh, -1)).squeeze(-2)
+    direct = torch.einsum("bhij,bjhd->bijd", attn, f).norm(dim=-1)  # f: [batch, key, head, hidden]
+    np.testing.assert_allclose(compiled.numpy(), tensor_ops.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(compiled.numpy(), direct.numpy(), rtol=1e-4, atol=1e-4)
+    assert (compiled[0, 5:] == 0).all() and (compiled[0, :, 5:] == 0).all()
 
 
 @pytest.fixture(scope="module")
