@@ -39,20 +39,6 @@ CORPORA = ("wikipedia", "tb", "tb_docs", "tb_windows")  # of the tiny config, al
 OVERLAY = ["--slurm-no-account", "--slurm-status-command", "squeue",
            "--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs",
            "--set-threads", "extract=1"]
-# Tables whose row order or bootstrap intervals follow the order of the examples in the stores
-# (sorted by length within each shard), so a sharded run may write them differently (see
-# tests/unit/test_sharding.py): compared as sets of rows, without the intervals (and without the
-# claims' measured-value text, which quotes them). Keys are regular expressions matched at the end
-# of the path; both weightings (`syntax/`, `syntax-norm/`).
-ORDER_DEPENDENT = {
-    r"syntax(-norm)?/(heads|offsets)\.csv": "relations in the order they first appear in the stores",
-    r"coref(-norm)?/mentions\.csv": "documents in store order",
-    r"coref(-norm)?/accuracy\.csv": "bootstrap units (documents) numbered in store order",
-    r"syntax(-norm)?/table1\.csv": "bootstrap units (sentences) numbered in store order",
-    r"compare/table1\.csv": "Table 1's bootstrap intervals (sentences numbered in store order)",
-    r"(syntax|coref)(-norm)?/paper_claims\.csv": "the measured values quote bootstrap intervals",
-    r"scorecard(_long)?\.csv": "the measured values quote Table 1's and 2's bootstrap intervals",
-}
 # What differs between any two runs: wall-clock seconds and the run's own folder.
 VOLATILE_COLUMNS = {"finetune/tiny/upos/curve.csv": ["seconds"]}
 VOLATILE_ROWS = {"finetune/tiny/upos/metrics.csv": ["base_source", "train_seconds"]}
@@ -162,17 +148,14 @@ def planned_jobs_without_force(folder: Path) -> dict[str, int]:
     return parse(snakemake(folder, "-n", "--workflow-profile", "profiles/slurm"))
 
 
-def comparable(path: Path, name: str, why: str | None):
+def comparable(path: Path, name: str):
+    """The table without what differs between any two runs (times, the run's folder)."""
     import pandas as pd
 
     table = pd.read_csv(path, keep_default_na=False)
     table = table.drop(columns=VOLATILE_COLUMNS.get(name, []))
     if name in VOLATILE_ROWS:
         table = table[~table[table.columns[0]].isin(VOLATILE_ROWS[name])]
-    if why:
-        table = table[[c for c in table.columns if not c.endswith(("_ci_low", "_ci_high", "_low", "_high"))
-                       and not c.endswith("ours")]]  # claims' measured values quote the intervals
-        table = table.sort_values(list(table.columns))
     return table.reset_index(drop=True)
 
 
@@ -189,10 +172,10 @@ def test_tables_are_the_local_runs(slurm_run, tiny_workflow):
         if local.read_bytes() == cluster.read_bytes():
             identical.append(name)
             continue
-        why = next((why for pattern, why in ORDER_DEPENDENT.items() if re.search(f"(^|/){pattern}$", name)), None)
-        assert why or name in VOLATILE_COLUMNS or name in VOLATILE_ROWS, \
+        # Sharding is exact (stores stream in corpus order): only times and paths may differ.
+        assert name in VOLATILE_COLUMNS or name in VOLATILE_ROWS, \
             f"{name}: the SLURM run (2 shards) wrote another table than the local run (1 shard)"
-        pd.testing.assert_frame_equal(comparable(local, name, why), comparable(cluster, name, why),
-                                      obj=f"{name} ({why or 'without times and paths'})")
+        pd.testing.assert_frame_equal(comparable(local, name), comparable(cluster, name),
+                                      obj=f"{name} (without times and paths)")
         compared.append(name)
     print(f"\n{len(identical)} tables byte-identical; equal as data: {compared}")
