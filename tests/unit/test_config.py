@@ -198,7 +198,10 @@ def test_embedded_plan_runs_everything():
     assert p.labelled_treebanks == ["gum", "ewt"]
     assert p.honest and p.probes_on
     assert p.gradient_models == ["minilm", "minilm_upos"]  # the random encoder is left out ...
-    assert [o.what for o in p.omitted] == ["gradient importance of minilm_random"]  # ... and says so
+    assert [o.what for o in p.omitted] == [  # ... and says so, as for the helpers' norm views (the budget)
+        "norm-weighted views, norm shares and rollout of minilm_upos, minilm_random",
+        "gradient importance of minilm_random"]
+    assert p.norm_models == ["minilm"] and p.suffixes("minilm_upos") == [""]
     assert p.ablation["task_model"] == "minilm_upos"
     assert p.ablation["types"] == "results/minilm_upos/wikipedia/headtypes/features.csv"
     assert p.ablation["data"] == "data/corpora/gum.jsonl"
