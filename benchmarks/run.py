@@ -86,6 +86,18 @@ class Row:
                 "result": "pass" if self.passed else "MISSED"}
 
 
+def store_sizes(with_norms: Path, attention_only: Path) -> dict[str, int]:
+    """Bytes of the two benchmark-5 stores (benchmark 6 compares them)."""
+    return {"with_norms": with_norms.stat().st_size, "attention_only": attention_only.stat().st_size}
+
+
+def size_row(sizes: dict[str, int]) -> Row:
+    """Benchmark 6: the store with value norms against the one without."""
+    return Row("6 store size with value norms vs without (wiki)", sizes["with_norms"] / 1e6,
+               sizes["attention_only"] / 1e6, sizes["with_norms"] / sizes["attention_only"], "cand/base",
+               "<=", 1.15, "MB", None, "value_norms [L,H,n] + norm_map [L,n,n] beside attn [L,H,n,n]")
+
+
 def median_ratio(candidates: list[float], baselines: list[float]) -> float:
     """Median of the per-round ratios candidate/baseline (rounds are paired in time)."""
     return statistics.median(c / b for c, b in zip(candidates, baselines))
@@ -515,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
         loads.append(os.getloadavg()[0])
         for step in ((baseline, plain, candidate) if round_ % 2 == 0 else (candidate, plain, baseline)):
             step()
-    sizes = {"with_norms": store.stat().st_size, "attention_only": plain_store.stat().st_size}
+    sizes = store_sizes(store, plain_store)
     log(f"store sizes: {sizes['with_norms'] / 1e6:.1f} MB with norms, "
         f"{sizes['attention_only'] / 1e6:.1f} MB attention only")
 
@@ -588,9 +600,7 @@ def main(argv: list[str] | None = None) -> int:
                   "<=", 0.5, " + ".join(SURFACE)),
         ratio_row("5 extract() with value norms vs without (wiki)", "extract_wiki", "extract_wiki_plain",
                   "<=", 1.15, "same batches; judged on CPU time (cpu ratio column)", on_cpu=True),
-        Row("6 store size with value norms vs without (wiki)", sizes["with_norms"] / 1e6,
-            sizes["attention_only"] / 1e6, sizes["with_norms"] / sizes["attention_only"], "cand/base",
-            "<=", 1.15, "MB", None, "value_norms [L,H,n] + norm_map [L,n,n] beside attn [L,H,n,n]"),
+        size_row(sizes),
     ]
     by = {(r["analysis"], Path(r["store"]).name): r for r in memory["runs"]}
     for name in SURFACE:
@@ -645,7 +655,7 @@ def norms_only(args, loaded, wiki, store: Path, plain_store: Path, out: Path, in
             wall[norms].append(clock.wall)
             log(f"round {round_ + 1}: extract wiki {'with' if norms else 'without'} norms: "
                 f"{clock.wall:.2f}s wall, {clock.cpu:.2f}s cpu")
-    sizes = {"with_norms": store.stat().st_size, "attention_only": plain_store.stat().st_size}
+    sizes = store_sizes(store, plain_store)
     rounds = [round(c / b, 3) for c, b in zip(cpu[True], cpu[False])]
     rows = [
         Row("5 extract() with value norms vs without (wiki)", statistics.median(wall[True]),
@@ -653,9 +663,7 @@ def norms_only(args, loaded, wiki, store: Path, plain_store: Path, out: Path, in
             1.15, "s", median_ratio(cpu[True], cpu[False]),
             f"{len(wiki)} segments, {args.repeats} rounds; cpu ratio per round {rounds}; "
             f"over all rounds {sum(cpu[True]) / sum(cpu[False]):.3f}", on_cpu=True),
-        Row("6 store size with value norms vs without (wiki)", sizes["with_norms"] / 1e6,
-            sizes["attention_only"] / 1e6, sizes["with_norms"] / sizes["attention_only"], "cand/base",
-            "<=", 1.15, "MB", None, "value_norms [L,H,n] + norm_map [L,n,n] beside attn [L,H,n,n]"),
+        size_row(sizes),
     ]
     if not args.keep_stores:
         store.unlink(missing_ok=True)

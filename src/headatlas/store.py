@@ -467,8 +467,8 @@ class Store:
 
     def __iter__(self) -> Iterator[Example]:
         """The examples in corpus order (``example_index``), not the length order they are stored in."""
-        for i in np.argsort(self.example_index, kind="stable"):
-            yield self.example(int(i))
+        for _, i in corpus_order([self]):
+            yield self.example(i)
 
     def close(self) -> None:
         self._file.close()

@@ -123,7 +123,7 @@ def layer_norm_map(attn: torch.Tensor, grams: torch.Tensor) -> torch.Tensor:
     if attn.device.type != "cpu":
         return _layer_norm_map_torch(attn, grams)
     batch, n_heads, width, _ = attn.shape
-    attn = attn.float().contiguous().numpy()
+    attn = attn.float().contiguous().numpy()  # no copy when already float32 and contiguous
     grams = grams.float().permute(0, 2, 3, 1).contiguous().numpy()  # [b, h, g, key]: key innermost
     out = np.empty((batch, width, width), np.float32)
     _quadratic_forms(attn, grams, out)
