@@ -349,6 +349,14 @@ class Plan:
     weightings: dict[str, list[str]] = field(default_factory=dict)
     # models whose attention stores stay on disk; the others' are temp() (extraction.keep_stores).
     kept_stores: list[str] = field(default_factory=list)
+    # model -> the analyses whose outputs are asked for it (`models.<m>.analyses`); None = all.
+    analyses: dict[str, list[str] | None] = field(default_factory=dict)
+
+    def asks(self, model: str, analysis: str) -> bool:
+        """Whether ``analysis``'s final outputs are asked for ``model``. Analyses outside
+        :data:`MODEL_ANALYSES` (the scorecard, the cross-model figures) are asked always."""
+        chosen = self.analyses.get(model)
+        return chosen is None or analysis not in MODEL_ANALYSES or analysis in chosen
 
     @property
     def temp_stores(self) -> list[str]:
@@ -374,6 +382,10 @@ class Plan:
 
 
 PROBES = ("right_branching", "distances_glove", "random_attn_glove", "attn_only", "attn_glove")
+# What `models.<m>.analyses` may name: the rules files' FINAL_TARGETS keys run for every model
+# (probes, finetune, ablation and importance name their models in their own config blocks).
+MODEL_ANALYSES = ("corpora", "surface", "syntax", "coref", "clustering", "headtypes", "gradients",
+                  "norms", "patterns")
 
 
 def plan(config: dict) -> Plan:
@@ -388,6 +400,13 @@ def plan(config: dict) -> Plan:
         leave_out(("surface_", "clustering_", "gradients_", "headtypes_", "norm_shares", "rollout"),
                   "surface patterns, clustering, gradients, head types, norm shares, rollout",
                   "`surface.corpus` is not set (name a segments corpus)")
+    analyses = {m: spec.get("analyses") for m, spec in models.items()}
+    for m, chosen in analyses.items():
+        dropped = [a for a in MODEL_ANALYSES if chosen is not None and a not in chosen]
+        if dropped:
+            leave_out((), f"{', '.join(dropped)} of {m}",
+                      f"its `analyses` asks for {', '.join(chosen) or 'none'}; the tables other "
+                      "analyses read from it still run")
     weightings = {m: list(spec.get("weightings") or config["weightings"]) for m, spec in models.items()}
     without_norm = [m for m, views in weightings.items() if "norm" not in views]
     if without_norm:
@@ -446,7 +465,7 @@ def plan(config: dict) -> Plan:
                 importance, corpus_models, coref_selection(config, corpus_models), omitted,
                 weightings,
                 [m for m in models if config["extraction"]["keep_stores"] == "all"
-                 or m in config["extraction"]["keep_stores"]])
+                 or m in config["extraction"]["keep_stores"]], analyses)
 
 
 

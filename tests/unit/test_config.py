@@ -7,7 +7,7 @@ import copy
 import pytest
 import yaml
 
-from headatlas.config import ConfigError, load_config, plan
+from headatlas.config import MODEL_ANALYSES, ConfigError, load_config, plan
 from tests.conftest import FIXTURES, ROOT
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -40,7 +40,7 @@ def paper() -> dict:
 def test_defaults_come_from_the_schema():
     config = load(minimal())
     assert config["extraction"] == {"max_length": 128, "batch_size": 32, "max_tokens": None, "shards": 1,
-                                    "threads": 2, "keep_stores": "all"}
+                                    "threads": 1, "keep_stores": "all"}
     assert config["syntax"]["bootstrap"] == {"n": 1000, "seed": 0}
     assert config["coref"]["bootstrap"] == {"n": 1000, "seed": 0}
     assert config["coref"]["word_from"] == "mean"
@@ -198,9 +198,14 @@ def test_embedded_plan_runs_everything():
     assert p.labelled_treebanks == ["gum", "ewt"]
     assert p.honest and p.probes_on
     assert p.gradient_models == ["minilm", "minilm_upos"]  # the random encoder is left out ...
-    assert [o.what for o in p.omitted] == [  # ... and says so, as for the helpers' norm views (the budget)
+    assert [o.what for o in p.omitted] == [  # ... and says so, as for the helpers' analyses (the budget)
+        "corpora, surface, syntax, coref, clustering, gradients, norms, patterns of minilm_upos",
+        "corpora, surface, syntax, coref, clustering, headtypes, gradients, norms, patterns of minilm_random",
         "norm-weighted views, norm shares and rollout of minilm_upos, minilm_random",
         "gradient importance of minilm_random"]
+    assert p.asks("minilm", "coref") and p.asks("minilm_upos", "headtypes")
+    assert not p.asks("minilm_upos", "gradients") and not p.asks("minilm_random", "surface")
+    assert p.asks("minilm_random", "scorecard")  # shared outputs are not a model's to leave out
     assert p.norm_models == ["minilm"] and p.suffixes("minilm_upos") == [""]
     assert p.ablation["task_model"] == "minilm_upos"
     assert p.ablation["types"] == "results/minilm_upos/wikipedia/headtypes/features.csv"
@@ -276,6 +281,28 @@ def test_weightings_default_to_both_and_a_model_may_override_them():
     assert off.norm_models == [] and not off.norms("m")
     assert {"norm_shares", "rollout"} <= {rule for o in off.omitted for rule in o.rules}
     assert plan(load(minimal())).norm_models == []  # no surface corpus: nowhere to run them
+
+
+def test_a_model_may_ask_for_some_analyses_only():
+    config = minimal()
+    p = plan(load(config))
+    assert p.analyses == {"m": None, "m_random": None} and p.asks("m_random", "coref")
+    config["models"]["m_random"]["analyses"] = ["syntax"]
+    p = plan(load(config))
+    assert p.asks("m_random", "syntax") and not p.asks("m_random", "coref") and p.asks("m", "coref")
+    said = [str(o) for o in p.omitted if "m_random" in o.what and "analyses" in o.why]
+    assert said == ["left out: corpora, surface, coref, clustering, headtypes, gradients, norms, "
+                    "patterns of m_random: its `analyses` asks for syntax; the tables other "
+                    "analyses read from it still run"]
+    config["models"]["m_random"]["analyses"] = ["syntax", "ablation"]
+    with pytest.raises(ConfigError, match=r"models.m_random.analyses.1"):
+        load(config)
+
+
+def test_the_schema_lists_exactly_the_analyses_a_model_may_ask_for():
+    schema = yaml.safe_load(SCHEMA.read_text())
+    items = schema["properties"]["models"]["additionalProperties"]["properties"]["analyses"]["items"]
+    assert tuple(items["enum"]) == MODEL_ANALYSES
 
 
 def test_plan_does_not_change_the_config():

@@ -37,6 +37,7 @@ rule ablation:
         "logs/benchmarks/ablation/{task_model}.tsv"
     wildcard_constraints:
         task_model=one_of([ABLATION_PLAN["task_model"]] if PLAN.ablation else []),
+    priority: CHAIN_PRIORITY
     conda:
         ENV
     threads: ABLATION["threads"]

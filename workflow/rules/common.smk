@@ -138,18 +138,32 @@ def importance_report(name, result, caption="importance"):
     )
 
 
+# The fine-tuned task model's chain (finetune -> its stores, head types, patterns -> ablation,
+# importance) is the run's longest path: its jobs start first whenever a core is free, so the
+# other jobs fill the cores beside it rather than leaving it to run alone at the end.
+CHAIN_PRIORITY = 10
+
+
+def chain_priority(wildcards):
+    """A job's priority: CHAIN_PRIORITY for the ablation's task model, else 0."""
+    task = (PLAN.ablation or {}).get("task_model")
+    return CHAIN_PRIORITY if getattr(wildcards, "model", None) == task else 0
+
+
 # Each rules file registers ``analysis -> (model -> [final outputs])`` here; rule all asks for them.
 FINAL_TARGETS = {}
 
 
 def all_outputs():
     """Every final output, once (targets shared by all models, e.g. the scorecard, appear once),
-    except those of a corpus restricted to other models."""
+    except those of a corpus restricted to other models and of analyses a model's `analyses`
+    does not ask for."""
     return list(
         dict.fromkeys(
             path
             for model in MODELS
-            for targets in FINAL_TARGETS.values()
+            for analysis, targets in FINAL_TARGETS.items()
+            if PLAN.asks(model, analysis)
             for path in targets(model)
             if runs_here(model, path)
         )

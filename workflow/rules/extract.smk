@@ -18,6 +18,7 @@ rule extract:
         "logs/benchmarks/extract/{model}/{corpus}/shard-{shard}.tsv"
     wildcard_constraints:
         model=one_of(PLAN.kept_stores),
+    priority: chain_priority
     conda:
         ENV
     threads: EXTRACTION["threads"]

@@ -36,6 +36,7 @@ rule finetune_upos:
         "logs/benchmarks/finetune/{model}/upos.tsv"
     wildcard_constraints:
         model=one_of(PLAN.finetune_models),
+    priority: CHAIN_PRIORITY
     conda:
         ENV
     threads: FINETUNE["threads"]

@@ -21,6 +21,7 @@ rule headtypes_features:
         "logs/headtypes{weighting}/{model}/{corpus}/features.log",
     benchmark:
         "logs/benchmarks/headtypes{weighting}/{model}/{corpus}/features.tsv"
+    priority: chain_priority
     conda:
         ENV
     resources:
@@ -61,6 +62,7 @@ rule headtypes_cluster:
         "logs/headtypes{weighting}/{model}/{corpus}/cluster.log",
     benchmark:
         "logs/benchmarks/headtypes{weighting}/{model}/{corpus}/cluster.tsv"
+    priority: chain_priority
     conda:
         ENV
     params:

@@ -29,6 +29,7 @@ rule importance:
         "logs/benchmarks/importance/{task_model}.tsv"
     wildcard_constraints:
         task_model=one_of([IMPORTANCE_PLAN["task_model"]] if IMPORTANCE_PLAN else []),
+    priority: CHAIN_PRIORITY
     conda:
         ENV
     threads: IMPORTANCE["threads"]

@@ -43,6 +43,7 @@ rule patterns_heads:
         "logs/benchmarks/patterns/{model}/{corpus}/heads.tsv"
     wildcard_constraints:
         corpus=one_of(PLAN.patterns_corpora),
+    priority: chain_priority
     conda:
         ENV
     resources:

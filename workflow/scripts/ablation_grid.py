@@ -1,13 +1,10 @@
 """Rule ablation: every head-type variant of Guan et al. Tables 2-3 on the task model -> table, chart."""
 
-import torch
-
 from headatlas.pipeline import rule_logging, write_table
 from headatlas.plots.ablation import plot_ablation
 from headatlas.tasks.grid import ablation_grid
 
 with rule_logging(snakemake) as log:
-    torch.set_num_threads(snakemake.threads)
     p = snakemake.params
     result = ablation_grid(
         p.task, p.spec, snakemake.input.data, snakemake.input.types, snakemake.wildcards.task_model,

@@ -1,13 +1,10 @@
 """Rule clustering_distances: JS divergence between every pair of heads (Clark §6) -> square CSV."""
 
-import torch
-
 from headatlas.analyses.base import run_analysis
 from headatlas.analyses.clustering import HeadDistances
 from headatlas.pipeline import rule_logging, write_table
 
 with rule_logging(snakemake) as log:
-    torch.set_num_threads(snakemake.threads)
     p = snakemake.params
     table = run_analysis(HeadDistances, snakemake.input.stores, max_examples=p.max_examples,
                          average=p.average, smoothing=p.smoothing, weighting=p.weighting)

@@ -1,7 +1,5 @@
 """Rule extract: one (model, corpus, shard) -> HDF5 attention store."""
 
-import torch
-
 from headatlas.corpora.records import read_jsonl
 from headatlas.extract import extract
 from headatlas.models import load_model
@@ -9,7 +7,6 @@ from headatlas.pipeline import rule_logging
 from headatlas.sources import sha256
 
 with rule_logging(snakemake) as log:
-    torch.set_num_threads(snakemake.threads)
     wc, params = snakemake.wildcards, snakemake.params
     loaded = load_model(wc.model, params.spec)
     log.info("model %s on %s, %d threads", loaded.info, next(loaded.model.parameters()).device,

@@ -2,14 +2,11 @@
 
 from pathlib import Path
 
-import torch
-
 from headatlas.corpora.records import read_jsonl
 from headatlas.pipeline import rule_logging, write_table
 from headatlas.tasks.upos import fine_tune_model, save_checkpoint
 
 with rule_logging(snakemake) as log:
-    torch.set_num_threads(snakemake.threads)
     result = fine_tune_model(snakemake.wildcards.model, snakemake.params.spec,
                              read_jsonl(snakemake.input.corpus), snakemake.params.corpus,
                              snakemake.params.options)

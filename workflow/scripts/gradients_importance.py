@@ -4,14 +4,11 @@ The heavy step (the model is re-run with gradients). Writes the per-head table a
 (loss used, N, model provenance) for the figure and the claims, so they rerun without it.
 """
 
-import torch
-
 from headatlas.analyses.gradients import gradient_importance, load_for_loss, run_record, write_run
 from headatlas.corpora.records import read_jsonl
 from headatlas.pipeline import rule_logging, write_table
 
 with rule_logging(snakemake) as log:
-    torch.set_num_threads(snakemake.threads)
     wc, p = snakemake.wildcards, snakemake.params
     loaded, loss = load_for_loss(wc.model, p.spec, p.loss)
     log.info("model %s, loss %s (asked: %s), %d threads", loaded.info, loss, p.loss, snakemake.threads)

@@ -1,15 +1,12 @@
 """Rule importance: single heads and layers disabled, head importance, pruning curves -> tables, figures."""
 
 import numpy as np
-import torch
-
 from headatlas.claims import claims_table
 from headatlas.pipeline import rule_logging, write_table
 from headatlas.plots.importance import plot_importance, plot_pruning, plot_single_heads
 from headatlas.tasks.importance import build_task, run_experiments
 
 with rule_logging(snakemake) as log:
-    torch.set_num_threads(snakemake.threads)
     p = snakemake.params
     task = build_task(p.task, p.spec, snakemake.input.data, corpus=p.corpus, split=p.split,
                       importance_split=p.importance_split, max_examples=p.max_examples,

@@ -1,13 +1,10 @@
 """Rule probe_run: train one probe with one seed on the train treebank; UAS on dev and tests."""
 
-import torch
-
 from headatlas.analyses.probes import GLOVE_PROBES, FeatureSet, evaluation_sets, run_probe, save_probe
 from headatlas.glove import load_glove
 from headatlas.pipeline import rule_logging, write_table
 
 with rule_logging(snakemake) as log:
-    torch.set_num_threads(snakemake.threads)
     probe, seed = snakemake.wildcards.probe, int(snakemake.wildcards.seed)
     train = FeatureSet(snakemake.input.train)
     evals = evaluation_sets(train, snakemake.wildcards.corpus, snakemake.params.tests,
