@@ -352,6 +352,17 @@ class Plan:
     # model -> the analyses whose outputs are asked for it (`models.<m>.analyses`); None = all.
     analyses: dict[str, list[str] | None] = field(default_factory=dict)
 
+    @property
+    def task_chain(self) -> set[tuple[str, str]]:
+        """(model, corpus) of the stores the ablation and importance read head types and
+        patterns from: with the fine-tuning before them, the run's longest path."""
+        chain = set()
+        if self.ablation and self.ablation["types_corpus"]:
+            chain.add((self.ablation["types_model"], self.ablation["types_corpus"]))
+        if self.importance and self.importance["patterns_corpus"]:
+            chain.add((self.importance["task_model"], self.importance["patterns_corpus"]))
+        return chain
+
     def asks(self, model: str, analysis: str) -> bool:
         """Whether ``analysis``'s final outputs are asked for ``model``. Analyses outside
         :data:`MODEL_ANALYSES` (the scorecard, the cross-model figures) are asked always."""
@@ -552,6 +563,8 @@ def _ablation_plan(config: dict) -> dict | None:
         "types_source": f"the table {a['types_csv']}" if a["types_csv"]
         else f"{types_model} on {types_corpus}",
         "types_own": None if a["types_csv"] else types_model == task_model,
+        "types_model": None if a["types_csv"] else types_model,
+        "types_corpus": None if a["types_csv"] else types_corpus,
         "base": base,
         "corpus": corpus,
         "data": f"data/corpora/{corpus}.jsonl" if upos else a["squad_path"],

@@ -210,6 +210,7 @@ def test_embedded_plan_runs_everything():
     assert p.ablation["task_model"] == "minilm_upos"
     assert p.ablation["types"] == "results/minilm_upos/wikipedia/headtypes/features.csv"
     assert p.ablation["data"] == "data/corpora/gum.jsonl"
+    assert p.task_chain == {("minilm_upos", "wikipedia")}  # head types and patterns: run first
     assert p.headtype_pairs == [("minilm", "minilm_upos")]
     assert p.patterns_corpora == ["wikipedia", "gum", "ewt"]
     assert p.patterns_labels["file"].endswith("pattern_labels.csv")

@@ -145,9 +145,9 @@ CHAIN_PRIORITY = 10
 
 
 def chain_priority(wildcards):
-    """A job's priority: CHAIN_PRIORITY for the ablation's task model, else 0."""
-    task = (PLAN.ablation or {}).get("task_model")
-    return CHAIN_PRIORITY if getattr(wildcards, "model", None) == task else 0
+    """CHAIN_PRIORITY for a job on a store of that chain (PLAN.task_chain), else 0."""
+    job = (getattr(wildcards, "model", None), getattr(wildcards, "corpus", None))
+    return CHAIN_PRIORITY if job in PLAN.task_chain else 0
 
 
 # Each rules file registers ``analysis -> (model -> [final outputs])`` here; rule all asks for them.

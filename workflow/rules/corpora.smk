@@ -37,6 +37,7 @@ rule prepare_segments:
         "logs/benchmarks/prepare/{corpus}.{model}.tsv"
     wildcard_constraints:
         corpus=one_of(PLAN.segments),
+    priority: chain_priority
     conda:
         ENV
     params:
