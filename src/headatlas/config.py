@@ -413,7 +413,7 @@ def plan(config: dict) -> Plan:
                   "`surface.corpus` is not set (name a segments corpus)")
     analyses = {m: spec.get("analyses") for m, spec in models.items()}
     for m, chosen in analyses.items():
-        dropped = [a for a in MODEL_ANALYSES if chosen is not None and a not in chosen]
+        dropped = [a for a in MODEL_ANALYSES if a not in chosen] if chosen is not None else []
         if dropped:
             leave_out((), f"{', '.join(dropped)} of {m}",
                       f"its `analyses` asks for {', '.join(chosen) or 'none'}; the tables other "
