@@ -292,10 +292,12 @@ def _ablation_problems(config: dict, check) -> list[str]:
 
 def path_problems(config: dict) -> list[str]:
     """Files and folders the config names that do not exist (relative paths: from the working
-    directory). A model folder under the results folder is made by the workflow itself."""
+    directory). A model folder under the results folder (a fine-tuned model) or under
+    ``<data>/models/`` (a built model) is made by the workflow itself."""
+    made = (f"{config['results']}/", f"{config['data']}/models/")
     named = [(f"corpora.{c}.path", spec.get("path")) for c, spec in config["corpora"].items()]
     named += [(f"models.{m}.path", spec.get("path")) for m, spec in config["models"].items()
-              if not str(spec.get("path", "")).startswith(f"{config['results']}/")]
+              if not str(spec.get("path", "")).startswith(made)]
     named += [(f"ablation.{k}", config["ablation"][k]) for k in ("squad_path", "types_csv")]
     return [f"`{key}`: {value} does not exist (relative paths start from the working directory, "
             f"{Path.cwd()})" for key, value in named if value and not Path(value).exists()]
@@ -567,6 +569,6 @@ def _ablation_plan(config: dict) -> dict | None:
         "types_corpus": None if a["types_csv"] else types_corpus,
         "base": base,
         "corpus": corpus,
-        "data": f"data/corpora/{corpus}.jsonl" if upos else a["squad_path"],
+        "data": f"{config['data']}/corpora/{corpus}.jsonl" if upos else a["squad_path"],
         "max_length": a["max_length"] or config["finetune"]["max_length"],
     }

@@ -32,9 +32,9 @@ rule ablation:
             labels={"model": "{task_model}", "result": "Tables 2-3 as a chart"},
         ),
     log:
-        "logs/ablation/{task_model}.log",
+        f"{LOGS}/ablation/{{task_model}}.log",
     benchmark:
-        "logs/benchmarks/ablation/{task_model}.tsv"
+        f"{LOGS}/benchmarks/ablation/{{task_model}}.tsv"
     wildcard_constraints:
         task_model=one_of([ABLATION_PLAN["task_model"]] if PLAN.ablation else []),
     priority: CHAIN_PRIORITY
@@ -73,9 +73,9 @@ rule ablation_claims:
             labels={"model": "{task_model}", "result": "claims vs paper"},
         ),
     log:
-        "logs/ablation/{task_model}.claims.log",
+        f"{LOGS}/ablation/{{task_model}}.claims.log",
     benchmark:
-        "logs/benchmarks/ablation/{task_model}.claims.tsv"
+        f"{LOGS}/benchmarks/ablation/{{task_model}}.claims.tsv"
     wildcard_constraints:
         task_model=one_of([ABLATION_PLAN["task_model"]] if PLAN.ablation else []),
     conda:

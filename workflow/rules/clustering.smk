@@ -23,9 +23,9 @@ rule clustering_distances:
             **CLUSTERING_REPORT,
         ),
     log:
-        "logs/clustering{weighting}/{model}/{corpus}/distances.log",
+        f"{LOGS}/clustering{{weighting}}/{{model}}/{{corpus}}/distances.log",
     benchmark:
-        "logs/benchmarks/clustering{weighting}/{model}/{corpus}/distances.tsv"
+        f"{LOGS}/benchmarks/clustering{{weighting}}/{{model}}/{{corpus}}/distances.tsv"
     conda:
         ENV
     resources:
@@ -67,9 +67,9 @@ rule clustering_mds:
             **CLUSTERING_REPORT,
         ),
     log:
-        "logs/clustering{weighting}/{model}/{corpus}/mds.log",
+        f"{LOGS}/clustering{{weighting}}/{{model}}/{{corpus}}/mds.log",
     benchmark:
-        "logs/benchmarks/clustering{weighting}/{model}/{corpus}/mds.tsv"
+        f"{LOGS}/benchmarks/clustering{{weighting}}/{{model}}/{{corpus}}/mds.tsv"
     conda:
         ENV
     params:
@@ -108,9 +108,9 @@ rule clustering_structure:
             **CLUSTERING_REPORT,
         ),
     log:
-        "logs/clustering{weighting}/{model}/{corpus}/structure.log",
+        f"{LOGS}/clustering{{weighting}}/{{model}}/{{corpus}}/structure.log",
     benchmark:
-        "logs/benchmarks/clustering{weighting}/{model}/{corpus}/structure.tsv"
+        f"{LOGS}/benchmarks/clustering{{weighting}}/{{model}}/{{corpus}}/structure.tsv"
     conda:
         ENV
     params:

@@ -13,6 +13,8 @@ from headatlas.weightings import SUFFIX_PATTERN, weighting_of_suffix
 
 PLAN = plan(config)
 RESULTS = PLAN.results
+DATA = config["data"]  # prepared corpora, downloads, built models
+LOGS = config["logs"]  # one log and one benchmark per job
 MODELS = config["models"]
 CORPORA = config["corpora"]
 EXTRACTION = config["extraction"]
@@ -49,8 +51,7 @@ def one_of(names):
 
 def code(script):
     """The library files ``script`` imports, transitively: editing one reruns exactly its rules."""
-    base = Path(workflow.basedir)
-    return code_files(base / "workflow" / "scripts" / script, base / "src")
+    return code_files(WORKFLOW_DIR / "scripts" / script, LIBRARY)
 
 
 def corpus_sources(wildcards):
@@ -67,8 +68,8 @@ def model_inputs(wildcards):
 def corpus_file(wildcards):
     """The prepared corpus an extraction reads; segments/documents are per model (tokenizer)."""
     if CORPORA[wildcards.corpus]["kind"] in ("segments", "documents"):
-        return f"data/corpora/{wildcards.corpus}/{wildcards.model}.jsonl"
-    return f"data/corpora/{wildcards.corpus}.jsonl"
+        return f"{DATA}/corpora/{wildcards.corpus}/{wildcards.model}.jsonl"
+    return f"{DATA}/corpora/{wildcards.corpus}.jsonl"
 
 
 def store_shards(model, corpus):

@@ -10,7 +10,7 @@ rule coref_mentions:
     input:
         stores=stores,
         documents=corpus_file,
-        sentences=lambda wc: f"data/corpora/{CORPORA[wc.corpus]['from']}.jsonl",
+        sentences=lambda wc: f"{DATA}/corpora/{CORPORA[wc.corpus]['from']}.jsonl",
         code=code("coref_mentions.py"),
     output:
         mentions=report(
@@ -34,9 +34,9 @@ rule coref_mentions:
             **COREF_REPORT,
         ),
     log:
-        "logs/coref{weighting}/{model}/{corpus}/mentions.log",
+        f"{LOGS}/coref{{weighting}}/{{model}}/{{corpus}}/mentions.log",
     benchmark:
-        "logs/benchmarks/coref{weighting}/{model}/{corpus}/mentions.tsv"
+        f"{LOGS}/benchmarks/coref{{weighting}}/{{model}}/{{corpus}}/mentions.tsv"
     wildcard_constraints:
         corpus=one_of(PLAN.documents),
     conda:
@@ -93,9 +93,9 @@ rule coref_accuracy:
             **COREF_REPORT,
         ),
     log:
-        "logs/coref{weighting}/{model}/{corpus}/accuracy.log",
+        f"{LOGS}/coref{{weighting}}/{{model}}/{{corpus}}/accuracy.log",
     benchmark:
-        "logs/benchmarks/coref{weighting}/{model}/{corpus}/accuracy.tsv"
+        f"{LOGS}/benchmarks/coref{{weighting}}/{{model}}/{{corpus}}/accuracy.tsv"
     wildcard_constraints:
         corpus=one_of(PLAN.documents),
     conda:
@@ -125,9 +125,9 @@ rule coref_claims:
             **COREF_REPORT,
         ),
     log:
-        "logs/coref{weighting}/{model}/{corpus}/claims.log",
+        f"{LOGS}/coref{{weighting}}/{{model}}/{{corpus}}/claims.log",
     benchmark:
-        "logs/benchmarks/coref{weighting}/{model}/{corpus}/claims.tsv"
+        f"{LOGS}/benchmarks/coref{{weighting}}/{{model}}/{{corpus}}/claims.tsv"
     wildcard_constraints:
         corpus=one_of(PLAN.documents),
     conda:

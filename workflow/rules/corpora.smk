@@ -6,12 +6,12 @@ rule prepare_treebank:
         sources=corpus_sources,
         code=code("prepare_treebank.py"),
     output:
-        corpus="data/corpora/{corpus}.jsonl",
-        stats="data/corpora/{corpus}.stats.json",
+        corpus=f"{DATA}/corpora/{{corpus}}.jsonl",
+        stats=f"{DATA}/corpora/{{corpus}}.stats.json",
     log:
-        "logs/prepare/{corpus}.log",
+        f"{LOGS}/prepare/{{corpus}}.log",
     benchmark:
-        "logs/benchmarks/prepare/{corpus}.tsv"
+        f"{LOGS}/benchmarks/prepare/{{corpus}}.tsv"
     wildcard_constraints:
         corpus=one_of(PLAN.treebanks),
     conda:
@@ -19,6 +19,7 @@ rule prepare_treebank:
     params:
         spec=lambda wc: CORPORA[wc.corpus],
         mirror=config["mirror"],
+        downloads=f"{DATA}/raw",
     script:
         "../scripts/prepare_treebank.py"
 
@@ -29,12 +30,12 @@ rule prepare_segments:
         model=model_inputs,
         code=code("prepare_segments.py"),
     output:
-        corpus="data/corpora/{corpus}/{model}.jsonl",
-        stats="data/corpora/{corpus}/{model}.stats.json",
+        corpus=f"{DATA}/corpora/{{corpus}}/{{model}}.jsonl",
+        stats=f"{DATA}/corpora/{{corpus}}/{{model}}.stats.json",
     log:
-        "logs/prepare/{corpus}.{model}.log",
+        f"{LOGS}/prepare/{{corpus}}.{{model}}.log",
     benchmark:
-        "logs/benchmarks/prepare/{corpus}.{model}.tsv"
+        f"{LOGS}/benchmarks/prepare/{{corpus}}.{{model}}.tsv"
     wildcard_constraints:
         corpus=one_of(PLAN.segments),
     priority: chain_priority
@@ -50,16 +51,16 @@ rule prepare_segments:
 
 rule prepare_documents:
     input:
-        sentences=lambda wc: f"data/corpora/{CORPORA[wc.corpus]['from']}.jsonl",
+        sentences=lambda wc: f"{DATA}/corpora/{CORPORA[wc.corpus]['from']}.jsonl",
         model=model_inputs,
         code=code("prepare_documents.py"),
     output:
-        corpus="data/corpora/{corpus}/{model}.jsonl",
-        stats="data/corpora/{corpus}/{model}.stats.json",
+        corpus=f"{DATA}/corpora/{{corpus}}/{{model}}.jsonl",
+        stats=f"{DATA}/corpora/{{corpus}}/{{model}}.stats.json",
     log:
-        "logs/prepare/{corpus}.{model}.log",
+        f"{LOGS}/prepare/{{corpus}}.{{model}}.log",
     benchmark:
-        "logs/benchmarks/prepare/{corpus}.{model}.tsv"
+        f"{LOGS}/benchmarks/prepare/{{corpus}}.{{model}}.tsv"
     wildcard_constraints:
         corpus=one_of(PLAN.documents),
     conda:

@@ -13,9 +13,9 @@ rule extract:
     output:
         store=STORE,
     log:
-        "logs/extract/{model}/{corpus}/shard-{shard}.log",
+        f"{LOGS}/extract/{{model}}/{{corpus}}/shard-{{shard}}.log",
     benchmark:
-        "logs/benchmarks/extract/{model}/{corpus}/shard-{shard}.tsv"
+        f"{LOGS}/benchmarks/extract/{{model}}/{{corpus}}/shard-{{shard}}.tsv"
     wildcard_constraints:
         model=one_of(PLAN.kept_stores),
     priority: chain_priority
@@ -61,9 +61,9 @@ rule corpus_summary:
             },
         ),
     log:
-        "logs/summary/{model}/{corpus}.log",
+        f"{LOGS}/summary/{{model}}/{{corpus}}.log",
     benchmark:
-        "logs/benchmarks/summary/{model}/{corpus}.tsv"
+        f"{LOGS}/benchmarks/summary/{{model}}/{{corpus}}.tsv"
     conda:
         ENV
     script:

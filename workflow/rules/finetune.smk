@@ -13,7 +13,7 @@ FINETUNE_OPTIONS = {
 
 rule finetune_upos:
     input:
-        corpus=f"data/corpora/{FINETUNE['corpus']}.jsonl",
+        corpus=f"{DATA}/corpora/{FINETUNE['corpus']}.jsonl",
         base=model_inputs,
         code=code("finetune_upos.py"),
     output:
@@ -31,9 +31,9 @@ rule finetune_upos:
             **FINETUNE_REPORT,
         ),
     log:
-        "logs/finetune/{model}/upos.log",
+        f"{LOGS}/finetune/{{model}}/upos.log",
     benchmark:
-        "logs/benchmarks/finetune/{model}/upos.tsv"
+        f"{LOGS}/benchmarks/finetune/{{model}}/upos.tsv"
     wildcard_constraints:
         model=one_of(PLAN.finetune_models),
     priority: CHAIN_PRIORITY

@@ -23,9 +23,9 @@ rule gradients_importance:
         ),
         meta=f"{GRADIENTS_DIR}/run.json",
     log:
-        "logs/gradients/{model}/{corpus}/importance.log",
+        f"{LOGS}/gradients/{{model}}/{{corpus}}/importance.log",
     benchmark:
-        "logs/benchmarks/gradients/{model}/{corpus}/importance.tsv"
+        f"{LOGS}/benchmarks/gradients/{{model}}/{{corpus}}/importance.tsv"
     wildcard_constraints:
         corpus=one_of(PLAN.segments),
     conda:
@@ -57,9 +57,9 @@ rule gradients_figure:
             **GRADIENTS_REPORT,
         ),
     log:
-        "logs/gradients/{model}/{corpus}/figure.log",
+        f"{LOGS}/gradients/{{model}}/{{corpus}}/figure.log",
     benchmark:
-        "logs/benchmarks/gradients/{model}/{corpus}/figure.tsv"
+        f"{LOGS}/benchmarks/gradients/{{model}}/{{corpus}}/figure.tsv"
     conda:
         ENV
     script:
@@ -93,9 +93,9 @@ rule gradients_claims:
             **GRADIENTS_REPORT,
         ),
     log:
-        "logs/gradients/{model}/{corpus}/claims.log",
+        f"{LOGS}/gradients/{{model}}/{{corpus}}/claims.log",
     benchmark:
-        "logs/benchmarks/gradients/{model}/{corpus}/claims.tsv"
+        f"{LOGS}/benchmarks/gradients/{{model}}/{{corpus}}/claims.tsv"
     conda:
         ENV
     script:

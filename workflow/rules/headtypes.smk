@@ -18,9 +18,9 @@ rule headtypes_features:
     output:
         f"{HEADTYPES_DIR}/per_input.npz",
     log:
-        "logs/headtypes{weighting}/{model}/{corpus}/features.log",
+        f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/features.log",
     benchmark:
-        "logs/benchmarks/headtypes{weighting}/{model}/{corpus}/features.tsv"
+        f"{LOGS}/benchmarks/headtypes{{weighting}}/{{model}}/{{corpus}}/features.tsv"
     priority: chain_priority
     conda:
         ENV
@@ -59,9 +59,9 @@ rule headtypes_cluster:
             **HEADTYPES_REPORT,
         ),
     log:
-        "logs/headtypes{weighting}/{model}/{corpus}/cluster.log",
+        f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/cluster.log",
     benchmark:
-        "logs/benchmarks/headtypes{weighting}/{model}/{corpus}/cluster.tsv"
+        f"{LOGS}/benchmarks/headtypes{{weighting}}/{{model}}/{{corpus}}/cluster.tsv"
     priority: chain_priority
     conda:
         ENV
@@ -89,9 +89,9 @@ rule headtypes_stability:
         ),
         heads=f"{HEADTYPES_DIR}/stability_heads.csv",
     log:
-        "logs/headtypes{weighting}/{model}/{corpus}/stability.log",
+        f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/stability.log",
     benchmark:
-        "logs/benchmarks/headtypes{weighting}/{model}/{corpus}/stability.tsv"
+        f"{LOGS}/benchmarks/headtypes{{weighting}}/{{model}}/{{corpus}}/stability.tsv"
     conda:
         ENV
     params:
@@ -117,9 +117,9 @@ rule headtypes_claims:
             **HEADTYPES_REPORT,
         ),
     log:
-        "logs/headtypes{weighting}/{model}/{corpus}/claims.log",
+        f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/claims.log",
     benchmark:
-        "logs/benchmarks/headtypes{weighting}/{model}/{corpus}/claims.tsv"
+        f"{LOGS}/benchmarks/headtypes{{weighting}}/{{model}}/{{corpus}}/claims.tsv"
     conda:
         ENV
     script:
@@ -147,9 +147,9 @@ rule headtypes_figure:
             **HEADTYPES_REPORT,
         ),
     log:
-        "logs/headtypes{weighting}/{model}/{corpus}/{figure}.log",
+        f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/{{figure}}.log",
     benchmark:
-        "logs/benchmarks/headtypes{weighting}/{model}/{corpus}/{figure}.tsv"
+        f"{LOGS}/benchmarks/headtypes{{weighting}}/{{model}}/{{corpus}}/{{figure}}.tsv"
     wildcard_constraints:
         figure=one_of(HEADTYPES_FIGURES),
     conda:
@@ -191,9 +191,9 @@ rule headtypes_compare:
             **HEADTYPES_REPORT,
         ),
     log:
-        "logs/headtypes{weighting}/{model}/{corpus}/changes_from_{base}.log",
+        f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/changes_from_{{base}}.log",
     benchmark:
-        "logs/benchmarks/headtypes{weighting}/{model}/{corpus}/changes_from_{base}.tsv"
+        f"{LOGS}/benchmarks/headtypes{{weighting}}/{{model}}/{{corpus}}/changes_from_{{base}}.tsv"
     wildcard_constraints:
         base=one_of(MODELS),
     conda:

@@ -24,9 +24,9 @@ rule importance:
         importance=importance_report("importance.svg", "head importance (figure)"),
         pruning=importance_report("pruning.svg", "pruning curves (Michel Fig. 4)"),
     log:
-        "logs/importance/{task_model}.log",
+        f"{LOGS}/importance/{{task_model}}.log",
     benchmark:
-        "logs/benchmarks/importance/{task_model}.tsv"
+        f"{LOGS}/benchmarks/importance/{{task_model}}.tsv"
     wildcard_constraints:
         task_model=one_of([IMPORTANCE_PLAN["task_model"]] if IMPORTANCE_PLAN else []),
     priority: CHAIN_PRIORITY
@@ -67,9 +67,9 @@ rule importance_compare:
             "compare.svg", "importance vs change, by pattern", "importance_compare"
         ),
     log:
-        "logs/importance/{task_model}_compare.log",
+        f"{LOGS}/importance/{{task_model}}_compare.log",
     benchmark:
-        "logs/benchmarks/importance/{task_model}_compare.tsv"
+        f"{LOGS}/benchmarks/importance/{{task_model}}_compare.tsv"
     wildcard_constraints:
         task_model=one_of([IMPORTANCE_PLAN["task_model"]] if IMPORTANCE_PLAN else []),
     conda:

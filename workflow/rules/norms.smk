@@ -47,9 +47,9 @@ rule norm_shares:
             **NORMS_REPORT,
         ),
     log:
-        "logs/norms/{model}/{corpus}/shares.log",
+        f"{LOGS}/norms/{{model}}/{{corpus}}/shares.log",
     benchmark:
-        "logs/benchmarks/norms/{model}/{corpus}/shares.tsv"
+        f"{LOGS}/benchmarks/norms/{{model}}/{{corpus}}/shares.tsv"
     wildcard_constraints:
         **NORM_MODELS,
     conda:
@@ -99,9 +99,9 @@ rule rollout:
             **NORMS_REPORT,
         ),
     log:
-        "logs/rollout/{model}/{corpus}.log",
+        f"{LOGS}/rollout/{{model}}/{{corpus}}.log",
     benchmark:
-        "logs/benchmarks/rollout/{model}/{corpus}.tsv"
+        f"{LOGS}/benchmarks/rollout/{{model}}/{{corpus}}.tsv"
     wildcard_constraints:
         **NORM_MODELS,
     conda:

@@ -38,9 +38,9 @@ rule patterns_heads:
             **PATTERNS_REPORT,
         ),
     log:
-        "logs/patterns/{model}/{corpus}/heads.log",
+        f"{LOGS}/patterns/{{model}}/{{corpus}}/heads.log",
     benchmark:
-        "logs/benchmarks/patterns/{model}/{corpus}/heads.tsv"
+        f"{LOGS}/benchmarks/patterns/{{model}}/{{corpus}}/heads.tsv"
     wildcard_constraints:
         corpus=one_of(PLAN.patterns_corpora),
     priority: chain_priority
@@ -108,9 +108,9 @@ rule patterns_summary:
             **PATTERNS_REPORT,
         ),
     log:
-        "logs/patterns/{model}/summary.log",
+        f"{LOGS}/patterns/{{model}}/summary.log",
     benchmark:
-        "logs/benchmarks/patterns/{model}/summary.tsv"
+        f"{LOGS}/benchmarks/patterns/{{model}}/summary.tsv"
     conda:
         ENV
     params:
@@ -160,9 +160,9 @@ rule patterns_evaluate:
             **EVALUATION_REPORT,
         ),
     log:
-        "logs/patterns/evaluate.log",
+        f"{LOGS}/patterns/evaluate.log",
     benchmark:
-        "logs/benchmarks/patterns/evaluate.tsv"
+        f"{LOGS}/benchmarks/patterns/evaluate.tsv"
     conda:
         ENV
     params:

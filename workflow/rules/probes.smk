@@ -17,9 +17,9 @@ rule probes_features:
     output:
         temp(PROBES_FEATURES),
     log:
-        "logs/probes/{model}/{corpus}/features.log",
+        f"{LOGS}/probes/{{model}}/{{corpus}}/features.log",
     benchmark:
-        "logs/benchmarks/probes/{model}/{corpus}/features.tsv"
+        f"{LOGS}/benchmarks/probes/{{model}}/{{corpus}}/features.tsv"
     wildcard_constraints:
         corpus=one_of(PLAN.labelled_treebanks),
     conda:
@@ -43,9 +43,9 @@ rule probes_run:
         scores=f"{PROBES_DIR}/runs/{{probe}}-seed{{seed}}.csv",
         state=f"{PROBES_DIR}/runs/{{probe}}-seed{{seed}}.pt",
     log:
-        "logs/probes/{model}/{corpus}/{probe}-seed{seed}.log",
+        f"{LOGS}/probes/{{model}}/{{corpus}}/{{probe}}-seed{{seed}}.log",
     benchmark:
-        "logs/benchmarks/probes/{model}/{corpus}/{probe}-seed{seed}.tsv"
+        f"{LOGS}/benchmarks/probes/{{model}}/{{corpus}}/{{probe}}-seed{{seed}}.tsv"
     wildcard_constraints:
         probe=one_of([probe for probe, _ in PLAN.probe_runs]),
         seed=r"\d+",
@@ -81,9 +81,9 @@ rule probes_table3:
             **PROBES_REPORT,
         ),
     log:
-        "logs/probes/{model}/{corpus}/table3.log",
+        f"{LOGS}/probes/{{model}}/{{corpus}}/table3.log",
     benchmark:
-        "logs/benchmarks/probes/{model}/{corpus}/table3.tsv"
+        f"{LOGS}/benchmarks/probes/{{model}}/{{corpus}}/table3.tsv"
     conda:
         ENV
     params:
@@ -122,9 +122,9 @@ rule probes_weights:
             **PROBES_REPORT,
         ),
     log:
-        "logs/probes/{model}/{corpus}/weights.log",
+        f"{LOGS}/probes/{{model}}/{{corpus}}/weights.log",
     benchmark:
-        "logs/benchmarks/probes/{model}/{corpus}/weights.tsv"
+        f"{LOGS}/benchmarks/probes/{{model}}/{{corpus}}/weights.tsv"
     conda:
         ENV
     params:
@@ -152,9 +152,9 @@ rule probes_edges:
             **PROBES_REPORT,
         ),
     log:
-        "logs/probes/{model}/{corpus}/edges.log",
+        f"{LOGS}/probes/{{model}}/{{corpus}}/edges.log",
     benchmark:
-        "logs/benchmarks/probes/{model}/{corpus}/edges.tsv"
+        f"{LOGS}/benchmarks/probes/{{model}}/{{corpus}}/edges.tsv"
     conda:
         ENV
     resources:
@@ -181,9 +181,9 @@ rule probes_claims:
             **PROBES_REPORT,
         ),
     log:
-        "logs/probes/{model}/{corpus}/claims.log",
+        f"{LOGS}/probes/{{model}}/{{corpus}}/claims.log",
     benchmark:
-        "logs/benchmarks/probes/{model}/{corpus}/claims.tsv"
+        f"{LOGS}/benchmarks/probes/{{model}}/{{corpus}}/claims.tsv"
     conda:
         ENV
     script:

@@ -31,9 +31,9 @@ rule scorecard:
             **SCORECARD_REPORT,
         ),
     log:
-        "logs/scorecard/scorecard.log",
+        f"{LOGS}/scorecard/scorecard.log",
     benchmark:
-        "logs/benchmarks/scorecard/scorecard.tsv"
+        f"{LOGS}/benchmarks/scorecard/scorecard.tsv"
     conda:
         ENV
     params:
@@ -56,9 +56,9 @@ rule compare_special_tokens:
             **SCORECARD_REPORT,
         ),
     log:
-        "logs/compare/special_tokens.log",
+        f"{LOGS}/compare/special_tokens.log",
     benchmark:
-        "logs/benchmarks/compare/special_tokens.tsv"
+        f"{LOGS}/benchmarks/compare/special_tokens.tsv"
     conda:
         ENV
     params:
@@ -85,9 +85,9 @@ rule compare_table1:
             **SCORECARD_REPORT,
         ),
     log:
-        "logs/compare/table1.log",
+        f"{LOGS}/compare/table1.log",
     benchmark:
-        "logs/benchmarks/compare/table1.tsv"
+        f"{LOGS}/benchmarks/compare/table1.tsv"
     conda:
         ENV
     params:
@@ -109,9 +109,9 @@ rule compare_headtypes:
             **SCORECARD_REPORT,
         ),
     log:
-        "logs/compare/headtypes.log",
+        f"{LOGS}/compare/headtypes.log",
     benchmark:
-        "logs/benchmarks/compare/headtypes.tsv"
+        f"{LOGS}/benchmarks/compare/headtypes.tsv"
     conda:
         ENV
     params:

@@ -21,9 +21,9 @@ rule surface_table:
             **SURFACE_REPORT,
         ),
     log:
-        "logs/surface{weighting}/{model}/{corpus}/{analysis}.log",
+        f"{LOGS}/surface{{weighting}}/{{model}}/{{corpus}}/{{analysis}}.log",
     benchmark:
-        "logs/benchmarks/surface{weighting}/{model}/{corpus}/{analysis}.tsv"
+        f"{LOGS}/benchmarks/surface{{weighting}}/{{model}}/{{corpus}}/{{analysis}}.tsv"
     wildcard_constraints:
         analysis=one_of(SURFACE_TABLES),
     conda:
@@ -47,9 +47,9 @@ rule surface_claims:
             **SURFACE_REPORT,
         ),
     log:
-        "logs/surface{weighting}/{model}/{corpus}/paper_claims.log",
+        f"{LOGS}/surface{{weighting}}/{{model}}/{{corpus}}/paper_claims.log",
     benchmark:
-        "logs/benchmarks/surface{weighting}/{model}/{corpus}/paper_claims.tsv"
+        f"{LOGS}/benchmarks/surface{{weighting}}/{{model}}/{{corpus}}/paper_claims.tsv"
     conda:
         ENV
     script:
@@ -72,9 +72,9 @@ rule surface_lines:
             **SURFACE_REPORT,
         ),
     log:
-        "logs/surface{weighting}/{model}/{corpus}/attention_lines.log",
+        f"{LOGS}/surface{{weighting}}/{{model}}/{{corpus}}/attention_lines.log",
     benchmark:
-        "logs/benchmarks/surface{weighting}/{model}/{corpus}/attention_lines.tsv"
+        f"{LOGS}/benchmarks/surface{{weighting}}/{{model}}/{{corpus}}/attention_lines.tsv"
     conda:
         ENV
     params:

@@ -44,9 +44,9 @@ rule syntax_scores:
             **SYNTAX_REPORT,
         ),
     log:
-        "logs/syntax{weighting}/{model}/{corpus}/scores.log",
+        f"{LOGS}/syntax{{weighting}}/{{model}}/{{corpus}}/scores.log",
     benchmark:
-        "logs/benchmarks/syntax{weighting}/{model}/{corpus}/scores.tsv"
+        f"{LOGS}/benchmarks/syntax{{weighting}}/{{model}}/{{corpus}}/scores.tsv"
     wildcard_constraints:
         **SYNTAX_CORPORA,
     conda:
@@ -80,9 +80,9 @@ rule syntax_table1:
             **SYNTAX_REPORT,
         ),
     log:
-        "logs/syntax{weighting}/{model}/{corpus}/table1.log",
+        f"{LOGS}/syntax{{weighting}}/{{model}}/{{corpus}}/table1.log",
     benchmark:
-        "logs/benchmarks/syntax{weighting}/{model}/{corpus}/table1.tsv"
+        f"{LOGS}/benchmarks/syntax{{weighting}}/{{model}}/{{corpus}}/table1.tsv"
     wildcard_constraints:
         **SYNTAX_CORPORA,
     conda:
@@ -114,9 +114,9 @@ rule syntax_heatmaps:
             for slug, relation in PLAN.syntax_heatmaps.items()
         },
     log:
-        "logs/syntax{weighting}/{model}/{corpus}/heatmaps.log",
+        f"{LOGS}/syntax{{weighting}}/{{model}}/{{corpus}}/heatmaps.log",
     benchmark:
-        "logs/benchmarks/syntax{weighting}/{model}/{corpus}/heatmaps.tsv"
+        f"{LOGS}/benchmarks/syntax{{weighting}}/{{model}}/{{corpus}}/heatmaps.tsv"
     wildcard_constraints:
         **SYNTAX_CORPORA,
     conda:
@@ -146,9 +146,9 @@ rule syntax_lines:
             **SYNTAX_REPORT,
         ),
     log:
-        "logs/syntax{weighting}/{model}/{corpus}/lines.log",
+        f"{LOGS}/syntax{{weighting}}/{{model}}/{{corpus}}/lines.log",
     benchmark:
-        "logs/benchmarks/syntax{weighting}/{model}/{corpus}/lines.tsv"
+        f"{LOGS}/benchmarks/syntax{{weighting}}/{{model}}/{{corpus}}/lines.tsv"
     wildcard_constraints:
         **SYNTAX_CORPORA,
     conda:
@@ -192,9 +192,9 @@ rule syntax_honest:
             **SYNTAX_REPORT,
         ),
     log:
-        "logs/syntax{weighting}/{model}/honest.log",
+        f"{LOGS}/syntax{{weighting}}/{{model}}/honest.log",
     benchmark:
-        "logs/benchmarks/syntax{weighting}/{model}/honest.tsv"
+        f"{LOGS}/benchmarks/syntax{{weighting}}/{{model}}/honest.tsv"
     conda:
         ENV
     params:

@@ -14,7 +14,7 @@ with rule_logging(snakemake) as log:
     mirror, setting = resolve_mirror(snakemake.params.mirror), mirror_setting(snakemake.params.mirror)
     log.info("corpus %s; mirror: %s", corpus, setting)
     spec = snakemake.params.spec
-    sentences = prepare_treebank(corpus, spec, mirror, Path("data/raw"), setting)
+    sentences = prepare_treebank(corpus, spec, mirror, Path(snakemake.params.downloads), setting)
     stats = corpus_stats(sentences, assigned=spec.get("splits") is not None)
     write_jsonl(snakemake.output.corpus, sentences)
     with atomic_open(snakemake.output.stats) as handle:
