@@ -1,7 +1,7 @@
 """Value-vector norms during extraction (Kobayashi et al. 2020), captured with forward hooks.
 
-In a BERT-layout self-attention layer head *h* adds ``α_ij f_h(x_j)`` to token
-*i*'s output, with the transformed value vector
+In a self-attention layer head *h* adds ``α_ij f_h(x_j)`` to token *i*'s output,
+with the transformed value vector
 
     f_h(x_j) = (x_j W_V^h + b_V^h) W_O^h
 
@@ -18,25 +18,29 @@ Both come from the per-token Gram matrix ``G_j[h, g] = <f_h(x_j), f_g(x_j)>``:
 O(n²H²) per layer instead of O(n²Hd). ``G_j`` itself is ``v_j^h M_hg v_j^gᵀ`` with
 ``M = W_O W_Oᵀ`` computed once per layer, so ``f`` is never materialised.
 
-:class:`NormRecorder` hooks the ``value`` projection (``x W_V + b_V``) and the
-self-attention module (whose output carries α under eager attention) of every
-layer; no model code is forked. Models without that layout (:func:`norms_support`
-says why) are extracted without norms.
+Where each family keeps ``W_V`` and ``W_O`` is one row of
+:data:`headatlas.capabilities.NORM_LAYOUTS` (BERT / RoBERTa / ELECTRA,
+DistilBERT, ALBERT's shared layer, DeBERTa-v2/v3, MPNet). :class:`NormRecorder`
+hooks the value projection and the module that returns α of every attention
+block; α is taken from that module's own output, the probabilities that mixed
+the values, whatever produced the scores (MPNet's relative position bias,
+DeBERTa's disentangled attention). No model code is forked. Models without a
+known layout (:func:`norms_support` says why) are extracted without norms.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
+from dataclasses import dataclass
 
 import numba
 import numpy as np
 import torch
 
+from headatlas.capabilities import NormLayout, norm_layout_of, supported_types
 from headatlas.errors import ModelError
 from headatlas.store import NORMS_OFF, NORMS_RECORDED, NORMS_UNSUPPORTED
-
-# Module names of the BERT layout (BERT, RoBERTa, ELECTRA, XLM-R and their fine-tuned variants).
-LAYOUT = "encoder.layer[i].attention.self.value and encoder.layer[i].attention.output.dense"
 
 
 def model_class(model) -> str:
@@ -44,37 +48,68 @@ def model_class(model) -> str:
     return type(model).__name__
 
 
-def attention_layers(model) -> list | None:
-    """The self-attention blocks ``layer.attention`` of a BERT-layout encoder, else None.
+@dataclass(frozen=True)
+class AttentionBlock:
+    """One attention block of a model: the module returning ``(output, α)``, ``W_V`` and ``W_O``."""
 
-    BERT layout: ``encoder.layer[i].attention.self`` has ``query``, ``key`` and
-    ``value`` linear maps, ``encoder.layer[i].attention.output.dense`` maps the
-    concatenated heads back to the hidden size.
-    """
+    attention: torch.nn.Module
+    value: torch.nn.Linear
+    output: torch.nn.Linear
+
+
+def _submodule(module: torch.nn.Module, path: str):
+    for part in filter(None, path.split(".")):
+        module = getattr(module, part, None)
+        if module is None:
+            return None
+    return module
+
+
+def layout_of(model) -> NormLayout | None:
+    """The :data:`~headatlas.capabilities.NORM_LAYOUTS` row of ``model``'s config, else None."""
+    return norm_layout_of(getattr(getattr(model, "config", None), "model_type", None))
+
+
+def _blocks(model, layout: NormLayout) -> tuple[list[AttentionBlock] | None, str]:
     base = getattr(model, "base_model", model)
-    layers = getattr(getattr(base, "encoder", None), "layer", None)
-    if not isinstance(layers, torch.nn.ModuleList) or not len(layers):
-        return None
+    heads = getattr(model.config, "num_attention_heads", None)
+    pattern = re.compile(layout.block)
     blocks = []
-    for layer in layers:
-        attention = getattr(layer, "attention", None)
-        self_attn = getattr(attention, "self", None)
-        value = getattr(self_attn, "value", None)
-        dense = getattr(getattr(attention, "output", None), "dense", None)
-        heads = getattr(self_attn, "num_attention_heads", None)
-        if not (isinstance(value, torch.nn.Linear) and isinstance(dense, torch.nn.Linear) and heads):
-            return None
-        if value.out_features != dense.in_features or value.out_features % heads:
-            return None
-        blocks.append(attention)
-    return blocks
+    for name, module in base.named_modules():
+        if not pattern.fullmatch(name):
+            continue
+        attention = _submodule(module, layout.attention)
+        value, output = _submodule(module, layout.value), _submodule(module, layout.output)
+        if attention is None or not (isinstance(value, torch.nn.Linear) and isinstance(output, torch.nn.Linear)):
+            return None, f"{name} lacks {layout.value} or {layout.output} as linear maps"
+        if not heads or value.out_features != output.in_features or value.out_features % heads:
+            return None, (f"{name}: the value projection's {value.out_features} outputs do not split "
+                          f"into {heads} heads feeding the output projection")
+        blocks.append(AttentionBlock(attention, value, output))
+    if not blocks:
+        return None, f"no module matches {layout.block}"
+    return blocks, ""
+
+
+def attention_layers(model) -> list[AttentionBlock] | None:
+    """The distinct attention blocks of ``model`` (in module order), else None.
+
+    A shared block (ALBERT) appears once and runs once per layer.
+    """
+    layout = layout_of(model)
+    return _blocks(model, layout)[0] if layout else None
 
 
 def norms_support(model) -> str | None:
     """None when value norms can be recorded for ``model``, else why not (naming its class)."""
-    if attention_layers(model) is None:
-        return (f"norms are unsupported for {model_class(model)}: its attention layers do not have "
-                f"the BERT layout ({LAYOUT})")
+    layout = layout_of(model)
+    if layout is None:
+        model_type = getattr(getattr(model, "config", None), "model_type", None)
+        return (f"norms are unsupported for {model_class(model)}: model type {model_type!r} has no "
+                f"known attention layout (known: {supported_types()})")
+    blocks, why = _blocks(model, layout)
+    if blocks is None:
+        return f"norms are unsupported for {model_class(model)}: its {layout.name} layout does not hold ({why})"
     return None
 
 
@@ -218,11 +253,13 @@ class NormRecorder:
 
     Use as a context manager around forward passes; after each forward,
     :meth:`take` returns that batch's arrays. The hooks are removed on exit.
+    Layers are recorded in the order their attention runs, so a block shared
+    across depth (ALBERT) gives one layer per call.
 
     Parameters
     ----------
-    model : a BERT-layout encoder (:func:`norms_support` returns None for it),
-        run with eager attention (the self-attention module must return α).
+    model : an encoder with a known layout (:func:`norms_support` returns None for it),
+        run with eager attention and ``output_attentions=True`` (the module must return α).
     """
 
     def __init__(self, model):
@@ -230,15 +267,17 @@ class NormRecorder:
         if reason is not None:
             raise ModelError(reason)
         self.blocks = attention_layers(model)
+        self.n_layers = int(model.config.num_hidden_layers)
+        self.n_heads = int(model.config.num_attention_heads)
         self._handles: list = []
         self._values: dict[int, torch.Tensor] = {}
-        self._out: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._out: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     def __enter__(self) -> "NormRecorder":
-        self._grams = [gram_weights(block.output.dense.weight) for block in self.blocks]
-        for layer, block in enumerate(self.blocks):
-            self._handles.append(block.self.value.register_forward_hook(self._value_hook(layer)))
-            self._handles.append(block.self.register_forward_hook(self._attention_hook(layer)))
+        self._grams = [gram_weights(block.output.weight) for block in self.blocks]
+        for index, block in enumerate(self.blocks):
+            self._handles.append(block.value.register_forward_hook(self._value_hook(index)))
+            self._handles.append(block.attention.register_forward_hook(self._attention_hook(index)))
         return self
 
     def __exit__(self, *exc) -> None:
@@ -248,23 +287,20 @@ class NormRecorder:
         self._values.clear()
         self._out.clear()
 
-    def _value_hook(self, layer: int):
+    def _value_hook(self, index: int):
         def hook(module, args, output):
-            self._values[layer] = output
+            self._values[index] = output
         return hook
 
-    def _attention_hook(self, layer: int):
-        block = self.blocks[layer]
-
+    def _attention_hook(self, index: int):
         def hook(module, args, output):
             weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
             if weights is None:
                 raise ModelError(f"{type(module).__name__} returned no attention weights: value norms "
-                                 "need the eager attention implementation")
-            values = self._values.pop(layer)
+                                 "need the eager attention implementation and output_attentions=True")
+            values = self._values.pop(index)
             with one_thread():
-                self._out[layer] = value_norms_and_map(values, weights, self._grams[layer],
-                                                       block.self.num_attention_heads)
+                self._out.append(value_norms_and_map(values, weights, self._grams[index], self.n_heads))
         return hook
 
     def take(self, dtype=torch.float16) -> "BatchNorms":
@@ -273,11 +309,12 @@ class NormRecorder:
         In ``dtype`` (float16, as stored; float32 to check the arithmetic). Raises
         ModelError if a layer did not run.
         """
-        if len(self._out) != len(self.blocks):
-            raise ModelError(f"value norms were recorded for {len(self._out)} of {len(self.blocks)} "
+        if len(self._out) != self.n_layers:
+            count = len(self._out)
+            self._out.clear()
+            raise ModelError(f"value norms were recorded for {count} of {self.n_layers} "
                              "layers: did the forward pass run inside the recorder?")
-        layers = [self._out[i] for i in range(len(self.blocks))]
-        self._out.clear()
+        layers, self._out = self._out, []
         value_norms = torch.stack([vn.to(dtype) for vn, _ in layers], dim=1)
         norm_map = torch.stack([nm.to(dtype) for _, nm in layers], dim=1)
         return BatchNorms(value_norms.cpu().numpy(), norm_map.cpu().numpy())

@@ -178,6 +178,20 @@ def test_extraction_in_padded_batches_equals_one_forward_each(encoders, family, 
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_records_value_norms_and_serves_the_norm_view(encoders, family, tmp_path):
+    from headatlas.store import NORMS_RECORDED
+
+    loaded = encoders[family]
+    extract(loaded, CORPUS, tmp_path / "s.h5", max_length=64, batch_size=3, progress=False)
+    with Store(tmp_path / "s.h5", norms=True) as store:
+        assert store.attrs["norms"] == NORMS_RECORDED
+        example = next(iter(store))
+        assert example.value_norms.shape == (2, 2, example.n_tokens) and np.isfinite(example.norm_map).all()
+    table = run_analysis(Entropy, tmp_path / "s.h5", progress=False, weighting="norm")
+    assert len(table) == 4 and not table.drop(columns=["layer", "head"]).isna().any().any()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
 def test_surface_analyses_and_table1_run(encoders, family, tmp_path):
     loaded = encoders[family]
     extract(loaded, CORPUS, tmp_path / "wiki.h5", max_length=64, progress=False)

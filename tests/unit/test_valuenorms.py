@@ -120,14 +120,111 @@ def test_recorder_removes_its_hooks(bert):
     assert (len(block._forward_hooks), len(block.value._forward_hooks)) == before
 
 
-def test_non_bert_layout_is_extracted_without_norms_and_named():
-    from transformers import DistilBertConfig, DistilBertModel
+def test_model_without_a_layout_is_extracted_without_norms_and_named():
+    from transformers import XLNetConfig, XLNetModel
 
-    model = DistilBertModel(DistilBertConfig(vocab_size=40, dim=16, n_layers=1, n_heads=2, hidden_dim=32))
+    model = XLNetModel(XLNetConfig(vocab_size=40, d_model=16, n_layer=1, n_head=2, d_inner=32))
     state, recorder, warning = norm_recorder(model)
-    assert state == NORMS_UNSUPPORTED and "DistilBertModel" in warning and "unsupported" in warning
+    assert state == NORMS_UNSUPPORTED and "XLNetModel" in warning and "unsupported" in warning
+    assert "'xlnet'" in warning and "mpnet" in warning  # names its type and the known ones
     assert recorder.take().example(0, 3) == {}
     assert norm_recorder(model, wanted=False)[0] == NORMS_OFF
+
+
+# --- every family: the stored norms against a direct computation --------------------------------
+# Module paths written out here, independently of the layout table, per family: the value
+# projection and the output projection W_O (ALBERT: one shared layer, called once per layer).
+PATHS = {
+    "bert": ("encoder.layer.{k}.attention.self.value", "encoder.layer.{k}.attention.output.dense"),
+    "roberta": ("encoder.layer.{k}.attention.self.value", "encoder.layer.{k}.attention.output.dense"),
+    "electra": ("encoder.layer.{k}.attention.self.value", "encoder.layer.{k}.attention.output.dense"),
+    "distilbert": ("transformer.layer.{k}.attention.v_lin", "transformer.layer.{k}.attention.out_lin"),
+    "albert": ("encoder.albert_layer_groups.0.albert_layers.0.attention.value",
+               "encoder.albert_layer_groups.0.albert_layers.0.attention.dense"),
+    "deberta-v2": ("encoder.layer.{k}.attention.self.value_proj", "encoder.layer.{k}.attention.output.dense"),
+    "mpnet": ("encoder.layer.{k}.attention.attn.v", "encoder.layer.{k}.attention.attn.o"),
+}
+HIDDEN, HEADS, LAYERS, VOCAB_SIZE = 24, 3, 3, 40
+
+
+def family_model(family: str):
+    """A tiny random float32 encoder of ``family`` with eager attention (scores not plain QK^T
+    for DeBERTa-v2's disentangled attention and MPNet's relative position bias)."""
+    import transformers as tf
+
+    sizes = {"vocab_size": VOCAB_SIZE, "hidden_size": HIDDEN, "num_hidden_layers": LAYERS,
+             "num_attention_heads": HEADS, "intermediate_size": 32, "max_position_embeddings": 64}
+    configs = {
+        "bert": lambda: tf.BertConfig(**sizes),
+        "roberta": lambda: tf.RobertaConfig(**{**sizes, "max_position_embeddings": 66}, pad_token_id=1),
+        "electra": lambda: tf.ElectraConfig(embedding_size=16, **sizes),
+        "distilbert": lambda: tf.DistilBertConfig(vocab_size=VOCAB_SIZE, dim=HIDDEN, n_layers=LAYERS,
+                                                  n_heads=HEADS, hidden_dim=32, max_position_embeddings=64),
+        "albert": lambda: tf.AlbertConfig(embedding_size=16, num_hidden_groups=1, inner_group_num=1, **sizes),
+        "deberta-v2": lambda: tf.DebertaV2Config(relative_attention=True, position_buckets=16,
+                                                 max_relative_positions=-1, pos_att_type=["p2c", "c2p"],
+                                                 position_biased_input=False, type_vocab_size=0, **sizes),
+        "mpnet": lambda: tf.MPNetConfig(**sizes),
+    }
+    torch.manual_seed(0)
+    config = configs[family]()
+    config._attn_implementation = "eager"
+    return tf.AutoModel.from_config(config, attn_implementation="eager").float().eval()
+
+
+@pytest.mark.parametrize("family", list(PATHS))
+def test_every_family_records_norms_equal_to_a_direct_computation(family):
+    """||f_h(x_j)|| from the weights and the hidden states entering W_V; sum_h sum_j α f + b_O
+    equals W_O's output (the attention block before the residual) with the *stored* α."""
+    model = family_model(family)
+    value_path, output_path = PATHS[family]
+    modules = dict(model.named_modules())
+    shared = "{k}" not in value_path
+    layers = [(modules[value_path.format(k=k)], modules[output_path.format(k=k)]) for k in range(LAYERS)]
+    inputs, outputs, hooks = [], [], []
+    for value, output in (layers[:1] if shared else layers):  # a shared layer is hooked once
+        hooks.append(value.register_forward_pre_hook(lambda m, args: inputs.append(args[0])))
+        hooks.append(output.register_forward_hook(lambda m, args, out: outputs.append(out)))
+    torch.manual_seed(1)
+    ids = torch.randint(5, VOCAB_SIZE, (2, 9))
+    mask = torch.ones_like(ids)
+    mask[1, 6:] = 0  # a padded example
+    try:
+        with NormRecorder(model) as recorder, torch.no_grad():
+            out = model(input_ids=ids, attention_mask=mask, output_attentions=True)
+            recorded = recorder.take(dtype=torch.float32)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert len(out.attentions) == len(inputs) == len(outputs) == LAYERS
+    assert recorded.value_norms.shape == (2, LAYERS, HEADS, 9) and recorded.norm_map.shape == (2, LAYERS, 9, 9)
+    dh = HIDDEN // HEADS
+    with torch.no_grad():
+        for k, (value, output) in enumerate(layers):
+            v = (inputs[k] @ value.weight.T + value.bias).reshape(2, 9, HEADS, dh)
+            w_o = output.weight
+            f = torch.stack([v[:, :, h] @ w_o[:, h * dh:(h + 1) * dh].T for h in range(HEADS)], dim=2)
+            alpha = out.attentions[k]  # what the store holds
+            np.testing.assert_allclose(recorded.value_norms[:, k], f.norm(dim=-1).transpose(1, 2).numpy(),
+                                       atol=1e-5, rtol=0)
+            mixed = torch.einsum("bhij,bjhd->bijd", alpha, f)
+            np.testing.assert_allclose(recorded.norm_map[:, k], mixed.norm(dim=-1).numpy(), atol=1e-5, rtol=0)
+            np.testing.assert_allclose((mixed.sum(dim=2) + output.bias).numpy(), outputs[k].numpy(),
+                                       atol=1e-5, rtol=0)
+
+
+def test_recorder_of_a_shared_layer_hooks_it_once_and_records_every_call():
+    model = family_model("albert")
+    recorder = NormRecorder(model)
+    assert len(recorder.blocks) == 1 and recorder.n_layers == LAYERS
+    block = recorder.blocks[0].attention
+    before = len(block._forward_hooks)
+    with recorder, torch.no_grad():
+        assert len(block._forward_hooks) == before + 1
+        ours = [handle.id for handle in recorder._handles]
+        model(input_ids=torch.tensor([[5, 6, 7]]), output_attentions=True)
+        assert recorder.take().value_norms.shape[1] == LAYERS
+    assert not set(ours) & set(block._forward_hooks)  # (transformers adds a capturing hook of its own)
 
 
 def single_norms(loaded, sentence):
@@ -212,7 +309,7 @@ def test_norms_on_an_unsupported_model_name_its_class(tiny_model, tmp_path, monk
     from headatlas.analyses.base import run_analysis
     from headatlas.extract import extract
 
-    monkeypatch.setattr(valuenorms, "attention_layers", lambda model: None)  # as for a non-BERT layout
+    monkeypatch.setattr(valuenorms, "layout_of", lambda model: None)  # as for a model type without a layout
     extract(tiny_model, SENTENCES, tmp_path / "s.h5", max_length=64, progress=False)
     with h5py.File(tmp_path / "s.h5", "r") as f:
         assert f.attrs["norms"] == NORMS_UNSUPPORTED and "value_norms" not in f
