@@ -27,3 +27,7 @@ class ModelError(HeadAtlasError):
 
 class StoreError(HeadAtlasError):
     """An attention store is missing, incomplete or of the wrong schema."""
+
+
+class EmptyStoreError(StoreError):
+    """An extraction kept no example, or an analysis was given stores that hold none."""

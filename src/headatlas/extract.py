@@ -32,9 +32,9 @@ from tqdm.auto import tqdm
 import headatlas
 from headatlas.batching import pad_batch
 from headatlas.corpora.records import Sentence
-from headatlas.errors import ModelError
+from headatlas.errors import EmptyStoreError, ModelError
 from headatlas.models import LoadedModel, check_max_length
-from headatlas.store import StoreWriter
+from headatlas.store import StoreWriter, empty_store_message
 from headatlas.valuenorms import model_class, norm_recorder
 
 log = logging.getLogger(__name__)
@@ -249,7 +249,9 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
     while the next forward pass runs; 0 writes each batch before the next forward
     (sequential). The store's contents do not depend on it.
     Raises :class:`~headatlas.errors.ModelError` before any work when
-    ``max_length`` is longer than the model's position table allows.
+    ``max_length`` is longer than the model's position table allows, and
+    :class:`~headatlas.errors.EmptyStoreError` (naming the corpus and why, writing
+    nothing) when no record of this shard can be extracted.
     """
     check_max_length(max_length, loaded.model.config, loaded.info.get("model_name", loaded.model_class))
     stats: Counter = Counter()
@@ -263,6 +265,10 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
              "n_shards": n_shards, "package_version": headatlas.__version__,
              **store_special_tokens(tok),
              "n_skipped": len(skipped), "n_too_long": stats["too_long"]}
+    if not examples:
+        shard_note = f" (shard {shard} of {n_shards})" if n_shards > 1 else ""
+        raise EmptyStoreError(empty_store_message(attrs, len(skipped), stats["too_long"],
+                                                  where=f"{out_path} not written{shard_note}"))
     attrs["norms"], recorder, warning = norm_recorder(loaded.model, norms)
     attrs["model_class"] = model_class(loaded.model)
     if warning:

@@ -15,12 +15,26 @@ Schema version 2 adds the value-vector norms of Kobayashi et al. (2020)
 are still read: every analysis of the attention weights runs on them, and
 asking one for norms (the ``norm`` weighting, Kobayashi's shares, the norm
 rollout) is an error naming the file and the command that re-extracts it.
+
+Schema version 3 adds checksums: HDF5's ``fletcher32`` filter on every numeric
+dataset, a CRC-32 of each example's token strings (``tokens_crc32``) and of the
+id lists, and the HDF5 1.10 file format, whose metadata (superblock, object
+headers, chunk indexes) carries checksums of its own. Any failure to read a
+store (a checksum, damaged offsets or metadata) is a :class:`StoreError`
+naming the file and the command that rebuilds it; nothing damaged is handed to
+an analysis.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import os
+import secrets
+import socket
 import sys
+import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -28,12 +42,17 @@ from typing import Iterable, Iterator, Sequence
 import h5py
 import numpy as np
 
-from headatlas.errors import StoreError
-from headatlas.io import atomic_path
+from headatlas.errors import EmptyStoreError, StoreError
 from headatlas.weightings import check_weighting, norm_weighted
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # version 1: no value norms (attention-only analyses still run)
+SCHEMA_VERSION = 3
+# Version 1: no value norms (attention-only analyses still run); versions 1-2: no checksums.
+READABLE_VERSIONS = (1, 2, 3)
+# Integrity (version 3): fletcher32 on every numeric dataset, CRC-32 of the strings, and the
+# HDF5 1.10 format (checksummed metadata). Module-level so benchmarks/integrity.py can time
+# the store without them; the pipeline never turns them off.
+CHECKSUMS = True
+LIBVER = ("v110", "v110")
 # The `norms` attribute: whether the value norms were recorded, and if not, why.
 NORMS_RECORDED, NORMS_UNSUPPORTED, NORMS_OFF = "recorded", "unsupported", "not requested"
 NORMS_STATES = (NORMS_RECORDED, NORMS_UNSUPPORTED, NORMS_OFF)
@@ -67,6 +86,9 @@ DATASETS = (
     Field("example_ids", "UTF-8 str", "[N]", "the corpus record ids"),
     Field("example_index", "int64", "[N]", "position of the record in the prepared corpus file"),
     Field("n_words", "int32", "[N]", "words in the record (a word with no wordpiece still counts)"),
+    Field("tokens_crc32", "uint32", "[N]",
+          "CRC-32 of example *i*'s token strings (UTF-8, joined by NUL), checked on every read "
+          "(version 3)"),
     Field("skipped_ids", "UTF-8 str", "[S]",
           "records left out: longer than `max_length` wordpieces, or empty"),
     Field("value_norms", "float16", "[sum_i L*H*n_i]",
@@ -109,7 +131,20 @@ ATTRIBUTES = (
     Field("complete", "bool", "", "true once every dataset is written (set last)"),
 )
 _NUMPY_DTYPES = {"float16": np.float16, "int64": np.int64, "int32": np.int32, "int8": np.int8,
-                 "UTF-8 str": h5py.string_dtype()}
+                 "uint32": np.uint32, "UTF-8 str": h5py.string_dtype()}
+_STRING = "UTF-8 str"
+STRING_CRC_ATTR = "crc32"  # attribute of example_ids and skipped_ids: CRC-32 of the list (version 3)
+
+
+def strings_crc32(strings: Iterable[str]) -> int:
+    """CRC-32 of strings as UTF-8 joined by NUL: the checksum of a string dataset (version 3)."""
+    return zlib.crc32("\x00".join(strings).encode("utf-8"))
+
+
+def rebuild_hint(path: str | Path) -> str:
+    """The command that rebuilds the store at ``path`` (with everything that read it)."""
+    return (f"rebuild it: snakemake --cores all --force {path} (or delete it and rerun "
+            "snakemake; the analyses that read it rerun after it)")
 
 
 def dataset_dtype(name: str):
@@ -136,18 +171,35 @@ _DOC_ORDER = """Examples are stored in the order they were run (sorted by length
 `example_index` to join them with the corpus records. Readers (`Store`, and `StoreSet` over the
 shards of one corpus) stream them in corpus order, `example_index` ascending, so what follows the
 stream does not depend on the batching or the number of shards."""
-_DOC_VERSIONS = """**Versions.** Version 2 (this one) adds `value_norms`, `norm_map` and the attributes
-`model_class` and `norms`. Readers accept versions 1 and 2: a version-1 store serves every
-analysis of the attention weights, and an analysis that needs the norms stops with the file's
-name and the command that re-extracts it (`snakemake --cores all --force <store>`).
+_DOC_VERSIONS = """**Versions.** Version 3 (this one) adds the checksums (below) and `tokens_crc32`. Version 2
+added `value_norms`, `norm_map` and the attributes `model_class` and `norms`. Readers accept
+versions 1 to 3: a store of version 1 or 2 is read without checksums; a version-1 store serves
+every analysis of the attention weights, and an analysis that needs the norms stops with the
+file's name and the command that re-extracts it (`snakemake --cores all --force <store>`).
 
 **Weightings.** `open_stores(paths, weighting="norm")` hands every analysis α_ij‖f_h(x_j)‖
 renormalised per row instead of α_ij (`headatlas.weightings`); `norms=True` also puts the raw
 `value_norms` and `norm_map` on each example."""
-_DOC_NOTES = """**Completeness.** The file is written as `.shard-<i>.h5.partial` and renamed only after every
-dataset and `complete = True` are written. An interrupted extraction leaves no file at the
-final path (and the partial file is removed); a reader refuses any file whose `complete`
-attribute is not true or whose `schema_version` differs.
+_DOC_NOTES = """**Integrity.** Every numeric dataset carries HDF5's `fletcher32` checksum (per chunk,
+checked by HDF5 on every read); `tokens_crc32` covers each example's token strings, and a
+`crc32` attribute on `example_ids` and on `skipped_ids` covers those lists (HDF5 cannot filter
+variable-length strings). The file is written in the HDF5 1.10 format, whose metadata
+(superblock, object headers, chunk indexes) is checksummed too. On opening, a reader also checks
+that the offsets agree with each other, with the dataset lengths and with `n_layers`/`n_heads`.
+Any failed check or read error is a `StoreError` naming the file and the command that rebuilds
+it (`snakemake --cores all --force <store>`): a damaged store never reaches an analysis.
+
+**Completeness.** The file is written as `.shard-<i>.h5.<host>-<pid>-<random>.partial`, a name
+unique to the writing process (two extractions of one store never share it), and renamed only
+after every dataset and `complete = True` are written. An interrupted extraction leaves no file
+at the final path (and the partial file is removed; one left by a killed process on this host is
+removed by the next extraction of that store); a write error (a full disk) is a `StoreError`
+naming the file. A reader refuses any file whose `complete` attribute is not true or whose
+`schema_version` it does not know.
+
+**Empty is an error.** An extraction that keeps no example writes no store and stops naming
+the corpus and why (records too long for `max_length`, empty, or none); `open_stores`, where
+every analysis opens its stores, refuses shards that hold no example between them.
 
 Size: `L*H*n^2*2` bytes per example for the attention, plus `L*n^2*2 + L*H*n*2` for the norms
 (1/H more: +8% with 12 heads): about 1.4 GB for 1,000 Wikipedia segments on MiniLM (6x12
@@ -245,45 +297,95 @@ class Example:
         return replace(self, attn=norm_weighted(self.attn, self.value_norms), weighting=weighting)
 
 
+def partial_name(path: str | Path) -> Path:
+    """The name a store is written under until complete: unique to this process (host, pid, random).
+
+    Two extractions of one store (two runs, a rerun beside a stale job) never write one file.
+    """
+    path = Path(path)
+    return path.with_name(f".{path.name}.{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}.partial")
+
+
+def _remove_stale_partials(path: Path) -> None:
+    """Delete partial files of ``path`` left by killed processes of this host (their pid is gone)."""
+    host, prefix = socket.gethostname(), f".{path.name}."
+    for stale in path.parent.glob(f".{path.name}.*.partial"):
+        owner = stale.name[len(prefix):-len(".partial")].rsplit("-", 2)
+        if len(owner) != 3 or owner[0] != host or not owner[1].isdigit():
+            continue
+        try:
+            os.kill(int(owner[1]), 0)
+        except ProcessLookupError:
+            stale.unlink(missing_ok=True)
+        except OSError:  # alive, another user's: leave it
+            pass
+
+
 class StoreWriter:
     """Append examples to a new store; the file appears only on :meth:`close`.
 
-    Use as a context manager: on an exception the partial file is deleted. With
-    ``attrs["norms"] == "recorded"`` every :meth:`add` takes the example's value
+    Use as a context manager: on an exception the partial file (:func:`partial_name`) is
+    deleted. With ``attrs["norms"] == "recorded"`` every :meth:`add` takes the example's value
     norms and norm map too; any other value (or none: ``not requested``) writes
-    attention only.
+    attention only. Every write error (a full disk) is a :class:`StoreError` naming the file.
     """
 
     _CHUNK = 1 << 20
+    _TOKEN_CHUNK = 1 << 14
 
     def __init__(self, path: str | Path, attrs: dict):
         self.path = Path(path)
-        self._atomic = atomic_path(self.path)
-        tmp = self._atomic.__enter__()
-        self._file = h5py.File(tmp, "w")
-        for key, value in attrs.items():
-            self._file.attrs[key] = "" if value is None else value
         self.norms = attrs.get("norms") or NORMS_OFF
         if self.norms not in NORMS_STATES:
             raise StoreError(f"store attribute norms={self.norms!r} is not one of {NORMS_STATES}")
-        self._file.attrs["norms"] = self.norms
-        self._file.attrs["schema_version"] = SCHEMA_VERSION
-        self._file.attrs["complete"] = False
-        f = self._file
-        self._attn = f.create_dataset("attn", (0,), dataset_dtype("attn"), maxshape=(None,),
-                                      chunks=(self._CHUNK,))
-        self._norm_sets = {name: f.create_dataset(name, (0,), dataset_dtype(name), maxshape=(None,),
-                                                  chunks=(self._CHUNK,))
-                           for name in NORM_DATASETS if self.norms == NORMS_RECORDED}
-        self._tok = {name: f.create_dataset(name, (0,), dataset_dtype(name), maxshape=(None,),
-                                            chunks=(1 << 14,))
-                     for name in ("input_ids", "token_type_ids", "word_ids", "tokens")}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_partials(self.path)
+        self.partial = partial_name(self.path)
+        self._file = None
+        try:
+            with self._writing():
+                self._file = h5py.File(self.partial, "w", **({"libver": LIBVER} if CHECKSUMS else {}))
+                for key, value in attrs.items():
+                    self._file.attrs[key] = "" if value is None else value
+                self._file.attrs["norms"] = self.norms
+                self._file.attrs["schema_version"] = SCHEMA_VERSION
+                self._file.attrs["complete"] = False
+                self._attn = self._growing("attn", self._CHUNK)
+                self._norm_sets = {name: self._growing(name, self._CHUNK)
+                                   for name in NORM_DATASETS if self.norms == NORMS_RECORDED}
+                self._tok = {name: self._growing(name, self._TOKEN_CHUNK)
+                             for name in ("input_ids", "token_type_ids", "word_ids", "tokens")}
+        except BaseException:
+            self._discard()
+            raise
         self._attn_offsets = [0]
         self._tok_offsets = [0]
         self._ids: list[str] = []
         self._index: list[int] = []
         self._n_words: list[int] = []
+        self._tokens_crc: list[int] = []
         self.skipped_ids: list[str] = []  # examples left out (too long, empty), kept on record
+
+    @staticmethod
+    def _checksum(name: str) -> dict:
+        """fletcher32 for every numeric dataset (HDF5 cannot filter variable-length strings)."""
+        return {"fletcher32": True} if CHECKSUMS and dataset_dtype(name) != h5py.string_dtype() else {}
+
+    def _growing(self, name: str, chunk: int):
+        return self._file.create_dataset(name, (0,), dataset_dtype(name), maxshape=(None,),
+                                         chunks=(chunk,), **self._checksum(name))
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """Turn an OSError of HDF5 or the file system into a StoreError naming the store."""
+        try:
+            yield
+        except OSError as err:
+            full = getattr(err, "errno", None) == errno.ENOSPC or "No space left" in str(err)
+            why = (f"the disk is full (free space on {self.path.parent.resolve()}, or point "
+                   "results/ elsewhere)") if full else "check the folder's permissions and free space"
+            raise StoreError(f"{self.path}: writing the attention store failed ({err}); {why}; "
+                             f"nothing was written at {self.path}") from err
 
     def add(self, index: int, example_id: str, tokens: Sequence[str], input_ids, token_type_ids,
             word_ids, attn: np.ndarray, n_words: int | None = None, value_norms: np.ndarray | None = None,
@@ -307,14 +409,17 @@ class StoreWriter:
         elif any(a is not None for a in norms.values()):
             raise StoreError(f"this store records no norms (norms = {self.norms!r}); "
                              "open it with attrs norms='recorded' to write them")
-        self._append(self._attn, np.ascontiguousarray(attn, dtype=np.float16).ravel())
-        for name, dataset in self._norm_sets.items():
-            self._append(dataset, np.ascontiguousarray(norms[name], dtype=np.float16).ravel())
+        tokens = list(tokens)
+        with self._writing():
+            self._append(self._attn, np.ascontiguousarray(attn, dtype=np.float16).ravel())
+            for name, dataset in self._norm_sets.items():
+                self._append(dataset, np.ascontiguousarray(norms[name], dtype=np.float16).ravel())
+            for name, values in (("input_ids", input_ids), ("token_type_ids", token_type_ids),
+                                 ("word_ids", word_ids), ("tokens", tokens)):
+                self._append(self._tok[name], np.asarray(values, dtype=self._tok[name].dtype))
         self._attn_offsets.append(self._attn_offsets[-1] + attn.size)
-        for name, values in (("input_ids", input_ids), ("token_type_ids", token_type_ids),
-                             ("word_ids", word_ids), ("tokens", list(tokens))):
-            self._append(self._tok[name], np.asarray(values, dtype=self._tok[name].dtype))
         self._tok_offsets.append(self._tok_offsets[-1] + n)
+        self._tokens_crc.append(strings_crc32(tokens))
         self._ids.append(example_id)
         self._index.append(index)
         if n_words is None:
@@ -328,17 +433,36 @@ class StoreWriter:
         dataset[start:] = values
 
     def close(self) -> None:
-        f = self._file
-        for name, values in (("attn_offsets", self._attn_offsets), ("tok_offsets", self._tok_offsets),
-                             ("example_ids", self._ids), ("example_index", self._index),
-                             ("n_words", self._n_words), ("skipped_ids", self.skipped_ids)):
-            dtype = dataset_dtype(name)
-            data = np.asarray(values, dtype=object if dtype == h5py.string_dtype() else dtype)
-            f.create_dataset(name, data=data, dtype=dtype)
-        f.attrs["n_examples"] = len(self._ids)
-        f.attrs["complete"] = True
-        f.close()
-        self._atomic.__exit__(None, None, None)
+        """Write the per-example datasets, mark the file complete and rename it into place."""
+        try:
+            with self._writing():
+                f = self._file
+                for name, values in (("attn_offsets", self._attn_offsets),
+                                     ("tok_offsets", self._tok_offsets), ("example_ids", self._ids),
+                                     ("example_index", self._index), ("n_words", self._n_words),
+                                     ("tokens_crc32", self._tokens_crc), ("skipped_ids", self.skipped_ids)):
+                    dtype = dataset_dtype(name)
+                    string = dtype == h5py.string_dtype()
+                    data = np.asarray(values, dtype=object if string else dtype)
+                    # fletcher32 needs a chunked layout; a chunk cannot be empty.
+                    layout = {"chunks": (max(len(data), 1),), "maxshape": (None,)} if self._checksum(name) else {}
+                    dataset = f.create_dataset(name, data=data, dtype=dtype, **layout, **self._checksum(name))
+                    if string and CHECKSUMS:
+                        dataset.attrs[STRING_CRC_ATTR] = np.uint32(strings_crc32(values))
+                f.attrs["n_examples"] = len(self._ids)
+                f.attrs["complete"] = True
+                f.close()
+                os.replace(self.partial, self.path)
+        finally:
+            self._discard()
+
+    def _discard(self) -> None:
+        """Close the file if open and delete the partial file (after a rename: nothing left)."""
+        try:
+            if self._file is not None and self._file.id.valid:
+                self._file.close()
+        finally:
+            self.partial.unlink(missing_ok=True)
 
     def __enter__(self) -> "StoreWriter":
         return self
@@ -347,8 +471,7 @@ class StoreWriter:
         if exc_type is None:
             self.close()
         else:
-            self._file.close()
-            self._atomic.__exit__(exc_type, exc, tb)
+            self._discard()
 
 
 class Store:
@@ -379,32 +502,96 @@ class Store:
         try:
             self._file = h5py.File(self.path, "r", locking=False)
         except OSError as err:
-            raise StoreError(f"{self.path}: not a readable HDF5 store ({err}); delete it and rerun "
-                             "the extract rule") from err
-        attrs = self._file.attrs
-        if not bool(attrs.get("complete", False)):
-            raise StoreError(f"{self.path}: store is incomplete (extraction was interrupted); delete "
-                             "it and rerun the extract rule")
-        if int(attrs.get("schema_version", -1)) not in READABLE_VERSIONS:
-            raise StoreError(f"{self.path}: schema version {attrs.get('schema_version')} but this "
-                             f"code reads {', '.join(map(str, READABLE_VERSIONS))}; rerun the extract rule")
-        self.attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in attrs.items()}
-        self.norms = self.attrs.get("norms", NORMS_OFF)
-        if weighting == "norm" or norms:
-            self._check_norms("the norm weighting" if weighting == "norm" else "this analysis")
-        self.n_layers = int(attrs["n_layers"])
-        self.n_heads = int(attrs["n_heads"])
-        self._attn_offsets = self._file["attn_offsets"][:]
-        self._tok_offsets = self._file["tok_offsets"][:]
-        self.example_ids = self._file["example_ids"].asstr()[:].tolist()
-        self.example_index = self._file["example_index"][:]
-        self.n_words = self._file["n_words"][:]
-        # Dataset handles looked up once: h5py's name lookup dominates small reads otherwise.
-        self._attn = self._file["attn"]
-        self._tokens = self._file["tokens"].asstr()
-        self._ids = {name: self._file[name] for name in ("input_ids", "token_type_ids", "word_ids")}
-        self._norm_sets = {name: self._file[name] for name in NORM_DATASETS
-                           if self.norms == NORMS_RECORDED}
+            raise StoreError(f"{self.path}: not a readable HDF5 store ({err}); "
+                             f"{rebuild_hint(self.path)}") from err
+        try:
+            self._open()
+        except BaseException:
+            self._file.close()
+            raise
+
+    def _open(self) -> None:
+        with self._reading():
+            attrs = self._file.attrs
+            if not bool(attrs.get("complete", False)):
+                raise StoreError(f"{self.path}: store is incomplete (extraction was interrupted); "
+                                 f"{rebuild_hint(self.path)}")
+            if int(attrs.get("schema_version", -1)) not in READABLE_VERSIONS:
+                raise StoreError(f"{self.path}: schema version {attrs.get('schema_version')} but this "
+                                 f"code reads {', '.join(map(str, READABLE_VERSIONS))}; "
+                                 f"{rebuild_hint(self.path)}")
+            self.attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in attrs.items()}
+            self.norms = self.attrs.get("norms", NORMS_OFF)
+            self.checksums = int(self.attrs["schema_version"]) >= 3
+            if self.weighting == "norm" or self.read_norms:
+                self._check_norms("the norm weighting" if self.weighting == "norm" else "this analysis")
+            self.n_layers = int(attrs["n_layers"])
+            self.n_heads = int(attrs["n_heads"])
+            self._attn_offsets = self._file["attn_offsets"][:]
+            self._tok_offsets = self._file["tok_offsets"][:]
+            self.example_ids = self._strings("example_ids")
+            self.example_index = self._file["example_index"][:]
+            self.n_words = self._file["n_words"][:]
+            self._tokens_crc = self._file["tokens_crc32"][:] if self.checksums else None
+            # Dataset handles looked up once: h5py's name lookup dominates small reads otherwise.
+            self._attn = self._file["attn"]
+            self._tokens = self._file["tokens"].asstr()
+            self._ids = {name: self._file[name] for name in ("input_ids", "token_type_ids", "word_ids")}
+            self._norm_sets = {name: self._file[name] for name in NORM_DATASETS
+                               if self.norms == NORMS_RECORDED}
+            self._check_layout()
+
+    def _damaged(self, problem: str) -> StoreError:
+        return StoreError(f"{self.path}: the attention store is damaged: {problem}; "
+                          f"{rebuild_hint(self.path)}")
+
+    @contextlib.contextmanager
+    def _reading(self):
+        """Every failure to read the file (a checksum, damaged metadata or offsets) as a StoreError."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except (OSError, ValueError, KeyError, TypeError, IndexError, RuntimeError) as err:
+            raise self._damaged(f"{type(err).__name__}: {err}") from err
+
+    def _strings(self, name: str) -> list[str]:
+        """A whole string dataset, checked against its CRC-32 (version 3)."""
+        dataset = self._file[name]
+        values = dataset.asstr()[:].tolist()
+        if self.checksums and int(dataset.attrs[STRING_CRC_ATTR]) != strings_crc32(values):
+            raise self._damaged(f"`{name}` fails its checksum")
+        return values
+
+    def _check_layout(self) -> None:
+        """The offsets agree with each other, the dataset lengths and the model's shape."""
+        n = len(self.example_ids)
+        tok, att = self._tok_offsets, self._attn_offsets
+        lengths = {"tok_offsets": len(tok) - 1, "attn_offsets": len(att) - 1,
+                   "example_index": len(self.example_index), "n_words": len(self.n_words)}
+        if self._tokens_crc is not None:
+            lengths["tokens_crc32"] = len(self._tokens_crc)
+        if "n_examples" in self.attrs:
+            lengths["n_examples"] = int(self.attrs["n_examples"])
+        wrong = {k: v for k, v in lengths.items() if v != n}
+        if wrong:
+            raise self._damaged(f"{n} example ids but " + ", ".join(f"{k} {v}" for k, v in wrong.items()))
+        sizes = np.diff(tok)
+        expected = np.concatenate([[0], np.cumsum(self.n_layers * self.n_heads * sizes ** 2)])
+        if len(tok) and (tok[0] != 0 or (sizes < 0).any() or not np.array_equal(att, expected)):
+            raise self._damaged("`tok_offsets` and `attn_offsets` disagree with each other or with "
+                                f"{self.n_layers}x{self.n_heads} heads")
+        ends = {"attn": (self._attn, att[-1] if len(att) else 0)}
+        ends.update({name: (d, tok[-1] if len(tok) else 0) for name, d in [*self._ids.items(),
+                                                                           ("tokens", self._tokens)]})
+        if self._norm_sets:
+            ends["value_norms"] = (self._norm_sets["value_norms"],
+                                   (tok[-1] if len(tok) else 0) * self.n_layers * self.n_heads)
+            ends["norm_map"] = (self._norm_sets["norm_map"], (att[-1] if len(att) else 0) // self.n_heads)
+        short = [f"{name} holds {len(d)}, the offsets say {end}" for name, (d, end) in ends.items()
+                 if len(d) != end]
+        if short:
+            raise self._damaged("; ".join(short))
 
     @property
     def has_norms(self) -> bool:
@@ -429,6 +616,7 @@ class Store:
                    f"{self.attrs.get('model_name')!r} exclude norm); add norm and re-extract: {redo}")
         self._file.close()
         raise StoreError(f"{self.path}: {what} needs value norms, and this store has none: {why}")
+
     def __len__(self) -> int:
         return len(self.example_ids)
 
@@ -440,9 +628,15 @@ class Store:
     @property
     def skipped_ids(self) -> list[str]:
         """Records extraction left out (over ``max_length`` or empty)."""
-        return self._file["skipped_ids"].asstr()[:].tolist()
+        with self._reading():
+            return self._strings("skipped_ids")
 
     def example(self, i: int) -> Example:
+        """The example stored at position ``i``; a damaged one raises :class:`StoreError`."""
+        with self._reading():
+            return self._example(i)
+
+    def _example(self, i: int) -> Example:
         t0, t1 = self._tok_offsets[i], self._tok_offsets[i + 1]
         a0, a1 = self._attn_offsets[i], self._attn_offsets[i + 1]
         n = int(t1 - t0)
@@ -455,9 +649,12 @@ class Store:
         if self.read_norms:
             norm_map = self._norm_sets["norm_map"][a0 // self.n_heads:a1 // self.n_heads] \
                 .astype(np.float32).reshape(self.n_layers, n, n)
+        tokens = self._tokens[t0:t1].tolist()
+        if self._tokens_crc is not None and strings_crc32(tokens) != int(self._tokens_crc[i]):
+            raise self._damaged(f"the tokens of example {self.example_ids[i]} fail their checksum")
         example = Example(
             index=int(self.example_index[i]), id=self.example_ids[i],
-            tokens=self._tokens[t0:t1].tolist(), input_ids=self._ids["input_ids"][t0:t1],
+            tokens=tokens, input_ids=self._ids["input_ids"][t0:t1],
             token_type_ids=self._ids["token_type_ids"][t0:t1], word_ids=self._ids["word_ids"][t0:t1],
             attn=attn,
             **{name: self.attrs[name] for name in ("cls_token", "sep_token") if name in self.attrs},
@@ -484,7 +681,9 @@ class StoreSet:
     """Several shard stores of one (model, corpus), read as one stream in corpus order.
 
     ``weighting`` and ``norms`` are those of :class:`Store`, for every shard;
-    ``attrs`` are the first shard's attributes.
+    ``attrs`` are the first shard's attributes. Shards that hold no example between them
+    are refused (:class:`StoreError` naming the corpus and why): every analysis opens its
+    stores here, so none computes a table from nothing.
     """
 
     def __init__(self, paths: Iterable[str | Path], weighting: str = "attention", norms: bool = False):
@@ -495,12 +694,17 @@ class StoreSet:
         first = self._open(self.paths[0])
         self.attrs, self.n_layers, self.n_heads = first.attrs, first.n_layers, first.n_heads
         self._len = len(first)
+        skipped = [int(first.attrs.get("n_skipped", 0)), int(first.attrs.get("n_too_long", 0))]
         first.close()
         for path in self.paths[1:]:
             with self._open(path) as shard:
                 if (shard.n_layers, shard.n_heads) != (self.n_layers, self.n_heads):
                     raise StoreError(f"{path}: shard has a different model shape than {self.paths[0]}")
                 self._len += len(shard)
+                skipped[0] += int(shard.attrs.get("n_skipped", 0))
+                skipped[1] += int(shard.attrs.get("n_too_long", 0))
+        if not self._len:
+            raise EmptyStoreError(empty_store_message(self.attrs, *skipped, where=", ".join(map(str, self.paths))))
 
     def __len__(self) -> int:
         return self._len
@@ -528,6 +732,19 @@ class StoreSet:
         finally:
             for shard in shards:
                 shard.close()
+
+
+def empty_store_message(attrs: dict, n_skipped: int, n_too_long: int, where: str = "") -> str:
+    """Why a (model, corpus) has no example to analyse, and what to do: one message for the
+    extraction that keeps none and every analysis asked to read such a store."""
+    model, corpus = attrs.get("model_name") or "?", attrs.get("corpus") or "?"
+    why = (f"{n_skipped} records were left out, {n_too_long} of them longer than max_length "
+           f"{attrs.get('max_length', '?')} wordpieces and {n_skipped - n_too_long} empty"
+           if n_skipped else "the corpus (or this shard of it) has no records")
+    return (f"{where + ': ' if where else ''}no example of corpus {corpus!r} for model {model!r}: "
+            f"{why}. Nothing is analysed from an empty store.\n  how to fix: check the prepared "
+            "corpus (its stats file says how many records it has), the corpus source, and "
+            "`extraction.max_length`")
 
 
 def corpus_order(shards: Sequence[Store]) -> list[tuple[int, int]]:

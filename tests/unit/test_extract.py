@@ -104,6 +104,23 @@ def test_too_long_and_empty_are_counted_and_listed(tiny_model, tmp_path):
         assert store.attrs["n_too_long"] == 2
 
 
+def test_an_extraction_that_keeps_nothing_stops_naming_the_corpus(tiny_model, tmp_path):
+    """Issue 21, item 4: every record over max_length (or empty) is an error, not an empty store."""
+    from headatlas.errors import EmptyStoreError
+
+    corpus = SENTENCES + [Sentence(id="empty", words=[])]
+    with pytest.raises(EmptyStoreError, match=r"s\.h5 not written: no example of corpus 'wiki' for model "
+                                              r".*: 5 records were left out, 4 of them longer than "
+                                              r"max_length 3 wordpieces and 1 empty"):
+        ex.extract(tiny_model, corpus, tmp_path / "s.h5", max_length=3, progress=False,
+                   store_attrs={"corpus": "wiki"})
+    with pytest.raises(EmptyStoreError, match=r"\(shard 1 of 9\): no example of corpus 'wiki'.*the corpus "
+                                              r"\(or this shard of it\) has no records"):
+        ex.extract(tiny_model, SENTENCES, tmp_path / "s.h5", max_length=64, progress=False, shard=1,
+                   n_shards=9, store_attrs={"corpus": "wiki"})
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_shards_split_the_corpus(tiny_model, tmp_path):
     for shard in range(2):
         ex.extract(tiny_model, SENTENCES, tmp_path / f"{shard}.h5", max_length=64, shard=shard, n_shards=2,
