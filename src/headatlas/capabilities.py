@@ -240,3 +240,103 @@ def capabilities(spec: dict) -> Capabilities:
 def clear_cache() -> None:
     """Forget what was read (tests that rewrite a model folder)."""
     _cached.cache_clear()
+
+
+# --- what the configuration asks of each model ------------------------------------------------
+
+def _gradient_models(config: dict, asked: bool = True) -> list[str]:
+    """Models whose gradient importance runs (a surface corpus, trained weights) and, with
+    ``asked``, whose `analyses` ask for it."""
+    if not (config.get("surface") or {}).get("corpus"):
+        return []
+    return [m for m, spec in config["models"].items() if not spec.get("random_init")
+            and (not asked or spec.get("analyses") is None or "gradients" in spec["analyses"])]
+
+
+def capability_problems(config: dict) -> list[str]:
+    """What the configuration asks explicitly of a model that cannot do it, each naming its key.
+
+    Explicit asks: ``norm`` in a model's own ``weightings``; ``gradients.loss: mlm``;
+    ``extraction.max_length`` beyond a model's usable length; a SQuAD ablation model without
+    a question-answering head. Unknown capabilities (None) are never refused here.
+    """
+    problems = []
+    top = list(config.get("weightings") or [])
+    for m, spec in config["models"].items():
+        caps = capabilities(spec)
+        if caps.norms is False:
+            if "norm" in (spec.get("weightings") or []):
+                problems.append(f"`models.{m}.weightings`: norm asks for value norms, but {m} cannot have "
+                                f"them: {caps.norms_reason}; set `models.{m}.weightings: [attention]`")
+            elif not spec.get("weightings") and top == ["norm"]:
+                problems.append(f"`weightings`: [norm] leaves {m} without a view ({caps.norms_reason}); "
+                                f"add attention, or give `models.{m}.weightings: [attention]`")
+        limit = caps.max_length
+        wanted = (config.get("extraction") or {}).get("max_length")
+        if limit is not None and wanted is not None and wanted > limit:
+            problems.append(f"`extraction.max_length`: {wanted} tokens is more than {m} ({caps.model_type}) "
+                            f"can take: {limit}; set it to at most {limit}")
+    if (config.get("gradients") or {}).get("loss") == "mlm":
+        for m in _gradient_models(config):
+            caps = capabilities(config["models"][m])
+            if caps.masked_lm_head is False:
+                problems.append(f"`gradients.loss`: mlm needs a trained masked-LM head, but {m}: "
+                                f"{caps.masked_lm_reason()}; set `gradients.loss: auto` (the contrastive "
+                                "loss where the head is absent) or `contrastive`")
+    ablation = config.get("ablation") or {}
+    model = ablation.get("model")
+    if model in config["models"] and ablation.get("task") == "squad":
+        caps = capabilities(config["models"][model])
+        if caps.qa_head is False:
+            problems.append(f"`ablation.model`: the SQuAD ablation needs a question-answering model, but "
+                            f"{model}'s checkpoint ({caps.source}) has no `qa_outputs` head; name a model "
+                            "fine-tuned on SQuAD")
+    return problems
+
+
+@dataclass(frozen=True)
+class Trim:
+    """A default a model cannot serve, left out: the model, what and why."""
+
+    model: str
+    what: str
+    why: str
+
+
+def default_views(config: dict) -> tuple[dict[str, list[str]], list[Trim]]:
+    """Each model's weightings, with ``norm`` dropped where it came from the top-level default
+    and the model has no norm layout (:func:`capability_problems` refuses the explicit asks)."""
+    views, trims = {}, []
+    for m, spec in config["models"].items():
+        chosen = list(spec.get("weightings") or config["weightings"])
+        caps = capabilities(spec)
+        if not spec.get("weightings") and "norm" in chosen and caps.norms is False and len(chosen) > 1:
+            chosen.remove("norm")
+            trims.append(Trim(m, f"norm-weighted views, norm shares and rollout of {m}",
+                              f"{caps.norms_reason} (the top-level `weightings` default asked for norm; "
+                              f"`models.{m}.weightings: [attention]` says so explicitly)"))
+        views[m] = chosen
+    return views, trims
+
+
+def gradient_losses(config: dict) -> tuple[dict[str, str], list[Trim]]:
+    """The loss gradient importance uses per model: ``gradients.loss``, with ``auto`` resolved
+    from the checkpoint's tensors (``mlm`` iff masked-LM head weights are present, whatever
+    ``architectures`` says); ``auto`` stays where they could not be read. A Trim names each
+    model whose ``architectures`` promise a masked-LM head its checkpoint lacks."""
+    asked = (config.get("gradients") or {}).get("loss", "auto")
+    losses, trims = {}, []
+    for m in _gradient_models(config, asked=False):
+        caps = capabilities(config["models"][m])
+        if asked != "auto":
+            losses[m] = asked
+        elif caps.masked_lm_head is None:
+            losses[m] = "auto"
+        else:
+            losses[m] = "mlm" if caps.masked_lm_head else "contrastive"
+            claims = any(a.endswith(("ForMaskedLM", "ForPreTraining")) for a in caps.architectures)
+            if not caps.masked_lm_head and claims:
+                trims.append(Trim(m, f"the masked-LM loss of {m}'s gradient importance",
+                                  f"{caps.masked_lm_reason()}; `gradients.loss: auto` uses the "
+                                  "contrastive loss"))
+    return losses, trims

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from headatlas.capabilities import capability_problems, default_views, gradient_losses
 from headatlas.corpora.formats import FORMATS
 from headatlas.errors import HeadAtlasError
 from headatlas.weightings import SUFFIXES
@@ -51,7 +52,7 @@ def load_config(config: dict, schema_path: str | Path) -> dict:
     schema = yaml.safe_load(Path(schema_path).read_text())
     problems = schema_problems(config, schema)
     if not problems:  # names and paths are only worth checking in a well-formed config
-        problems = reference_problems(config) + path_problems(config)
+        problems = reference_problems(config) + path_problems(config) + capability_problems(config)
     if problems:
         raise ConfigError(problems)
     return config
@@ -353,6 +354,9 @@ class Plan:
     kept_stores: list[str] = field(default_factory=list)
     # model -> the analyses whose outputs are asked for it (`models.<m>.analyses`); None = all.
     analyses: dict[str, list[str] | None] = field(default_factory=dict)
+    # model -> the loss of its gradient importance (auto resolved from the checkpoint's tensors;
+    # auto where they could not be read): headatlas.capabilities.gradient_losses.
+    gradient_losses: dict[str, str] = field(default_factory=dict)
 
     @property
     def task_chain(self) -> set[tuple[str, str]]:
@@ -420,12 +424,16 @@ def plan(config: dict) -> Plan:
             leave_out((), f"{', '.join(dropped)} of {m}",
                       f"its `analyses` asks for {', '.join(chosen) or 'none'}; the tables other "
                       "analyses read from it still run")
-    weightings = {m: list(spec.get("weightings") or config["weightings"]) for m, spec in models.items()}
-    without_norm = [m for m, views in weightings.items() if "norm" not in views]
+    weightings, trims = default_views(config)  # norm left out where the model has no layout for it
+    without_norm = [m for m, views in weightings.items() if "norm" not in views
+                    and m not in {t.model for t in trims}]
     if without_norm:
         leave_out(() if len(without_norm) < len(models) else ("norm_shares", "rollout"),
                   f"norm-weighted views, norm shares and rollout of {', '.join(without_norm)}",
                   "their `weightings` exclude norm")
+    for i, trim in enumerate(trims):
+        last = i == len(trims) - 1 and not any("norm" in views for views in weightings.values())
+        leave_out(("norm_shares", "rollout") if last else (), trim.what, trim.why)
     labelled = labelled_treebanks(config)
     if not labelled:
         leave_out(("syntax_",), "dependency heads (Table 1)",
@@ -445,6 +453,9 @@ def plan(config: dict) -> Plan:
                   "`probes.model` is not set")
     runs = [("right_branching", 0)] + [(p, s) for p in PROBES[1:] for s in probes["seeds"]]
     gradient_models = [m for m in models if not models[m].get("random_init")] if surface else []
+    losses, loss_trims = gradient_losses(config)
+    for trim in loss_trims:
+        leave_out((), trim.what, trim.why)
     random = [m for m in models if models[m].get("random_init")]
     if surface and random:
         leave_out((), f"gradient importance of {', '.join(random)}",
@@ -478,7 +489,7 @@ def plan(config: dict) -> Plan:
                 importance, corpus_models, coref_selection(config, corpus_models), omitted,
                 weightings,
                 [m for m in models if config["extraction"]["keep_stores"] == "all"
-                 or m in config["extraction"]["keep_stores"]], analyses)
+                 or m in config["extraction"]["keep_stores"]], analyses, gradient_losses=losses)
 
 
 

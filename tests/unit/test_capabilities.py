@@ -1,0 +1,172 @@
+"""What a model can do, read from config.json and safetensors headers when the config loads."""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+
+from headatlas import capabilities as caps_module
+from headatlas.capabilities import (NORM_LAYOUTS, capabilities, norm_layout_of, safetensors_names,
+                                    usable_length)
+from headatlas.config import ConfigError, load_config, plan
+from tests.conftest import ROOT, make_tiny_encoder
+
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def tiny_mpnet(folder: Path, architectures=("MPNetForMaskedLM",)) -> Path:
+    """A bare MPNetModel saved with a config.json that names MPNetForMaskedLM (as
+    all-mpnet-base-v2's does): no lm_head tensor in the checkpoint."""
+    import torch
+    from transformers import MPNetConfig, MPNetModel
+
+    torch.manual_seed(0)
+    MPNetModel(MPNetConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                           intermediate_size=32, max_position_embeddings=66)).save_pretrained(folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["architectures"] = list(architectures)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("capabilities")
+    return {"mpnet": tiny_mpnet(root / "mpnet"),
+            "distilbert": make_tiny_encoder(root / "distilbert", "distilbert", head="mlm"),
+            "electra": make_tiny_encoder(root / "electra", "electra"),
+            "bert": make_tiny_encoder(root / "bert", "bert-uncased")}
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    caps_module.clear_cache()
+    yield
+    caps_module.clear_cache()
+
+
+def config_with(folders: dict, names: list[str], **top) -> dict:
+    config = {"models": {n: {"path": str(folders[n])} for n in names},
+              "corpora": {"wiki": {"kind": "segments"}},
+              "surface": {"corpus": "wiki"}, "extraction": {"max_length": 64}}
+    config.update(top)
+    return config
+
+
+def test_the_module_stays_free_of_torch_and_transformers():
+    import subprocess
+
+    code = ("import sys, headatlas.capabilities, headatlas.config; "
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_safetensors_header_read_by_hand(tmp_path):
+    header = json.dumps({"__metadata__": {"format": "pt"},
+                         "a.weight": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}).encode()
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0\0\0\0")
+    assert safetensors_names(path) == ["a.weight"]
+
+
+def test_capabilities_of_each_family(folders):
+    mpnet = capabilities({"path": str(folders["mpnet"])})
+    assert mpnet.model_type == "mpnet" and mpnet.norm_layout == "MPNet" and mpnet.norms
+    assert mpnet.tensors and mpnet.masked_lm_head is False  # whatever architectures says
+    assert mpnet.architectures == ("MPNetForMaskedLM",) and "MPNetForMaskedLM" in mpnet.masked_lm_reason()
+    assert mpnet.token_types is False and mpnet.max_length == 64 and mpnet.qa_head is False
+    distil = capabilities({"path": str(folders["distilbert"])})
+    assert distil.norm_layout == "DistilBERT" and distil.masked_lm_head is True
+    assert distil.token_types is False and distil.max_length == 64
+    electra = capabilities({"path": str(folders["electra"])})
+    assert electra.norm_layout == "BERT" and electra.masked_lm_head is False and electra.token_types is True
+
+
+def test_unknown_where_nothing_can_be_read(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    unknown = capabilities({"hub": "nobody/nothing"})
+    assert unknown.norms is None and unknown.masked_lm_head is None and unknown.max_length is None
+
+
+def test_a_hub_model_is_read_from_the_local_cache(folders, tmp_path, monkeypatch):
+    snapshot = tmp_path / "hub" / "models--org--mpnet" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors"):
+        (snapshot / name).write_bytes((folders["mpnet"] / name).read_bytes())
+    (tmp_path / "hub" / "models--org--mpnet" / "refs").mkdir()
+    (tmp_path / "hub" / "models--org--mpnet" / "refs" / "main").write_text("abc123")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    found = capabilities({"hub": "org/mpnet"})
+    assert found.model_type == "mpnet" and found.masked_lm_head is False
+
+
+def test_the_layout_table_has_one_row_per_family():
+    assert [row.name for row in NORM_LAYOUTS] == ["BERT", "DistilBERT", "ALBERT", "DeBERTa-v2", "MPNet"]
+    assert norm_layout_of("deberta") is None  # DeBERTa v1's fused in_proj has no separate W_V
+    assert usable_length({"model_type": "roberta", "max_position_embeddings": 514, "pad_token_id": 1}) == 512
+
+
+def test_default_weightings_leave_norm_out_with_the_reason(folders, monkeypatch):
+    monkeypatch.setattr(caps_module, "NORM_LAYOUTS", NORM_LAYOUTS[:1] + NORM_LAYOUTS[2:4])  # no MPNet, DistilBERT rows
+    config = load_config(config_with(folders, ["mpnet", "electra", "distilbert"]), SCHEMA)
+    result = plan(config)
+    assert result.weightings == {"mpnet": ["attention"], "electra": ["attention", "norm"],
+                                 "distilbert": ["attention"]}
+    lines = [str(o) for o in result.omitted]
+    left = [line for line in lines if "norm-weighted views" in line and "mpnet" in line]
+    assert left and "'mpnet' has no known attention layout" in left[0] and "weightings" in left[0]
+
+
+def test_every_family_keeps_the_norm_view_by_default(folders):
+    config = load_config(config_with(folders, ["mpnet", "electra", "distilbert"]), SCHEMA)
+    assert all(views == ["attention", "norm"] for views in plan(config).weightings.values())
+
+
+def test_an_explicit_norm_is_refused_naming_the_key(folders, monkeypatch):
+    monkeypatch.setattr(caps_module, "NORM_LAYOUTS", NORM_LAYOUTS[:4])  # as if MPNet had no row
+    config = config_with(folders, ["mpnet", "electra"])
+    config["models"]["mpnet"]["weightings"] = ["attention", "norm"]
+    with pytest.raises(ConfigError) as err:
+        load_config(config, SCHEMA)
+    assert "`models.mpnet.weightings`" in str(err.value) and "[attention]" in str(err.value)
+
+
+def test_auto_loss_follows_the_tensors_not_architectures(folders):
+    config = load_config(config_with(folders, ["mpnet", "electra", "distilbert", "bert"]), SCHEMA)
+    result = plan(config)
+    assert result.gradient_losses == {"mpnet": "contrastive", "electra": "contrastive",
+                                      "distilbert": "mlm", "bert": "contrastive"}
+    lines = [str(o) for o in result.omitted if "masked-LM loss" in str(o)]
+    # MPNet's config names MPNetForMaskedLM, ELECTRA's discriminator ElectraForPreTraining: both said
+    # to have what they lack; the plain BertModel promised nothing.
+    assert any("mpnet" in line and "no masked-LM head weights" in line for line in lines)
+    assert not any("bert's" in line for line in lines)
+
+
+def test_an_explicit_mlm_loss_is_refused_naming_the_key(folders):
+    config = config_with(folders, ["mpnet", "distilbert"], gradients={"loss": "mlm"})
+    with pytest.raises(ConfigError) as err:
+        load_config(config, SCHEMA)
+    message = str(err.value)
+    assert "`gradients.loss`" in message and "mpnet" in message and "distilbert:" not in message
+    ok = config_with(folders, ["distilbert"], gradients={"loss": "mlm"})
+    assert plan(load_config(ok, SCHEMA)).gradient_losses == {"distilbert": "mlm"}
+
+
+def test_a_max_length_the_model_cannot_take_is_refused_at_load(folders):
+    config = config_with(folders, ["mpnet"], extraction={"max_length": 65})
+    with pytest.raises(ConfigError, match="`extraction.max_length`: 65 tokens .* at most 64"):
+        load_config(config, SCHEMA)
+
+
+def test_the_plan_of_a_hub_model_out_of_reach_is_unchanged(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "none"))
+    config = load_config({"models": {"m": {"hub": "nobody/nothing"}}, "corpora": {"wiki": {"kind": "segments"}},
+                          "surface": {"corpus": "wiki"}, "gradients": {"loss": "mlm"}}, SCHEMA)
+    result = plan(config)
+    assert result.weightings == {"m": ["attention", "norm"]} and result.gradient_losses == {"m": "mlm"}
