@@ -1,4 +1,5 @@
-"""README "Compare your models": its configuration and command dry-run as written; its snippet runs."""
+"""docs/configuration.md "Compare your models": its configuration and command dry-run as written
+(in a temporary working folder, never the repository's own run state); its snippet runs."""
 
 from __future__ import annotations
 
@@ -10,16 +11,17 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.workflow.conftest import snakemake
+from tests.workflow.isolation import portable_config, snakemake_in, work_folder
 from tests.workflow.test_pipeline import planned_jobs
 
 pytestmark = pytest.mark.workflow
+DOC = ROOT / "docs" / "configuration.md"
 
 
 def recipe() -> tuple[dict, list[str], str]:
     """The section's YAML configuration, its snakemake command's arguments and its Python snippet."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### Compare your models", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    text = DOC.read_text()
+    section = text.split("## Compare your models\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
     blocks = dict(re.findall(r"```(\w+)\n(.*?)```", section, re.S))
     command = shlex.split(blocks["bash"].strip())
     assert command[0] == ".venv/bin/snakemake"
@@ -29,11 +31,11 @@ def recipe() -> tuple[dict, list[str], str]:
 def test_the_recipe_plans_surface_and_table1_for_every_model(tmp_path):
     config, args, _ = recipe()
     assert len(config["models"]) >= 6
-    path = tmp_path / "compare.yaml"
-    path.write_text(yaml.safe_dump(config))
+    (tmp_path / "as_written.yaml").write_text(yaml.safe_dump(config))
+    path = portable_config(tmp_path / "as_written.yaml", tmp_path / "compare.yaml")
     args = [str(path) if a == "compare.yaml" else a for a in args]
     args = [a for a in args if not a.startswith("--cores")] + ["--cores", "1"]
-    jobs = planned_jobs(snakemake(ROOT, "-n", *[a for a in args if a != "all"]))
+    jobs = planned_jobs(snakemake_in(work_folder(tmp_path / "work"), "-n", *[a for a in args if a != "all"]))
     n_models = len(config["models"])
     # every model under its weightings (default: attention and norm; attention only where set)
     views = sum(len(spec.get("weightings", ["attention", "norm"])) for spec in config["models"].values())
@@ -57,6 +59,6 @@ def test_the_side_by_side_snippet_runs(tmp_path, monkeypatch, capsys):
                       "paper_relation": ["all", "prep", "det"]}).to_csv(syntax / "table1.csv", index=False)
     monkeypatch.chdir(tmp_path)
     with pd.option_context("display.width", 300, "display.max_columns", 20):
-        exec(compile(snippet, "README.md", "exec"), {})
+        exec(compile(snippet, str(DOC), "exec"), {})
     out = capsys.readouterr().out
     assert "deberta-v3-base" in out and "det" in out and "35.0" in out  # the sixth model's 'all'
