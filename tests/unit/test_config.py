@@ -223,7 +223,7 @@ def test_embedded_plan_runs_everything():
     assert p.documents == ["gum_docs", "gum_windows"] and p.coref_selection == {"gum_windows": "gum_docs"}
     assert p.runs_on("minilm", "gum_windows") and not p.runs_on("minilm_upos", "gum_windows")
     assert p.runs_on("minilm_upos", "gum_docs")
-    # only the analysed model's stores persist; the helpers' are temp() (README: Disk)
+    # only the analysed model's stores persist; the helpers' are temp() (docs/configuration.md: Disk)
     assert p.kept_stores == ["minilm"] and p.temp_stores == ["minilm_upos", "minilm_random"]
 
 
