@@ -47,3 +47,18 @@ def test_extraction_script_does_not_import_the_analyses():
     files = code_files(root / "workflow" / "scripts" / "extract.py", root / "src")
     assert any(f.endswith("headatlas/extract.py") for f in files)
     assert not [f for f in files if "/analyses/" in f or "/plots" in f]
+
+
+def test_the_treebank_readers_loaded_by_name_are_code_inputs_of_prepare_treebank():
+    """Issue 21, item 9: formats.py loads its readers with importlib; they still count as code the
+    prepare_treebank rule runs, so editing the CoNLL-2012 converter re-prepares that corpus."""
+    from headatlas.corpora.formats import FORMATS
+
+    root = Path(__file__).resolve().parents[2]
+    files = {Path(f).relative_to(root / "src").as_posix()
+             for f in code_files(root / "workflow" / "scripts" / "prepare_treebank.py", root / "src")}
+    assert {"headatlas/corpora/conll2012.py", "headatlas/corpora/conllx.py",
+            "headatlas/corpora/conllu_reader.py", "headatlas/corpora/formats.py"} <= files
+    readers = {fmt.reader.partition(":")[0] for fmt in FORMATS.values() if fmt.reader}
+    assert {m.replace(".", "/") + ".py" for m in readers} <= files, "a reader of FORMATS is not imported " \
+        "by name in Format.read (headatlas/corpora/formats.py)"
