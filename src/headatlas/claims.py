@@ -17,6 +17,7 @@ their 95% intervals, :func:`pct` formats shares.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass
 from typing import Iterable
 
@@ -29,6 +30,10 @@ COLUMNS = ("id", "source", "claim", "paper", "ours", "verdict", "rule", "note")
 PAPER_LAYERS = 12
 # beats(): "clearly better" = at least this many points ahead, 95% intervals apart.
 MARGIN = 5.0
+# A number printed from NaN ("nan", "nan%", "-nan") in a claim's `ours`: the claim is undefined.
+_UNDEFINED = re.compile(r"(?<![\w.])-?nan(?![\w])", re.IGNORECASE)
+UNDEFINED_NOTE = ("not applicable: a number it needs is undefined (nan: an empty or one-member "
+                  "group, or nothing to compare)")
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,11 @@ class Claim:
     def __post_init__(self):
         if self.verdict not in VERDICTS:
             raise ValueError(f"claim {self.id}: verdict {self.verdict!r} is not one of {VERDICTS}")
+        if self.verdict != NOT_APPLICABLE and _UNDEFINED.search(self.ours):
+            # A comparison with NaN is False, which would read "does not hold": the claim cannot be
+            # judged, whatever the analysis computed from the undefined number.
+            object.__setattr__(self, "verdict", NOT_APPLICABLE)
+            object.__setattr__(self, "note", "; ".join(filter(None, [self.note, UNDEFINED_NOTE])))
 
 
 def verdict(holds: bool | None) -> str:
@@ -88,9 +98,24 @@ def read_claims(path) -> list[Claim]:
     return [Claim(**{k: row[k] for k in COLUMNS}) for row in table.to_dict("records")]
 
 
-def holds_if(condition) -> str:
-    """:func:`verdict` of a condition that may be missing (None or NaN -> not applicable)."""
-    if condition is None or (isinstance(condition, float) and math.isnan(condition)):
+def undefined(value) -> bool:
+    """Whether a number is missing: None or NaN (a Python, numpy or pandas scalar)."""
+    if value is None:
+        return True
+    try:
+        return bool(math.isnan(value))
+    except TypeError:
+        return False
+
+
+def holds_if(condition, *numbers) -> str:
+    """:func:`verdict` of a condition that may be missing (None or NaN -> not applicable).
+
+    ``numbers``: the values the condition was computed from; when any is undefined
+    (:func:`undefined`) the claim is not applicable, never "does not hold", since every
+    comparison with NaN is False.
+    """
+    if undefined(condition) or any(undefined(x) for x in numbers):
         return NOT_APPLICABLE
     return verdict(bool(condition))
 

@@ -43,3 +43,76 @@ def test_beats_needs_the_margin_and_apart_intervals():
     assert [holds_if(True), holds_if(None), holds_if(float("nan"))] == ["holds", "not applicable",
                                                                         "not applicable"]
     assert (pct(0.423), pct(0.4235, 1), pct(float("nan"))) == ("42%", "42.4%", "n/a")
+
+
+# --- an undefined number is "not applicable", never "does not hold" ------------------------------
+
+def test_holds_if_is_not_applicable_when_a_number_it_compares_is_undefined():
+    import numpy as np
+
+    nan = float("nan")
+    assert holds_if(nan < 0.5, nan) == "not applicable"  # the comparison alone says False
+    assert holds_if(np.float64(0.2) < 0.5, np.float64(0.2)) == "holds"
+    assert holds_if(np.nan > 1, 2.0, np.float64("nan")) == "not applicable"
+    assert holds_if(False, 1.0) == "does not hold" and holds_if(None) == "not applicable"
+
+
+def test_a_claim_showing_nan_is_not_applicable_with_the_reason(tmp_path):
+    claim = Claim("x", "s", "c", "p", "within 0.3 vs between nan (ratio nan)", "does not hold", "r", "n")
+    assert claim.verdict == "not applicable" and claim.note.startswith("n; not applicable: a number")
+    assert Claim("y", "s", "c", "p", "financial banana 42%", "does not hold", "r").verdict == "does not hold"
+    assert Claim("z", "s", "c", "p", "nan%", "holds", "r").verdict == "not applicable"
+    path = tmp_path / "old.csv"  # a claims file written before the rule is judged again on reading
+    claims_table([Claim("w", "s", "c", "p", "ok", "holds", "r")]).assign(ours="nan nats",
+                                                                         verdict="does not hold").to_csv(path, index=False)
+    assert read_claims(path)[0].verdict == "not applicable"
+
+
+def test_clustering_s6_behaviour_with_one_group_is_not_applicable():
+    # What MPNet-base gave: every labelled head of one behaviour, so no between-group pairs.
+    import pandas as pd
+
+    from headatlas.analyses.clustering import paper_claims
+
+    rows = [("js", "layer", 0.2, 0.4, 0.5, 0.001), ("mds", "layer", 0.2, 0.4, 0.5, 0.001),
+            ("js", "behaviour", 0.1, float("nan"), float("nan"), 1.0)]
+    structure = pd.DataFrame([{"space": s, "grouping": g, "group": "all", "n_heads": 9, "within": w,
+                               "between": b, "ratio": r, "p_value": p, "n_permutations": 999}
+                              for s, g, w, b, r, p in rows])
+    claims = paper_claims(structure, 0.1, True).set_index("id")
+    assert claims.at["clark.s6.behaviour", "verdict"] == "not applicable"
+    assert "undefined" in claims.at["clark.s6.behaviour", "note"]
+    assert claims.at["clark.s6.same_layer", "verdict"] == "holds"
+
+
+def test_surface_claims_with_undefined_shares_are_not_applicable():
+    import numpy as np
+    import pandas as pd
+
+    from headatlas.analyses.surface import paper_claims
+
+    heads = [(layer, head) for layer in range(1, 7) for head in (1, 2)]
+    rel = pd.DataFrame([{"layer": l, "head": h, "prev": 0.1, "self": np.nan, "next": 0.1} for l, h in heads])
+    special = pd.DataFrame([{"layer": l, "head": h, "cls": np.nan, "sep": np.nan, "punct": np.nan,
+                             "sep_from_sep": np.nan, "sep_from_other": np.nan} for l, h in heads])
+    entropy = pd.DataFrame([{"layer": l, "head": h, "entropy": 2.0, "uniform_entropy": np.nan,
+                             "cls_entropy": np.nan, "max_weight": 0.2} for l, h in heads])
+    claims = paper_claims(rel, special, entropy).set_index("id")["verdict"]
+    for key in ("self_little", "sep_middle", "cls_early", "punct_deep", "cls_entropy_last", "sink_token"):
+        assert claims[f"clark.s3.{key}"] == "not applicable", key
+    assert claims["clark.s3.prev_heads"] == "does not hold"  # defined: no head above 50%
+
+
+def test_gradient_and_norm_claims_with_undefined_ratios_are_not_applicable():
+    import numpy as np
+    import pandas as pd
+
+    from headatlas.analyses.gradients import paper_claims as gradient_claims
+    from headatlas.analyses.norms import _collapse_claim
+
+    layers = pd.DataFrame({"layer": range(1, 7), "sep": 0.0, "other": 0.0, "sep_vs_other": np.nan,
+                           "attention_to_sep": 0.5})
+    verdicts = gradient_claims(layers, "mlm").set_index("id")["verdict"]
+    assert verdicts["clark.s3_2.sep_gradient_small"] == "not applicable"
+    rows = pd.DataFrame({"layer": [3], "attention": [0.6], "norm": [np.nan], "class": ["sep"]})
+    assert _collapse_claim("k", "sep", rows, "norm", "c", "p", "n").verdict == "not applicable"

@@ -433,7 +433,7 @@ def paper_claims(layers: pd.DataFrame, loss: str) -> pd.DataFrame:
         Claim("clark.s3_2.sep_gradient_small", CLARK_S32, "the gradient for attention to [SEP] is very "
               "small from layer 5 on (attending to [SEP] is a no-op)", "very small from layer 5 of 12 (Fig. 3)",
               f"{span_text((start, n_layers))}: {ratio(late)}; earlier: {ratio(early)}",
-              holds_if(None if late_ratio is None else late_ratio <= SMALL_RATIO),
+              holds_if(None if late_ratio is None else late_ratio <= SMALL_RATIO, late_ratio),
               f"mean |dL/da| on [SEP] / on other keys, averaged over the layers from {depth_text(5, 5)} on, "
               f"<= {SMALL_RATIO}", note),
         Claim("clark.s3_2.sep_gradient_where_attended", CLARK_S32,

@@ -30,7 +30,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from headatlas.analyses.base import Analysis, describe, register
-from headatlas.claims import Claim, claims_table, verdict
+from headatlas.claims import Claim, claims_table, holds_if, verdict
 from headatlas.store import Example, token_masks
 from headatlas.weightings import row_normalised
 
@@ -217,7 +217,9 @@ def _layers_text(layers) -> str:
 
 
 def _range(values) -> str:
-    values = [100 * float(v) for v in values]
+    values = [100 * float(v) for v in values if not np.isnan(float(v))]
+    if not values:
+        return "n/a (undefined)"
     low, high = min(values), max(values)
     return f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}-{high:.0f}%"
 
@@ -238,12 +240,14 @@ def sink(shares: pd.DataFrame) -> tuple[str, pd.DataFrame]:
 def _collapse_claim(claim_id: str, name: str, rows: pd.DataFrame, view: str, claim: str,
                     paper: str, note: str) -> Claim:
     label = CLASS_LABELS[name]
-    collapsed = bool((rows[view] <= COLLAPSE_FACTOR * rows["attention"]).all())
+    # Undefined shares (NaN) or no layer at all: not applicable, never "does not hold".
+    collapsed = holds_if((rows[view] <= COLLAPSE_FACTOR * rows["attention"]).all() if len(rows) else None,
+                         *rows[view], *rows["attention"])
     ours = (f"{label}: α {_range(rows['attention'])} in {_layers_text(rows['layer'])} -> "
             f"{VIEW_LABELS[view]} {_range(rows[view])}")
     rule = (f"in every layer where {label} draws >= {SINK_SHARE:.0%} of α, its share under "
             f"{VIEW_LABELS[view]} is at most {COLLAPSE_FACTOR:g} x its share of α")
-    return Claim(claim_id, SOURCE, claim, paper, ours, verdict(collapsed), rule, note)
+    return Claim(claim_id, SOURCE, claim, paper, ours, collapsed, rule, note)
 
 
 def norm_claims(report: NormReport, n_layers: int | None = None) -> pd.DataFrame:

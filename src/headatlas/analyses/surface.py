@@ -279,9 +279,11 @@ def sink_tokens(special: pd.DataFrame) -> pd.DataFrame:
     """Per layer, the special token that takes the most attention (the layer's "sink").
 
     Returns ``layer``, ``sink`` (``[CLS]``, ``[SEP]`` or ``. ,``) and ``share``
-    (its mean attention over the layer's heads, 0..1).
+    (its mean attention over the layer's heads, 0..1); layers whose shares are all
+    undefined (NaN) are left out.
     """
     layers = layer_means(special, list(SINKS))
+    layers = layers[layers[list(SINKS)].notna().any(axis=1)]  # a layer with no defined share has no sink
     kinds = layers[list(SINKS)]
     return pd.DataFrame({"layer": layers["layer"],
                          "sink": [SINKS[k] for k in kinds.idxmax(axis=1)],
@@ -359,26 +361,26 @@ def paper_claims(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFrame
         Claim("clark.s3.self_little", CLARK_S3 + ".1", "heads put little attention on the current token",
               "little, for most heads",
               f"median head {pct(rel['self'].median())}, max {pct(rel['self'].max())}",
-              verdict(rel["self"].median() < SELF_LITTLE),
+              holds_if(rel["self"].median() < SELF_LITTLE, rel["self"].median()),
               f"the median head puts < {pct(SELF_LITTLE)} on the current token"),
         Claim("clark.s3.sink_token", CLARK_S3 + ".2", "the no-op attention sink is [SEP]",
               "[SEP] (over half of all attention in layers 6-10 of 12)", _sink_text(sinks),
-              verdict(bool(len(mid_sinks)) and (mid_sinks["sink"] == SINKS["sep"]).all()),
+              holds_if((mid_sinks["sink"] == SINKS["sep"]).all() if len(mid_sinks) else None),
               f"[SEP] takes more attention than [CLS] and than . , in every layer at {depth_text(6, 10)}",
               "per layer: the special token with the most attention (mean over heads)"),
         Claim("clark.s3.sep_middle", CLARK_S3 + ".2", "over half of the attention goes to [SEP] in the middle layers",
               ">50% in layers 6-10 of 12", f"{pct(sep_middle)} in {span_text(middle)}",
-              verdict(sep_middle > 0.5),
+              holds_if(sep_middle > 0.5, sep_middle),
               f"mean attention to [SEP] over the heads at {depth_text(6, 10)} > 50%",
               f"{depth}{span_text(middle)}" if depth else ""),
         Claim("clark.s3.cls_early", CLARK_S3 + ".2", "early heads attend to [CLS] more than deep heads",
               "early heads attend to [CLS]", f"early {pct(cls_early)}, deep {pct(cls_deep)}",
-              verdict(cls_early > cls_deep),
+              holds_if(cls_early > cls_deep, cls_early, cls_deep),
               "mean attention to [CLS] of the first third of the layers > that of the last third",
               early_deep),
         Claim("clark.s3.punct_deep", CLARK_S3 + ".2", "deep heads attend to periods and commas more than early heads",
               "deep heads attend to periods and commas", f"deep {pct(punct_deep)}, early {pct(punct_early)}",
-              verdict(punct_deep > punct_early),
+              holds_if(punct_deep > punct_early, punct_deep, punct_early),
               "mean attention to . and , of the last third of the layers > that of the first third",
               early_deep),
         Claim("clark.s3.sep_from_sep", CLARK_S3 + ".2",
@@ -386,13 +388,14 @@ def paper_claims(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFrame
               (f"{pct(peak['sep_from_sep'].mean())} from [SEP] vs {pct(peak['sep_from_other'].mean())} "
                f"from other tokens (layers {', '.join(map(str, peak['layer']))})") if len(peak)
               else "no layer puts > 50% of its attention on [SEP]",
-              holds_if(peak["sep_from_sep"].mean() > 0.9 if len(peak) else None),
+              holds_if(peak["sep_from_sep"].mean() > 0.9 if len(peak) else None,
+                       peak["sep_from_sep"].mean() if len(peak) else None),
               "in the layers whose mean attention to [SEP] is > 50%: mean attention of [SEP] "
               "queries to [SEP] > 90% (not applicable if no layer is > 50%)"),
         Claim("clark.s3.cls_entropy_last", CLARK_S3 + ".3", "the [CLS] row of the last layer attends broadly",
               f"{PAPER_CLS_ENTROPY} nats ({PAPER_CLS_ENTROPY / PAPER_UNIFORM_ENTROPY:.2f} of uniform over 128 tokens)",
               f"{cls_entropy:.2f} nats ({cls_entropy / uniform:.2f} of uniform, {uniform:.2f} nats)",
-              verdict(abs(cls_entropy / uniform - paper_ratio) <= ENTROPY_TOLERANCE),
+              holds_if(abs(cls_entropy / uniform - paper_ratio) <= ENTROPY_TOLERANCE, cls_entropy, uniform),
               f"entropy / uniform entropy (mean log n) within ±{ENTROPY_TOLERANCE:.2f} of the paper's "
               f"{paper_ratio:.2f}", "the ratio to uniform makes inputs of other lengths comparable"),
         Claim("clark.s3.broad_max_weight", CLARK_S3 + ".3",
@@ -400,7 +403,8 @@ def paper_claims(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFrame
               (f"{pct(broad['max_weight'].mean())} (mean row maximum; heads "
                f"{', '.join(map(head_name, broad['layer'], broad['head']))})") if len(broad)
               else f"no head of {span_text(early)} above {ENTROPY_THRESHOLD} nats",
-              holds_if(broad["max_weight"].mean() <= MAX_WEIGHT if len(broad) else None),
+              holds_if(broad["max_weight"].mean() <= MAX_WEIGHT if len(broad) else None,
+                       broad["max_weight"].mean() if len(broad) else None),
               f"mean largest weight of the heads above {ENTROPY_THRESHOLD} nats in the first third "
               f"of the layers <= {pct(MAX_WEIGHT)} (not applicable if there are none)",
               f"{depth}{span_text(early)}" if depth else ""),
