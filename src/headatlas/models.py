@@ -120,18 +120,42 @@ def _loading(name: str, source: str):
         yield
     except pickle.UnpicklingError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        folder = source if Path(source).is_dir() else "<folder>"
         raise ModelError(
             f"model {name!r} ({source}): torch refuses to unpickle its weights safely "
-            f"(weights_only=True): {first}\n  how to fix: headatlas never unpickles arbitrary "
-            "objects. Where you trust the checkpoint, convert it to safetensors once "
-            "(model = AutoModel.from_pretrained(folder); model.save_pretrained(folder, "
-            "safe_serialization=True)) and delete pytorch_model.bin, or use a safetensors "
-            "release of the model") from err
+            f"(weights_only=True): {first}\n  how to fix: use a safetensors release of the model, "
+            "or convert it to safetensors once. headatlas never unpickles arbitrary objects, and "
+            "from_pretrained refuses this file too: converting it means unpickling it, which runs "
+            "any code the file holds, so whether you trust the checkpoint (its source, its "
+            "author) is your call. If you do, run\n"
+            f"{pickle_conversion(folder)}\n"
+            f"  then delete {Path(folder) / 'pytorch_model.bin'}"
+            + ("" if folder == source else
+               " (<folder>: a local copy of the hub checkpoint, e.g. from huggingface_hub's "
+               "snapshot_download; then give it as `path:`)")) from err
     except OSError as err:
         raise ModelError(
             f"model {name!r} ({source}) cannot be loaded: {err}.\n  how to fix: check the id; with "
             "no network, download it once elsewhere and use `path:`, or fill the hub cache "
             "(HF_HOME) beforehand") from err
+
+
+def pickle_conversion(folder: str | Path) -> str:
+    """Shell + Python that converts ``folder``'s pickled ``pytorch_model.bin`` to ``model.safetensors``.
+
+    It unpickles the file (``weights_only=False``): for a checkpoint the user trusts only.
+    Non-tensor entries (training metadata) are left out; tied tensors are copied apart.
+    """
+    source, target = str(Path(folder) / "pytorch_model.bin"), str(Path(folder) / "model.safetensors")
+    return "\n".join([
+        "python - <<'EOF'",
+        "import torch",
+        "from safetensors.torch import save_file",
+        f"state = torch.load({source!r}, map_location='cpu', weights_only=False)  # runs the pickle",
+        "state = state.state_dict() if hasattr(state, 'state_dict') else state",
+        "save_file({k: v.detach().clone().contiguous() for k, v in state.items() if isinstance(v, torch.Tensor)},",
+        f"          {target!r}, metadata={{'format': 'pt'}})",
+        "EOF"])
 
 
 def _checkpoint_file(source: str, filename: str, revision: str | None,

@@ -41,3 +41,34 @@ def test_random_init_keeps_embeddings_only(tiny_model_dir):
     assert torch.equal(pretrained.embeddings.word_embeddings.weight, random.embeddings.word_embeddings.weight)
     q0 = pretrained.encoder.layer[0].attention.self.query.weight
     assert not torch.equal(q0, random.encoder.layer[0].attention.self.query.weight)
+
+
+def test_the_advice_for_a_pickled_checkpoint_converts_it(tiny_model_dir, tmp_path):
+    """Issue 21, item 6: the suggested conversion really works on a pickled pytorch_model.bin
+    that torch refuses under weights_only (here: training metadata pickled beside the weights)."""
+    import argparse
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    import torch
+    from transformers import AutoModel
+
+    folder = tmp_path / "pickled"
+    shutil.copytree(tiny_model_dir, folder)
+    (folder / "model.safetensors").unlink()
+    weights = dict(AutoModel.from_pretrained(tiny_model_dir).state_dict())
+    torch.save({**weights, "training_args": argparse.Namespace(lr=1e-4)}, folder / "pytorch_model.bin")
+    with pytest.raises(ModelError) as refused:
+        load_model("p", {"path": str(folder)}, device="cpu")
+    message = str(refused.value)
+    assert "whether you trust the checkpoint" in message and "is your call" in message
+    code = re.search(r"^python - <<'EOF'\n(.*?)\nEOF$", message, re.S | re.M).group(1)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
+    assert f"then delete {folder / 'pytorch_model.bin'}" in message
+    (folder / "pytorch_model.bin").unlink()
+    loaded = load_model("p", {"path": str(folder)}, device="cpu")
+    reference = AutoModel.from_pretrained(tiny_model_dir)
+    for name, tensor in reference.state_dict().items():
+        assert torch.equal(loaded.model.state_dict()[name], tensor), name
