@@ -3,4 +3,29 @@
 Data flow: corpora -> extraction -> HDF5 store -> analyses -> report.
 """
 
-__version__ = "0.1.0"
+from headatlas.provenance import package_version as _package_version
+
+__version__ = _package_version()  # from git tags at install time (setuptools-scm)
+
+
+# Notebook entry points (the head atlas). Kept lazy: this package is imported when the Snakefile
+# is parsed, so nothing heavy (pandas) is imported here.
+def __getattr__(name):
+    """``headatlas.atlas``: the module :mod:`headatlas.atlas`, callable as
+    ``headatlas.atlas("results", "minilm")`` -> that model's ``heads.csv`` as a DataFrame."""
+    if name == "atlas":
+        import importlib
+
+        return importlib.import_module("headatlas.atlas")
+    raise AttributeError(f"module 'headatlas' has no attribute {name!r}")
+
+
+def head(model, layer, head, results="results", weighting=None):
+    """One head's profile from ``results/<model>/heads.csv`` (``layer``, ``head`` 1-based):
+    a frame with one column per weighting, or a Series under ``weighting``.
+
+    >>> headatlas.head("minilm", 3, 9, results="results")  # doctest: +SKIP
+    """
+    from headatlas.atlas import head_profile
+
+    return head_profile(model, layer, head, results, weighting)

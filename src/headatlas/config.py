@@ -60,6 +60,20 @@ def load_config(config: dict, schema_path: str | Path) -> dict:
 
 # --- the schema ---------------------------------------------------------------------------
 
+def schema_path() -> Path:
+    """The schema shipped with the library (in a clone, a link to workflow/schemas/)."""
+    return Path(__file__).resolve().parent / "data" / "config.schema.yaml"
+
+
+def default_config(config: dict | None = None) -> dict:
+    """``config`` (or an empty one) with every schema default filled in, unchecked: for the
+    commands outside the workflow that need one setting's default (``headatlas patterns-eval``)."""
+    config = copy.deepcopy(config or {})
+    for _ in _filling_validator(yaml.safe_load(schema_path().read_text())).iter_errors(config):
+        pass  # filling happens while validating; a partial config is expected here
+    return config
+
+
 def _filling_validator(schema: dict):
     """A Draft 2020-12 validator that writes each missing property's default into the instance."""
     from jsonschema import Draft202012Validator, validators
@@ -263,7 +277,7 @@ def _patterns_problems(config: dict, check) -> list[str]:
     labels = patterns["labels"]
     if labels is not None and (labels["file"] is None) != (labels["maps"] is None):
         problems.append("`patterns.labels`: give `file` and `maps` together (a label table and its "
-                        "maps, `python -m headatlas.labelling freeze`), or neither for the packaged set")
+                        "maps, `headatlas label freeze`), or neither for the packaged set")
     return problems
 
 

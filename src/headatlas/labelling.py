@@ -8,12 +8,12 @@ sheets of 20, and reads the labels back.
 
 Workflow (run once; the labels are kept in the repository)::
 
-    python -m headatlas.labelling sample results/minilm/wikipedia/attention/shard-0.h5 \\
+    headatlas label sample results/minilm/wikipedia/attention/shard-0.h5 \\
         --n 320 --seed 0 --out labels.csv          # the maps to label, pattern column empty
-    python -m headatlas.labelling sheets results/minilm/wikipedia/attention/shard-0.h5 \\
+    headatlas label sheets results/minilm/wikipedia/attention/shard-0.h5 \\
         labels.csv --out sheets/                   # sheet-00.png ... (20 maps each, ids only)
     # look at every sheet, write each map's pattern into labels.csv
-    python -m headatlas.labelling freeze results/minilm/wikipedia/attention/shard-0.h5 \\
+    headatlas label freeze results/minilm/wikipedia/attention/shard-0.h5 \\
         --labels labels.csv --out maps.npz         # the labelled maps themselves, kept with the labels
 
 The labels are of pictures, so the pictures are kept with them: ``freeze``
@@ -183,7 +183,7 @@ def load_maps(path: str | Path | None, labels: pd.DataFrame
     path = packaged_maps() if path is None else Path(path)
     if not path.exists():
         raise HeadAtlasError(f"{path}: no labelled maps (`patterns.labels.maps`; write them with "
-                             "`python -m headatlas.labelling freeze`)")
+                             "`headatlas label freeze`)")
     maps, types = [], []
     with np.load(path, allow_pickle=False) as archive:
         names = set(archive.files)
@@ -218,8 +218,8 @@ def draw_sheets(store_paths, labels: pd.DataFrame, out: str | Path,
     return paths
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m headatlas.labelling",
+def main(argv: Sequence[str] | None = None, prog: str = "headatlas label") -> None:
+    parser = argparse.ArgumentParser(prog=prog,
                                      description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sample = sub.add_parser("sample", help="write the maps to label (pattern column empty)")

@@ -14,8 +14,8 @@ given), and adds headroom::
 array task): the benchmark measures only the job's own script, SLURM counts them all. The result is a ``set-resources``
 block for a Snakemake profile::
 
-    python -m headatlas.resources logs/benchmarks                       # print the block
-    python -m headatlas.resources logs/benchmarks --update profiles/slurm/config.yaml
+    headatlas resources logs/benchmarks                       # print the block
+    headatlas resources logs/benchmarks --update profiles/slurm/config.yaml
 
 ``--update`` rewrites the block between the ``# BEGIN derived resources`` and ``# END derived
 resources`` lines of the profile and keeps every other key a rule has there (partition, GRES,
@@ -105,15 +105,23 @@ class BenchmarkPattern:
         return len(re.sub(r"\{\w+\}", "", self.relative))
 
 
+def _literal(f_prefix: str, text: str) -> str:
+    """A rule file's path string as Snakemake sees it: f"{LOGS}/x/{{model}}" -> logs/x/{model}
+    (the benchmarks folder is named by the ``logs`` config key; ``logs`` by default)."""
+    if not f_prefix:
+        return text
+    return text.replace("{LOGS}/", "logs/").replace("{{", "{").replace("}}", "}")
+
+
 def benchmark_patterns(rules_dir: Path) -> list[BenchmarkPattern]:
     """Each rule's ``benchmark:`` pattern, read from the ``*.smk`` files of ``rules_dir``."""
     found = []
     for smk in sorted(Path(rules_dir).glob("*.smk")):
         text = smk.read_text()
         for name, body in re.findall(r"^rule (\w+):\n(.*?)(?=^\S|\Z)", text, re.M | re.S):
-            match = re.search(r'^\s+benchmark:\s*\n\s+"([^"]+)"', body, re.M)
+            match = re.search(r'^\s+benchmark:\s*\n\s+(f?)"([^"]+)"', body, re.M)
             if match:
-                found.append(BenchmarkPattern(name, match.group(1)))
+                found.append(BenchmarkPattern(name, _literal(*match.groups())))
         # `use rule A as B with:` keeps A's benchmark: pattern (unless it sets its own): B's jobs
         # write the same files, so B is measured with A (e.g. extract_temp with extract).
         for parent, alias, body in re.findall(r"^use rule (\w+) as (\w+) with:\n(.*?)(?=^\S|\Z)",
@@ -239,8 +247,8 @@ def update_profile(profile: Path, block: str) -> None:
     Path(profile).write_text(new)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m headatlas.resources", description=__doc__.split("\n")[0])
+def main(argv: Sequence[str] | None = None, prog: str = "headatlas resources") -> None:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument("benchmarks", nargs="+", type=Path, help="logs/benchmarks folder(s) of finished runs")
     parser.add_argument("--rules", type=Path, default=Path("workflow/rules"),
                         help="the workflow's rules folder (default: workflow/rules)")

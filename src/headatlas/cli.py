@@ -1,0 +1,102 @@
+"""``headatlas``: the tool's commands outside Snakemake.
+
+    headatlas version                 the package version and the code's commit
+    headatlas label sample|sheets|freeze ...   hand-labelling of attention maps (Kovaleva's patterns)
+    headatlas patterns-eval           the pattern classifier on the labelled maps (held-out half)
+    headatlas store-schema            the HDF5 store's schema as Markdown (docs/store.md)
+    headatlas resources LOGS/benchmarks ...    SLURM requests from a finished run's benchmarks
+    headatlas config-docs             the configuration reference (config/README.md)
+
+Each subcommand takes ``--help``. The Snakemake workflow itself runs with ``snakemake``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+
+def _version(argv: Sequence[str]) -> None:
+    from headatlas.provenance import code_version
+
+    argparse.ArgumentParser(prog="headatlas version").parse_args(argv)
+    v = code_version()
+    dirty = " (uncommitted changes)" if v["code_dirty"] else ""
+    print(f"headatlas {v['package_version']}, commit {v['code_commit']}{dirty}")
+
+
+def _label(argv: Sequence[str]) -> None:
+    from headatlas.labelling import main
+
+    main(argv, prog="headatlas label")
+
+
+def _store_schema(argv: Sequence[str]) -> None:
+    from headatlas.store import markdown
+
+    argparse.ArgumentParser(prog="headatlas store-schema",
+                            description="print the store schema as Markdown").parse_args(argv)
+    sys.stdout.write(markdown())
+
+
+def _resources(argv: Sequence[str]) -> None:
+    from headatlas.resources import main
+
+    main(argv, prog="headatlas resources")
+
+
+def _config_docs(argv: Sequence[str]) -> None:
+    from headatlas.configdocs import main
+
+    main(argv, prog="headatlas config-docs")
+
+
+def _patterns_eval(argv: Sequence[str]) -> None:
+    """The workflow's patterns_evaluate rule without Snakemake: packaged or given labels, the
+    schema's default thresholds unless a config file gives others."""
+    import yaml
+
+    from headatlas.analyses.patterns import Thresholds, evaluate_labels
+    from headatlas.config import default_config
+    from headatlas.labelling import load_maps, read_labels
+
+    parser = argparse.ArgumentParser(prog="headatlas patterns-eval", description=_patterns_eval.__doc__)
+    parser.add_argument("--labels", help="label CSV (default: the packaged 320 maps)")
+    parser.add_argument("--maps", help="the labelled maps .npz (default: the packaged maps)")
+    parser.add_argument("--config", type=Path, help="a config whose patterns.thresholds to use")
+    parser.add_argument("--out", type=Path, help="folder for evaluation.csv, confusion.csv, thresholds.csv")
+    args = parser.parse_args(argv)
+    if (args.labels is None) != (args.maps is None):
+        parser.error("give --labels and --maps together, or neither for the packaged set")
+    config = default_config(yaml.safe_load(args.config.read_text()) if args.config else None)
+    labels = read_labels(args.labels)
+    maps, types, _ = load_maps(args.maps, labels)
+    result = evaluate_labels(maps, types, labels, Thresholds.from_dict(config["patterns"]["thresholds"]))
+    print(result.caption)
+    print(result.table.to_string(index=False, float_format="{:.2f}".format))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        result.table.to_csv(args.out / "evaluation.csv", index=False, float_format="%.2f")
+        result.confusion.to_csv(args.out / "confusion.csv")
+        result.thresholds.to_csv(args.out / "thresholds.csv", index=False)
+        print(f"wrote {args.out}/evaluation.csv, confusion.csv, thresholds.csv")
+
+
+COMMANDS = {"version": _version, "label": _label, "patterns-eval": _patterns_eval,
+            "store-schema": _store_schema, "resources": _resources, "config-docs": _config_docs}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        print(__doc__.strip())
+        if argv and argv[0] not in ("-h", "--help"):
+            raise SystemExit(f"headatlas: unknown command {argv[0]!r}; one of {', '.join(COMMANDS)}")
+        return
+    COMMANDS[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    main()

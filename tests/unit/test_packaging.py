@@ -1,0 +1,113 @@
+"""Packaging: the conda env, the generated configuration reference, the wheel and its command."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from headatlas import configdocs
+from headatlas.cli import COMMANDS
+from tests.conftest import ROOT
+
+TEST_ONLY = {"pytest", "snakefmt"}  # requirements.txt lines the rules' environment does not need
+
+
+def requirement_pins() -> list[str]:
+    lines = (re.sub(r"\s*#.*", "", l).strip() for l in (ROOT / "requirements.txt").read_text().splitlines())
+    return [l for l in lines if l and l.split("==")[0] not in TEST_ONLY]
+
+
+def test_every_requirement_is_pinned():
+    assert all("==" in pin for pin in requirement_pins()), requirement_pins()
+
+
+def test_conda_env_is_self_contained_and_matches_requirements():
+    env = yaml.safe_load((ROOT / "envs" / "headatlas.yaml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    # Snakemake builds the env from a copy under .snakemake/conda/: no paths, no -r / -e.
+    assert not [p for p in pip if p.startswith("-") or "/" in p or p.startswith(".")], pip
+    assert pip == requirement_pins()
+
+
+def test_config_reference_is_current():
+    committed = (ROOT / "config" / "README.md").read_text()
+    assert committed == configdocs.markdown(), \
+        "config/README.md is out of date: headatlas config-docs > config/README.md"
+
+
+def test_config_reference_names_every_key():
+    text = configdocs.markdown()
+    for key in ("`results`", "`data`", "`logs`", "`models.<name>.path`", "`extraction.threads`",
+                "`patterns.thresholds.block`"):
+        assert key in text
+
+
+def test_the_packaged_schema_is_the_workflows():
+    from headatlas.config import schema_path
+
+    assert schema_path().read_text() == (ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text()
+
+
+def test_cli_lists_its_commands(capsys):
+    from headatlas.cli import main
+
+    main([])
+    out = capsys.readouterr().out
+    assert all(name in out for name in COMMANDS)
+    with pytest.raises(SystemExit, match="unknown command 'labels'"):
+        main(["labels"])
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel, built from a copy of the sources (nothing is written into the repository)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    source = tmp / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(ROOT / "src", source / "src", symlinks=False,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp / "dist"),
+                             str(source)], capture_output=True, text=True)
+    if result.returncode != 0 and "setuptools" in result.stderr and "No matching distribution" in result.stderr:
+        pytest.skip(f"the build backend could not be installed (no package index): {result.stderr[-300:]}")
+    assert result.returncode == 0, result.stderr
+    (path,) = (tmp / "dist").glob("headatlas-*.whl")
+    return path
+
+
+def test_wheel_carries_every_data_file(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    package = ROOT / "src" / "headatlas"
+    data = [p for p in package.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")
+            and "__pycache__" not in p.parts]
+    assert data, "no data files found"
+    missing = [str(p.relative_to(ROOT / "src")) for p in data
+               if str(p.relative_to(ROOT / "src")).replace(os.sep, "/") not in names]
+    assert not missing, f"left out of the wheel: {missing}"
+    assert any(n.endswith("entry_points.txt") for n in names)
+
+
+def test_the_installed_command_evaluates_the_patterns(wheel, tmp_path):
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
+                    str(wheel)], check=True)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    where = subprocess.run([sys.executable, "-c", "import headatlas; print(headatlas.__file__)"],
+                           env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert where.stdout.strip().startswith(str(site)), where.stdout  # the wheel's copy, not src/
+    result = subprocess.run([str(site / "bin" / "headatlas"), "patterns-eval", "--out", str(tmp_path / "eval")],
+                            env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "held-out (test)" in result.stdout
+    table = (tmp_path / "eval" / "evaluation.csv").read_text()
+    assert "vertical" in table and "accuracy" in table
