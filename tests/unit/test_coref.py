@@ -306,7 +306,28 @@ def test_a_document_left_out_of_coreference_is_counted_and_logged(tmp_path, capl
     table = run_analysis(Coreference, store, progress=False, documents=docs)
     counts = summary_counts(sources, table, table.attrs["analysed_documents"])
     assert counts.loc["documents_left_out_malformed_coreference", "all"] == 1
-    assert counts.loc["documents_analysed", "all"] == 2 and counts.loc["mentions_read", "all"] == 1
+    # d9 went through the store but its coreference was left out: not counted as analysed too
+    assert counts.loc["documents_analysed", "all"] == 1 and counts.loc["mentions_read", "all"] == 1
+    assert counts.attrs["left_out"].to_dict("records") == [
+        {"doc": "d9", "split": "test", "fate": "documents_left_out_malformed_coreference",
+         "reason": "coreference left out by the reader (its trees serve the other analyses): "
+                   "x.conllu:3: mention of entity 4 opens here and is never closed"}]
+
+
+def test_every_left_out_document_is_named_and_the_documents_add_up(counted):
+    """Issue 21, item 7: d2 (first sentence too long) and d4 (skipped at extraction) are named with
+    their reasons, and documents = left out + dropped + skipped + analysed, overall and per split."""
+    sources, table = counted
+    counts = summary_counts(sources, table, table.attrs["analysed_documents"])
+    left_out = counts.attrs["left_out"]
+    assert list(zip(left_out["doc"], left_out["fate"])) == [
+        ("d2", "documents_dropped_first_sentence_too_long"), ("d4", "documents_skipped_at_extraction")]
+    assert "first sentence alone is longer than max_length" in left_out["reason"].iloc[0]
+    assert "skipped at extraction" in left_out["reason"].iloc[1]
+    fates = ["documents_left_out_malformed_coreference", "documents_dropped_first_sentence_too_long",
+             "documents_skipped_at_extraction", "documents_analysed"]
+    assert (counts.loc[fates].sum() == counts.loc["documents"]).all()
+    assert counts.loc["documents_analysed", "all"] + len(left_out) == counts.loc["documents", "all"]
 
 
 def test_counts_refuse_mentions_that_vanish(counted):

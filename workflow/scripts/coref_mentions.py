@@ -9,6 +9,8 @@ with rule_logging(snakemake) as log:
     table = run_analysis(Coreference, snakemake.input.stores, documents=documents,
                          how=snakemake.params.how, weighting=snakemake.params.weighting)
     counts = summary_counts(sources, table, table.attrs["analysed_documents"])
+    for row in counts.attrs["left_out"].itertuples():
+        log.warning("document %s (%s) not analysed: %s", row.doc, row.split or "no split", row.reason)
     write_table(table, snakemake.output.mentions, float_format="%.6g")
     write_table(counts, snakemake.output.summary, index=True)
     log.info("%d documents, %d mentions, %d evaluated -> %s", len(table.attrs["analysed_documents"]),

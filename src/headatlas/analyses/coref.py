@@ -489,12 +489,54 @@ def _split_order(splits: Iterable[str]) -> list[str]:
     return [s for s in known if s in present] + sorted(present - set(known))
 
 
+# Why a source document is not analysed, in order of precedence: each document has one fate.
+LEFT_OUT_REASONS = {
+    "documents_left_out_malformed_coreference":
+        "coreference left out by the reader (its trees serve the other analyses): {problem}",
+    "documents_dropped_first_sentence_too_long":
+        "dropped by prepare_documents: its first sentence alone is longer than max_length wordpieces "
+        "(windows: every sentence is)",
+    "documents_skipped_at_extraction":
+        "skipped at extraction: longer than max_length wordpieces, or empty (the store's skipped_ids)",
+}
+
+
+def _fates(src: pd.DataFrame) -> dict[str, pd.Series]:
+    """One exclusive fate per source document: the left-out reasons, then ``documents_analysed``."""
+    excluded = src["coreference_excluded"] != ""
+    prepared, analysed = src["prepared"], src["analysed"]
+    return {"documents_left_out_malformed_coreference": excluded,
+            "documents_dropped_first_sentence_too_long": ~excluded & ~prepared,
+            "documents_skipped_at_extraction": ~excluded & prepared & ~analysed,
+            "documents_analysed": ~excluded & prepared & analysed}
+
+
+def left_out_documents(sources: pd.DataFrame, analysed: Iterable[str]) -> pd.DataFrame:
+    """Every source document not analysed, named with its reason: ``doc``, ``split``, ``reason``
+    (a :data:`LEFT_OUT_REASONS` text), in the order of ``sources``."""
+    src = sources.assign(analysed=sources["doc"].isin(set(analysed)))
+    rows = []
+    for fate, mask in _fates(src).items():
+        if fate == "documents_analysed":
+            continue
+        for _, row in src[mask].iterrows():
+            rows.append({"doc": row["doc"], "split": row["split"], "fate": fate,
+                         "reason": LEFT_OUT_REASONS[fate].format(problem=row["coreference_excluded"])})
+    order = {doc: i for i, doc in enumerate(src["doc"])}
+    return pd.DataFrame(sorted(rows, key=lambda r: order[r["doc"]]),
+                        columns=["doc", "split", "fate", "reason"])
+
+
 def summary_counts(sources: pd.DataFrame, mentions: pd.DataFrame, analysed: Iterable[str]) -> pd.DataFrame:
     """Where every mention went: cut, dropped, skipped, unaligned, with/without antecedent.
 
-    Rows are quantities, columns ``all`` and each split. Raises ``ValueError``
-    if the mentions read do not add up to those cut, dropped, skipped and analysed.
+    Rows are quantities, columns ``all`` and each split. Every document has one fate:
+    ``documents`` = left out for malformed coreference + dropped + skipped at extraction +
+    analysed. ``attrs["left_out"]`` names each document not analysed, with its reason
+    (:func:`left_out_documents`). Raises ``ValueError`` if the documents or the mentions
+    read do not add up to those cut, dropped, skipped and analysed.
     """
+    analysed = list(analysed)
     sources = sources.assign(analysed=sources["doc"].isin(set(analysed)))
     columns = {"all": _counts(sources, mentions)}
     for split in _split_order(sources["split"]):
@@ -502,18 +544,17 @@ def summary_counts(sources: pd.DataFrame, mentions: pd.DataFrame, analysed: Iter
                                              mentions[mentions["split"] == split])
     table = pd.DataFrame(columns)
     table.index.name = "quantity"
+    table.attrs["left_out"] = left_out_documents(sources, analysed)
     return table
 
 
 def _counts(src: pd.DataFrame, m: pd.DataFrame) -> dict[str, int]:
     prepared, analysed = src["prepared"], src["analysed"]
     with_antecedent = m["n_antecedents"] > 0
+    fates = _fates(src)
     counts = {
         "documents": len(src),
-        "documents_left_out_malformed_coreference": (src["coreference_excluded"] != "").sum(),
-        "documents_dropped_first_sentence_too_long": (~prepared).sum(),
-        "documents_skipped_at_extraction": (prepared & ~analysed).sum(),
-        "documents_analysed": analysed.sum(),
+        **{fate: mask.sum() for fate, mask in fates.items()},
         "sentences": src["sentences"].sum(),
         "sentences_cut_by_truncation": (src["sentences"] - src["sentences_kept"])[prepared].sum(),
         "mentions_read": src["mentions"].sum(),
@@ -537,6 +578,9 @@ def _counts(src: pd.DataFrame, m: pd.DataFrame) -> dict[str, int]:
             int((m.groupby(["doc", "entity"]).size() == 1).sum()),
     }
     counts = {k: int(v) for k, v in counts.items()}
+    if sum(counts[fate] for fate in fates) != counts["documents"]:
+        raise ValueError(f"{counts['documents']} documents but {sum(counts[f] for f in fates)} "
+                         "analysed or left out: the documents file does not match its sentence corpus")
     accounted = sum(counts[k] for k in ("mentions_cut_by_truncation", "mentions_in_dropped_documents",
                                         "mentions_in_skipped_documents", "mentions_analysed"))
     if accounted != counts["mentions_read"]:
