@@ -29,11 +29,11 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-import headatlas
 from headatlas.batching import pad_batch
 from headatlas.corpora.records import Sentence
 from headatlas.errors import EmptyStoreError, ModelError
 from headatlas.models import LoadedModel, check_max_length
+from headatlas.provenance import code_version
 from headatlas.store import StoreWriter, empty_store_message
 from headatlas.valuenorms import model_class, norm_recorder
 
@@ -262,7 +262,7 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
     device = next(loaded.model.parameters()).device
     attrs = {**loaded.info, **(store_attrs or {}), "n_layers": loaded.n_layers,
              "n_heads": loaded.n_heads, "max_length": max_length, "shard": shard,
-             "n_shards": n_shards, "package_version": headatlas.__version__,
+             "n_shards": n_shards, **code_version(),
              **store_special_tokens(tok),
              "n_skipped": len(skipped), "n_too_long": stats["too_long"]}
     if not examples:

@@ -117,6 +117,8 @@ ATTRIBUTES = (
     Field("corpus", "str", "", "the corpus's name in the configuration"),
     Field("corpus_sha256", "str", "", "sha256 of the prepared JSON Lines file"),
     Field("package_version", "str", "", "version of headatlas that wrote the file"),
+    Field("code_commit", "str", "", "git commit of the code that wrote the file ('unknown' outside a clone)"),
+    Field("code_dirty", "bool", "", "whether tracked files differed from that commit"),
     Field("cls_token", "str", "",
           "the tokenizer's classification token, first in every example (`[CLS]`; RoBERTa `<s>`); "
           "analyses find `[CLS]` by it"),
