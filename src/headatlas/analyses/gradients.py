@@ -61,7 +61,7 @@ from headatlas.errors import ModelError
 from headatlas.extract import Encoded, collate, encode, encode_corpus
 from headatlas.heads import head_table
 from headatlas.io import atomic_open
-from headatlas.models import LoadedModel, load_model, resolve
+from headatlas.models import LoadedModel, load_masked_lm, load_model
 from headatlas.store import token_masks
 
 LOSSES = ("auto", "mlm", "contrastive")
@@ -82,16 +82,23 @@ LOSS_TEXT = {
 }
 
 
-def choose_loss(config, loss: str = "auto") -> str:
-    """``mlm`` or ``contrastive`` for a model config; ``auto`` looks at its ``architectures``.
+def choose_loss(config, loss: str = "auto", masked_lm_head: bool | None = None) -> str:
+    """``mlm`` or ``contrastive`` for a model config; ``auto`` asks whether the checkpoint has
+    a trained masked-LM head.
 
-    A checkpoint saved from a ``...ForMaskedLM``/``...ForPreTraining`` class
-    carries a trained masked-LM head; anything else (``BertModel``) does not.
+    ``masked_lm_head``: whether its tensors include masked-LM head weights
+    (:attr:`headatlas.capabilities.Capabilities.masked_lm_head`), which decides
+    whatever ``architectures`` says (all-mpnet-base-v2's names ``MPNetForMaskedLM``
+    and has no head). Only when the tensors could not be read (None) does ``auto``
+    fall back to the class the checkpoint was saved from: ``...ForMaskedLM`` /
+    ``...ForPreTraining`` means a head.
     """
     if loss not in LOSSES:
         raise ValueError(f"gradients loss {loss!r}: choose one of {LOSSES}")
     if loss != "auto":
         return loss
+    if masked_lm_head is not None:
+        return "mlm" if masked_lm_head else "contrastive"
     names = config.architectures or []
     return "mlm" if any(name.endswith(_HEAD_ARCHITECTURES) for name in names) else "contrastive"
 
@@ -107,22 +114,15 @@ def load_for_loss(name: str, spec: dict, loss: str = "auto",
     Raises :class:`~headatlas.errors.ModelError` when ``mlm`` is asked for but
     the checkpoint has no trained masked-LM head.
     """
+    from headatlas.capabilities import capabilities
+
     loaded = load_model(name, spec, device)
-    loss = choose_loss(loaded.model.config, loss)
+    loss = choose_loss(loaded.model.config, loss, capabilities(spec).masked_lm_head)
     if loss == "contrastive":
         return loaded, loss
-    from transformers import AutoModelForMaskedLM
-
-    source, revision = resolve(spec)
-    mlm, info = AutoModelForMaskedLM.from_pretrained(source, revision=revision, attn_implementation="eager",
-                                                     output_loading_info=True)
-    untrained = [k for k in info["missing_keys"] if not k.startswith(mlm.base_model_prefix)]
-    if untrained:
-        raise ModelError(f"model {name!r}: loss 'mlm' needs a trained masked-LM head, but the checkpoint "
-                         f"lacks {untrained[:3]}.\n  how to fix: set `gradients: {{loss: contrastive}}` "
-                         "(or auto) for a sentence-embedding model")
-    setattr(mlm, mlm.base_model_prefix, loaded.model)
-    mlm.to(next(loaded.model.parameters()).device).eval()
+    # The project's one loading door: the checkpoint checks, trust_remote_code=False, and a
+    # ModelError naming the head weights the checkpoint lacks.
+    mlm = load_masked_lm(name, spec, encoder=loaded.model)
     return LoadedModel(mlm, loaded.tokenizer, loaded.info), loss
 
 
@@ -254,12 +254,29 @@ class GradientSums:
                           **{name: attention[..., c] for c, name in enumerate(ATTENTION)})
 
 
-def _batches(examples: list, batch_size: int) -> list[list]:
+def _batches(examples: list, batch_size: int, max_tokens: int | None = None, rows: int = 1,
+             min_size: int = 1) -> list[list]:
     """Length-sorted batches of near-equal size (never a lone last example: the
-    contrastive loss of a single pair has no negatives and is identically 0)."""
+    contrastive loss of a single pair has no negatives and is identically 0).
+
+    ``max_tokens`` bounds what one forward and backward pass holds: a batch whose
+    padded tokens (examples x ``rows`` input rows each, 2 for the contrastive halves, x
+    the longest example's length) exceed ``max_tokens`` is split into the fewest
+    near-equal parts that fit, each of at least ``min_size`` examples. Batches within
+    the budget are left as they are, so a budget that never binds changes nothing.
+    """
     ordered = sorted(examples, key=len)
     parts = np.array_split(np.arange(len(ordered)), math.ceil(len(ordered) / batch_size))
-    return [[ordered[i] for i in part] for part in parts]
+    batches = [[ordered[i] for i in part] for part in parts]
+    if max_tokens is None:
+        return batches
+    out = []
+    for batch in batches:
+        width = max(len(e) for e in batch)
+        fits = max(min_size, max_tokens // (rows * width))  # examples per pass within the budget
+        pieces = min(math.ceil(len(batch) / fits), max(1, len(batch) // min_size))
+        out += [[batch[i] for i in part] for part in np.array_split(np.arange(len(batch)), pieces)]
+    return out
 
 
 def _half(example: Encoded, sentence: Sentence, tokenizer, second: bool) -> Encoded:
@@ -297,7 +314,8 @@ def _contrastive_batch(batch, sentences, tokenizer, device):
 
 def gradient_importance(loaded: LoadedModel, loss: str, sentences: Sequence[Sentence], *,
                         max_length: int = 128, batch_size: int = 16, max_examples: int | None = None,
-                        seed: int = 0, progress: bool = True) -> tuple[pd.DataFrame, Counter]:
+                        seed: int = 0, max_batch_tokens: int | None = None,
+                        progress: bool = True) -> tuple[pd.DataFrame, Counter]:
     """Mean |dL/d attention| per head and key kind over a corpus of segments.
 
     Parameters
@@ -309,6 +327,12 @@ def gradient_importance(loaded: LoadedModel, loss: str, sentences: Sequence[Sent
         skipped (counted), exactly as in extraction, so N matches the store.
     max_examples : use the first this many (in corpus order) of the segments kept.
     seed : the masking seed (``mlm``); per example, so batches do not matter.
+    max_batch_tokens : the memory budget, in padded tokens per forward and backward pass
+        (``gradients.max_batch_tokens``): larger batches are split (:func:`_batches`).
+        Peak memory grows with it (activations and the ``[batch, heads, T, T]``
+        attentions and their gradients of every layer). ``mlm``: the result does not
+        depend on it (examples do not interact); ``contrastive``: a split batch has
+        fewer in-batch negatives.
 
     Returns
     -------
@@ -332,7 +356,8 @@ def gradient_importance(loaded: LoadedModel, loss: str, sentences: Sequence[Sent
     device = next(model.parameters()).device
     config = model.config
     sums = GradientSums(config.num_hidden_layers, config.num_attention_heads)
-    batches = _batches(kept, batch_size)
+    batches = _batches(kept, batch_size, max_batch_tokens, rows=2 if loss == "contrastive" else 1,
+                       min_size=2 if loss == "contrastive" else 1)
     for batch in tqdm(batches, desc=f"gradients ({loss})", disable=not progress, mininterval=2):
         if loss == "mlm":
             inputs, rows, loss_fn = _mlm_batch(batch, tokenizer, device, seed, config.vocab_size)
@@ -342,15 +367,18 @@ def gradient_importance(loaded: LoadedModel, loss: str, sentences: Sequence[Sent
         kinds = _kinds(rows, tokenizer, inputs["input_ids"].shape[1]).to(device)
         sums.add(grads, inputs["attention_mask"], kinds, attentions)
         stats["loss_sum"] += float(value)
+        del value, grads, attentions, inputs, kinds  # freed before the next batch's forward pass
     table = sums.result()
     table.attrs.update(n_examples=len(kept), loss=loss)
     stats["used"] = len(kept)
+    stats["batches"] = len(batches)
     table.attrs["lengths"] = length_text([len(e) for e in kept])
     return table, stats
 
 
 def run_record(loaded: LoadedModel, corpus: str, loss: str, heads: pd.DataFrame, stats: Counter, *,
-               loss_asked: str, batch_size: int, seed: int, max_length: int) -> dict:
+               loss_asked: str, batch_size: int, seed: int, max_length: int,
+               max_batch_tokens: int | None = None) -> dict:
     """What a :func:`gradient_importance` run used and gave (``run.json``): the model's
     provenance, the corpus, the shape, the loss (and the one asked for), N, the
     options, the mean loss per example and the segments skipped for length."""
@@ -360,6 +388,9 @@ def run_record(loaded: LoadedModel, corpus: str, loss: str, heads: pd.DataFrame,
             "n_layers": config.num_hidden_layers,
             "n_heads": config.num_attention_heads, "loss": loss, "loss_asked": loss_asked,
             "n_examples": n, "batch_size": batch_size, "seed": seed, "max_length": max_length,
+            "max_batch_tokens": max_batch_tokens,
+            "model_class": type(getattr(loaded.model, "base_model", loaded.model)).__name__,
+            "lowercase": getattr(loaded.tokenizer, "do_lower_case", None),
             "mean_loss": stats["loss_sum"] / n, "n_skipped_too_long": stats["too_long"]}
 
 
