@@ -26,8 +26,9 @@ from tests.workflow.isolation import RUN_STATE
 
 pytestmark = pytest.mark.workflow
 
-# The test files that plan the workflow's shipped configurations (once in the repository root).
-GUARDED = ("tests/workflow/test_configs.py", "tests/workflow/test_compare.py")
+# The test files that plan the workflow's shipped configurations (test_configs and test_compare
+# once did so in the repository root).
+GUARDED = ("tests/workflow/test_configs.py", "tests/workflow/test_compare.py", "tests/workflow/test_two_models.py")
 
 
 def copy_working_tree(target: Path) -> Path:
