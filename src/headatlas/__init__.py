@@ -9,15 +9,17 @@ __version__ = _package_version()  # from git tags at install time (setuptools-sc
 
 
 # Notebook entry points (the head atlas). Kept lazy: this package is imported when the Snakefile
-# is parsed, so nothing heavy (pandas) is imported here.
+# is parsed, so nothing heavy (pandas) is imported here. The module is imported by name, not with
+# an import statement: headatlas.codedeps reads import statements, and one here would make
+# atlas.py a code input of every rule.
 def __getattr__(name):
     """``headatlas.atlas``: the module :mod:`headatlas.atlas`, callable as
     ``headatlas.atlas("results", "minilm")`` -> that model's ``heads.csv`` as a DataFrame."""
     if name == "atlas":
         import importlib
 
-        return importlib.import_module("headatlas.atlas")
-    raise AttributeError(f"module 'headatlas' has no attribute {name!r}")
+        return importlib.import_module(f"{__name__}.atlas")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def head(model, layer, head, results="results", weighting=None):
@@ -26,6 +28,7 @@ def head(model, layer, head, results="results", weighting=None):
 
     >>> headatlas.head("minilm", 3, 9, results="results")  # doctest: +SKIP
     """
-    from headatlas.atlas import head_profile
+    import importlib
 
-    return head_profile(model, layer, head, results, weighting)
+    profile = importlib.import_module(f"{__name__}.atlas").head_profile
+    return profile(model, layer, head, results, weighting)

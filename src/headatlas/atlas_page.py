@@ -1,0 +1,209 @@
+"""The head atlas page: ``results/atlas.html``, one self-contained file (no network, no CDN).
+
+For every model it shows a layer x head grid coloured by any column of ``heads.csv``
+(:mod:`headatlas.atlas`), a sortable and filterable head table, and on a click the head's
+card: its numbers beside the papers' (the column dictionary's ``reference``), its type and
+pattern, and its attention on a few real examples of each corpus, as lines (Clark's Fig. 1,
+bertviz's head view) and as a heat map, over words. A toggle switches every number and
+picture between the attention weights and the norm weighting in place.
+
+The examples are read from the stores (:mod:`headatlas.store`): per (model, corpus)
+``examples`` inputs of about ``0.6 * max_units`` words, collapsed to words with
+:func:`headatlas.wordlevel.word_level` (attention *to* a word: the sum over its pieces; *from*
+it: the mean), cut to the first ``max_units`` words when longer, and stored as one byte per
+weight (0-255, base64). The page's size is therefore about
+``models_with_stores x corpora x examples x layers x heads x weightings x words^2 x 4/3`` bytes
+plus the tables (a few hundred kB): :func:`size_report` gives the breakdown.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from headatlas.store import Store
+from headatlas.wordlevel import units, word_level
+
+SPECIAL_WORD_MARKERS = "Ġ▁"
+
+
+@dataclass
+class ModelData:
+    """One model's part of the page: its joined table, dictionary and examples."""
+
+    name: str
+    heads: pd.DataFrame
+    columns: pd.DataFrame
+    examples: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def unit_words(tokens: Sequence[str], word_ids: np.ndarray) -> list[str]:
+    """The text of each word unit (:func:`headatlas.wordlevel.units`): a word's pieces joined
+    (``##`` continuation marks and ``Ġ``/``▁`` word-start marks dropped); special tokens as is."""
+    unit = units(word_ids)
+    words = [""] * (int(unit.max()) + 1 if len(unit) else 0)
+    for token, u, w in zip(tokens, unit, word_ids):
+        if w < 0:
+            words[u] = token
+        else:
+            piece = token[2:] if token.startswith("##") else token.lstrip(SPECIAL_WORD_MARKERS)
+            words[u] += piece
+    return [w if w else "·" for w in words]
+
+
+def _quantise(maps: np.ndarray) -> str:
+    """``[L, H, U, U]`` weights in [0, 1] -> one byte each (round(255 w)), base64."""
+    q = np.clip(np.rint(np.asarray(maps, dtype=np.float64) * 255), 0, 255).astype(np.uint8)
+    return base64.b64encode(q.tobytes()).decode("ascii")
+
+
+def pick_examples(shards: Sequence[str | Path], n: int = 2, max_units: int = 40,
+                  min_units: int = 8) -> list[tuple[str, int]]:
+    """``(shard, position)`` of ``n`` examples whose word count is nearest ``0.6 * max_units``
+    (at least ``min_units`` where any is that long), ties by corpus order."""
+    target = max(min_units, round(0.6 * max_units))
+    candidates = []
+    for path in shards:
+        with Store(path) as store:
+            for i, (n_tok, n_words, index) in enumerate(zip(store.lengths, store.n_words,
+                                                             store.example_index)):
+                words = int(n_words)
+                candidates.append((abs(words - target) + (1000 if words < min_units else 0),
+                                   int(index), str(path), i))
+    candidates.sort()
+    return [(path, i) for _, _, path, i in candidates[:n]]
+
+
+def read_example(path: str | Path, position: int, max_units: int, norm: bool) -> dict:
+    """One example of a store as the page holds it: words, and per weighting its word-level maps
+    (quantised, base64), cut to the first ``max_units`` words."""
+    with Store(path, "attention", norms=norm) as store:
+        example = store.example(position)
+        corpus_index = int(store.example_index[position])
+    views = {"attention": example}
+    if norm:
+        views["norm"] = example.weighted("norm")
+    words = unit_words(example.tokens, example.word_ids)
+    n_units = len(words)
+    keep = min(n_units, max_units)
+    record = {"id": example.id, "index": corpus_index, "words": words[:keep], "n_units": n_units,
+              "layers": int(example.attn.shape[0]), "heads": int(example.attn.shape[1]), "maps": {}}
+    for weighting, view in views.items():
+        maps = word_level(view.attn, view.word_ids, "mean")[..., :keep, :keep]
+        record["maps"][weighting] = _quantise(maps)
+    return record
+
+
+def model_examples(stores: dict[str, Sequence[str | Path]], n: int, max_units: int,
+                   min_units: int, norm: bool) -> list[dict]:
+    """Examples of every corpus of one model: ``stores`` maps corpus -> its shard paths."""
+    examples = []
+    for corpus, shards in stores.items():
+        if not shards:
+            continue
+        with Store(shards[0]) as first:
+            has_norms = first.has_norms
+        for path, position in pick_examples(shards, n, max_units, min_units):
+            record = read_example(path, position, max_units, norm and has_norms)
+            examples.append({"corpus": corpus, **record})
+    return examples
+
+
+def _round(value):
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        if math.isnan(value):
+            return None
+        return float(f"{value:.4g}")
+    if value is None or (isinstance(value, str) and value == ""):
+        return None
+    return value
+
+
+def _table_payload(heads: pd.DataFrame, columns: pd.DataFrame) -> dict:
+    """heads.csv as {weighting: {column: [value per head, layer-major]}} and the dictionary."""
+    present = columns[columns["status"] == "present"] if "status" in columns else columns
+    names = [c for c in present["column"] if c in heads.columns]
+    n_layers, n_heads = int(heads["layer"].max()), int(heads["head"].max())
+    rows = {}
+    for weighting, part in heads.groupby("weighting", sort=False):
+        part = part.set_index(["layer", "head"]).reindex(
+            pd.MultiIndex.from_product([range(1, n_layers + 1), range(1, n_heads + 1)]))
+        rows[weighting] = {c: [_round(v) for v in part[c].tolist()] for c in names}
+    info = {}
+    for _, row in present.iterrows():
+        if row["column"] not in names:
+            continue
+        values = heads[row["column"]].dropna()
+        numeric = pd.api.types.is_numeric_dtype(heads[row["column"]]) and \
+            not pd.api.types.is_bool_dtype(heads[row["column"]])
+        info[row["column"]] = {
+            "unit": _text(row.get("unit")), "paper": _text(row.get("paper")),
+            "reference": _text(row.get("reference")), "meaning": _text(row.get("meaning")),
+            "weightings": _text(row.get("weightings")), "source": _text(row.get("source")),
+            "numeric": bool(numeric and len(values)),
+        }
+    absent = [{"columns": _text(r["column"]), "status": _text(r["status"])}
+              for _, r in columns.iterrows() if str(r.get("status", "present")) != "present"]
+    return {"layers": n_layers, "heads": n_heads, "weightings": list(rows), "values": rows,
+            "columns": names, "info": info, "absent": absent}
+
+
+def _text(value) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def page(models: Sequence[ModelData], title: str = "headatlas: the head atlas") -> str:
+    """The page's HTML (one string): the data inline as JSON, the script and style inline."""
+    data = {"title": title, "models": [
+        {"name": m.name, **_table_payload(m.heads, m.columns), "examples": m.examples,
+         "notes": m.notes} for m in models]}
+    payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    template = (Path(__file__).with_name("data") / "atlas.html.tmpl").read_text(encoding="utf-8")
+    return template.replace("{{TITLE}}", html.escape(title)).replace("{{DATA}}", payload)
+
+
+def size_report(models: Sequence[ModelData], text: str) -> str:
+    """What makes up the page's size: the tables, and the examples per model and corpus."""
+    lines = [f"page {len(text.encode('utf-8')) / 1e6:.2f} MB"]
+    for m in models:
+        by_corpus: dict[str, list[int]] = {}
+        for e in m.examples:
+            size = sum(len(v) for v in e["maps"].values())
+            by_corpus.setdefault(e["corpus"], []).append(size)
+        table = len(json.dumps(_table_payload(m.heads, m.columns), separators=(",", ":")))
+        lines.append(f"  {m.name}: table {table / 1e3:.0f} kB; examples " + (", ".join(
+            f"{c} {len(s)} x {sum(s) / len(s) / 1e3:.0f} kB" for c, s in by_corpus.items()) or "none"))
+    return "\n".join(lines)
+
+
+def build_page(models: Sequence[str], results: str | Path,
+               stores: dict[str, dict[str, Sequence[str]]], examples: int = 2,
+               max_units: int = 40, min_units: int = 8) -> tuple[str, list[ModelData]]:
+    """Read every model's ``heads.csv`` and dictionary under ``results`` and the examples of
+    ``stores`` (model -> corpus -> shards; models without stores show numbers only) -> the page."""
+    parts = []
+    for name in models:
+        heads = pd.read_csv(Path(results) / name / "heads.csv")
+        columns = pd.read_csv(Path(results) / name / "heads_columns.csv")
+        norm = "norm" in set(heads["weighting"])
+        model_stores = stores.get(name) or {}
+        notes = [] if model_stores else [
+            "no attention examples: this model's stores are not kept after the run "
+            "(extraction.keep_stores)"]
+        parts.append(ModelData(name, heads, columns,
+                               model_examples(model_stores, examples, max_units, min_units, norm),
+                               notes))
+    return page(parts), parts

@@ -1,0 +1,206 @@
+"""The head atlas: joining per-head tables (headatlas.atlas), the notebook entry points, the page."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import headatlas
+from headatlas import atlas as atlas_module
+from headatlas.atlas import build, planned_tables, write
+from headatlas.atlas_page import build_page, pick_examples, read_example, unit_words
+from headatlas.store import StoreWriter
+
+L, H = 2, 3
+
+
+def per_head(**columns) -> pd.DataFrame:
+    layer, head = np.divmod(np.arange(L * H), H)
+    return pd.DataFrame({"layer": layer + 1, "head": head + 1, **columns})
+
+
+def run_tables(root):
+    """A small run's per-head tables for model m (two weightings of surface; syntax; importance)."""
+    r = root / "results"
+    rng = np.random.default_rng(0)
+    for suffix, shift in (("", 0.0), ("-norm", 0.1)):
+        surface = r / "m" / "wiki" / f"surface{suffix}"
+        surface.mkdir(parents=True)
+        per_head(prev=np.linspace(0, 0.5, L * H) + shift, self=0.1, next=0.2).to_csv(
+            surface / "relative_position.csv", index=False)
+        per_head(cls=0.1 + shift, sep=np.linspace(0.2, 0.7, L * H) - shift, punct=0.05,
+                 sep_from_sep=0.9, sep_from_other=0.3).to_csv(surface / "special_tokens.csv", index=False)
+        (surface / "relative_position.svg").write_text("<svg/>")
+    patterns = r / "m" / "wiki" / "patterns"
+    patterns.mkdir(parents=True)
+    per_head(vertical=0.5, diagonal=0.2, **{"vertical+diagonal": 0.1}, block=0.0, heterogeneous=0.2,
+             dominant="vertical").to_csv(patterns / "heads.csv", index=False)
+    syntax = r / "m" / "tb" / "syntax"
+    syntax.mkdir(parents=True)
+    rows = []
+    for relation in ("all", "det", "obj"):
+        for direction in ("dep->head", "head->dep"):
+            for k, (layer, head) in enumerate(zip(*np.divmod(np.arange(L * H), H))):
+                rows.append({"relation": relation, "direction": direction, "layer": layer + 1,
+                             "head": head + 1, "n": 50, "correct": 0,
+                             "accuracy": round(float(rng.random()), 3), "unaligned": 0})
+    pd.DataFrame(rows).to_csv(syntax / "heads.csv", index=False)
+    pd.DataFrame({"relation": ["all", "det", "det", "obj"], "offset": [1, 1, -1, -2], "n": 50,
+                  "correct": 0, "accuracy": [0.3, 0.5, 0.2, 0.4]}).to_csv(syntax / "offsets.csv", index=False)
+    pd.DataFrame({"relation": ["all", "det", "obj", None], "paper_relation": ["all", "det", "dobj", "prep"],
+                  "paper_head": ["7-6", "8-11", "8-10", "7-4"], "paper_acc": [34.5, 94.3, 86.8, 66.7],
+                  "paper_baseline_offset": [1, 1, -2, -1], "paper_baseline_acc": [26.3, 51.7, 40.0, 61.8]}
+                 ).to_csv(syntax / "table1.csv", index=False)
+    importance = r / "m_task" / "importance"
+    importance.mkdir(parents=True)
+    per_head(importance_raw=1.0, importance=0.5, rank=np.arange(1, L * H + 1), score=95.0,
+             delta=np.linspace(-1, 0.5, L * H), ci_low=-1.5, ci_high=0.8, improves=False,
+             significant=False).to_csv(importance / "heads.csv", index=False)
+    return r
+
+
+def test_planned_tables_follow_the_plan_and_witnesses(tmp_path):
+    r = run_tables(tmp_path)
+    planned = [f"{r}/m/wiki/surface/relative_position.svg", f"{r}/m/wiki/surface-norm/special_tokens.csv",
+               f"{r}/m/wiki/clustering/mds.svg", f"{r}/m/tb/syntax/table1.csv",
+               f"{r}/m/tb/syntax/heads.csv", f"{r}/other/wiki/surface/entropy.csv",
+               f"{r}/m/wiki/headtypes/changes_from_base.csv", f"{r}/m/wiki/headtypes/changes_from_base_by_layer.csv"]
+    tables = planned_tables(planned, r, "m")
+    assert f"{r}/m/wiki/clustering/coordinates.csv" in tables  # written beside mds.svg
+    assert f"{r}/m/wiki/surface-norm/special_tokens.csv" in tables
+    assert f"{r}/m/tb/syntax/heads.csv" in tables
+    assert f"{r}/m/wiki/headtypes/changes_from_base.csv" in tables
+    assert not any("other" in t or "by_layer" in t or t.endswith(".svg") for t in tables)
+
+
+def test_build_joins_every_table_once_per_weighting(tmp_path):
+    r = run_tables(tmp_path)
+    tables = [p for p in r.joinpath("m").rglob("*.csv") if p.name not in ("offsets.csv", "table1.csv")]
+    atlas = build(tables, r, "m")
+    heads = atlas.heads
+    assert list(heads.columns[:3]) == ["weighting", "layer", "head"]
+    assert len(heads) == 2 * L * H and list(heads["weighting"].unique()) == ["attention", "norm"]
+    first = heads[(heads["layer"] == 1) & (heads["head"] == 2)].set_index("weighting")
+    assert first.loc["norm", "prev"] == pytest.approx(first.loc["attention", "prev"] + 0.1)
+    # patterns: computed on the attention weights only, empty under norm
+    assert first.loc["attention", "pattern_wiki"] == "vertical" and pd.isna(first.loc["norm", "pattern_wiki"])
+    # dependency heads: the relation with the largest margin over its best offset
+    syntax = pd.read_csv(r / "m" / "tb" / "syntax" / "heads.csv")
+    got = first.loc["attention"]
+    cand = syntax[(syntax["layer"] == 1) & (syntax["head"] == 2) & (syntax["relation"] != "all")].copy()
+    cand["margin"] = cand["accuracy"] - cand["relation"].map({"det": 0.5, "obj": 0.4})
+    best = cand.sort_values("margin", ascending=False).iloc[0]
+    assert (got["syntax_tb_relation"], got["syntax_tb_direction"]) == (best["relation"], best["direction"])
+    assert got["syntax_tb_margin"] == pytest.approx(best["margin"])
+    assert got["syntax_tb_paper"].startswith({"det": "det: head 8-11", "obj": "dobj: head 8-10"}[best["relation"]])
+    columns = atlas.columns.set_index("column")
+    assert columns.loc["prev", "weightings"] == "attention, norm"
+    assert columns.loc["pattern_wiki", "weightings"] == "attention"
+    assert "m/wiki/surface-norm/relative_position.csv:prev" in columns.loc["prev", "source"]
+    # what the run did not write is said, not silently dropped
+    absent = atlas.columns[atlas.columns["status"] != "present"]
+    assert any("entropy" in c for c in absent["column"]) and any("entropy" in n for n in atlas.notes)
+
+
+def test_independent_columns_repeat_under_both_weightings(tmp_path):
+    r = run_tables(tmp_path)
+    atlas = build([r / "m_task" / "importance" / "heads.csv"], r, "m_task")
+    assert set(atlas.heads["weighting"]) == {"attention"}
+    tables = [r / "m" / "wiki" / s / "relative_position.csv" for s in ("surface", "surface-norm")]
+    with pytest.raises(ValueError, match="not a per-head table"):
+        build(tables + [r / "m_task" / "importance" / "heads.csv"], r, "m")  # another model's table
+
+
+def test_unknown_table_is_refused(tmp_path):
+    r = run_tables(tmp_path)
+    with pytest.raises(ValueError, match="not a per-head table"):
+        build([r / "m" / "tb" / "syntax" / "offsets.csv"], r, "m")
+
+
+def test_entry_points_doctest(tmp_path):
+    """The notebook example of the README, run as a doctest."""
+    r = run_tables(tmp_path)
+    tables = [p for p in r.joinpath("m").rglob("*.csv") if p.name not in ("offsets.csv", "table1.csv")]
+    write(build(tables, r, "m"), r / "m" / "heads.csv", r / "m" / "heads_columns.csv")
+    example = f'''
+>>> import headatlas
+>>> table = headatlas.atlas("{r}", "m")
+>>> table.shape
+(12, {pd.read_csv(r / "m" / "heads.csv").shape[1]})
+>>> sorted(table["weighting"].unique())
+['attention', 'norm']
+>>> profile = headatlas.head("m", 2, 3, results="{r}")
+>>> list(profile.columns)
+['attention', 'norm']
+>>> profile.loc["pattern_wiki", "attention"]
+'vertical'
+>>> round(float(headatlas.head("m", 2, 3, results="{r}", weighting="norm")["prev"]), 2)
+0.6
+'''
+    test = doctest.DocTestParser().get_doctest(example, {}, "atlas", None, 0)
+    runner = doctest.DocTestRunner()
+    runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0 and result.attempted == 8
+    # the module stays callable after anything imported it by name
+    assert atlas_module is headatlas.atlas and callable(headatlas.atlas)
+    with pytest.raises(KeyError, match="no head 9-1"):
+        headatlas.head("m", 9, 1, results=str(r))
+
+
+def test_atlas_without_heads_csv_joins_what_is_on_disk(tmp_path):
+    r = run_tables(tmp_path)
+    table = headatlas.atlas(str(r), "m")
+    assert "prev" in table.columns and "syntax_tb_relation" in table.columns
+
+
+def write_store(path, sentences, norms=False):
+    attrs = {"n_layers": L, "n_heads": H, "model_name": "m", "corpus": "c"}
+    with StoreWriter(path, attrs) as writer:
+        for index, words in enumerate(sentences):
+            tokens, word_ids = ["[CLS]"], [-1]
+            for w, word in enumerate(words):
+                pieces = [word[:2], "##" + word[2:]] if len(word) > 3 else [word]
+                tokens += pieces
+                word_ids += [w] * len(pieces)
+            tokens.append("[SEP]")
+            word_ids.append(-1)
+            n = len(tokens)
+            a = np.random.default_rng(index).random((L, H, n, n)).astype(np.float32)
+            writer.add(index, f"s{index}", tokens, np.arange(n), np.zeros(n), word_ids,
+                       a / a.sum(-1, keepdims=True), n_words=len(words))
+
+
+def test_examples_are_words_and_bytes(tmp_path):
+    path = tmp_path / "s.h5"
+    sentences = [["the", "cats", "sat"], ["a"] * 30, ["one", "house", "was", "big", "and", "red"]]
+    write_store(path, sentences)
+    assert unit_words(["[CLS]", "ho", "##use", "Ġwas", "[SEP]"], np.array([-1, 0, 0, 1, -1])) == \
+        ["[CLS]", "house", "was", "[SEP]"]
+    chosen = pick_examples([path], n=2, max_units=10, min_units=4)
+    assert [i for _, i in chosen][0] == 2  # 6 words: nearest 0.6 * 10
+    record = read_example(path, 1, max_units=10, norm=False)
+    assert record["n_units"] == 32 and len(record["words"]) == 10
+    import base64
+    maps = np.frombuffer(base64.b64decode(record["maps"]["attention"]), dtype=np.uint8)
+    assert maps.size == L * H * 10 * 10
+
+
+def test_page_is_self_contained(tmp_path):
+    r = run_tables(tmp_path)
+    tables = [p for p in r.joinpath("m").rglob("*.csv") if p.name not in ("offsets.csv", "table1.csv")]
+    write(build(tables, r, "m"), r / "m" / "heads.csv", r / "m" / "heads_columns.csv")
+    store = tmp_path / "store.h5"
+    write_store(store, [["the", "cats", "sat", "on", "the", "mat"] * 2])
+    text, parts = build_page(["m"], r, {"m": {"c": [str(store)]}})
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", text), "no network resource"
+    data = json.loads(re.search(r'id="atlas-data">(.*?)</script>', text, re.S).group(1))
+    model = data["models"][0]
+    assert model["layers"] == L and model["heads"] == H
+    assert model["values"]["norm"]["prev"][0] == pytest.approx(0.1)
+    assert model["examples"][0]["words"][:3] == ["[CLS]", "the", "cats"]

@@ -1,0 +1,249 @@
+"""The atlas page in a real browser: headless Chromium driven over the DevTools protocol.
+
+The page is the tiny workflow's own ``results/atlas.html`` (real tables, real stores, the
+``atlas_page`` rule). The test loads it from ``file://``, checks that no console error or
+uncaught exception occurs, clicks a head in the grid with real mouse events, checks that the
+card shows that head's numbers from ``heads.csv``, toggles the weighting and checks that the
+numbers change to the norm rows' values, and writes screenshots under the test's temp folder.
+Skipped, with the reason, where Chromium, chromedriver's browser or ``websocket-client`` is
+missing (Debian: ``apt-get install chromium``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chrome")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-extensions", "--remote-allow-origins=*", "--window-size=1500,1800"]
+
+
+def chromium() -> str | None:
+    for name in CHROMIUM_NAMES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Browser:
+    """A headless Chromium and one page, spoken to over the DevTools protocol (websocket)."""
+
+    def __init__(self, binary: str, profile: Path):
+        import websocket
+
+        port = _free_port()
+        self.process = subprocess.Popen(
+            [binary, *FLAGS, f"--user-data-dir={profile}", f"--remote-debugging-port={port}",
+             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        targets = None
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=2) as r:
+                    targets = [t for t in json.load(r) if t.get("type") == "page"]
+                if targets:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        if not targets:
+            self.close()
+            raise RuntimeError("Chromium started but offered no page target over DevTools")
+        self.ws = websocket.create_connection(targets[0]["webSocketDebuggerUrl"], timeout=30,
+                                              suppress_origin=True)
+        self.next_id = 0
+        self.events: list[dict] = []
+        for domain in ("Page", "Runtime", "Log"):
+            self.call(f"{domain}.enable")
+
+    def call(self, method: str, **params) -> dict:
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.ws.recv())
+            if message.get("id") == self.next_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result", {})
+            self.events.append(message)
+
+    def wait_for(self, method: str, timeout: float = 30) -> dict:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for event in self.events:
+                if event.get("method") == method:
+                    self.events.remove(event)
+                    return event
+            self.ws.settimeout(max(0.1, deadline - time.time()))
+            self.events.append(json.loads(self.ws.recv()))
+        raise TimeoutError(method)
+
+    def js(self, expression: str):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True,
+                           awaitPromise=True)
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def click(self, selector: str) -> None:
+        """A real mouse click at the centre of the element (scrolled into view first)."""
+        box = self.js(f"""(() => {{ const e = document.querySelector({json.dumps(selector)});
+            if (!e) return null; e.scrollIntoView({{block: "center"}});
+            const r = e.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()""")
+        assert box is not None, f"no element {selector}"
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left",
+                      clickCount=1)
+
+    def screenshot(self, path: Path) -> None:
+        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
+        path.write_bytes(base64.b64decode(data))
+
+    def errors(self) -> list[str]:
+        """Console errors, uncaught exceptions and error log entries seen so far."""
+        found = []
+        for event in self.events:
+            method, params = event.get("method"), event.get("params", {})
+            if method == "Runtime.exceptionThrown":
+                found.append(json.dumps(params["exceptionDetails"])[:500])
+            elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+                found.append(" ".join(str(a.get("value", a.get("description"))) for a in params["args"]))
+            elif method == "Log.entryAdded" and params["entry"].get("level") == "error":
+                found.append(params["entry"].get("text", ""))
+        return found
+
+    def close(self) -> None:
+        try:
+            self.ws.close()
+        except Exception:
+            pass
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+@pytest.fixture
+def browser(tmp_path):
+    binary = chromium()
+    if binary is None:
+        reason = "Chromium is not installed (Debian: apt-get install chromium chromium-driver)"
+        print(f"SKIPPED: {reason}")
+        pytest.skip(reason)
+    try:
+        import websocket  # noqa: F401
+    except ImportError:
+        reason = "the websocket-client package is not installed (pip install websocket-client)"
+        print(f"SKIPPED: {reason}")
+        pytest.skip(reason)
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+        b = Browser(binary, Path(profile))
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def close(shown: str, expected) -> bool:
+    """Whether the card's text ``shown`` is ``expected`` (a value of heads.csv) as the page prints it."""
+    if pd.isna(expected):
+        return shown == "—"
+    if isinstance(expected, str):
+        return shown == expected
+    if isinstance(expected, (bool,)) or str(expected) in ("True", "False"):
+        return shown == ("yes" if expected else "no")
+    return math.isclose(float(shown), float(expected), rel_tol=5e-3, abs_tol=1e-9)
+
+
+def check_atlas_page(browser: Browser, results: Path, shots: Path, model: str | None = None) -> dict:
+    """Load ``results/atlas.html`` and check it against ``results/<m>/heads.csv``; screenshots
+    go to ``shots``. Returns what was checked (for the test's report)."""
+    page = results / "atlas.html"
+    browser.call("Page.navigate", url=page.resolve().as_uri())
+    browser.wait_for("Page.loadEventFired")
+    assert browser.js("document.querySelectorAll('td.cell').length") > 0, "no grid drawn"
+    models = browser.js("[...document.querySelectorAll('table.grid')].map(t => t.dataset.model)")
+    model = model or models[0]
+    heads = pd.read_csv(results / model / "heads.csv")
+    # The last head of the grid's last layer: a cell away from the first one drawn.
+    layer, head = int(heads["layer"].max()), int(heads["head"].max())
+    browser.click(f'td.cell[data-model="{model}"][data-layer="{layer}"][data-head="{head}"]')
+    title = browser.js("(document.getElementById('card-title') || {}).textContent || ''")
+    assert title == f"{model} head {layer}-{head}", title
+
+    def card() -> dict[str, str]:
+        return browser.js("Object.fromEntries([...document.querySelectorAll('#card-numbers td.val')]"
+                          ".map(td => [td.dataset.col, td.textContent]))")
+
+    def expected(weighting: str) -> pd.Series:
+        row = heads[(heads["weighting"] == weighting) & (heads["layer"] == layer) & (heads["head"] == head)]
+        assert len(row) == 1, f"heads.csv has no {weighting} row for {layer}-{head}"
+        return row.iloc[0]
+
+    shown = card()
+    row = expected("attention")
+    numeric = [c for c in shown if c in heads.columns and pd.api.types.is_float_dtype(heads[c])
+               and pd.notna(row[c])]
+    assert numeric, f"the card shows no number of heads.csv: {sorted(shown)}"
+    wrong = {c: (shown[c], row[c]) for c in shown if c in heads.columns and not close(shown[c], row[c])}
+    assert not wrong, f"card differs from heads.csv (shown, csv): {wrong}"
+    browser.screenshot(shots / "atlas_attention.png")
+    checked = {"model": model, "head": f"{layer}-{head}", "columns": len(shown), "numeric": len(numeric)}
+
+    if "norm" in set(heads["weighting"]):
+        browser.click('label[for="w-norm"]')
+        assert browser.js("document.getElementById('w-norm').checked")
+        shown_norm = card()
+        norm = expected("norm")
+        wrong = {c: (shown_norm[c], norm[c]) for c in shown_norm
+                 if c in heads.columns and not close(shown_norm[c], norm[c])}
+        assert not wrong, f"norm card differs from heads.csv (shown, csv): {wrong}"
+        changed = [c for c in numeric if shown_norm.get(c) != shown[c]]
+        weighted = [c for c in numeric if pd.notna(norm[c]) and not math.isclose(norm[c], row[c], rel_tol=1e-2)]
+        assert set(weighted) <= set(changed), f"not updated by the toggle: {set(weighted) - set(changed)}"
+        assert changed, "the weighting toggle changed no number"
+        checked["changed_by_toggle"] = len(changed)
+        browser.screenshot(shots / "atlas_norm.png")
+    # Examples drawn: the line view and heat map exist for a model with stores.
+    checked["examples"] = browser.js("document.querySelectorAll('#example-select option').length")
+    if checked["examples"]:
+        assert browser.js("document.querySelectorAll('#lines line').length") > 0
+        assert browser.js("document.getElementById('heat').width") > 0
+    # Sorting and filtering the table.
+    browser.click('#heads-table th[data-col="head"]')
+    rows = browser.js("document.querySelectorAll('#heads-table tbody tr').length")
+    browser.js("(() => { const f = document.getElementById('filter'); f.value = 'layer=1';"
+               " f.dispatchEvent(new Event('input')); })()")
+    filtered = browser.js("[...document.querySelectorAll('#heads-table tbody tr')].map(r => r.dataset.layer)")
+    assert filtered and set(filtered) == {"1"} and len(filtered) < rows
+    errors = browser.errors()
+    assert not errors, f"console errors: {errors}"
+    return checked
+
+
+def test_atlas_page_in_chromium(browser, tiny_workflow, tmp_path):
+    checked = check_atlas_page(browser, tiny_workflow / "results", tmp_path)
+    print(f"checked {checked}; screenshots in {tmp_path}")
+    assert (tmp_path / "atlas_attention.png").stat().st_size > 10_000
