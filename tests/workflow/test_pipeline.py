@@ -134,8 +134,10 @@ def test_slurm_profile_plans_the_jobs(tiny_workflow):
     assert jobs.get("extract") == 2 * 4 and jobs.get("surface_table") == 2 * 3 * 2  # 2 models x 4 corpora / 3 tables x 2 weightings
 
 
-def test_lint_is_clean():
-    result = snakemake(ROOT, "--lint", check=False)
+def test_lint_is_clean(tmp_path):
+    from tests.workflow.isolation import snakemake_in, work_folder
+
+    result = snakemake_in(work_folder(tmp_path), "--lint", check=False)  # never in the repository
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Congratulations" in result.stdout + result.stderr
 
