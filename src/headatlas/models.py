@@ -40,12 +40,11 @@ from typing import Callable
 import torch
 
 from headatlas.errors import ModelError
+# Model types whose position ids start after the padding index: one table, shared with the
+# configuration's checks (headatlas.capabilities), so the usable length is known when it loads.
+from headatlas.layouts import PADDING_OFFSET_TYPES
 
 SOURCES = ("package", "path", "hub")
-# Model types whose position ids start after the padding index (fairseq's convention):
-# the usable length is max_position_embeddings - (pad_token_id + 1), 512 - 2 for RoBERTa.
-PADDING_OFFSET_TYPES = frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert",
-                                  "roberta-prelayernorm", "data2vec-text", "longformer", "mpnet"})
 # Pre-training heads that are not a masked-LM head although their class says "ForPreTraining".
 NOT_MASKED_LM = {"ElectraForPreTraining": "ELECTRA's replaced-token-detection discriminator"}
 _MASKED_LM_SUFFIXES = ("ForMaskedLM", "ForPreTraining")

@@ -19,7 +19,7 @@ O(n²H²) per layer instead of O(n²Hd). ``G_j`` itself is ``v_j^h M_hg v_j^gᵀ
 ``M = W_O W_Oᵀ`` computed once per layer, so ``f`` is never materialised.
 
 Where each family keeps ``W_V`` and ``W_O`` is one row of
-:data:`headatlas.capabilities.NORM_LAYOUTS` (BERT / RoBERTa / ELECTRA,
+:data:`headatlas.layouts.NORM_LAYOUTS` (BERT / RoBERTa / ELECTRA,
 DistilBERT, ALBERT's shared layer, DeBERTa-v2/v3, MPNet). :class:`NormRecorder`
 hooks the value projection and the module that returns α of every attention
 block; α is taken from that module's own output, the probabilities that mixed
@@ -38,7 +38,7 @@ import numba
 import numpy as np
 import torch
 
-from headatlas.capabilities import NormLayout, norm_layout_of, supported_types
+from headatlas.layouts import NormLayout, norm_layout_of, supported_types
 from headatlas.errors import ModelError
 from headatlas.store import NORMS_OFF, NORMS_RECORDED, NORMS_UNSUPPORTED
 
@@ -66,7 +66,7 @@ def _submodule(module: torch.nn.Module, path: str):
 
 
 def layout_of(model) -> NormLayout | None:
-    """The :data:`~headatlas.capabilities.NORM_LAYOUTS` row of ``model``'s config, else None."""
+    """The :data:`~headatlas.layouts.NORM_LAYOUTS` row of ``model``'s config, else None."""
     return norm_layout_of(getattr(getattr(model, "config", None), "model_type", None))
 
 

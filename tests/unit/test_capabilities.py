@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from headatlas import capabilities as caps_module
+from headatlas import layouts
 from headatlas.capabilities import (NORM_LAYOUTS, capabilities, norm_layout_of, safetensors_names,
                                     usable_length)
 from headatlas.config import ConfigError, load_config, plan
@@ -112,7 +113,7 @@ def test_the_layout_table_has_one_row_per_family():
 
 
 def test_default_weightings_leave_norm_out_with_the_reason(folders, monkeypatch):
-    monkeypatch.setattr(caps_module, "NORM_LAYOUTS", NORM_LAYOUTS[:1] + NORM_LAYOUTS[2:4])  # no MPNet, DistilBERT rows
+    monkeypatch.setattr(layouts, "NORM_LAYOUTS", NORM_LAYOUTS[:1] + NORM_LAYOUTS[2:4])  # no MPNet, DistilBERT rows
     config = load_config(config_with(folders, ["mpnet", "electra", "distilbert"]), SCHEMA)
     result = plan(config)
     assert result.weightings == {"mpnet": ["attention"], "electra": ["attention", "norm"],
@@ -128,7 +129,7 @@ def test_every_family_keeps_the_norm_view_by_default(folders):
 
 
 def test_an_explicit_norm_is_refused_naming_the_key(folders, monkeypatch):
-    monkeypatch.setattr(caps_module, "NORM_LAYOUTS", NORM_LAYOUTS[:4])  # as if MPNet had no row
+    monkeypatch.setattr(layouts, "NORM_LAYOUTS", NORM_LAYOUTS[:4])  # as if MPNet had no row
     config = config_with(folders, ["mpnet", "electra"])
     config["models"]["mpnet"]["weightings"] = ["attention", "norm"]
     with pytest.raises(ConfigError) as err:
