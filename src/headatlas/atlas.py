@@ -356,6 +356,69 @@ def planned_tables(paths: Iterable[str], results: str | Path, model: str) -> lis
     return list(dict.fromkeys(tables))
 
 
+class AtlasPlan:
+    """What the atlas rules read and write, worked out from the other rules' final targets when
+    the DAG is built (the rules files register their targets after this one is read).
+
+    ``final_targets`` is the workflow's ``FINAL_TARGETS`` (analysis -> model -> paths), ``plan``
+    its :class:`headatlas.config.Plan`, ``runs_here(model, path)`` and ``store_shards(model,
+    corpus)`` the workflow's helpers of the same names.
+    """
+
+    def __init__(self, final_targets: dict, plan, models: Iterable[str], corpora: Iterable[str],
+                 runs_here: Callable[[str, str], bool], store_shards: Callable[[str, str], list[str]]):
+        self.final_targets, self.plan, self.runs_here = final_targets, plan, runs_here
+        self.models_configured, self.corpora, self.store_shards = list(models), list(corpora), store_shards
+        task = (plan.importance or {}).get("task_model")
+        # the task model of `importance` has per-head tables under results/<task>/ even when it
+        # is not a configured model
+        self.task_model = task if task and task not in self.models_configured else None
+        self.candidates = self.models_configured + ([self.task_model] if self.task_model else [])
+
+    def planned_paths(self) -> list[str]:
+        """The final outputs of every analysis but the atlas, and the tables the task model's
+        importance reads (written although its `analyses` may not ask for them)."""
+        paths = [path for model in self.models_configured
+                 for analysis, targets in self.final_targets.items()
+                 if analysis != "atlas" and self.plan.asks(model, analysis)
+                 for path in targets(model) if self.runs_here(model, path)]
+        importance = self.plan.importance or {}
+        paths += [importance[key] for key in ("patterns", "types") if importance.get(key)]
+        return list(dict.fromkeys(paths))
+
+    def tables(self, model: str) -> list[str]:
+        """The per-head tables of ``model`` this run writes: the inputs of its heads.csv."""
+        return planned_tables(self.planned_paths(), self.plan.results, model)
+
+    def models(self) -> list[str]:
+        """The models with at least one per-head table (each gets a heads.csv)."""
+        return [m for m in self.candidates if self.plan.asks(m, "atlas") and self.tables(m)]
+
+    def stores(self) -> dict[str, dict[str, list[str]]]:
+        """model -> corpus -> shards, for the page's examples: the stores kept after the run
+        (`extraction.keep_stores`) of corpora some planned analysis of the model reads."""
+        planned = self.planned_paths()
+        results = self.plan.results
+        return {m: {c: self.store_shards(m, c) for c in self.corpora if self.plan.runs_on(m, c)
+                    and any(p.startswith(f"{results}/{m}/{c}/") for p in planned)}
+                for m in self.models() if m in self.plan.kept_stores}
+
+    def store_files(self) -> list[str]:
+        return [path for corpora in self.stores().values() for shards in corpora.values()
+                for path in shards]
+
+    def targets(self, model: str) -> list[str]:
+        """``FINAL_TARGETS["atlas"]``: ``model``'s heads.csv and dictionary (and the task model's,
+        asked with the model it is fine-tuned from, as its importance is), and the page."""
+        models = [model]
+        if self.task_model and model == (self.plan.ablation or {}).get("base"):
+            models.append(self.task_model)
+        chosen = self.models()
+        return [f"{self.plan.results}/{m}/{name}" for m in models if m in chosen
+                for name in ("heads.csv", "heads_columns.csv")] + \
+            ([f"{self.plan.results}/atlas.html"] if chosen else [])
+
+
 @dataclass
 class Atlas:
     """The joined table, its column dictionary, and what was left out (one sentence each)."""

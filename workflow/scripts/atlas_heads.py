@@ -10,5 +10,3 @@ with rule_logging(snakemake) as log:
     log.info("%s: %d rows (%s), %d columns from %d tables", model, len(atlas.heads),
              ", ".join(atlas.heads["weighting"].unique()), atlas.heads.shape[1] - 3,
              len(snakemake.input.tables))
-    for note in atlas.notes:
-        log.info("%s", note)
