@@ -20,14 +20,21 @@ SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def tiny_mpnet(folder: Path, architectures=("MPNetForMaskedLM",)) -> Path:
-    """A bare MPNetModel saved with a config.json that names MPNetForMaskedLM (as
-    all-mpnet-base-v2's does): no lm_head tensor in the checkpoint."""
+    """A bare MPNetModel and its tokenizer (<s> A </s></s> B </s>), saved with a config.json that
+    names MPNetForMaskedLM (as all-mpnet-base-v2's does): no lm_head tensor in the checkpoint."""
     import torch
-    from transformers import MPNetConfig, MPNetModel
+    from transformers import MPNetConfig, MPNetModel, MPNetTokenizer
 
+    from tests.conftest import VOCAB
+
+    vocab = {w: i for i, w in enumerate(["<s>", "<pad>", "</s>", "<unk>"] + VOCAB + ["<mask>"])}  # pad 1
+    MPNetTokenizer(vocab=vocab, do_lower_case=True, bos_token="<s>", eos_token="</s>", cls_token="<s>",
+                   sep_token="</s>", pad_token="<pad>", unk_token="<unk>",
+                   mask_token="<mask>").save_pretrained(folder)
     torch.manual_seed(0)
-    MPNetModel(MPNetConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                           intermediate_size=32, max_position_embeddings=66)).save_pretrained(folder)
+    MPNetModel(MPNetConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                           intermediate_size=32, max_position_embeddings=66,
+                           pad_token_id=vocab["<pad>"])).save_pretrained(folder)
     config = json.loads((folder / "config.json").read_text())
     config["architectures"] = list(architectures)
     (folder / "config.json").write_text(json.dumps(config))
@@ -171,3 +178,34 @@ def test_the_plan_of_a_hub_model_out_of_reach_is_unchanged(monkeypatch, tmp_path
                           "surface": {"corpus": "wiki"}, "gradients": {"loss": "mlm"}}, SCHEMA)
     result = plan(config)
     assert result.weightings == {"m": ["attention", "norm"]} and result.gradient_losses == {"m": "mlm"}
+
+
+SEGMENTS = [(["the", "cat", "sat", "on", "the", "mat", "."], ["it", "was", "happy", "."]),
+            (["she", "saw", "a", "big", "red", "house", "."], ["he", "saw", "the", "dog", ","]),
+            (["the", "dog", "walked", "."], ["a", "bird", "sat", "on", "the", "house", "."])]
+
+
+def test_no_job_of_these_models_fails_for_a_reason_the_config_could_know(folders, tmp_path):
+    """What the workflow runs per model after extraction (every view the plan keeps, gradient
+    importance with the plan's loss), on tiny MPNet-, DistilBERT- and ELECTRA-like models."""
+    from headatlas.analyses.base import run_analysis
+    from headatlas.analyses.gradients import gradient_importance, load_for_loss
+    from headatlas.analyses.surface import Entropy
+    from headatlas.corpora.records import Sentence
+    from headatlas.extract import extract
+    from headatlas.models import load_model
+
+    names = ["mpnet", "distilbert", "electra"]
+    result = plan(load_config(config_with(folders, names), SCHEMA))
+    segments = [Sentence(id=f"s{i}", words=a, words_b=b) for i, (a, b) in enumerate(SEGMENTS)]
+    for name in names:
+        spec = {"path": str(folders[name])}
+        store = tmp_path / f"{name}.h5"
+        extract(load_model(name, spec, device="cpu"), segments, store, max_length=64, progress=False,
+                norms=result.norms(name))
+        for view in result.weightings[name]:
+            assert len(run_analysis(Entropy, store, progress=False, weighting=view)) == 4
+        loaded, loss = load_for_loss(name, spec, result.gradient_losses[name], device="cpu")
+        assert loss == result.gradient_losses[name]
+        heads, _ = gradient_importance(loaded, loss, segments, max_length=64, batch_size=2, progress=False)
+        assert len(heads) == 4
