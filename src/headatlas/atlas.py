@@ -45,6 +45,9 @@ if TYPE_CHECKING:  # pandas is imported where used: the rules import this module
 log = logging.getLogger(__name__)
 
 KEYS = ["weighting", "layer", "head"]
+# The atlas page's examples (headatlas.atlas_page): per (model, corpus) ``examples`` inputs of
+# about 0.6 * ``max_units`` words, at least ``min_units`` where any is, cut to ``max_units``.
+PAGE_OPTIONS = {"examples": 2, "max_units": 40, "min_units": 8}
 WEIGHTINGS = ("attention", "norm")
 SUFFIX = {"": "attention", "-norm": "norm"}
 # How a source's values relate to the weightings.

@@ -29,6 +29,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from headatlas.atlas import PAGE_OPTIONS
 from headatlas.store import Store
 from headatlas.wordlevel import units, word_level
 
@@ -190,8 +191,9 @@ def size_report(models: Sequence[ModelData], text: str) -> str:
 
 
 def build_page(models: Sequence[str], results: str | Path,
-               stores: dict[str, dict[str, Sequence[str]]], examples: int = 2,
-               max_units: int = 40, min_units: int = 8) -> tuple[str, list[ModelData]]:
+               stores: dict[str, dict[str, Sequence[str]]], examples: int = PAGE_OPTIONS["examples"],
+               max_units: int = PAGE_OPTIONS["max_units"],
+               min_units: int = PAGE_OPTIONS["min_units"]) -> tuple[str, list[ModelData]]:
     """Read every model's ``heads.csv`` and dictionary under ``results`` and the examples of
     ``stores`` (model -> corpus -> shards; models without stores show numbers only) -> the page."""
     parts = []

@@ -204,3 +204,45 @@ def test_page_is_self_contained(tmp_path):
     assert model["layers"] == L and model["heads"] == H
     assert model["values"]["norm"]["prev"][0] == pytest.approx(0.1)
     assert model["examples"][0]["words"][:3] == ["[CLS]", "the", "cats"]
+
+
+
+def test_default_page_fits_the_size_budget(tmp_path):
+    """The default run's worst case: MiniLM's 6 x 12 heads, both weightings, 5 corpora whose
+    examples all exceed the word cap (every example max_units^2 per head), 3 models' tables."""
+    from headatlas.atlas import PAGE_OPTIONS
+    from headatlas.atlas_page import ModelData, model_examples, page, size_report
+
+    layers, heads, n = 6, 12, 70
+    rng = np.random.default_rng(0)
+    stores = {}
+    for corpus in ("wikipedia", "gum", "ewt", "gum_docs", "gum_windows"):
+        path = tmp_path / f"{corpus}.h5"
+        with StoreWriter(path, {"n_layers": layers, "n_heads": heads, "model_name": "minilm",
+                                "corpus": corpus, "norms": "recorded"}) as writer:
+            for index in range(3):
+                a = rng.random((layers, heads, n, n)).astype(np.float32) ** 8
+                tokens = ["[CLS]"] + [f"w{i}" for i in range(n - 2)] + ["[SEP]"]
+                writer.add(index, f"{corpus}-{index}", tokens, np.arange(n), np.zeros(n),
+                           [-1] + list(range(n - 2)) + [-1], a / a.sum(-1, keepdims=True), n_words=n - 2,
+                           value_norms=rng.random((layers, heads, n)).astype(np.float32),
+                           norm_map=rng.random((layers, n, n)).astype(np.float32))
+        stores[corpus] = [str(path)]
+    columns = [f"c{i}" for i in range(70)]  # about as many columns as MiniLM's heads.csv
+    table = pd.concat([pd.DataFrame({"weighting": w, "layer": np.repeat(np.arange(1, layers + 1), heads),
+                                     "head": np.tile(np.arange(1, heads + 1), layers),
+                                     **{c: rng.random(layers * heads) for c in columns}})
+                       for w in ("attention", "norm")], ignore_index=True)
+    dictionary = pd.DataFrame({"column": columns, "unit": "share", "weightings": "attention, norm",
+                               "source": "x.csv", "paper": "p", "reference": "", "meaning": "m",
+                               "status": "present"})
+    options = dict(PAGE_OPTIONS)
+    examples = model_examples(stores, options["examples"], options["max_units"], options["min_units"], True)
+    parts = [ModelData("minilm", table, dictionary, examples)] + \
+        [ModelData(m, table, dictionary) for m in ("minilm_upos", "minilm_random")]
+    text = page(parts)
+    size = len(text.encode("utf-8"))
+    bound = 5 * options["examples"] * layers * heads * 2 * options["max_units"] ** 2 * 4 / 3
+    print(size_report(parts, text))
+    assert len(examples) == 10 and all(len(e["words"]) == options["max_units"] for e in examples)
+    assert size <= 5e6 and size <= bound + 1e6

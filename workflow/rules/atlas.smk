@@ -5,14 +5,13 @@
 # examples read from the kept stores). The tables are found among the other analyses' final
 # targets when the DAG is built (headatlas.atlas.AtlasPlan), so an analysis a config leaves out
 # leaves its columns out.
-from headatlas.atlas import AtlasPlan
+from headatlas.atlas import PAGE_OPTIONS, AtlasPlan
 
 ATLAS = AtlasPlan(FINAL_TARGETS, PLAN, MODELS, CORPORA, runs_here, store_shards)
 ATLAS_REPORT = {"category": "Head atlas", "subcategory": "{model}"}
-# The page's examples: per (model, corpus) this many, each at most this many words. The page's
+# The page's examples (PAGE_OPTIONS): per (model, corpus) 2, each at most 40 words. The page's
 # size is about models with stores x corpora x examples x layers x heads x 2 weightings x
-# max_units^2 bytes, x 4/3 for base64.
-ATLAS_PAGE = {"examples": 2, "max_units": 40, "min_units": 8}
+# max_units^2 bytes, x 4/3 for base64 (3.1 MB at most for the default run's MiniLM).
 
 
 rule atlas_heads:
@@ -74,7 +73,7 @@ rule atlas_page:
     params:
         models=lambda wildcards: ATLAS.models(),
         stores=lambda wildcards: ATLAS.stores(),
-        options=ATLAS_PAGE,
+        options=PAGE_OPTIONS,
     script:
         "../scripts/atlas_page.py"
 
