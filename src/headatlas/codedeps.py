@@ -12,6 +12,7 @@ Light on purpose: it runs when the Snakefile is parsed.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
@@ -81,6 +82,14 @@ def _closure(path: Path, src: Path) -> frozenset[Path]:
     return frozenset(files)
 
 
-def code_files(script: str | Path, src: str | Path) -> list[str]:
-    """Sorted paths of every library file ``script`` runs through its imports."""
-    return sorted(str(p) for p in _closure(Path(script).resolve(), Path(src).resolve()))
+def code_files(script: str | Path, src: str | Path, modules: Iterable[str] = ()) -> list[str]:
+    """Sorted paths of every library file ``script`` runs through its imports, and of
+    ``modules`` (dotted names it imports at run time, by name) with theirs."""
+    src = Path(src).resolve()
+    files = set(_closure(Path(script).resolve(), src))
+    for name in (n for module in modules for n in _with_parents(module)):
+        target = module_file(name, src)
+        if target is None:
+            raise ValueError(f"{name}: no such module under {src}")
+        files |= {target, *_closure(target, src)}
+    return sorted(str(p) for p in files)

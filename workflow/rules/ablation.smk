@@ -8,6 +8,16 @@
 # The task model, head-type source and data are derived in headatlas.config (PLAN.ablation).
 ABLATION = config["ablation"]
 ABLATION_PLAN = PLAN.ablation or {}
+targets(
+    "ablation",
+    category="Head-type ablation (Guan §5)",
+    subcategory="{task_model}",
+    task_model=lambda model: (
+        [ABLATION_PLAN["task_model"]]
+        if PLAN.ablation and model == ABLATION["model"]
+        else []
+    ),
+)
 
 
 rule ablation:
@@ -17,18 +27,16 @@ rule ablation:
         data=ABLATION_PLAN.get("data") or [],
         code=code("ablation_grid.py"),
     output:
-        table=report(
+        table=result(
+            "ablation",
             f"{RESULTS}/{{task_model}}/ablation/ablation.csv",
             caption="../report/ablation_table.rst",
-            category="Head-type ablation (Guan §5)",
-            subcategory="{task_model}",
             labels={"model": "{task_model}", "result": "Tables 2-3: ours vs paper"},
         ),
-        figure=report(
+        figure=result(
+            "ablation",
             f"{RESULTS}/{{task_model}}/ablation/ablation.svg",
             caption="../report/ablation_table.rst",
-            category="Head-type ablation (Guan §5)",
-            subcategory="{task_model}",
             labels={"model": "{task_model}", "result": "Tables 2-3 as a chart"},
         ),
     log:
@@ -62,14 +70,13 @@ rule ablation:
 
 rule ablation_claims:
     input:
-        table=f"{RESULTS}/{{task_model}}/ablation/ablation.csv",
+        table=rules.ablation.output.table,
         code=code("ablation_claims.py"),
     output:
-        report(
+        result(
+            "ablation",
             f"{RESULTS}/{{task_model}}/ablation/paper_claims.csv",
             caption="../report/ablation_claims.rst",
-            category="Head-type ablation (Guan §5)",
-            subcategory="{task_model}",
             labels={"model": "{task_model}", "result": "claims vs paper"},
         ),
     log:
@@ -82,10 +89,3 @@ rule ablation_claims:
         ENV
     script:
         "../scripts/ablation_claims.py"
-
-
-FINAL_TARGETS["ablation"] = lambda model: [
-    f"{RESULTS}/{ABLATION_PLAN['task_model']}/ablation/{name}"
-    for name in ("ablation.csv", "ablation.svg", "paper_claims.csv")
-    if PLAN.ablation and model == ABLATION["model"]
-]

@@ -4,7 +4,11 @@
 # (attention weights) and clustering-norm/ (Kobayashi's norm weighting).
 CLUSTERING = config["clustering"]
 CLUSTERING_DIR = f"{RESULTS}/{{model}}/{{corpus}}/clustering{{weighting}}"
-CLUSTERING_REPORT = {"category": "Head clustering (Clark §6)", "subcategory": "{model}"}
+targets(
+    "clustering",
+    category="Head clustering (Clark §6)",
+    corpus=[PLAN.surface_corpus] if PLAN.surface_corpus is not None else [],
+)
 
 
 rule clustering_distances:
@@ -12,7 +16,8 @@ rule clustering_distances:
         stores=stores,
         code=code("clustering_distances.py"),
     output:
-        report(
+        result(
+            "clustering",
             f"{CLUSTERING_DIR}/distances.csv",
             caption="../report/clustering_distances.rst",
             labels=labelled(
@@ -20,7 +25,7 @@ rule clustering_distances:
                 corpus="{corpus}",
                 result="head distances (JS)",
             ),
-            **CLUSTERING_REPORT,
+            final=False,
         ),
     log:
         f"{LOGS}/clustering{{weighting}}/{{model}}/{{corpus}}/distances.log",
@@ -42,11 +47,12 @@ rule clustering_distances:
 rule clustering_mds:
     input:
         unpack(surface_tables),
-        distances=f"{CLUSTERING_DIR}/distances.csv",
+        distances=rules.clustering_distances.output[0],
         stores=stores,
         code=code("clustering_mds.py"),
     output:
-        coordinates=report(
+        coordinates=result(
+            "clustering",
             f"{CLUSTERING_DIR}/coordinates.csv",
             caption="../report/clustering_mds.rst",
             labels=labelled(
@@ -54,9 +60,10 @@ rule clustering_mds:
                 corpus="{corpus}",
                 result="MDS coordinates",
             ),
-            **CLUSTERING_REPORT,
+            final=False,
         ),
-        figure=report(
+        figure=result(
+            "clustering",
             f"{CLUSTERING_DIR}/mds.svg",
             caption="../report/clustering_mds.rst",
             labels=labelled(
@@ -64,7 +71,6 @@ rule clustering_mds:
                 corpus="{corpus}",
                 result="Fig. 6: heads in 2-D",
             ),
-            **CLUSTERING_REPORT,
         ),
     log:
         f"{LOGS}/clustering{{weighting}}/{{model}}/{{corpus}}/mds.log",
@@ -83,11 +89,12 @@ rule clustering_mds:
 
 rule clustering_structure:
     input:
-        distances=f"{CLUSTERING_DIR}/distances.csv",
-        coordinates=f"{CLUSTERING_DIR}/coordinates.csv",
+        distances=rules.clustering_distances.output[0],
+        coordinates=rules.clustering_mds.output.coordinates,
         code=code("clustering_structure.py"),
     output:
-        structure=report(
+        structure=result(
+            "clustering",
             f"{CLUSTERING_DIR}/structure.csv",
             caption="../report/clustering_structure.rst",
             labels=labelled(
@@ -95,9 +102,9 @@ rule clustering_structure:
                 corpus="{corpus}",
                 result="within vs between layers",
             ),
-            **CLUSTERING_REPORT,
         ),
-        claims=report(
+        claims=result(
+            "clustering",
             f"{CLUSTERING_DIR}/paper_claims.csv",
             caption="../report/clustering_structure.rst",
             labels=labelled(
@@ -105,7 +112,6 @@ rule clustering_structure:
                 corpus="{corpus}",
                 result="paper vs ours",
             ),
-            **CLUSTERING_REPORT,
         ),
     log:
         f"{LOGS}/clustering{{weighting}}/{{model}}/{{corpus}}/structure.log",
@@ -119,11 +125,3 @@ rule clustering_structure:
         average=CLUSTERING["average"],
     script:
         "../scripts/clustering_structure.py"
-
-
-FINAL_TARGETS["clustering"] = lambda model: [
-    f"{RESULTS}/{model}/{PLAN.surface_corpus}/clustering{suffix}/{name}"
-    for suffix in PLAN.suffixes(model)
-    for name in ("mds.svg", "structure.csv", "paper_claims.csv")
-    if PLAN.surface_corpus is not None
-]

@@ -1,6 +1,10 @@
 # Helpers shared by the rules: the checked config's plan, paths, code inputs, the final targets.
 # Every value a rule needs is config[...] (defaults filled from the schema) or PLAN (derived,
 # in headatlas.config, unit-tested); rules compute nothing themselves.
+import functools
+import hashlib
+import itertools
+import os
 import re
 
 from snakemake.logging import logger
@@ -49,9 +53,35 @@ def one_of(names):
     return "|".join(map(re.escape, names)) if names else "(?!x)x"
 
 
-def code(script):
-    """The library files ``script`` imports, transitively: editing one reruns exactly its rules."""
-    return code_files(WORKFLOW_DIR / "scripts" / script, LIBRARY)
+# One small file per script (and modules it runs by name) stands for its code inputs: the sha256
+# of every library file it imports, transitively. It is rewritten when the Snakefile is parsed
+# and one of those files changed, with the newest file's mtime, so editing a module reruns
+# exactly the rules that import it, and a job's console entry names one file, not 11-26.
+CODE_DIGESTS = Path(".snakemake", "headatlas", "code")
+
+
+def code(script, *modules):
+    """The code input of a rule running ``script``: the digest file of the library files it
+    imports, transitively, and of ``modules`` (``headatlas.x.y``, run by name at run time).
+    """
+    files = [
+        Path(f) for f in code_files(WORKFLOW_DIR / "scripts" / script, LIBRARY, modules)
+    ]
+    digest = "".join(f"{file_sha256(f)}  {f.relative_to(LIBRARY)}\n" for f in files)
+    target = CODE_DIGESTS / f"{'+'.join([Path(script).stem, *modules])}.sha256"
+    if not target.is_file() or target.read_text() != digest:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f"{target.name}.{os.getpid()}")
+        partial.write_text(digest)
+        newest = max((f.stat().st_mtime_ns for f in files), default=0)
+        os.utime(partial, ns=(newest, newest))
+        os.replace(partial, target)
+    return str(target)
+
+
+@functools.cache  # read once per parse: scripts share most of their library files
+def file_sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def corpus_sources(wildcards):
@@ -61,7 +91,8 @@ def corpus_sources(wildcards):
 
 def model_inputs(wildcards):
     """A model made by the workflow itself is an input of its jobs: a `path:` under results/
-    (fine-tuned: its config.json) or under <data>/models/ (built by rule build_model: the folder)."""
+    (fine-tuned: its config.json) or under <data>/models/ (built by rule build_model: the folder).
+    """
     path = MODELS[wildcards.model].get("path", "").rstrip("/")
     if path.startswith(f"{RESULTS}/"):
         return [f"{path}/config.json"]
@@ -92,11 +123,14 @@ SURFACE_DIR = f"{RESULTS}/{{model}}/{{corpus}}/surface{{weighting}}"
 SURFACE_TABLES = list(config["surface"]["options"])
 
 
+SURFACE_TABLE = f"{SURFACE_DIR}/{{analysis}}.csv"
+
+
 def surface_tables(wildcards):
-    base = SURFACE_DIR.format(
-        model=wildcards.model, corpus=wildcards.corpus, weighting=wildcards.weighting
-    )
-    return {name: f"{base}/{name}.csv" for name in SURFACE_TABLES}
+    folder = {k: getattr(wildcards, k) for k in ("model", "corpus", "weighting")}
+    return {
+        name: SURFACE_TABLE.format(analysis=name, **folder) for name in SURFACE_TABLES
+    }
 
 
 # Probes read word-level attention caches; 'random_attn_glove' reads the random twin's.
@@ -125,23 +159,6 @@ def patterns_corpora(model):
     return [c for c in PLAN.patterns_corpora if PLAN.runs_on(model, c)]
 
 
-# Which heads matter (importance.smk): one directory per task model, one report entry per output.
-IMPORTANCE_DIR = f"{RESULTS}/{{task_model}}/importance"
-IMPORTANCE_REPORT = {
-    "category": "Which heads matter (Kovaleva §6, Michel et al.)",
-    "subcategory": "{task_model}",
-}
-
-
-def importance_report(name, result, caption="importance"):
-    return report(
-        f"{IMPORTANCE_DIR}/{name}",
-        caption=f"../report/{caption}.rst",
-        labels={"model": "{task_model}", "result": result},
-        **IMPORTANCE_REPORT,
-    )
-
-
 # The fine-tuned task model's chain (finetune -> its stores, head types, patterns -> ablation,
 # importance) is the run's longest path: its jobs start first whenever a core is free, so the
 # other jobs fill the cores beside it rather than leaving it to run alone at the end.
@@ -154,8 +171,89 @@ def chain_priority(wildcards):
     return CHAIN_PRIORITY if job in PLAN.task_chain else 0
 
 
-# Each rules file registers ``analysis -> (model -> [final outputs])`` here; rule all asks for them.
+# Results are declared once, where a rule writes them: ``result(analysis, path, ...)`` in its
+# `output:` makes the path a report entry (unless ``report=False``) and a final output of the
+# analysis (unless ``final=False``). ``targets(analysis, ...)``, once per rules file, gives the
+# analysis's report category and the values of its paths' wildcards for a model; {model} is the
+# model and {weighting} each of its suffixes (PLAN.suffixes). Downstream rules read
+# ``rules.<rule>.output.<name>``. FINAL_TARGETS: analysis -> (model -> [final outputs]).
 FINAL_TARGETS = {}
+ANALYSES = {}  # analysis -> its declaration: report category, wildcard values, results
+DEFAULT_CAPTION = (
+    "../report/result.rst"  # a generic caption, for results that bring none
+)
+
+
+def targets(name, /, category=None, subcategory="{model}", where=None, **values):
+    """Declare analysis ``name``. ``values``: wildcard -> list, or function of the model giving
+    one (an empty list: nothing for that model); ``where(wildcards)`` (a dict) may drop a
+    combination. Its final outputs for a model are its final results' paths, each expanded over
+    the wildcards it names."""
+    ANALYSES[name] = {
+        "report": {"category": category or name, "subcategory": subcategory},
+        "values": values,
+        "where": where,
+        "results": [],
+    }
+    FINAL_TARGETS[name] = lambda model: final_outputs(name, model)
+
+
+def result(
+    analysis,
+    path,
+    caption=DEFAULT_CAPTION,
+    labels=None,
+    category=None,
+    subcategory=None,
+    final=True,
+    in_report=True,
+):
+    """``path`` as a rule's output: registered as a final output of ``analysis`` (``final``:
+    True, False, or a function of the model) and returned as a report entry with ``caption``
+    and ``labels`` (default: the path's wildcards and file name), in the analysis's category
+    unless ``category``/``subcategory`` are given; or as the plain path (``in_report=False``).
+    """
+    declared = ANALYSES[analysis]
+    if final:
+        declared["results"].append((path, final))
+    if not in_report:
+        return path
+    if labels is None:
+        labels = {
+            **{w: f"{{{w}}}" for w in wildcard_names(path)},
+            "result": Path(path).name,
+        }
+    return report(
+        path,
+        caption=caption,
+        labels=labels,
+        category=category or declared["report"]["category"],
+        subcategory=subcategory or declared["report"]["subcategory"],
+    )
+
+
+def wildcard_names(path):
+    return list(dict.fromkeys(re.findall(r"{(\w+)(?:,[^}]*)?}", path)))
+
+
+def final_outputs(analysis, model):
+    """The final outputs of ``analysis`` for ``model``: its results expanded over the values of
+    their wildcards, {weighting} outermost, then in the order `targets` gives them."""
+    declared = ANALYSES[analysis]
+    values = {"model": [model], "weighting": PLAN.suffixes(model)}
+    for key, given in declared["values"].items():
+        values[key] = given(model) if callable(given) else given
+    where = declared["where"] or (lambda wildcards: True)
+    paths = []
+    for path, final in declared["results"]:
+        if callable(final) and not final(model):
+            continue
+        names = [key for key in values if key in wildcard_names(path)]
+        for combination in itertools.product(*(values[key] for key in names)):
+            wildcards = dict(zip(names, combination))
+            if where(wildcards):
+                paths.append(path.format(**wildcards))
+    return paths
 
 
 def all_outputs():

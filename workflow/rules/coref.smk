@@ -3,7 +3,7 @@
 # Under each weighting: coref/ (attention weights) and coref-norm/ (Kobayashi's norm weighting).
 COREF = config["coref"]
 COREF_DIR = f"{RESULTS}/{{model}}/{{corpus}}/coref{{weighting}}"
-COREF_REPORT = {"category": "Coreference (Clark §4.3)", "subcategory": "{model}"}
+targets("coref", category="Coreference (Clark §4.3)", corpus=PLAN.documents)
 
 
 rule coref_mentions:
@@ -13,7 +13,8 @@ rule coref_mentions:
         sentences=lambda wc: f"{DATA}/corpora/{CORPORA[wc.corpus]['from']}.jsonl",
         code=code("coref_mentions.py"),
     output:
-        mentions=report(
+        mentions=result(
+            "coref",
             f"{COREF_DIR}/mentions.csv",
             caption="../report/coref_mentions.rst",
             labels=labelled(
@@ -21,9 +22,10 @@ rule coref_mentions:
                 corpus="{corpus}",
                 table="coref: per mention",
             ),
-            **COREF_REPORT,
+            final=False,
         ),
-        summary=report(
+        summary=result(
+            "coref",
             f"{COREF_DIR}/summary_counts.csv",
             caption="../report/coref_summary.rst",
             labels=labelled(
@@ -31,7 +33,6 @@ rule coref_mentions:
                 corpus="{corpus}",
                 table="coref: mention counts",
             ),
-            **COREF_REPORT,
         ),
     log:
         f"{LOGS}/coref{{weighting}}/{{model}}/{{corpus}}/mentions.log",
@@ -50,7 +51,7 @@ rule coref_mentions:
 
 rule coref_accuracy:
     input:
-        mentions=f"{COREF_DIR}/mentions.csv",
+        mentions=rules.coref_mentions.output.mentions,
         # windows over part of a treebank: the held-out head may be chosen on its truncated twin
         selection=lambda wc: (
             [
@@ -62,7 +63,8 @@ rule coref_accuracy:
         stores=stores,
         code=code("coref_accuracy.py"),
     output:
-        table=report(
+        table=result(
+            "coref",
             f"{COREF_DIR}/accuracy.csv",
             caption="../report/coref_accuracy.rst",
             labels=labelled(
@@ -70,9 +72,9 @@ rule coref_accuracy:
                 corpus="{corpus}",
                 table="coref: Table 2",
             ),
-            **COREF_REPORT,
         ),
-        heads=report(
+        heads=result(
+            "coref",
             f"{COREF_DIR}/head_accuracy.csv",
             caption="../report/coref_heads.rst",
             labels=labelled(
@@ -80,9 +82,9 @@ rule coref_accuracy:
                 corpus="{corpus}",
                 table="coref: per head",
             ),
-            **COREF_REPORT,
         ),
-        heatmap=report(
+        heatmap=result(
+            "coref",
             f"{COREF_DIR}/head_accuracy.svg",
             caption="../report/coref_heads.rst",
             labels=labelled(
@@ -90,7 +92,6 @@ rule coref_accuracy:
                 corpus="{corpus}",
                 figure="coref: per head",
             ),
-            **COREF_REPORT,
         ),
     log:
         f"{LOGS}/coref{{weighting}}/{{model}}/{{corpus}}/accuracy.log",
@@ -115,14 +116,14 @@ rule coref_accuracy:
 
 rule coref_claims:
     input:
-        table=f"{COREF_DIR}/accuracy.csv",
+        table=rules.coref_accuracy.output.table,
         code=code("coref_claims.py"),
     output:
-        report(
+        result(
+            "coref",
             f"{COREF_DIR}/paper_claims.csv",
             caption="../report/coref_claims.rst",
             labels=labelled(model="{model}", corpus="{corpus}", table="coref: claims"),
-            **COREF_REPORT,
         ),
     log:
         f"{LOGS}/coref{{weighting}}/{{model}}/{{corpus}}/claims.log",
@@ -134,17 +135,3 @@ rule coref_claims:
         ENV
     script:
         "../scripts/coref_claims.py"
-
-
-FINAL_TARGETS["coref"] = lambda model: [
-    f"{RESULTS}/{model}/{corpus}/coref{suffix}/{name}"
-    for suffix in PLAN.suffixes(model)
-    for corpus in PLAN.documents
-    for name in (
-        "summary_counts.csv",
-        "accuracy.csv",
-        "head_accuracy.csv",
-        "head_accuracy.svg",
-        "paper_claims.csv",
-    )
-]

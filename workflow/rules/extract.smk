@@ -3,6 +3,7 @@
 # Two rules, one job: `extract` for the models of `extraction.keep_stores` (their stores stay on
 # disk), `extract_temp` for the others (their stores are temp(): deleted once every job reading
 # them has run; README "Disk").
+targets("corpora", category="Corpora", corpus=list(CORPORA))
 
 
 rule extract:
@@ -49,11 +50,10 @@ rule corpus_summary:
         stores=stores,
         code=code("corpus_summary.py"),
     output:
-        report(
+        result(
+            "corpora",
             f"{RESULTS}/{{model}}/{{corpus}}/corpus_summary.csv",
             caption="../report/corpus_summary.rst",
-            category="Corpora",
-            subcategory="{model}",
             labels={
                 "model": "{model}",
                 "corpus": "{corpus}",
@@ -68,8 +68,3 @@ rule corpus_summary:
         ENV
     script:
         "../scripts/corpus_summary.py"
-
-
-FINAL_TARGETS["corpora"] = lambda model: [
-    f"{RESULTS}/{model}/{corpus}/corpus_summary.csv" for corpus in CORPORA
-]

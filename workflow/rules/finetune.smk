@@ -5,7 +5,11 @@
 #   models: {minilm_upos: {path: results/finetune/minilm/upos/model}}
 FINETUNE = config["finetune"]
 FINETUNE_DIR = f"{RESULTS}/finetune/{{model}}/upos"
-FINETUNE_REPORT = {"category": "Head-type ablation (Guan §5)", "subcategory": "{model}"}
+targets(
+    "finetune",
+    category="Head-type ablation (Guan §5)",
+    where=lambda w: w["model"] in PLAN.finetune_models,
+)
 FINETUNE_OPTIONS = {
     k: v for k, v in FINETUNE.items() if k not in ("models", "corpus", "threads")
 }
@@ -17,18 +21,18 @@ rule finetune_upos:
         base=model_inputs,
         code=code("finetune_upos.py"),
     output:
-        model=f"{FINETUNE_DIR}/model/config.json",
-        metrics=report(
+        model=result("finetune", f"{FINETUNE_DIR}/model/config.json", in_report=False),
+        metrics=result(
+            "finetune",
             f"{FINETUNE_DIR}/metrics.csv",
             caption="../report/finetune_metrics.rst",
             labels={"model": "{model}", "result": "UPOS tagger: test accuracy"},
-            **FINETUNE_REPORT,
         ),
-        curve=report(
+        curve=result(
+            "finetune",
             f"{FINETUNE_DIR}/curve.csv",
             caption="../report/finetune_curve.rst",
             labels={"model": "{model}", "result": "UPOS tagger: training curve"},
-            **FINETUNE_REPORT,
         ),
     log:
         f"{LOGS}/finetune/{{model}}/upos.log",
@@ -48,10 +52,3 @@ rule finetune_upos:
         options=FINETUNE_OPTIONS,
     script:
         "../scripts/finetune_upos.py"
-
-
-FINAL_TARGETS["finetune"] = lambda model: [
-    f"{RESULTS}/finetune/{model}/upos/{name}"
-    for name in ("model/config.json", "metrics.csv", "curve.csv")
-    if model in PLAN.finetune_models
-]

@@ -3,10 +3,13 @@
 # re-runs the model on the segment corpus (not the store). Options: `gradients:` in the schema.
 GRADIENTS = config["gradients"]
 GRADIENTS_DIR = f"{RESULTS}/{{model}}/{{corpus}}/gradients"
-GRADIENTS_REPORT = {
-    "category": "Gradient importance (Clark §3.2)",
-    "subcategory": "{model}",
-}
+targets(
+    "gradients",
+    category="Gradient importance (Clark §3.2)",
+    corpus=lambda model: (
+        [PLAN.surface_corpus] if model in PLAN.gradient_models else []
+    ),
+)
 
 
 rule gradients_importance:
@@ -15,11 +18,12 @@ rule gradients_importance:
         model=model_inputs,
         code=code("gradients_importance.py"),
     output:
-        heads=report(
+        heads=result(
+            "gradients",
             f"{GRADIENTS_DIR}/heads.csv",
             caption="../report/gradients_importance.rst",
             labels={"model": "{model}", "corpus": "{corpus}", "result": "per head"},
-            **GRADIENTS_REPORT,
+            final=False,
         ),
         meta=f"{GRADIENTS_DIR}/run.json",
     log:
@@ -46,15 +50,14 @@ rule gradients_importance:
 
 rule gradients_figure:
     input:
-        heads=f"{GRADIENTS_DIR}/heads.csv",
-        meta=f"{GRADIENTS_DIR}/run.json",
+        **rules.gradients_importance.output,
         code=code("gradients_figure.py"),
     output:
-        report(
+        result(
+            "gradients",
             f"{GRADIENTS_DIR}/gradients.svg",
             caption="../report/gradients_importance.rst",
             labels={"model": "{model}", "corpus": "{corpus}", "result": "Fig. 3"},
-            **GRADIENTS_REPORT,
         ),
     log:
         f"{LOGS}/gradients/{{model}}/{{corpus}}/figure.log",
@@ -68,11 +71,11 @@ rule gradients_figure:
 
 rule gradients_claims:
     input:
-        heads=f"{GRADIENTS_DIR}/heads.csv",
-        meta=f"{GRADIENTS_DIR}/run.json",
+        **rules.gradients_importance.output,
         code=code("gradients_claims.py"),
     output:
-        layers=report(
+        layers=result(
+            "gradients",
             f"{GRADIENTS_DIR}/layers.csv",
             caption="../report/gradients_claims.rst",
             labels={
@@ -80,9 +83,9 @@ rule gradients_claims:
                 "corpus": "{corpus}",
                 "result": "per layer vs paper",
             },
-            **GRADIENTS_REPORT,
         ),
-        claims=report(
+        claims=result(
+            "gradients",
             f"{GRADIENTS_DIR}/paper_claims.csv",
             caption="../report/gradients_claims.rst",
             labels={
@@ -90,7 +93,6 @@ rule gradients_claims:
                 "corpus": "{corpus}",
                 "result": "paper vs ours",
             },
-            **GRADIENTS_REPORT,
         ),
     log:
         f"{LOGS}/gradients/{{model}}/{{corpus}}/claims.log",
@@ -100,10 +102,3 @@ rule gradients_claims:
         ENV
     script:
         "../scripts/gradients_claims.py"
-
-
-FINAL_TARGETS["gradients"] = lambda model: [
-    f"{RESULTS}/{model}/{PLAN.surface_corpus}/gradients/{name}"
-    for name in ("gradients.svg", "layers.csv", "paper_claims.csv")
-    if model in PLAN.gradient_models
-]

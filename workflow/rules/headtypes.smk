@@ -5,10 +5,20 @@
 # weighting); the ablation uses the types of the attention weights.
 HEADTYPES = config["headtypes"]
 HEADTYPES_DIR = f"{RESULTS}/{{model}}/{{corpus}}/headtypes{{weighting}}"
-HEADTYPES_REPORT = {"category": "Head types (Guan et al.)", "subcategory": "{model}"}
 HEADTYPES_CLUSTER = {key: HEADTYPES[key] for key in ("k", "method", "n_init", "seed")}
 # t-SNE (Fig. 2), features per type (Fig. 1), types per layer (Fig. 3), type of every head.
 HEADTYPES_FIGURES = ["tsne", "boxplot", "layers", "grid"]
+targets(
+    "headtypes",
+    category="Head types (Guan et al.)",
+    corpus=[PLAN.surface_corpus] if PLAN.surface_corpus is not None else [],
+    figure=HEADTYPES_FIGURES,
+    # changes from each model it is compared with, under the weightings both have
+    base=lambda model: [
+        before for before, after in PLAN.headtype_pairs if after == model
+    ],
+    where=lambda w: "base" not in w or w["weighting"] in PLAN.suffixes(w["base"]),
+)
 
 
 rule headtypes_features:
@@ -35,10 +45,11 @@ rule headtypes_features:
 
 rule headtypes_cluster:
     input:
-        f"{HEADTYPES_DIR}/per_input.npz",
+        rules.headtypes_features.output[0],
         code=code("headtypes_cluster.py"),
     output:
-        features=report(
+        features=result(
+            "headtypes",
             f"{HEADTYPES_DIR}/features.csv",
             caption="../report/headtypes_features.rst",
             labels=labelled(
@@ -46,9 +57,9 @@ rule headtypes_cluster:
                 corpus="{corpus}",
                 result="features and type per head",
             ),
-            **HEADTYPES_REPORT,
         ),
-        shares=report(
+        shares=result(
+            "headtypes",
             f"{HEADTYPES_DIR}/type_shares.csv",
             caption="../report/headtypes_shares.rst",
             labels=labelled(
@@ -56,7 +67,6 @@ rule headtypes_cluster:
                 corpus="{corpus}",
                 result="type shares vs paper",
             ),
-            **HEADTYPES_REPORT,
         ),
     log:
         f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/cluster.log",
@@ -73,11 +83,12 @@ rule headtypes_cluster:
 
 rule headtypes_stability:
     input:
-        features=f"{HEADTYPES_DIR}/per_input.npz",
-        types=f"{HEADTYPES_DIR}/features.csv",
+        features=rules.headtypes_features.output[0],
+        types=rules.headtypes_cluster.output.features,
         code=code("headtypes_stability.py"),
     output:
-        table=report(
+        table=result(
+            "headtypes",
             f"{HEADTYPES_DIR}/stability.csv",
             caption="../report/headtypes_stability.rst",
             labels=labelled(
@@ -85,7 +96,6 @@ rule headtypes_stability:
                 corpus="{corpus}",
                 result="stability vs paper",
             ),
-            **HEADTYPES_REPORT,
         ),
         heads=f"{HEADTYPES_DIR}/stability_heads.csv",
     log:
@@ -104,17 +114,17 @@ rule headtypes_stability:
 
 rule headtypes_claims:
     input:
-        types=f"{HEADTYPES_DIR}/features.csv",
-        stability=f"{HEADTYPES_DIR}/stability.csv",
+        types=rules.headtypes_cluster.output.features,
+        stability=rules.headtypes_stability.output.table,
         code=code("headtypes_claims.py"),
     output:
-        report(
+        result(
+            "headtypes",
             f"{HEADTYPES_DIR}/paper_claims.csv",
             caption="../report/headtypes_claims.rst",
             labels=labelled(
                 model="{model}", corpus="{corpus}", result="claims vs paper"
             ),
-            **HEADTYPES_REPORT,
         ),
     log:
         f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/claims.log",
@@ -128,23 +138,21 @@ rule headtypes_claims:
 
 rule headtypes_figure:
     input:
-        features=f"{HEADTYPES_DIR}/per_input.npz",
-        types=f"{HEADTYPES_DIR}/features.csv",
+        features=rules.headtypes_features.output[0],
+        types=rules.headtypes_cluster.output.features,
         # Only the grid marks unstable heads: the other figures need not wait for stability.
         stability=lambda wc: (
-            [
-                f"{RESULTS}/{wc.model}/{wc.corpus}/headtypes{wc.weighting}/stability_heads.csv"
-            ]
+            [rules.headtypes_stability.output.heads.format(**wc)]
             if wc.figure == "grid"
             else []
         ),
         code=code("headtypes_figure.py"),
     output:
-        report(
+        result(
+            "headtypes",
             f"{HEADTYPES_DIR}/{{figure}}.svg",
             caption="../report/headtypes_figure.rst",
             labels=labelled(model="{model}", corpus="{corpus}", result="{figure}"),
-            **HEADTYPES_REPORT,
         ),
     log:
         f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/{{figure}}.log",
@@ -163,13 +171,15 @@ rule headtypes_figure:
 
 rule headtypes_compare:
     input:
-        before=f"{RESULTS}/{{base}}/{{corpus}}/headtypes{{weighting}}/features.csv",
-        after=f"{HEADTYPES_DIR}/features.csv",
-        before_features=f"{RESULTS}/{{base}}/{{corpus}}/headtypes{{weighting}}/per_input.npz",
-        after_features=f"{HEADTYPES_DIR}/per_input.npz",
+        # the same tables of the model {base}
+        before=rules.headtypes_cluster.output.features.replace("{model}", "{base}"),
+        after=rules.headtypes_cluster.output.features,
+        before_features=rules.headtypes_features.output[0].replace("{model}", "{base}"),
+        after_features=rules.headtypes_features.output[0],
         code=code("headtypes_compare.py"),
     output:
-        heads=report(
+        heads=result(
+            "headtypes",
             f"{HEADTYPES_DIR}/changes_from_{{base}}.csv",
             caption="../report/headtypes_compare.rst",
             labels=labelled(
@@ -177,10 +187,10 @@ rule headtypes_compare:
                 corpus="{corpus}",
                 result="type changes from {base}",
             ),
-            **HEADTYPES_REPORT,
         ),
         layers=f"{HEADTYPES_DIR}/changes_from_{{base}}_by_layer.csv",
-        figure=report(
+        figure=result(
+            "headtypes",
             f"{HEADTYPES_DIR}/changes_from_{{base}}.svg",
             caption="../report/headtypes_compare.rst",
             labels=labelled(
@@ -188,7 +198,6 @@ rule headtypes_compare:
                 corpus="{corpus}",
                 result="type changes from {base} (figure)",
             ),
-            **HEADTYPES_REPORT,
         ),
     log:
         f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/changes_from_{{base}}.log",
@@ -200,18 +209,3 @@ rule headtypes_compare:
         ENV
     script:
         "../scripts/headtypes_compare.py"
-
-
-FINAL_TARGETS["headtypes"] = lambda model: [
-    f"{RESULTS}/{model}/{PLAN.surface_corpus}/headtypes{suffix}/{name}"
-    for suffix in PLAN.suffixes(model)
-    for name in ["features.csv", "type_shares.csv", "stability.csv", "paper_claims.csv"]
-    + [f"{figure}.svg" for figure in HEADTYPES_FIGURES]
-    + [
-        f"changes_from_{before}.{ext}"
-        for before, after in PLAN.headtype_pairs
-        if after == model and suffix in PLAN.suffixes(before)
-        for ext in ("csv", "svg")
-    ]
-    if PLAN.surface_corpus is not None
-]

@@ -5,6 +5,30 @@
 # Options: `importance:` in the schema; the task model and its data come from `ablation`.
 IMPORTANCE = config["importance"]
 IMPORTANCE_PLAN = PLAN.importance or {}
+IMPORTANCE_DIR = f"{RESULTS}/{{task_model}}/importance"
+targets(
+    "importance",
+    category="Which heads matter (Kovaleva §6, Michel et al.)",
+    subcategory="{task_model}",
+    task_model=lambda model: (
+        [IMPORTANCE_PLAN["task_model"]]
+        if IMPORTANCE_PLAN and model == ABLATION["model"]
+        else []
+    ),
+)
+
+
+# output name -> (file, report label)
+IMPORTANCE_RESULTS = {
+    "heads": ("heads.csv", "per head: importance, change when disabled"),
+    "layers": ("layers.csv", "per layer: change when disabled"),
+    "curves": ("curves.csv", "pruning curves (table)"),
+    "summary": ("summary.csv", "summary: counts, prunable share"),
+    "claims": ("paper_claims.csv", "paper vs ours"),
+    "single": ("single_heads.svg", "single heads disabled (figure)"),
+    "importance": ("importance.svg", "head importance (figure)"),
+    "pruning": ("pruning.svg", "pruning curves (Michel Fig. 4)"),
+}
 
 
 rule importance:
@@ -13,16 +37,15 @@ rule importance:
         data=ABLATION_PLAN.get("data") or [],
         code=code("importance.py"),
     output:
-        heads=importance_report(
-            "heads.csv", "per head: importance, change when disabled"
-        ),
-        layers=importance_report("layers.csv", "per layer: change when disabled"),
-        curves=importance_report("curves.csv", "pruning curves (table)"),
-        summary=importance_report("summary.csv", "summary: counts, prunable share"),
-        claims=importance_report("paper_claims.csv", "paper vs ours"),
-        single=importance_report("single_heads.svg", "single heads disabled (figure)"),
-        importance=importance_report("importance.svg", "head importance (figure)"),
-        pruning=importance_report("pruning.svg", "pruning curves (Michel Fig. 4)"),
+        **{
+            name: result(
+                "importance",
+                f"{IMPORTANCE_DIR}/{file}",
+                caption="../report/importance.rst",
+                labels={"model": "{task_model}", "result": label},
+            )
+            for name, (file, label) in IMPORTANCE_RESULTS.items()
+        },
     log:
         f"{LOGS}/importance/{{task_model}}.log",
     benchmark:
@@ -55,16 +78,28 @@ rule importance:
 
 rule importance_compare:
     input:
-        heads=f"{IMPORTANCE_DIR}/heads.csv",
+        heads=rules.importance.output.heads,
         types=optional(IMPORTANCE_PLAN.get("types")),
         patterns=optional(IMPORTANCE_PLAN.get("patterns")),
         code=code("importance_compare.py"),
     output:
-        table=importance_report(
-            "compare.csv", "importance by head type and pattern", "importance_compare"
+        table=result(
+            "importance",
+            f"{IMPORTANCE_DIR}/compare.csv",
+            caption="../report/importance_compare.rst",
+            labels={
+                "model": "{task_model}",
+                "result": "importance by head type and pattern",
+            },
         ),
-        figure=importance_report(
-            "compare.svg", "importance vs change, by pattern", "importance_compare"
+        figure=result(
+            "importance",
+            f"{IMPORTANCE_DIR}/compare.svg",
+            caption="../report/importance_compare.rst",
+            labels={
+                "model": "{task_model}",
+                "result": "importance vs change, by pattern",
+            },
         ),
     log:
         f"{LOGS}/importance/{{task_model}}_compare.log",
@@ -79,21 +114,3 @@ rule importance_compare:
         metric=IMPORTANCE_PLAN.get("metric"),
     script:
         "../scripts/importance_compare.py"
-
-
-FINAL_TARGETS["importance"] = lambda model: [
-    f"{RESULTS}/{IMPORTANCE_PLAN['task_model']}/importance/{name}"
-    for name in (
-        "heads.csv",
-        "layers.csv",
-        "curves.csv",
-        "summary.csv",
-        "paper_claims.csv",
-        "single_heads.svg",
-        "importance.svg",
-        "pruning.svg",
-        "compare.csv",
-        "compare.svg",
-    )
-    if IMPORTANCE_PLAN and model == ABLATION["model"]
-]

@@ -2,10 +2,11 @@
 # 2020) on the surface corpus, for every model whose `weightings` include norm. Each streams the
 # store (with its value norms) once. Options: `norms:` in the config schema.
 NORMS = config["norms"]
-NORMS_REPORT = {
-    "category": "Value norms (Kobayashi) and rollout",
-    "subcategory": "{model}",
-}
+targets(
+    "norms",
+    category="Value norms (Kobayashi) and rollout",
+    corpus=lambda model: [PLAN.surface_corpus] if model in PLAN.norm_models else [],
+)
 NORM_MODELS = {"model": one_of(PLAN.norm_models)}
 
 
@@ -14,7 +15,8 @@ rule norm_shares:
         stores=stores,
         code=code("norm_shares.py"),
     output:
-        shares=report(
+        shares=result(
+            "norms",
             f"{RESULTS}/{{model}}/{{corpus}}/norms/shares.csv",
             caption="../report/norm_shares.rst",
             labels={
@@ -22,21 +24,21 @@ rule norm_shares:
                 "corpus": "{corpus}",
                 "result": "shares per layer",
             },
-            **NORMS_REPORT,
         ),
-        correlation=report(
+        correlation=result(
+            "norms",
             f"{RESULTS}/{{model}}/{{corpus}}/norms/correlation.csv",
             caption="../report/norm_shares.rst",
             labels={"model": "{model}", "corpus": "{corpus}", "result": "α vs ‖f(x)‖"},
-            **NORMS_REPORT,
         ),
-        figure=report(
+        figure=result(
+            "norms",
             f"{RESULTS}/{{model}}/{{corpus}}/norms/norms.svg",
             caption="../report/norm_shares.rst",
             labels={"model": "{model}", "corpus": "{corpus}", "result": "figure"},
-            **NORMS_REPORT,
         ),
-        claims=report(
+        claims=result(
+            "norms",
             f"{RESULTS}/{{model}}/{{corpus}}/norms/paper_claims.csv",
             caption="../report/norm_claims.rst",
             labels={
@@ -44,7 +46,6 @@ rule norm_shares:
                 "corpus": "{corpus}",
                 "result": "paper vs ours",
             },
-            **NORMS_REPORT,
         ),
     log:
         f"{LOGS}/norms/{{model}}/{{corpus}}/shares.log",
@@ -68,7 +69,8 @@ rule rollout:
         stores=stores,
         code=code("rollout.py"),
     output:
-        shares=report(
+        shares=result(
+            "norms",
             f"{RESULTS}/{{model}}/{{corpus}}/rollout/shares.csv",
             caption="../report/rollout.rst",
             labels={
@@ -76,9 +78,9 @@ rule rollout:
                 "corpus": "{corpus}",
                 "result": "rollout shares",
             },
-            **NORMS_REPORT,
         ),
-        profile=report(
+        profile=result(
+            "norms",
             f"{RESULTS}/{{model}}/{{corpus}}/rollout/relative_position.csv",
             caption="../report/rollout.rst",
             labels={
@@ -86,9 +88,9 @@ rule rollout:
                 "corpus": "{corpus}",
                 "result": "rollout by offset",
             },
-            **NORMS_REPORT,
         ),
-        figure=report(
+        figure=result(
+            "norms",
             f"{RESULTS}/{{model}}/{{corpus}}/rollout/rollout.svg",
             caption="../report/rollout.rst",
             labels={
@@ -96,7 +98,6 @@ rule rollout:
                 "corpus": "{corpus}",
                 "result": "rollout figure",
             },
-            **NORMS_REPORT,
         ),
     log:
         f"{LOGS}/rollout/{{model}}/{{corpus}}.log",
@@ -111,18 +112,3 @@ rule rollout:
         residual=NORMS["residual"],
     script:
         "../scripts/rollout.py"
-
-
-FINAL_TARGETS["norms"] = lambda model: [
-    f"{RESULTS}/{model}/{PLAN.surface_corpus}/{name}"
-    for name in [
-        "norms/shares.csv",
-        "norms/correlation.csv",
-        "norms/norms.svg",
-        "norms/paper_claims.csv",
-        "rollout/shares.csv",
-        "rollout/relative_position.csv",
-        "rollout/rollout.svg",
-    ]
-    if model in PLAN.norm_models
-]

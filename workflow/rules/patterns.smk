@@ -6,10 +6,11 @@
 # Options: `patterns:` in the schema.
 PATTERNS = config["patterns"]
 PATTERNS_DIR = f"{RESULTS}/{{model}}/{{corpus}}/patterns"
-PATTERNS_REPORT = {
-    "category": "Attention patterns (Kovaleva et al.)",
-    "subcategory": "{model}",
-}
+targets(
+    "patterns",
+    category="Attention patterns (Kovaleva et al.)",
+    corpus=PLAN.patterns_corpora,
+)
 
 
 rule patterns_heads:
@@ -17,7 +18,8 @@ rule patterns_heads:
         stores=stores,
         code=code("patterns_heads.py"),
     output:
-        heads=report(
+        heads=result(
+            "patterns",
             f"{PATTERNS_DIR}/heads.csv",
             caption="../report/patterns_heads.rst",
             labels={
@@ -25,9 +27,9 @@ rule patterns_heads:
                 "corpus": "{corpus}",
                 "result": "pattern shares per head",
             },
-            **PATTERNS_REPORT,
         ),
-        figure=report(
+        figure=result(
+            "patterns",
             f"{PATTERNS_DIR}/heads.svg",
             caption="../report/patterns_heads.rst",
             labels={
@@ -35,7 +37,6 @@ rule patterns_heads:
                 "corpus": "{corpus}",
                 "result": "pattern shares per head (figure)",
             },
-            **PATTERNS_REPORT,
         ),
     log:
         f"{LOGS}/patterns/{{model}}/{{corpus}}/heads.log",
@@ -58,54 +59,64 @@ rule patterns_heads:
 rule patterns_summary:
     input:
         heads=lambda wc: [
-            f"{RESULTS}/{wc.model}/{c}/patterns/heads.csv"
+            rules.patterns_heads.output.heads.format(model=wc.model, corpus=c)
             for c in patterns_corpora(wc.model)
         ],
         types=lambda wc: (
-            [f"{RESULTS}/{wc.model}/{PLAN.surface_corpus}/headtypes/features.csv"]
+            [
+                rules.headtypes_cluster.output.features.format(
+                    model=wc.model, corpus=PLAN.surface_corpus, weighting=""
+                )
+            ]
             if PLAN.surface_corpus in patterns_corpora(wc.model)
             else []
         ),
         code=code("patterns_summary.py"),
     output:
-        shares=report(
+        shares=result(
+            "patterns",
             f"{RESULTS}/{{model}}/patterns/shares.csv",
             caption="../report/patterns_shares.rst",
             labels={"model": "{model}", "result": "pattern shares per corpus (table)"},
-            **PATTERNS_REPORT,
+            final=patterns_corpora,  # a model with none has no summary
         ),
-        figure=report(
+        figure=result(
+            "patterns",
             f"{RESULTS}/{{model}}/patterns/shares.svg",
             caption="../report/patterns_shares.rst",
             labels={
                 "model": "{model}",
                 "result": "pattern shares per corpus (Fig. 2)",
             },
-            **PATTERNS_REPORT,
+            final=patterns_corpora,
         ),
-        layers=report(
+        layers=result(
+            "patterns",
             f"{RESULTS}/{{model}}/patterns/layers.csv",
             caption="../report/patterns_layers.rst",
             labels={"model": "{model}", "result": "pattern shares per layer (table)"},
-            **PATTERNS_REPORT,
+            final=patterns_corpora,
         ),
-        layers_figure=report(
+        layers_figure=result(
+            "patterns",
             f"{RESULTS}/{{model}}/patterns/layers.svg",
             caption="../report/patterns_layers.rst",
             labels={"model": "{model}", "result": "pattern shares per layer"},
-            **PATTERNS_REPORT,
+            final=patterns_corpora,
         ),
-        types=report(
+        types=result(
+            "patterns",
             f"{RESULTS}/{{model}}/patterns/head_types.csv",
             caption="../report/patterns_types.rst",
             labels={"model": "{model}", "result": "patterns by Guan's head type"},
-            **PATTERNS_REPORT,
+            final=patterns_corpora,
         ),
-        claims=report(
+        claims=result(
+            "patterns",
             f"{RESULTS}/{{model}}/patterns/paper_claims.csv",
             caption="../report/patterns_claims.rst",
             labels={"model": "{model}", "result": "paper vs ours"},
-            **PATTERNS_REPORT,
+            final=patterns_corpora,
         ),
     log:
         f"{LOGS}/patterns/{{model}}/summary.log",
@@ -123,10 +134,6 @@ rule patterns_summary:
 
 LABELS = PLAN.patterns_labels or {}
 EVALUATION_DIR = f"{RESULTS}/patterns"
-EVALUATION_REPORT = {
-    "category": PATTERNS_REPORT["category"],
-    "subcategory": "classifier",
-}
 
 
 rule patterns_evaluate:
@@ -135,29 +142,37 @@ rule patterns_evaluate:
         maps=LABELS.get("maps", []),
         code=code("patterns_evaluate.py"),
     output:
-        table=report(
+        table=result(
+            "patterns",
             f"{EVALUATION_DIR}/evaluation.csv",
             caption="../report/patterns_evaluation.rst",
             labels={"result": "classifier precision / recall (hand labels)"},
-            **EVALUATION_REPORT,
+            subcategory="classifier",
+            final=bool(LABELS),
         ),
-        confusion=report(
+        confusion=result(
+            "patterns",
             f"{EVALUATION_DIR}/confusion.csv",
             caption="../report/patterns_evaluation.rst",
             labels={"result": "classifier confusion matrix"},
-            **EVALUATION_REPORT,
+            subcategory="classifier",
+            final=bool(LABELS),
         ),
-        thresholds=report(
+        thresholds=result(
+            "patterns",
             f"{EVALUATION_DIR}/thresholds.csv",
             caption="../report/patterns_evaluation.rst",
             labels={"result": "thresholds: config vs tuned"},
-            **EVALUATION_REPORT,
+            subcategory="classifier",
+            final=bool(LABELS),
         ),
-        errors=report(
+        errors=result(
+            "patterns",
             f"{EVALUATION_DIR}/errors.png",
             caption="../report/patterns_errors.rst",
             labels={"result": "held-out maps the classifier gets wrong"},
-            **EVALUATION_REPORT,
+            subcategory="classifier",
+            final=bool(LABELS),
         ),
     log:
         f"{LOGS}/patterns/evaluate.log",
@@ -169,29 +184,3 @@ rule patterns_evaluate:
         thresholds=PATTERNS["thresholds"],
     script:
         "../scripts/patterns_evaluate.py"
-
-
-FINAL_TARGETS["patterns"] = lambda model: (
-    [
-        f"{RESULTS}/{model}/{corpus}/patterns/heads.{ext}"
-        for corpus in PLAN.patterns_corpora
-        for ext in ("csv", "svg")
-    ]
-    + [
-        f"{RESULTS}/{model}/patterns/{name}"
-        for name in (
-            "shares.csv",
-            "shares.svg",
-            "layers.csv",
-            "layers.svg",
-            "head_types.csv",
-            "paper_claims.csv",
-        )
-        if patterns_corpora(model)
-    ]
-    + [
-        f"{EVALUATION_DIR}/{name}"
-        for name in ("evaluation.csv", "confusion.csv", "thresholds.csv", "errors.png")
-        if LABELS
-    ]
-)

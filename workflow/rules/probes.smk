@@ -6,7 +6,13 @@
 # no table reads it, and it is rebuilt from the store in about a minute when a probe reruns).
 PROBES = config["probes"]
 PROBES_DIR = f"{RESULTS}/{{model}}/{{corpus}}/probes"
-PROBES_REPORT = {"category": "Probing classifiers (Clark §5)", "subcategory": "{model}"}
+targets(
+    "probes",
+    category="Probing classifiers (Clark §5)",
+    corpus=lambda model: (
+        [PROBES["train"]] if PLAN.probes_on and model == PROBES["model"] else []
+    ),
+)
 
 
 rule probes_features:
@@ -65,20 +71,26 @@ rule probes_run:
 
 rule probes_table3:
     input:
-        runs=[f"{PROBES_DIR}/runs/{p}-seed{s}.csv" for p, s in PLAN.probe_runs],
+        runs=expand(
+            rules.probes_run.output.scores,
+            zip,
+            probe=[p for p, _ in PLAN.probe_runs],
+            seed=[s for _, s in PLAN.probe_runs],
+            allow_missing=True,
+        ),
         code=code("probes_table3.py"),
     output:
-        table=report(
+        table=result(
+            "probes",
             f"{PROBES_DIR}/table3.csv",
             caption="../report/probes_table3.rst",
             labels={"model": "{model}", "result": "Table 3 (UAS)", "kind": "table"},
-            **PROBES_REPORT,
         ),
-        figure=report(
+        figure=result(
+            "probes",
             f"{PROBES_DIR}/table3.svg",
             caption="../report/probes_table3.rst",
             labels={"model": "{model}", "result": "Table 3 (UAS)", "kind": "figure"},
-            **PROBES_REPORT,
         ),
     log:
         f"{LOGS}/probes/{{model}}/{{corpus}}/table3.log",
@@ -98,10 +110,16 @@ rule probes_table3:
 
 rule probes_weights:
     input:
-        states=[f"{PROBES_DIR}/runs/attn_only-seed{s}.pt" for s in PROBES["seeds"]],
+        states=expand(
+            rules.probes_run.output.state,
+            probe="attn_only",
+            seed=PROBES["seeds"],
+            allow_missing=True,
+        ),
         code=code("probes_weights.py"),
     output:
-        table=report(
+        table=result(
+            "probes",
             f"{PROBES_DIR}/attn_only_weights.csv",
             caption="../report/probes_weights.rst",
             labels={
@@ -109,9 +127,9 @@ rule probes_weights:
                 "result": "attn-only weights",
                 "kind": "table",
             },
-            **PROBES_REPORT,
         ),
-        figure=report(
+        figure=result(
+            "probes",
             f"{PROBES_DIR}/attn_only_weights.svg",
             caption="../report/probes_weights.rst",
             labels={
@@ -119,7 +137,6 @@ rule probes_weights:
                 "result": "attn-only weights",
                 "kind": "figure",
             },
-            **PROBES_REPORT,
         ),
     log:
         f"{LOGS}/probes/{{model}}/{{corpus}}/weights.log",
@@ -141,7 +158,8 @@ rule probes_edges:
         + probe_features(PROBES["random_model"], PROBES["test"]),
         code=code("probes_edges.py"),
     output:
-        report(
+        result(
+            "probes",
             f"{PROBES_DIR}/edges.csv",
             caption="../report/probes_edges.rst",
             labels={
@@ -149,7 +167,6 @@ rule probes_edges:
                 "result": "edge classifier (Coenen et al.)",
                 "kind": "table",
             },
-            **PROBES_REPORT,
         ),
     log:
         f"{LOGS}/probes/{{model}}/{{corpus}}/edges.log",
@@ -170,15 +187,15 @@ rule probes_edges:
 
 rule probes_claims:
     input:
-        table=f"{PROBES_DIR}/table3.csv",
-        edges=f"{PROBES_DIR}/edges.csv",
+        table=rules.probes_table3.output.table,
+        edges=rules.probes_edges.output[0],
         code=code("probes_claims.py"),
     output:
-        report(
+        result(
+            "probes",
             f"{PROBES_DIR}/paper_claims.csv",
             caption="../report/probes_claims.rst",
             labels={"model": "{model}", "result": "claims vs papers", "kind": "table"},
-            **PROBES_REPORT,
         ),
     log:
         f"{LOGS}/probes/{{model}}/{{corpus}}/claims.log",
@@ -188,17 +205,3 @@ rule probes_claims:
         ENV
     script:
         "../scripts/probes_claims.py"
-
-
-FINAL_TARGETS["probes"] = lambda model: [
-    f"{RESULTS}/{model}/{PROBES['train']}/probes/{name}"
-    for name in (
-        "table3.csv",
-        "table3.svg",
-        "attn_only_weights.csv",
-        "attn_only_weights.svg",
-        "edges.csv",
-        "paper_claims.csv",
-    )
-    if PLAN.probes_on and model == PROBES["model"]
-]

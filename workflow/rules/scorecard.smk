@@ -1,15 +1,10 @@
 # The scorecard: every paper claim of every configured model in one table (results/scorecard.csv,
 # shown on the report's landing page), and the cross-model figures. The scorecard reads every
-# paper_claims.csv that the included analyses register in FINAL_TARGETS: an analysis joins it
+# paper_claims.csv that the included analyses declare as final results: an analysis joins it
 # by writing its claims (headatlas.claims.Claim rows) to a file of that name.
-SCORECARD_REPORT = {
-    "category": "Scorecard and models compared",
-    "subcategory": "all models",
-}
 COMPARE_DIR = f"{RESULTS}/compare"
-SPECIAL_TABLE = f"{RESULTS}/{{model}}/{PLAN.surface_corpus}/surface/special_tokens.csv"
-TABLE1 = f"{RESULTS}/{{model}}/{{corpus}}/syntax/table1.csv"
-SHARES_TABLE = f"{RESULTS}/{{model}}/{PLAN.surface_corpus}/headtypes/type_shares.csv"
+for _name in ("scorecard", "compare"):
+    targets(_name, category="Scorecard and models compared", subcategory="all models")
 
 
 rule scorecard:
@@ -17,18 +12,18 @@ rule scorecard:
         claims=claims_files,
         code=code("scorecard.py"),
     output:
-        table=report(
+        table=result(
+            "scorecard",
             f"{RESULTS}/scorecard.csv",
             caption="../report/scorecard.rst",
             labels={"result": "scorecard (table)"},
-            **SCORECARD_REPORT,
         ),
         long=f"{RESULTS}/scorecard_long.csv",
-        html=report(
+        html=result(
+            "scorecard",
             f"{RESULTS}/scorecard.html",
             caption="../report/scorecard.rst",
             labels={"result": "scorecard (page)"},
-            **SCORECARD_REPORT,
         ),
     log:
         f"{LOGS}/scorecard/scorecard.log",
@@ -45,15 +40,29 @@ rule scorecard:
 
 rule compare_special_tokens:
     input:
-        tables=[SPECIAL_TABLE.format(model=m) for m in MODELS],
+        tables=[
+            SURFACE_TABLE.format(
+                model=m,
+                corpus=PLAN.surface_corpus,
+                weighting="",
+                analysis="special_tokens",
+            )
+            for m in MODELS
+        ],
         code=code("compare_special_tokens.py"),
     output:
-        table=f"{COMPARE_DIR}/special_tokens_depth.csv",
-        figure=report(
+        table=result(
+            "compare",
+            f"{COMPARE_DIR}/special_tokens_depth.csv",
+            final=PLAN.surface_corpus is not None,
+            in_report=False,
+        ),
+        figure=result(
+            "compare",
             f"{COMPARE_DIR}/special_tokens_depth.svg",
+            final=PLAN.surface_corpus is not None,
             caption="../report/compare_special_tokens.rst",
             labels={"result": "attention to special tokens by depth"},
-            **SCORECARD_REPORT,
         ),
     log:
         f"{LOGS}/compare/special_tokens.log",
@@ -70,19 +79,26 @@ rule compare_special_tokens:
 
 rule compare_table1:
     input:
-        tables=[
-            TABLE1.format(model=m, corpus=c)
+        # syntax.smk is included after this file: its rules are known when the DAG is built
+        tables=lambda wildcards: [
+            rules.syntax_table1.output.table.format(model=m, corpus=c, weighting="")
             for m in MODELS
             for c in PLAN.labelled_treebanks
         ],
         code=code("compare_table1.py"),
     output:
-        table=f"{COMPARE_DIR}/table1.csv",
-        figure=report(
+        table=result(
+            "compare",
+            f"{COMPARE_DIR}/table1.csv",
+            final=bool(PLAN.labelled_treebanks),
+            in_report=False,
+        ),
+        figure=result(
+            "compare",
             f"{COMPARE_DIR}/table1.svg",
+            final=bool(PLAN.labelled_treebanks),
             caption="../report/compare_table1.rst",
             labels={"result": "Table 1, models side by side"},
-            **SCORECARD_REPORT,
         ),
     log:
         f"{LOGS}/compare/table1.log",
@@ -98,15 +114,26 @@ rule compare_table1:
 
 rule compare_headtypes:
     input:
-        tables=[SHARES_TABLE.format(model=m) for m in MODELS],
+        tables=[
+            rules.headtypes_cluster.output.shares.format(
+                model=m, corpus=PLAN.surface_corpus, weighting=""
+            )
+            for m in MODELS
+        ],
         code=code("compare_headtypes.py"),
     output:
-        table=f"{COMPARE_DIR}/headtype_shares.csv",
-        figure=report(
+        table=result(
+            "compare",
+            f"{COMPARE_DIR}/headtype_shares.csv",
+            final=PLAN.surface_corpus is not None,
+            in_report=False,
+        ),
+        figure=result(
+            "compare",
             f"{COMPARE_DIR}/headtype_shares.svg",
+            final=PLAN.surface_corpus is not None,
             caption="../report/compare_headtypes.rst",
             labels={"result": "head-type shares per model"},
-            **SCORECARD_REPORT,
         ),
     log:
         f"{LOGS}/compare/headtypes.log",
@@ -119,19 +146,3 @@ rule compare_headtypes:
         corpus=PLAN.surface_corpus,
     script:
         "../scripts/compare_headtypes.py"
-
-
-FINAL_TARGETS["scorecard"] = lambda model: [
-    f"{RESULTS}/scorecard.csv",
-    f"{RESULTS}/scorecard.html",
-]
-FINAL_TARGETS["compare"] = lambda model: [
-    f"{COMPARE_DIR}/{name}.{ext}"
-    for name, planned in (
-        ("special_tokens_depth", PLAN.surface_corpus is not None),
-        ("table1", bool(PLAN.labelled_treebanks)),
-        ("headtype_shares", PLAN.surface_corpus is not None),
-    )
-    if planned
-    for ext in ("csv", "svg")
-]

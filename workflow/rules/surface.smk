@@ -1,6 +1,11 @@
 # Surface patterns (Clark et al. §3): one job per analysis, each streams the store once.
 # Under each weighting: surface/ (attention weights) and surface-norm/ (Kobayashi's norm weighting).
-SURFACE_REPORT = {"category": "Surface patterns (Clark §3)", "subcategory": "{model}"}
+targets(
+    "surface",
+    category="Surface patterns (Clark §3)",
+    corpus=[PLAN.surface_corpus] if PLAN.surface_corpus is not None else [],
+    analysis=SURFACE_TABLES,
+)
 
 
 rule surface_table:
@@ -8,17 +13,17 @@ rule surface_table:
         stores=stores,
         code=code("surface_table.py"),
     output:
-        table=report(
-            f"{SURFACE_DIR}/{{analysis}}.csv",
+        table=result(
+            "surface",
+            SURFACE_TABLE,
             caption="../report/surface_table.rst",
             labels=labelled(model="{model}", analysis="{analysis}", kind="table"),
-            **SURFACE_REPORT,
         ),
-        figure=report(
+        figure=result(
+            "surface",
             f"{SURFACE_DIR}/{{analysis}}.svg",
             caption="../report/surface_table.rst",
             labels=labelled(model="{model}", analysis="{analysis}", kind="figure"),
-            **SURFACE_REPORT,
         ),
     log:
         f"{LOGS}/surface{{weighting}}/{{model}}/{{corpus}}/{{analysis}}.log",
@@ -40,11 +45,11 @@ rule surface_claims:
         unpack(surface_tables),
         code=code("paper_claims.py"),
     output:
-        report(
+        result(
+            "surface",
             f"{SURFACE_DIR}/paper_claims.csv",
             caption="../report/paper_claims.rst",
             labels=labelled(model="{model}", analysis="paper vs ours", kind="table"),
-            **SURFACE_REPORT,
         ),
     log:
         f"{LOGS}/surface{{weighting}}/{{model}}/{{corpus}}/paper_claims.log",
@@ -62,14 +67,14 @@ rule surface_lines:
         stores=stores,
         code=code("attention_lines.py"),
     output:
-        heads=f"{SURFACE_DIR}/example_heads.csv",
-        figure=report(
+        heads=result("surface", f"{SURFACE_DIR}/example_heads.csv", in_report=False),
+        figure=result(
+            "surface",
             f"{SURFACE_DIR}/attention_lines.svg",
             caption="../report/attention_lines.rst",
             labels=labelled(
                 model="{model}", analysis="example heads (Fig. 1)", kind="figure"
             ),
-            **SURFACE_REPORT,
         ),
     log:
         f"{LOGS}/surface{{weighting}}/{{model}}/{{corpus}}/attention_lines.log",
@@ -82,12 +87,3 @@ rule surface_lines:
         weighting=weighting,
     script:
         "../scripts/attention_lines.py"
-
-
-FINAL_TARGETS["surface"] = lambda model: [
-    f"{RESULTS}/{model}/{PLAN.surface_corpus}/surface{suffix}/{name}"
-    for suffix in PLAN.suffixes(model)
-    for name in [f"{t}.{ext}" for t in SURFACE_TABLES for ext in ("csv", "svg")]
-    + ["attention_lines.svg", "example_heads.csv", "paper_claims.csv"]
-    if PLAN.surface_corpus is not None
-]

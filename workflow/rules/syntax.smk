@@ -5,9 +5,13 @@
 SYNTAX = config["syntax"]
 SYNTAX_DIR = f"{RESULTS}/{{model}}/{{corpus}}/syntax{{weighting}}"
 SYNTAX_HONEST_DIR = f"{RESULTS}/{{model}}/syntax{{weighting}}"
-SYNTAX_REPORT = {"category": "Dependency syntax (Clark §4.2)", "subcategory": "{model}"}
+targets(
+    "syntax",
+    category="Dependency syntax (Clark §4.2)",
+    corpus=PLAN.labelled_treebanks,
+)
 SYNTAX_CORPORA = {"corpus": one_of(PLAN.labelled_treebanks)}
-SYNTAX_SCORES = f"{RESULTS}/{{{{model}}}}/{{corpus}}/syntax{{{{weighting}}}}/scores.npz"
+SYNTAX_SCORES = f"{SYNTAX_DIR}/scores.npz"
 
 
 rule syntax_scores:
@@ -16,8 +20,9 @@ rule syntax_scores:
         corpus=corpus_file,
         code=code("syntax_scores.py"),
     output:
-        scores=f"{SYNTAX_DIR}/scores.npz",
-        heads=report(
+        scores=SYNTAX_SCORES,
+        heads=result(
+            "syntax",
             f"{SYNTAX_DIR}/heads.csv",
             caption="../report/syntax_heads.rst",
             labels=labelled(
@@ -25,9 +30,9 @@ rule syntax_scores:
                 corpus="{corpus}",
                 result="every head (long table)",
             ),
-            **SYNTAX_REPORT,
         ),
-        offsets=report(
+        offsets=result(
+            "syntax",
             f"{SYNTAX_DIR}/offsets.csv",
             caption="../report/syntax_offsets.rst",
             labels=labelled(
@@ -35,13 +40,12 @@ rule syntax_scores:
                 corpus="{corpus}",
                 result="offset baselines",
             ),
-            **SYNTAX_REPORT,
         ),
-        coverage=report(
+        coverage=result(
+            "syntax",
             f"{SYNTAX_DIR}/coverage.csv",
             caption="../report/syntax_coverage.rst",
             labels=labelled(model="{model}", corpus="{corpus}", result="coverage"),
-            **SYNTAX_REPORT,
         ),
     log:
         f"{LOGS}/syntax{{weighting}}/{{model}}/{{corpus}}/scores.log",
@@ -62,22 +66,22 @@ rule syntax_scores:
 
 rule syntax_table1:
     input:
-        scores=f"{SYNTAX_DIR}/scores.npz",
+        scores=SYNTAX_SCORES,
         code=code("syntax_table1.py"),
     output:
-        table=report(
+        table=result(
+            "syntax",
             f"{SYNTAX_DIR}/table1.csv",
             caption="../report/syntax_table1.rst",
             labels=labelled(model="{model}", corpus="{corpus}", result="Table 1"),
-            **SYNTAX_REPORT,
         ),
-        claims=report(
+        claims=result(
+            "syntax",
             f"{SYNTAX_DIR}/paper_claims.csv",
             caption="../report/syntax_claims.rst",
             labels=labelled(
                 model="{model}", corpus="{corpus}", result="Table 1 claims"
             ),
-            **SYNTAX_REPORT,
         ),
     log:
         f"{LOGS}/syntax{{weighting}}/{{model}}/{{corpus}}/table1.log",
@@ -97,11 +101,12 @@ rule syntax_table1:
 
 rule syntax_heatmaps:
     input:
-        scores=f"{SYNTAX_DIR}/scores.npz",
+        scores=SYNTAX_SCORES,
         code=code("syntax_heatmaps.py"),
     output:
         **{
-            slug: report(
+            slug: result(
+                "syntax",
                 f"{SYNTAX_DIR}/heatmap_{slug}.svg",
                 caption="../report/syntax_heatmap.rst",
                 labels=labelled(
@@ -109,7 +114,6 @@ rule syntax_heatmaps:
                     corpus="{corpus}",
                     result=f"heat map {relation}",
                 ),
-                **SYNTAX_REPORT,
             )
             for slug, relation in PLAN.syntax_heatmaps.items()
         },
@@ -129,13 +133,14 @@ rule syntax_heatmaps:
 
 rule syntax_lines:
     input:
-        scores=f"{SYNTAX_DIR}/scores.npz",
+        scores=SYNTAX_SCORES,
         stores=stores,
         corpus=corpus_file,
         code=code("syntax_lines.py"),
     output:
         examples=f"{SYNTAX_DIR}/lines.csv",
-        figure=report(
+        figure=result(
+            "syntax",
             f"{SYNTAX_DIR}/lines.svg",
             caption="../report/syntax_lines.rst",
             labels=labelled(
@@ -143,7 +148,6 @@ rule syntax_lines:
                 corpus="{corpus}",
                 result="Fig. 5 example heads",
             ),
-            **SYNTAX_REPORT,
         ),
     log:
         f"{LOGS}/syntax{{weighting}}/{{model}}/{{corpus}}/lines.log",
@@ -161,35 +165,42 @@ rule syntax_lines:
 
 rule syntax_honest:
     input:
+        # the scores of these corpora, for the job's model and weighting
         select=(
-            SYNTAX_SCORES.format(corpus=SYNTAX["selection"]["corpus"])
+            expand(
+                SYNTAX_SCORES, corpus=SYNTAX["selection"]["corpus"], allow_missing=True
+            )[0]
             if PLAN.honest
             else []
         ),
-        evaluate=[
-            SYNTAX_SCORES.format(corpus=e["corpus"]) for e in SYNTAX["evaluation"]
-        ],
+        evaluate=expand(
+            SYNTAX_SCORES,
+            corpus=[e["corpus"] for e in SYNTAX["evaluation"]],
+            allow_missing=True,
+        ),
         code=code("syntax_honest.py"),
     output:
-        table=report(
+        table=result(
+            "syntax",
             f"{SYNTAX_HONEST_DIR}/honest.csv",
             caption="../report/syntax_honest.rst",
+            final=PLAN.honest,
             labels=labelled(
                 model="{model}",
                 corpus="selection vs test",
                 result="honest regime",
             ),
-            **SYNTAX_REPORT,
         ),
-        figure=report(
+        figure=result(
+            "syntax",
             f"{SYNTAX_HONEST_DIR}/honest.svg",
             caption="../report/syntax_honest.rst",
+            final=PLAN.honest,
             labels=labelled(
                 model="{model}",
                 corpus="selection vs test",
                 result="both regimes",
             ),
-            **SYNTAX_REPORT,
         ),
     log:
         f"{LOGS}/syntax{{weighting}}/{{model}}/honest.log",
@@ -205,24 +216,3 @@ rule syntax_honest:
         min_count=SYNTAX["min_count"],
     script:
         "../scripts/syntax_honest.py"
-
-
-FINAL_TARGETS["syntax"] = lambda model: [
-    f"{RESULTS}/{model}/{corpus}/syntax{suffix}/{name}"
-    for suffix in PLAN.suffixes(model)
-    for corpus in PLAN.labelled_treebanks
-    for name in [
-        "table1.csv",
-        "paper_claims.csv",
-        "heads.csv",
-        "offsets.csv",
-        "coverage.csv",
-        "lines.svg",
-    ]
-    + [f"heatmap_{slug}.svg" for slug in PLAN.syntax_heatmaps]
-] + [
-    f"{RESULTS}/{model}/syntax{suffix}/honest.{ext}"
-    for suffix in PLAN.suffixes(model)
-    for ext in ("csv", "svg")
-    if PLAN.honest
-]
