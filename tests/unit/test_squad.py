@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +53,59 @@ def test_read_squad_errors(tmp_path):
     wrong.write_text(json.dumps({"data": []}))
     with pytest.raises(CorpusFormatError, match="no questions"):
         read_squad(wrong)
+
+
+def _v11(qa: dict | None = None, context: str = "Paris is big.", **article) -> dict:
+    qa = qa if qa is not None else {"id": "q", "question": "What?", "answers": [{"text": "Paris", "answer_start": 0}]}
+    return {"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": [qa]}], **article}]}
+
+
+@pytest.mark.parametrize("content, problem", [
+    # JSON Lines: one record per line (a common export)
+    ('{"id": "q1", "context": "c", "question": "?"}\n{"id": "q2", "context": "c", "question": "?"}\n',
+     r"wrong\.json:2: JSON Lines"),
+    # the Hugging Face `datasets` export: a list of flat per-question records
+    (json.dumps([{"id": "q", "title": "t", "context": "c", "question": "?",
+                  "answers": {"text": ["c"], "answer_start": [0]}}]),
+     r"a JSON list at the top, not a SQuAD v1\.1 object \(one record per question"),
+    (json.dumps({"version": "v2.0", "data": []}), r"SQuAD version 'v2\.0', not 1\.1"),
+    (json.dumps({"questions": []}), r"missing or malformed 'data' \(found \['questions'\]\)"),
+    (json.dumps({"data": {"title": "t"}}), r"data: expected a list, found dict"),
+    (json.dumps({"data": ["t"]}), r"data\[0\]: expected an object, found str"),
+    (json.dumps({"data": [{"title": "t", "paragraphs": {"context": "c"}}]}),
+     r"data\[0\]\.paragraphs: expected a list, found dict"),
+    (json.dumps(_v11(context=["Paris", "is", "big"])), r"data\[0\]\.paragraphs\[0\]\.context: expected a string"),
+    (json.dumps(_v11({"id": "q", "question": "?", "answers": {"text": ["Paris"], "answer_start": [0]}})),
+     r"qas\[0\]\.answers: expected a list, found dict \(an object of lists, as in the Hugging Face"),
+    (json.dumps(_v11({"id": "q", "question": "?", "answers": ["Paris"]})),
+     r"qas\[0\]\.answers\[0\]: expected an object, found str"),
+    (json.dumps(_v11({"id": "q", "question": "?", "answers": [{"text": "Paris", "answer_start": "0"}]})),
+     r"answers\[0\]\.answer_start: expected an integer, found str"),
+    (json.dumps(_v11({"id": "q", "question": "?", "answers": [{"text": "Paris", "answer_start": 99}]})),
+     r"answers\[0\]\.answer_start: 99 is outside its context \(13 characters\)"),
+    (json.dumps(_v11({"id": "q", "question": "?", "answers": [{"answer_start": 0}]})),
+     r"missing or malformed 'text' in data\[0\]\.paragraphs\[0\]\.qas\[0\]\.answers\[0\]"),
+    (json.dumps(_v11({"id": "q", "question": "?", "is_impossible": True,
+                      "answers": [{"text": "Paris", "answer_start": 0}]})), r"is marked is_impossible \(SQuAD v2\.0\)"),
+    (json.dumps({"data": _v11()["data"] * 2}), r"1 question id\(s\) occur more than once \(q\)"),
+])
+def test_read_squad_names_the_file_and_what_was_expected(tmp_path, content, problem):
+    """Every shape that is not SQuAD v1.1 stops naming the file, where, and the expected shape."""
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(content, encoding="utf-8")
+    with pytest.raises(CorpusFormatError, match=r"^" + str(wrong).replace(".", r"\.") + r"(:\d+)?: ") as err:
+        read_squad(wrong)
+    assert re.search(problem, str(err.value)), str(err.value)
+    if "occur more than once" not in problem and "no answer" not in problem:
+        assert "how to fix:" in str(err.value)
+
+
+def test_read_squad_accepts_integer_ids_and_warns_on_misaligned_answers(tmp_path, caplog):
+    path = tmp_path / "ok.json"
+    path.write_text(json.dumps(_v11({"id": 7, "question": "?", "answers": [{"text": "Paris", "answer_start": 1}]})))
+    with caplog.at_level(logging.WARNING):
+        (example,) = read_squad(path)
+    assert example.id == "7" and "1 answer(s) not found at their answer_start" in caplog.text
 
 
 def test_normalize_answer():

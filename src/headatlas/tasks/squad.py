@@ -47,44 +47,136 @@ class SquadExample:
     answer_starts: list[int]
 
 
+V11_SHAPE = ("{'version': '1.1', 'data': [{'title': str, 'paragraphs': [{'context': str, 'qas': "
+             "[{'id': str, 'question': str, 'answers': [{'text': str, 'answer_start': int}, ...]}]}]}]}")
+_FIX = f"a SQuAD v1.1 file (e.g. the official dev-v1.1.json) is expected: {V11_SHAPE}"
+
+
 def read_squad(path: str | Path) -> list[SquadExample]:
     """Read a SQuAD v1.1 JSON file (``{"data": [{"title", "paragraphs": [...]}]}``).
 
     Every question must have at least one answer (v2.0's unanswerable
-    questions are not supported).
+    questions are not supported). Anything not v1.1-shaped stops with a
+    :class:`CorpusFormatError` naming the file, the JSON location and what was
+    expected there: JSON Lines, a top-level list or flat per-question records
+    (the Hugging Face ``datasets`` export), a v2.0 file, ``answers`` as an
+    object of lists, a field of the wrong type, an ``answer_start`` outside its
+    context, duplicate question ids. An answer whose text is not found at its
+    ``answer_start`` is logged, not refused (the official script never reads
+    the offsets).
     """
     path = Path(path)
+    text = path.read_text(encoding="utf-8-sig")
     try:
-        dataset = json.loads(path.read_text(encoding="utf-8-sig"))
+        dataset = json.loads(text)
     except json.JSONDecodeError as err:
+        if err.msg == "Extra data" and _is_json(text.splitlines()[0] if text.strip() else ""):
+            raise CorpusFormatError(path, err.lineno, "JSON Lines (one JSON record per line), not a SQuAD "
+                                    "v1.1 JSON document", _FIX) from err
         raise CorpusFormatError(path, err.lineno, f"not valid JSON ({err.msg})",
                                 "check that the download is complete") from err
+    if isinstance(dataset, list):
+        flat = bool(dataset) and isinstance(dataset[0], dict) and {"context", "question"} <= set(dataset[0])
+        raise CorpusFormatError(path, 0, "a JSON list at the top, not a SQuAD v1.1 object"
+                                + (" (one record per question: the Hugging Face `datasets` layout)"
+                                   if flat else ""), _FIX)
+    if not isinstance(dataset, dict) or "data" not in dataset:
+        found = sorted(dataset)[:8] if isinstance(dataset, dict) else type(dataset).__name__
+        raise CorpusFormatError(path, 0, f"not SQuAD v1.1 JSON: missing or malformed 'data' (found {found})",
+                                _FIX)
+    version = str(dataset.get("version", "1.1")).lstrip("v")
+    if not version.startswith("1."):
+        raise CorpusFormatError(path, 0, f"SQuAD version {dataset['version']!r}, not 1.1",
+                                "SQuAD v1.1 is expected (its official EM/F1); v2.0 with unanswerable "
+                                "questions is not supported: use dev-v1.1.json")
     examples: list[SquadExample] = []
     try:
-        for a, article in enumerate(dataset["data"]):
-            title = article["title"]
-            for p, paragraph in enumerate(article["paragraphs"]):
-                examples += _squad_paragraph(path, title, paragraph, f"data[{a}].paragraphs[{p}]")
-    except (KeyError, TypeError) as err:
-        raise CorpusFormatError(path, 0, f"not SQuAD v1.1 JSON: missing or malformed {err}",
-                                "expected {'data': [{'title', 'paragraphs': [{'context', "
-                                "'qas': [{'id', 'question', 'answers'}]}]}]}") from err
+        articles = _expect(path, dataset["data"], list, "data")
+        for a, article in enumerate(articles):
+            where = f"data[{a}]"
+            article = _expect(path, article, dict, where)
+            title = _expect(path, _field(path, article, "title", where), str, f"{where}.title")
+            paragraphs = _expect(path, _field(path, article, "paragraphs", where), list, f"{where}.paragraphs")
+            for p, paragraph in enumerate(paragraphs):
+                examples += _squad_paragraph(path, title, paragraph, f"{where}.paragraphs[{p}]")
+    except (KeyError, TypeError) as err:  # defensive: every access above is checked
+        raise CorpusFormatError(path, 0, f"not SQuAD v1.1 JSON: missing or malformed {err}", _FIX) from err
     if not examples:
         raise CorpusFormatError(path, 0, "no questions", "check that this is a SQuAD v1.1 file")
+    seen: dict[str, int] = Counter(e.id for e in examples)
+    repeated = sorted(i for i, n in seen.items() if n > 1)
+    if repeated:
+        raise CorpusFormatError(path, 0, f"{len(repeated)} question id(s) occur more than once "
+                                f"({', '.join(repeated[:5])}): predictions are keyed by id",
+                                "SQuAD v1.1 gives every question its own id; was a file concatenated?")
+    misaligned = sum(e.context[s:s + len(t)] != t for e in examples for t, s in zip(e.answers, e.answer_starts))
+    if misaligned:
+        log.warning("%s: %d answer(s) not found at their answer_start (the EM/F1 score never reads the "
+                    "offsets; the importance loss points at those positions)", path, misaligned)
     return examples
 
 
-def _squad_paragraph(path: Path, title: str, paragraph: dict, where: str) -> list[SquadExample]:
+def _is_json(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
+
+
+_TYPE_NAMES = {list: "a list", dict: "an object", str: "a string", int: "an integer"}
+
+
+def _expect(path: Path, value, kind: type, where: str):
+    """``value`` if it is a ``kind`` (an int is never a bool), else a CorpusFormatError naming ``where``."""
+    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+        return value
+    found = type(value).__name__ if value is not None else "null"
+    hint = ""
+    if where.endswith(".answers") and isinstance(value, dict):
+        hint = " (an object of lists, as in the Hugging Face `datasets` layout)"
+    raise CorpusFormatError(path, 0, f"{where}: expected {_TYPE_NAMES[kind]}, found {found}{hint}", _FIX)
+
+
+def _field(path: Path, record: dict, key: str, where: str):
+    if key not in record:
+        raise CorpusFormatError(path, 0, f"not SQuAD v1.1 JSON: missing or malformed {key!r} in {where} "
+                                f"(it has {sorted(record)[:8]})", _FIX)
+    return record[key]
+
+
+def _squad_paragraph(path: Path, title: str, paragraph, where: str) -> list[SquadExample]:
+    paragraph = _expect(path, paragraph, dict, where)
+    context = _expect(path, _field(path, paragraph, "context", where), str, f"{where}.context")
     examples = []
-    for q, qa in enumerate(paragraph["qas"]):
-        if not qa["answers"]:
-            raise CorpusFormatError(path, 0, f"{where}.qas[{q}] (id {qa['id']}) has no answer",
+    for q, qa in enumerate(_expect(path, _field(path, paragraph, "qas", where), list, f"{where}.qas")):
+        at = f"{where}.qas[{q}]"
+        qa = _expect(path, qa, dict, at)
+        qid = _field(path, qa, "id", at)
+        if isinstance(qid, int) and not isinstance(qid, bool):
+            qid = str(qid)
+        qid = _expect(path, qid, str, f"{at}.id")
+        question = _expect(path, _field(path, qa, "question", at), str, f"{at}.question")
+        if qa.get("is_impossible"):
+            raise CorpusFormatError(path, 0, f"{at} (id {qid}) is marked is_impossible (SQuAD v2.0)",
+                                    "SQuAD v1.1 is expected; v2.0 unanswerable questions are not supported")
+        answers = _expect(path, _field(path, qa, "answers", at), list, f"{at}.answers")
+        if not answers:
+            raise CorpusFormatError(path, 0, f"{at} (id {qid}) has no answer",
                                     "SQuAD v1.1 is expected; v2.0 unanswerable questions are "
                                     "not supported")
-        examples.append(SquadExample(
-            id=qa["id"], title=title, context=paragraph["context"], question=qa["question"],
-            answers=[answer["text"] for answer in qa["answers"]],
-            answer_starts=[answer["answer_start"] for answer in qa["answers"]]))
+        texts, starts = [], []
+        for k, answer in enumerate(answers):
+            here = f"{at}.answers[{k}]"
+            answer = _expect(path, answer, dict, here)
+            texts.append(_expect(path, _field(path, answer, "text", here), str, f"{here}.text"))
+            start = _expect(path, _field(path, answer, "answer_start", here), int, f"{here}.answer_start")
+            if not 0 <= start < max(len(context), 1):
+                raise CorpusFormatError(path, 0, f"{here}.answer_start: {start} is outside its context "
+                                        f"({len(context)} characters)", _FIX)
+            starts.append(start)
+        examples.append(SquadExample(id=qid, title=title, context=context, question=question,
+                                     answers=texts, answer_starts=starts))
     return examples
 
 
