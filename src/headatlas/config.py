@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import difflib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -385,9 +386,9 @@ class Plan:
 
     def asks(self, model: str, analysis: str) -> bool:
         """Whether ``analysis``'s final outputs are asked for ``model``. Analyses outside
-        :data:`MODEL_ANALYSES` (the scorecard, the cross-model figures) are asked always."""
+        :func:`model_analyses` (the scorecard, the cross-model figures) are asked always."""
         chosen = self.analyses.get(model)
-        return chosen is None or analysis not in MODEL_ANALYSES or analysis in chosen
+        return chosen is None or analysis not in model_analyses() or analysis in chosen
 
     @property
     def temp_stores(self) -> list[str]:
@@ -413,10 +414,23 @@ class Plan:
 
 
 PROBES = ("right_branching", "distances_glove", "random_attn_glove", "attn_only", "attn_glove")
-# What `models.<m>.analyses` may name: the rules files' FINAL_TARGETS keys run for every model
-# (probes, finetune, ablation and importance name their models in their own config blocks).
-MODEL_ANALYSES = ("corpora", "surface", "syntax", "coref", "clustering", "headtypes", "gradients",
-                  "norms", "patterns")
+
+
+@lru_cache(maxsize=None)
+def model_analyses() -> tuple[str, ...]:
+    """What `models.<m>.analyses` may name: the enum of the schema, the one list. These are the
+    analyses of the rules files run for every model (probes, finetune, ablation and importance
+    name their models in their own config blocks); an analysis it does not name (the scorecard,
+    the cross-model figures, one just added) is asked for every model."""
+    schema = yaml.load(schema_path().read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    model = schema["properties"]["models"]["additionalProperties"]["properties"]
+    return tuple(model["analyses"]["items"]["enum"])
+
+
+def __getattr__(name: str):
+    if name == "MODEL_ANALYSES":  # read from the schema when first asked for, not at import
+        return model_analyses()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def plan(config: dict) -> Plan:
@@ -433,7 +447,7 @@ def plan(config: dict) -> Plan:
                   "`surface.corpus` is not set (name a segments corpus)")
     analyses = {m: spec.get("analyses") for m, spec in models.items()}
     for m, chosen in analyses.items():
-        dropped = [a for a in MODEL_ANALYSES if a not in chosen] if chosen is not None else []
+        dropped = [a for a in model_analyses() if a not in chosen] if chosen is not None else []
         if dropped:
             leave_out((), f"{', '.join(dropped)} of {m}",
                       f"its `analyses` asks for {', '.join(chosen) or 'none'}; the tables other "
