@@ -332,6 +332,27 @@ def type_counts(types: np.ndarray) -> dict[str, int]:
 # ----------------------------------------------------------------------------
 
 GUAN_ABLATION = "Guan et al. 2020 §5, Tables 2-3"
+# A SQuAD v1.1 model whose *unablated* score is below either floor never learnt the task, and
+# shares of its score are shares of noise (a random model's F1 of 3 "keeps 100%" as easily as
+# it "breaks"). The floors sit below the weakest published baseline that reads the question:
+# Rajpurkar et al. (2016) report on v1.1 dev a random-span guess at EM 1.1 / F1 4.1, a
+# sliding-window word-overlap baseline at EM 13.2 / F1 20.2 and logistic regression at EM 40.0 /
+# F1 51.0; trained BERT models score EM > 80 / F1 > 88 (Guan et al.'s unablated model: F1 89.68;
+# the hub's bert-large-uncased-whole-word-masking-finetuned-squad card: EM 86.91 / F1 93.15). A
+# model below EM 10 or F1 20 is beaten by word overlap: its ablation claims are not applicable.
+UNTRAINED_FLOOR = {"exact_match": 10.0, "f1": 20.0}
+UNTRAINED = "not applicable: task model untrained"
+
+
+def untrained_reason(scores: dict) -> str | None:
+    """Why the unablated ``scores`` (``exact_match``, ``f1`` in %) show a SQuAD model that never
+    learnt the task (:data:`UNTRAINED_FLOOR`), or None (trained, or not a SQuAD score)."""
+    low = [f"{metric} {float(scores[metric]):.2f} < {floor:g}" for metric, floor in UNTRAINED_FLOOR.items()
+           if metric in scores and float(scores[metric]) < floor]
+    if not low:
+        return None
+    return (f"{UNTRAINED} (unablated {', '.join(low)}: below the word-overlap baseline of SQuAD v1.1, "
+            "EM 13.2 / F1 20.2; the floor is EM 10 or F1 20)")
 BREAKS = 50.0  # "breaks the model" / "inoperative": below this share (%) of the unablated score
 # (paper row, claim, the paper's number or words, rule: "below" or "at least" a share of the unablated score)
 CLAIMS = (
@@ -368,6 +389,8 @@ def paper_claims(table: pd.DataFrame) -> pd.DataFrame:
     rows = table.assign(paper_id=table["paper_id"].astype(str).str.replace(r"\.0$", "", regex=True)) \
         .set_index("paper_id")
     unablated = float(rows.at["1", metric]) if "1" in rows.index else float("nan")
+    untrained = untrained_reason({m: rows.at["1", m] for m in UNTRAINED_FLOOR if m in rows.columns}
+                                 if "1" in rows.index else {})
     claims = []
     for paper_id, key, claim, paper, how, threshold in CLAIMS:
         if paper_id not in rows.index:
@@ -377,10 +400,12 @@ def paper_claims(table: pd.DataFrame) -> pd.DataFrame:
         changed = int(row["heads_changed"])
         ours = (f"{metric} {float(row[metric]):.2f} of {unablated:.2f} ({share:.1f}%), "
                 f"{changed} heads changed")
-        holds = None if changed == 0 else (share < threshold if how == "below" else share >= threshold)
+        holds = None if changed == 0 or untrained else (share < threshold if how == "below"
+                                                         else share >= threshold)
         claims.append(Claim(f"guan.ablation.{key}", GUAN_ABLATION, claim, f"{paper} (row {paper_id})", ours,
                             holds_if(holds),
                             f"{row['variant']}: score {how} {threshold:g}% of the unablated model's "
-                            "(not applicable if no head has that type)",
-                            f"no re-training; paper: {PAPER_MODEL}"))
+                            "(not applicable if no head has that type, or if the unablated SQuAD "
+                            "model scores below EM 10 or F1 20: untrained)",
+                            "; ".join(filter(None, [untrained, f"no re-training; paper: {PAPER_MODEL}"]))))
     return claims_table(claims)

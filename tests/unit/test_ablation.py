@@ -227,3 +227,37 @@ def test_paper_claims_of_the_ablation_grid(tmp_path):
     assert c.loc["guan.ablation.prune_vertical", "verdict"] == "holds"
     assert c.loc["guan.ablation.uniform_dense", "verdict"] == "does not hold"
     assert c.loc["guan.ablation.diagonal_no_intra", "verdict"] == "not applicable"
+
+
+def test_an_untrained_squad_model_makes_every_ablation_claim_not_applicable(tmp_path):
+    """A random QA model: unablated EM 0.0 / F1 3.0. Shares of noise judged the old way: pruning
+    the vertical heads "costs little" (F1 3.0 of 3.0, 100%) and pruning the diagonal heads "makes
+    the model inoperative" (F1 1.2, 40%): two verdicts on a model that never learnt SQuAD."""
+    from headatlas.ablation import UNTRAINED, paper_claims, untrained_reason
+
+    def grid(em, f1):
+        table = pd.DataFrame({"paper_id": ["1", "3", "5"], "variant": ["unablated", "prune diagonal",
+                                                                       "prune vertical"],
+                              "heads_changed": [0, 5, 23], "exact_match": em, "f1": f1})
+        table["f1_pct_of_unablated"] = 100 * table["f1"] / f1[0]
+        table["paper_f1_pct_of_unablated"] = float("nan")
+        path = tmp_path / "ablation.csv"
+        table.to_csv(path, index=False)
+        return paper_claims(pd.read_csv(path)).set_index("id")
+
+    random_model = grid([0.0, 0.0, 0.0], [3.0, 1.2, 3.0])
+    assert (random_model["verdict"] == "not applicable").all()
+    assert random_model["note"].str.startswith(UNTRAINED).all()
+    assert "f1 3.00 < 20" in random_model.loc["guan.ablation.prune_vertical", "note"]
+    assert "F1 20: untrained" in random_model.loc["guan.ablation.prune_vertical", "rule"]
+    # The measurement itself is still reported, as measured.
+    assert random_model.loc["guan.ablation.prune_diagonal", "ours"].startswith("f1 1.20 of 3.00 (40.0%)")
+    # EM alone below its floor is enough (F1 25, EM 5: word overlap without exact spans).
+    assert untrained_reason({"exact_match": 5.0, "f1": 25.0}).startswith(UNTRAINED)
+    assert untrained_reason({"exact_match": 10.0, "f1": 20.0}) is None  # at the floor: judged
+    assert untrained_reason({"accuracy": 3.0}) is None  # not a SQuAD score: no floor here
+    # A trained model is judged as before.
+    trained = grid([80.0, 5.0, 79.5], [88.0, 7.0, 87.5])
+    assert trained.loc["guan.ablation.prune_diagonal", "verdict"] == "holds"
+    assert trained.loc["guan.ablation.prune_vertical", "verdict"] == "holds"
+    assert not trained["note"].str.contains(UNTRAINED).any()

@@ -130,6 +130,16 @@ def test_heads_table_compare_and_claims():
     assert found["michel.s3.single_heads_harmless"].verdict == "holds"  # 3 of 4 not significant drops
     assert found["michel.s4.prunable_share"].verdict == "holds"  # 75% >= 30%
     assert found["kovaleva.s6.disabling_improves"].verdict == "does not hold"  # +1 not significant
+    # The same numbers from a SQuAD model whose intact F1 is 3 (random weights): the old rule
+    # said "holds" for two claims; below the floor (F1 20) every claim says the model is untrained.
+    from headatlas.ablation import UNTRAINED
+
+    untrained = claims(heads, layers, curves, 3.0, "f1", 1.0, "toy", untrained_floor=20.0)
+    assert [c.verdict for c in untrained] == ["not applicable"] * len(found)
+    assert all(c.note.startswith(f"{UNTRAINED} (intact f1 3.00 < 20") for c in untrained)
+    assert [c.ours for c in untrained] == [c.ours.replace("accuracy", "f1") for c in found.values()]  # measured
+    trained = claims(heads, layers, curves, 99, "f1", 1.0, "toy", untrained_floor=20.0)
+    assert [c.verdict for c in trained] == [c.verdict for c in found.values()]
 
 
 def test_chance_gains_by_hand():

@@ -260,6 +260,7 @@ class SquadHeads(HeadTask):
 
     metric = "f1"
     unit = "questions"
+    untrained_floor = 20.0  # intact F1 below this: never learnt SQuAD (headatlas.ablation.UNTRAINED_FLOOR)
 
     def __init__(self, model, tokenizer, examples: Sequence, batch_size: int = 32,
                  max_length: int = 384, stride: int = 128, max_answer_length: int = 30,
@@ -500,8 +501,29 @@ def chance_gains(n: int, side: float = 0.025, alpha: float = 0.05) -> int:
 
 
 def claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, base: float,
-           metric: str, tolerance: float, note: str) -> list[Claim]:
-    """Kovaleva et al.'s and Michel et al.'s claims about disabling heads, beside ours."""
+           metric: str, tolerance: float, note: str, untrained_floor: float | None = None) -> list[Claim]:
+    """Kovaleva et al.'s and Michel et al.'s claims about disabling heads, beside ours.
+
+    ``untrained_floor``: the intact score below which the task model never learnt its task
+    (:attr:`SquadHeads.untrained_floor`, F1 20: :data:`headatlas.ablation.UNTRAINED_FLOOR`);
+    every claim is then not applicable, saying so, instead of a verdict on noise.
+    """
+    found = _claims(heads, layers, curves, base, metric, tolerance, note)
+    if untrained_floor is None or not base < untrained_floor:
+        return found
+    from dataclasses import replace
+
+    from headatlas.ablation import UNTRAINED
+    from headatlas.claims import NOT_APPLICABLE
+
+    why = (f"{UNTRAINED} (intact {metric} {base:.2f} < {untrained_floor:g}: below the word-overlap "
+           "baseline of SQuAD v1.1, F1 20.2)")
+    return [replace(c, verdict=NOT_APPLICABLE, rule=f"{c.rule}; not applicable if the intact {metric} "
+                    f"is below {untrained_floor:g} (untrained)", note=f"{why}; {c.note}") for c in found]
+
+
+def _claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, base: float,
+            metric: str, tolerance: float, note: str) -> list[Claim]:
     n = len(heads)
     better = int(heads["improves"].sum())
     better_sig = int(((heads["ci_low"] > 0)).sum())
@@ -592,7 +614,8 @@ def run_experiments(task: HeadTask, shares: Sequence[float], seeds: Sequence[int
                f"pruning in {len(shares)} steps, random order over seeds {list(seeds)}. Paper: "
                "Kovaleva et al. 2019 and Michel et al. 2019 on BERT-base fine-tuned on GLUE.")
     return ImportanceResult(heads, layers, curves, summary,
-                            claims(heads, layers, curves, scorer.base.value, task.metric, tolerance, note),
+                            claims(heads, layers, curves, scorer.base.value, task.metric, tolerance, note,
+                                   getattr(task, "untrained_floor", None)),
                             task.metric, caption)
 
 
