@@ -31,7 +31,7 @@ import pandas as pd
 
 from headatlas.atlas import PAGE_OPTIONS
 from headatlas.store import Store
-from headatlas.wordlevel import units, word_level
+from headatlas.wordlevel import units, word_level, word_units
 
 SPECIAL_WORD_MARKERS = "Ġ▁"
 
@@ -94,14 +94,25 @@ def read_example(path: str | Path, position: int, max_units: int, norm: bool) ->
     if norm:
         views["norm"] = example.weighted("norm")
     words = unit_words(example.tokens, example.word_ids)
-    n_units = len(words)
-    keep = min(n_units, max_units)
-    record = {"id": example.id, "index": corpus_index, "words": words[:keep], "n_units": n_units,
-              "layers": int(example.attn.shape[0]), "heads": int(example.attn.shape[1]), "maps": {}}
+    keep = kept_units(word_units(example.word_ids), max_units)
+    record = {"id": example.id, "index": corpus_index, "words": [words[u] for u in keep],
+              "n_units": len(words), "layers": int(example.attn.shape[0]),
+              "heads": int(example.attn.shape[1]), "maps": {}}
     for weighting, view in views.items():
-        maps = word_level(view.attn, view.word_ids, "mean")[..., :keep, :keep]
+        maps = word_level(view.attn, view.word_ids, "mean")[..., keep[:, None], keep[None, :]]
         record["maps"][weighting] = _quantise(maps)
     return record
+
+
+def kept_units(unit_word: np.ndarray, max_units: int) -> np.ndarray:
+    """The units an example keeps on the page: all of them if at most ``max_units``, else every
+    special token ([CLS], each [SEP]: what so many heads attend to) and the first words that fit."""
+    unit_word = np.asarray(unit_word)
+    if len(unit_word) <= max_units:
+        return np.arange(len(unit_word))
+    special = np.flatnonzero(unit_word < 0)
+    words = np.flatnonzero(unit_word >= 0)[:max(0, max_units - len(special))]
+    return np.sort(np.concatenate([special, words]))[:max_units]
 
 
 def model_examples(stores: dict[str, Sequence[str | Path]], n: int, max_units: int,

@@ -186,6 +186,7 @@ def test_examples_are_words_and_bytes(tmp_path):
     assert [i for _, i in chosen][0] == 2  # 6 words: nearest 0.6 * 10
     record = read_example(path, 1, max_units=10, norm=False)
     assert record["n_units"] == 32 and len(record["words"]) == 10
+    assert record["words"][0] == "[CLS]" and record["words"][-1] == "[SEP]"  # kept when cut
     import base64
     maps = np.frombuffer(base64.b64decode(record["maps"]["attention"]), dtype=np.uint8)
     assert maps.size == L * H * 10 * 10
