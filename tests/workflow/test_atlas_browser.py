@@ -89,6 +89,8 @@ class Browser:
             self.events.append(message)
 
     def wait_for(self, method: str, timeout: float = 30) -> dict:
+        import websocket
+
         deadline = time.time() + timeout
         while time.time() < deadline:
             for event in self.events:
@@ -96,7 +98,12 @@ class Browser:
                     self.events.remove(event)
                     return event
             self.ws.settimeout(max(0.1, deadline - time.time()))
-            self.events.append(json.loads(self.ws.recv()))
+            try:
+                self.events.append(json.loads(self.ws.recv()))
+            except websocket.WebSocketTimeoutException:
+                pass
+            finally:
+                self.ws.settimeout(30)
         raise TimeoutError(method)
 
     def js(self, expression: str):
@@ -238,6 +245,16 @@ def check_atlas_page(browser: Browser, results: Path, shots: Path, model: str | 
                " f.dispatchEvent(new Event('input')); })()")
     filtered = browser.js("[...document.querySelectorAll('#heads-table tbody tr')].map(r => r.dataset.layer)")
     assert filtered and set(filtered) == {"1"} and len(filtered) < rows
+    # A head addressed in the URL opens its card; a "look at first" link opens another.
+    browser.call("Page.navigate", url="about:blank")
+    browser.wait_for("Page.loadEventFired")
+    browser.call("Page.navigate", url=page.resolve().as_uri() + f"#{model}/1-1")
+    browser.wait_for("Page.loadEventFired")
+    assert browser.js("document.getElementById('card-title').textContent") == f"{model} head 1-1"
+    if browser.js("document.querySelectorAll('#highlights a').length"):
+        browser.click("#highlights a")
+        assert browser.js("location.hash") != f"#{model}/1-1" or \
+            browser.js("document.getElementById('card-title').textContent").endswith("1-1")
     errors = browser.errors()
     assert not errors, f"console errors: {errors}"
     return checked
