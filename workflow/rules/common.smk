@@ -121,8 +121,6 @@ def stores(wildcards):
 # under the same weighting.
 SURFACE_DIR = f"{RESULTS}/{{model}}/{{corpus}}/surface{{weighting}}"
 SURFACE_TABLES = list(config["surface"]["options"])
-
-
 SURFACE_TABLE = f"{SURFACE_DIR}/{{analysis}}.csv"
 
 
@@ -172,22 +170,21 @@ def chain_priority(wildcards):
 
 
 # Results are declared once, where a rule writes them: ``result(analysis, path, ...)`` in its
-# `output:` makes the path a report entry (unless ``report=False``) and a final output of the
-# analysis (unless ``final=False``). ``targets(analysis, ...)``, once per rules file, gives the
+# `output:` makes the path a report entry (unless ``in_report=False``) and a final output of
+# the analysis (unless ``final=False``). ``targets(analysis, ...)``, once per rules file, gives the
 # analysis's report category and the values of its paths' wildcards for a model; {model} is the
 # model and {weighting} each of its suffixes (PLAN.suffixes). Downstream rules read
 # ``rules.<rule>.output.<name>``. FINAL_TARGETS: analysis -> (model -> [final outputs]).
 FINAL_TARGETS = {}
 ANALYSES = {}  # analysis -> its declaration: report category, wildcard values, results
-DEFAULT_CAPTION = (
-    "../report/result.rst"  # a generic caption, for results that bring none
-)
+# The caption of a result that brings none of its own: which rule, model and corpus wrote it.
+DEFAULT_CAPTION = "../report/result.rst"
 
 
 def targets(name, /, category=None, subcategory="{model}", where=None, **values):
     """Declare analysis ``name``. ``values``: wildcard -> list, or function of the model giving
-    one (an empty list: nothing for that model); ``where(wildcards)`` (a dict) may drop a
-    combination. Its final outputs for a model are its final results' paths, each expanded over
+    one (an empty list: nothing for that model); ``where(wildcards)`` (a dict of a path's
+    wildcards) may drop a combination. Its final outputs for a model are its final results' paths, each expanded over
     the wildcards it names."""
     ANALYSES[name] = {
         "report": {"category": category or name, "subcategory": subcategory},
