@@ -306,14 +306,21 @@ def _ablation_problems(config: dict, check) -> list[str]:
     return problems
 
 
+def built_models(config: dict) -> list[str]:
+    """The model folders the workflow builds itself (rule build_model): ``<data>/models/<name>``."""
+    from headatlas.modelbuild import BUILDS  # standard library only: light enough here
+
+    return [f"{config['data']}/models/{name}" for name in BUILDS]
+
+
 def path_problems(config: dict) -> list[str]:
     """Files and folders the config names that do not exist (relative paths: from the working
-    directory). A model folder under the results folder (a fine-tuned model) or under
-    ``<data>/models/`` (a built model) is made by the workflow itself."""
-    made = (f"{config['results']}/", f"{config['data']}/models/")
+    directory). A model folder under the results folder (a fine-tuned model) or a built one
+    (``<data>/models/<name>`` of :data:`headatlas.modelbuild.BUILDS`) is made by the workflow."""
     named = [(f"corpora.{c}.path", spec.get("path")) for c, spec in config["corpora"].items()]
     named += [(f"models.{m}.path", spec.get("path")) for m, spec in config["models"].items()
-              if not str(spec.get("path", "")).startswith(made)]
+              if not str(spec.get("path", "")).startswith(f"{config['results']}/")
+              and str(spec.get("path", "")).rstrip("/") not in built_models(config)]
     named += [(f"ablation.{k}", config["ablation"][k]) for k in ("squad_path", "types_csv")]
     return [f"`{key}`: {value} does not exist (relative paths start from the working directory, "
             f"{Path.cwd()})" for key, value in named if value and not Path(value).exists()]
@@ -599,7 +606,8 @@ def _ablation_plan(config: dict) -> dict | None:
     return {
         "task_model": task_model,
         "spec": {"path": model_path} if upos else config["models"][a["model"]],
-        "model_inputs": [f"{model_path}/config.json"] if model_path.startswith(f"{results}/") else [],
+        "model_inputs": [f"{model_path}/config.json"] if model_path.startswith(f"{results}/")
+        else [model_path] if model_path.rstrip("/") in built_models(config) else [],
         "types": a["types_csv"] or f"{results}/{types_model}/{types_corpus}/headtypes/features.csv",
         "types_source": f"the table {a['types_csv']}" if a["types_csv"]
         else f"{types_model} on {types_corpus}",
