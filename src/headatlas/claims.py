@@ -10,8 +10,10 @@ compares models of any depth.
 
 Helpers shared by the analyses' claims: :func:`depth_layers` maps a paper's
 layer range onto a model of another depth (relative depth ``layer / n_layers``),
-:func:`beats` is the "clearly better" test of two measured accuracies with
-their 95% intervals, :func:`pct` formats shares.
+:func:`beats_paired` is the "clearly better" test of two accuracies measured on the
+same units, from the paired bootstrap interval of their difference (:func:`beats`,
+the older test on two unpaired intervals, is kept for comparisons of different
+units), :func:`pct` formats shares.
 """
 
 from __future__ import annotations
@@ -166,6 +168,34 @@ def beats(a: float, a_interval: tuple[float, float] | None, b: float,
 
 
 BEATS_RULE = f"ahead by >= {MARGIN:g} points with 95% intervals that do not overlap"
+
+
+def beats_paired(difference: float, interval: tuple[float, float] | None,
+                 margin: float = MARGIN) -> bool | None:
+    """Whether a system is clearly above another, judged on their *paired* difference.
+
+    ``difference`` is ``a - b`` measured on the same units (sentences,
+    documents), ``interval`` the 95% interval of that difference from a paired
+    bootstrap (both systems scored on the same resamples,
+    :func:`headatlas.stats.bootstrap_ratio` of the per-unit differences). Clearly
+    above: ``difference >= margin`` and the interval's low end above 0. Two
+    unpaired intervals that overlap say little when the two systems succeed and
+    fail on the same units: the paired interval is the one of the difference.
+    None when the difference or an end of its interval is undefined (NaN), or
+    when no interval is given.
+    """
+    if interval is None or any(undefined(x) for x in (difference, *interval)):
+        return None
+    return bool(difference >= margin and interval[0] > 0)
+
+
+PAIRED_RULE = (f"ahead by >= {MARGIN:g} points, with the paired bootstrap 95% interval of the "
+               "difference above 0")
+
+
+def difference_text(difference: float, low: float, high: float) -> str:
+    """A difference in points with its interval, e.g. ``+6.7 [2.1, 11.2]``."""
+    return f"{difference:+.1f} [{low:.1f}, {high:.1f}]"
 
 
 def pct(x: float, digits: int = 0) -> str:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from headatlas.claims import (COLUMNS, Claim, beats, claims_table, depth_layers, depth_text, holds_if,
-                              pct, read_claims, verdict)
+from headatlas.claims import (COLUMNS, Claim, beats, beats_paired, claims_table, depth_layers, depth_text,
+                              difference_text, holds_if, pct, read_claims, verdict)
 
 
 def test_verdicts_and_round_trip(tmp_path):
@@ -43,6 +43,17 @@ def test_beats_needs_the_margin_and_apart_intervals():
     assert [holds_if(True), holds_if(None), holds_if(float("nan"))] == ["holds", "not applicable",
                                                                         "not applicable"]
     assert (pct(0.423), pct(0.4235, 1), pct(float("nan"))) == ("42%", "42.4%", "n/a")
+
+
+def test_beats_paired_judges_the_difference_on_the_same_units():
+    # Issue 23 item 5, GUM coreference: head vs nearest mention +13.3 [1.1, 25.2] paired. The two
+    # accuracies' own intervals overlapped, so beats() said no; the paired interval is above 0.
+    assert beats_paired(13.3, (1.1, 25.2)) is True
+    assert beats_paired(13.3, (-0.4, 25.2)) is False  # the difference's interval reaches below 0
+    assert beats_paired(4.9, (1.0, 9.0)) is False  # above 0 but under the 5-point margin
+    assert beats_paired(6.0, None) is None and beats_paired(float("nan"), (1.0, 2.0)) is None
+    assert beats_paired(6.0, (float("nan"), 9.0)) is None
+    assert difference_text(6.7, 2.1, 11.2) == "+6.7 [2.1, 11.2]"
 
 
 # --- an undefined number is "not applicable", never "does not hold" ------------------------------

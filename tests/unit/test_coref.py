@@ -370,6 +370,21 @@ def test_best_head_is_chosen_on_train_and_reported_on_test():
     assert again.loc["best head, chosen on train", "all_ci_low"] == held_out["all_ci_low"]  # seeded
 
 
+def test_table2_paired_differences_by_hand():
+    # Test documents b (1 mention) and c (2 mentions). Nearest mention gets b right and c's two
+    # wrong; head 1-2 gets all three right. Per mention head - nearest: b 0, c +1, +1 -> +66.7
+    # points. Resampling documents: {b,b} 0/2 = 0, {b,c} 2/3, {c,c} 4/4 = 100 (p 1/4, 1/2, 1/4).
+    mentions = scored([("a", "train", "nominal", 1, 0), ("b", "test", "nominal", 0, 1),
+                       ("c", "test", "proper", 0, 1), ("c", "test", "pronoun", 0, 1)])
+    mentions["nearest"] = [1.0, 1.0, 0.0, 0.0]
+    result = table2(mentions, "train", "test", n_boot=1000).set_index("system")
+    head = result.loc["best head, chosen on test (paper's regime)"]
+    assert head["head"] == "1-2" and head["vs_nearest"] == pytest.approx(200 / 3)
+    assert (head["vs_nearest_low"], head["vs_nearest_high"]) == (0.0, 100.0)
+    near = result.loc["nearest mention"]
+    assert (near["vs_nearest"], near["vs_nearest_low"], near["vs_nearest_high"]) == (0.0, 0.0, 0.0)
+
+
 def test_document_intervals_by_hand():
     # doc 0: 2 mentions right; doc 1: 1 mention wrong. Resamples {0,0}, {0,1}, {1,1} (p = 1/4,
     # 1/2, 1/4): accuracies 4/4 = 100, 2/3 = 66.7, 0/2 = 0 -> the 2.5th and 97.5th percentiles
@@ -508,28 +523,40 @@ def test_a_windows_corpus_chooses_its_held_out_head_on_its_truncated_twin():
 def test_paper_claims_of_table2_by_hand():
     from headatlas.analyses.coref import paper_claims
 
-    def row(system, head, acc, low, high):
+    def row(system, head, acc, low, high, vs_nearest=(np.nan,) * 3, vs_match=(np.nan,) * 3):
         return {"system": system, "head": head, "all": acc, "all_ci_low": low, "all_ci_high": high,
-                "all_n": 200}
+                "all_n": 200, **dict(zip(["vs_nearest", "vs_nearest_low", "vs_nearest_high"], vs_nearest)),
+                **dict(zip(["vs_head_match", "vs_head_match_low", "vs_head_match_high"], vs_match))}
 
     table = pd.DataFrame([
         row("nearest mention", "", 35.0, 27.0, 43.0),
         row("head match", "", 51.0, 44.0, 57.0),
         row("rule-based (4 sieves)", "", 74.0, 69.0, 80.0),
-        row("best head, chosen on train", "3-10", 52.0, 45.0, 58.0),
-        row("best head, chosen on test (paper's regime)", "3-5", 60.0, 53.0, 66.0),
+        row("best head, chosen on train", "3-10", 52.0, 45.0, 58.0, (17.0, 9.0, 25.0), (1.0, -4.0, 6.0)),
+        row("best head, chosen on test (paper's regime)", "3-5", 60.0, 53.0, 66.0, (25.0, 17.0, 33.0),
+            (9.0, 3.0, 15.0)),
     ])
     c = paper_claims(table, "docs").set_index("id")
     # The held-out head (52) is judged, not the paper's-regime one (60).
     nearest = c.loc["clark.t2.docs.head_beats_nearest"]
-    assert nearest["ours"] == "head 3-10 (chosen on train) 52.0 [45.0-58.0] vs 35.0 [27.0-43.0]"
-    assert nearest["verdict"] == "holds"  # 17 points ahead, 45 > 43
+    assert nearest["ours"] == ("head 3-10 (chosen on train) 52.0 [45.0-58.0] vs 35.0 [27.0-43.0]; "
+                               "difference +17.0 [9.0, 25.0] (paired)")
+    assert nearest["verdict"] == "holds"  # 17 points ahead, paired interval above 0
     assert c.loc["clark.t2.docs.head_beats_head_match", "verdict"] == "does not hold"  # 1 point
     assert c.loc["clark.t2.docs.head_below_rule_based", "verdict"] == "holds"  # 52 < 74
-    assert "n = 200 mentions" in nearest["note"]
+    assert "n = 200 mentions" in nearest["note"] and "paired bootstrap" in nearest["rule"]
     # Without a selection split the paper's-regime head is judged, and the note says so.
     c = paper_claims(table.drop(index=3), "docs").set_index("id")
     match = c.loc["clark.t2.docs.head_beats_head_match"]
-    assert match["verdict"] == "does not hold"  # 9 points ahead, but 53 < 57: intervals overlap
+    # Issue 23 item 5: 9 points ahead, and 53 < 57, the unpaired intervals overlap: the old rule
+    # said "does not hold". Paired on the same documents the difference is +9.0 [3.0, 15.0]:
+    # >= 5 points and above 0, so the head beats head match.
+    from headatlas.claims import beats
+
+    assert beats(60.0, (53.0, 66.0), 51.0, (44.0, 57.0)) is False
+    assert match["verdict"] == "holds"
     assert match["ours"].startswith("head 3-5 (chosen on test (paper's regime)) 60.0")
     assert "chosen on the evaluation data" in match["note"]
+    # A table written before the paired columns: not applicable, never a verdict.
+    c = paper_claims(table.drop(columns=[k for k in table if k.startswith("vs_")]), "docs")
+    assert set(c.loc[c["id"].str.contains("head_beats"), "verdict"]) == {"not applicable"}

@@ -291,6 +291,8 @@ def test_table1_all_counts_root_words_as_wrong(corpus):
                           "baseline_acc", "paper_acc"]].tolist() == \
         [10, "1-1", "dep->head", 60.0, 60.0, 60.0, 1, 60.0, 34.5]
     assert t1.loc["all (non-root)", ["n", "acc", "baseline_acc"]].tolist() == [8, 75.0, 75.0]
+    # Head minus offset per sentence is 0 in both sentences: the paired difference is 0 [0, 0].
+    assert t1.loc["all", ["diff", "diff_low", "diff_high"]].tolist() == [0.0, 0.0, 0.0]
     assert pd.isna(t1.loc["all (non-root)", "paper_acc"])
     assert "root words counted as wrong" in t1.loc["all", "note"]
     # Root words cannot be counted in a single relation.
@@ -304,12 +306,14 @@ def test_table1_claims_follow_the_papers_finding():
     table = pd.DataFrame([
         {"relation": "det", "n": 100, "head": "2-1", "direction": "dep->head", "acc": 80.0,
          "acc_low": 75.0, "acc_high": 85.0, "baseline_offset": 1, "baseline_acc": 60.0,
-         "baseline_acc_low": 55.0, "baseline_acc_high": 65.0, "paper_relation": "det",
+         "baseline_acc_low": 55.0, "baseline_acc_high": 65.0, "diff": 20.0, "diff_low": 14.0,
+         "diff_high": 26.0, "paper_relation": "det",
          "paper_head": "8-11", "paper_acc": 94.3, "paper_baseline_offset": 1,
          "paper_baseline_acc": 51.7, "note": ""},
         {"relation": "compound", "n": 100, "head": "1-1", "direction": "dep->head", "acc": 72.0,
          "acc_low": 65.0, "acc_high": 79.0, "baseline_offset": 1, "baseline_acc": 70.0,
-         "baseline_acc_low": 63.0, "baseline_acc_high": 77.0, "paper_relation": "nn",
+         "baseline_acc_low": 63.0, "baseline_acc_high": 77.0, "diff": 2.0, "diff_low": -1.0,
+         "diff_high": 5.0, "paper_relation": "nn",
          "paper_head": "4-10", "paper_acc": 70.4, "paper_baseline_offset": 1,
          "paper_baseline_acc": 70.2, "note": "paper's SD nn = UD compound"},
         {"relation": "", "paper_relation": "pobj", "paper_head": "9-6", "paper_acc": 76.3,
@@ -317,17 +321,60 @@ def test_table1_claims_follow_the_papers_finding():
     ])
     claims = paper_claims(table, "ewt").set_index("id")
     det = claims.loc["clark.t1.ewt.det"]
-    # 80 - 60 = 20 >= 5 and 75 > 65: ahead, as the paper found.
+    # 80 - 60 = 20 >= 5 and the paired interval [14, 26] is above 0: ahead, as the paper found.
     assert det["verdict"] == "holds" and det["claim"] == "det: a head beats the offset baseline (ewt)"
-    assert det["ours"] == "2-1 dep->head 80.0 [75.0-85.0] vs 60.0 [55.0-65.0] (offset +1), n = 100"
+    assert det["ours"] == ("2-1 dep->head 80.0 [75.0-85.0] vs 60.0 [55.0-65.0] (offset +1); "
+                           "difference +20.0 [14.0, 26.0] (paired), n = 100")
+    assert "paired bootstrap 95% interval of the difference above 0" in det["rule"]
     assert det["paper"] == "8-11 94.3 vs 51.7 (offset +1)" and "+42.6" in det["rule"]
     nn = claims.loc["clark.t1.ewt.nn"]
     # 72 vs 70: not ahead, and the paper's head was not either (+0.2): the finding holds.
     assert nn["verdict"] == "holds" and nn["claim"].startswith("nn: no head clearly beats")
     assert claims.loc["clark.t1.ewt.pobj", "verdict"] == "not applicable"
     assert "clark.t1.ewt.overall" not in claims.index  # no 'all' row given
-    table.loc[0, ["acc_low"]] = 64.0  # intervals overlap now: not clearly ahead
+    table.loc[0, ["diff_low"]] = -0.5  # the paired interval reaches 0: not clearly ahead
     assert paper_claims(table, "ewt").set_index("id").loc["clark.t1.ewt.det", "verdict"] == "does not hold"
+    # Without the paired columns (a table from before issue 23) nothing can be judged.
+    old = paper_claims(table.drop(columns=["diff", "diff_low", "diff_high"]), "ewt").set_index("id")
+    assert old.loc["clark.t1.ewt.det", "verdict"] == "not applicable"
+
+
+def test_table1_claim_is_judged_on_the_paired_difference_not_on_overlap():
+    # Issue 23 item 5, EWT aux:pass: head 70.0 [64.0-76.0] vs offset 63.3 [57.0-69.0]. The two
+    # unpaired intervals overlap (64.0 <= 69.0), so the old rule said "not clearly ahead" and the
+    # paper's finding (82.5 vs 40.5: a head beats the offset) "does not hold". The head wins on
+    # the same sentences: paired difference +6.7 [2.1, 11.2], >= 5 points and above 0: holds.
+    table = pd.DataFrame([
+        {"relation": "aux:pass", "n": 150, "head": "3-4", "direction": "dep->head", "acc": 70.0,
+         "acc_low": 64.0, "acc_high": 76.0, "baseline_offset": 1, "baseline_acc": 63.3,
+         "baseline_acc_low": 57.0, "baseline_acc_high": 69.0, "diff": 6.7, "diff_low": 2.1,
+         "diff_high": 11.2, "paper_relation": "auxpass", "paper_head": "4-10", "paper_acc": 82.5,
+         "paper_baseline_offset": 1, "paper_baseline_acc": 40.5, "note": ""}])
+    from headatlas.claims import beats
+
+    assert beats(70.0, (64.0, 76.0), 63.3, (57.0, 69.0)) is False  # the old rule's answer
+    row = paper_claims(table, "ewt").set_index("id").loc["clark.t1.ewt.auxpass"]
+    assert row["verdict"] == "holds" and "+6.7 [2.1, 11.2] (paired)" in row["ours"]
+    # 4.9 points ahead with the interval above 0: below the margin, not clearly ahead.
+    table.loc[0, "diff"] = 4.9
+    assert paper_claims(table, "ewt").set_index("id").loc["clark.t1.ewt.auxpass", "verdict"] == \
+        "does not hold"
+
+
+def test_table1_paired_interval_by_hand(corpus):
+    from headatlas.stats import bootstrap_ratio
+
+    # The diff columns are bootstrap_ratio of the per-sentence (head - offset) hits over the
+    # sentences' sizes, on the same resamples as the two accuracies.
+    scores = scores_of([example(0, [HEAD_A, HEAD_B]), example(1, [HEAD_B, HEAD_A])], corpus)
+    t1 = table1(scores, min_count=1, n_boot=200, seed=3).set_index("relation")
+    row = t1.loc["det"]
+    layer, h = (int(x) for x in row["head"].split("-"))
+    c, n = scores.per_sentence("det", row["direction"], layer, h)
+    bc, _ = scores.per_sentence_offset("det", int(row["baseline_offset"]))
+    low, high = bootstrap_ratio(c - bc, n, 200, 3)
+    assert (row["diff_low"], row["diff_high"]) == (round(100 * low, 1), round(100 * high, 1))
+    assert row["diff"] == round(100 * (c.sum() - bc.sum()) / n.sum(), 1)
 
 
 def test_table1_claims_on_real_scores(corpus):
