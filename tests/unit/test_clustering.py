@@ -176,3 +176,30 @@ def test_paper_claims_name_the_test():
         "clark.s6.mds_fit", "verdict"] == "does not hold"
 
 
+def test_a_grouping_claim_needs_two_groups_of_two_heads():
+    # Issue 23 item 7: 'behaviour' rested on one group. Eight heads: five 'broad' heads at
+    # distance 1 from each other, three single heads 'next', 'prev', 'cls'; every other pair at 5.
+    # The pooled within mean is the 'broad' pairs' alone (1 < 5) and few shuffles put the five
+    # back together: the old rule said "heads cluster by behaviour" holds. It says only that the
+    # broad heads are alike; one group of >= 2 heads is no clustering *by* behaviour.
+    labels = np.array(["broad"] * 5 + ["next", "prev", "cls"])
+    dist = np.where((labels[:, None] == "broad") & (labels[None, :] == "broad"), 1.0, 5.0)
+    np.fill_diagonal(dist, 0)
+    part = group_structure(dist, labels, n_permutations=200, seed=0)
+    all_row = part.set_index("group").loc["all"]
+    # C(8,5) = 56 ways to place the five: 1/56 of shuffles tie, p ~ 1/56 + 1/201 < 0.05.
+    assert all_row["within"] == 1.0 and all_row["p_value"] < 0.05
+    structure = part.assign(space="js", grouping="behaviour")
+    row = paper_claims(structure, stress=0.1, average=True).set_index("id").loc["clark.s6.behaviour"]
+    assert row["verdict"] == "not applicable"
+    assert row["ours"].startswith("not testable: 1 behaviour group(s) of >= 2 heads, 2 needed")
+    assert "broad 5" in row["ours"] and "cls 1" in row["ours"]
+    # With a second pair ('next' twice) the test runs: two groups of >= 2 heads.
+    labels[6] = "next"
+    dist = np.where(labels[:, None] == labels[None, :], 1.0, 5.0)
+    np.fill_diagonal(dist, 0)
+    structure = group_structure(dist, labels, n_permutations=200).assign(space="js", grouping="behaviour")
+    assert paper_claims(structure, stress=0.1, average=True).set_index("id").loc[
+        "clark.s6.behaviour", "verdict"] == "holds"
+
+

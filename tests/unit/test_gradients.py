@@ -219,6 +219,21 @@ def test_layer_table_and_claims_on_a_six_layer_model():
     assert flat.loc["clark.s3_2.sep_gradient_where_attended", "verdict"] == "not applicable"  # rho NaN
 
 
+def test_the_printed_gradient_ratio_is_the_ratio_of_the_printed_means():
+    # Issue 23 item 7. Six layers, the claim covers layers 3-6. [SEP] gradients 0.1, 0.1, 0.1, 10
+    # against other 1, 1, 1, 12: per-layer ratios 0.1, 0.1, 0.1, 0.83, whose mean 0.28 <= 0.5
+    # made the old rule hold while printing "[SEP] 2.58 vs other tokens 3.75 (ratio 0.28)". The
+    # means' ratio is 2.575 / 3.75 = 0.69 > 0.5: does not hold, and that is the ratio printed.
+    heads = pd.DataFrame({"layer": np.arange(1, 7), "head": 1,
+                          "sep": [1.0, 1.0, 0.1, 0.1, 0.1, 10.0], "punct": 1.0, "cls": 1.0,
+                          "other": [1.0, 1.0, 1.0, 1.0, 1.0, 12.0], "attn_sep": 0.5})
+    layers = layer_table(heads)
+    assert layers.loc[layers["layer"] >= 3, "sep_vs_other"].mean() == pytest.approx(0.2833, abs=1e-4)
+    small = paper_claims(layers, "mlm").set_index("id").loc["clark.s3_2.sep_gradient_small"]
+    assert "layers 3-6: [SEP] 2.58 vs other tokens 3.75 (ratio 0.69)" in small["ours"]
+    assert small["verdict"] == "does not hold"
+
+
 # --- loading through the project's door, the loss from the tensors, the memory budget ----------
 
 def test_auto_loss_follows_the_tensors_not_the_architectures_field(tmp_path):

@@ -342,6 +342,10 @@ def structure_table(dist: np.ndarray, coords: pd.DataFrame, n_permutations: int 
 CLARK_S6 = "Clark et al. 2019 §6"
 ALPHA = 0.05  # permutation test level
 STRESS_FAIR = 0.2  # Kruskal's Stress-1: 0.2 "poor", 0.1 "fair", 0.05 "good"
+# A claim over groups ("heads cluster by layer / by behaviour") needs this many groups ...
+MIN_GROUPS = 2
+# ... each of at least this many heads (a group of one has no within-group pair).
+MIN_GROUP_HEADS = 2
 
 
 def paper_claims(structure: pd.DataFrame, stress: float, average: bool) -> pd.DataFrame:
@@ -351,12 +355,22 @@ def paper_claims(structure: pd.DataFrame, stress: float, average: bool) -> pd.Da
     the columns ``space`` (``js`` or ``mds``) and ``grouping`` (``layer`` or
     ``behaviour``) added. A grouping claim holds when heads of one group are
     closer on average than heads of different groups and the permutation test
-    gives p < :data:`ALPHA`; it is not applicable when no group has two heads.
+    gives p < :data:`ALPHA`. A claim over groups needs at least
+    :data:`MIN_GROUPS` groups of at least :data:`MIN_GROUP_HEADS` heads each:
+    with one such group (the others single heads) "within" is that one group's
+    pairs, and the test says whether that group is tight, not whether heads
+    cluster *by* the grouping; it is then not applicable, with the reason.
     """
     def test(space: str, grouping: str) -> tuple[str, bool | None]:
-        hit = structure[(structure["space"] == space) & (structure["grouping"] == grouping)
-                        & (structure["group"] == "all")]
-        if hit.empty or not np.isfinite(hit["within"].iloc[0]):
+        rows = structure[(structure["space"] == space) & (structure["grouping"] == grouping)]
+        hit = rows[rows["group"] == "all"]
+        groups = rows[rows["group"] != "all"]
+        sized = groups[groups["n_heads"] >= MIN_GROUP_HEADS]
+        if hit.empty or len(sized) < MIN_GROUPS:
+            found = ", ".join(f"{g} {int(n)}" for g, n in zip(groups["group"], groups["n_heads"]))
+            return (f"not testable: {len(sized)} {grouping} group(s) of >= {MIN_GROUP_HEADS} heads, "
+                    f"{MIN_GROUPS} needed (heads per group: {found or 'none'})"), None
+        if not np.isfinite(hit["within"].iloc[0]):
             return "not testable (no group has two heads)", None
         r = hit.iloc[0]
         text = (f"within {r['within']:.3g} vs between {r['between']:.3g} (ratio {r['ratio']:.2f}), "
@@ -364,7 +378,8 @@ def paper_claims(structure: pd.DataFrame, stress: float, average: bool) -> pd.Da
         return text, bool(r["within"] < r["between"] and r["p_value"] < ALPHA)
 
     unit = "JS per token (averaged)" if average else "JS summed over all tokens (Clark's code)"
-    rule = f"mean distance within groups < between groups, permutation test p < {ALPHA}"
+    rule = (f"mean distance within groups < between groups, permutation test p < {ALPHA}; needs "
+            f">= {MIN_GROUPS} groups of >= {MIN_GROUP_HEADS} heads")
     claims = []
     for key, claim, paper, (space, grouping), note in (
             ("same_layer", "heads in the same layer sit close together", "heads within the same layer "
