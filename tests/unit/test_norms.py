@@ -82,9 +82,14 @@ def shares_table(attention, norm, layer_norm, sep=None):
     return pd.DataFrame(rows)
 
 
-def correlation_table(rho_cls, rho_sep=0.1):
-    return pd.DataFrame({"class": ["cls", "sep", "punct", "other"],
-                         "spearman": [rho_cls, rho_sep, np.nan, 0.2], "n_pairs": [10, 10, 0, 10]})
+def correlation_table(rho_cls, rho_sep=0.1, n_layers=3, per_layer=None):
+    """Pooled ρ per class; within each layer the same ρ unless ``per_layer`` ({class: [ρ_l]}) says."""
+    table = pd.DataFrame({"class": ["cls", "sep", "punct", "other"],
+                          "spearman": [rho_cls, rho_sep, np.nan, 0.2], "n_pairs": [10, 10, 0, 10]})
+    for layer in range(n_layers):
+        table[f"layer_{layer + 1}"] = [(per_layer or {}).get(c, [rho] * n_layers)[layer]
+                                       for c, rho in zip(table["class"], table["spearman"])]
+    return table
 
 
 def test_claims_by_hand():
@@ -99,6 +104,31 @@ def test_claims_by_hand():
     assert claims.loc["kobayashi.s4.sep_collapse", "verdict"] == NOT_APPLICABLE  # [SEP] never a sink
     positive = norm_claims(NormReport(shares, correlation_table(0.3))).set_index("id")
     assert positive.loc["kobayashi.s4.alpha_fx_negative", "verdict"] == FAILS
+
+
+def test_the_alpha_norm_correlation_is_judged_within_the_sink_layers():
+    # Issue 23 item 6. [CLS] is the sink in layers 2-3 (40%, 30% of α). Pooled over layers ρ = -0.53
+    # (big α in layers with small norms, and the reverse), but within layer 2 ρ = -0.02 and within
+    # layer 3 ρ = 0.01: no cancellation where the claim is made. The old rule (pooled ρ < 0) held;
+    # the new one asks ρ <= -0.3 in each sink layer: does not hold.
+    shares = shares_table(attention=[0.1, 0.4, 0.3], norm=[0.1, 0.05, 0.15], layer_norm=[0.1, 0.3, 0.1])
+    pooled_only = correlation_table(-0.53, per_layer={"cls": [-0.6, -0.02, 0.01]})
+    row = norm_claims(NormReport(shares, pooled_only)).set_index("id").loc["kobayashi.s4.alpha_fx_negative"]
+    assert row["verdict"] == FAILS
+    assert row["ours"].startswith("[CLS] in layers 2-3: Spearman ρ within each layer -0.02, 0.01; "
+                                  "pooled over all layers -0.53")
+    # Layer 1 (not a sink layer) does not count: -0.6 there changes nothing. Both sink layers at
+    # -0.35 and -0.4 (<= -0.3): holds; one at -0.29: does not hold.
+    ok = correlation_table(0.1, per_layer={"cls": [0.5, -0.35, -0.4]})
+    assert norm_claims(NormReport(shares, ok)).set_index("id").loc[
+        "kobayashi.s4.alpha_fx_negative", "verdict"] == HOLDS
+    weak = correlation_table(-0.5, per_layer={"cls": [-0.9, -0.29, -0.4]})
+    assert norm_claims(NormReport(shares, weak)).set_index("id").loc[
+        "kobayashi.s4.alpha_fx_negative", "verdict"] == FAILS
+    # A sink layer whose ρ is undefined (constant α or norms): not applicable.
+    undefined = correlation_table(-0.5, per_layer={"cls": [-0.9, np.nan, -0.4]})
+    assert norm_claims(NormReport(shares, undefined)).set_index("id").loc[
+        "kobayashi.s4.alpha_fx_negative", "verdict"] == NOT_APPLICABLE
 
 
 def test_sep_claim_when_sep_is_a_sink():

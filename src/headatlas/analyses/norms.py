@@ -42,6 +42,12 @@ VIEW_LABELS = {"attention": "α", "norm": "‖αf(x)‖ (per head)", "layer_norm
 SINK_SHARE = 0.2
 # ... and its attention has collapsed when the norm view gives it at most this fraction of that.
 COLLAPSE_FACTOR = 0.5
+# "α and ‖f(x)‖ cancel out" where the sink is: Spearman ρ at most this in every sink layer. The
+# pairs number thousands per layer, so any ρ a hair below 0 is "significant"; the effect size
+# decides: |ρ| >= 0.3 is the usual "moderate" correlation. Judged per layer, since a pooled ρ
+# mixes layers (layers with big α and small norms beside layers with the reverse give a
+# negative pooled ρ when no layer has one: issue 23 item 6, -0.53 pooled, about 0 per layer).
+RHO_NEGATIVE = -0.3
 SOURCE = "Kobayashi et al. 2020 §4"
 
 
@@ -250,6 +256,37 @@ def _collapse_claim(claim_id: str, name: str, rows: pd.DataFrame, view: str, cla
     return Claim(claim_id, SOURCE, claim, paper, ours, collapsed, rule, note)
 
 
+def _rho_text(rho) -> str:
+    return "n/a" if rho is None or np.isnan(rho) else f"{rho:.2f}"
+
+
+def _correlation_claim(correlation: pd.DataFrame, name: str, rows: pd.DataFrame) -> Claim:
+    """α-‖f(x)‖ cancellation judged per sink layer (``rows``: the class's sink layers).
+
+    ``correlation`` is indexed by class, with ``layer_<l>`` columns (the
+    within-layer ρ). Holds when ρ <= :data:`RHO_NEGATIVE` in every sink layer;
+    not applicable when a sink layer's ρ is undefined or missing. The pooled ρ
+    (all layers) is printed beside, for reference only.
+    """
+    label = CLASS_LABELS[name]
+    layers = [int(x) for x in rows["layer"]]
+    per_layer = [float(correlation.at[name, f"layer_{l}"]) if f"layer_{l}" in correlation.columns
+                 else float("nan") for l in layers]
+    pooled = correlation.at[name, "spearman"]
+    ours = (f"{label} in {_layers_text(layers)}: Spearman ρ within each layer "
+            f"{', '.join(_rho_text(r) for r in per_layer)}; pooled over all layers "
+            f"{_rho_text(pooled)} ({int(correlation.at[name, 'n_pairs'])} sampled (head, query, key) "
+            f"pairs), other tokens pooled {_rho_text(correlation.at['other', 'spearman'])}")
+    result = holds_if(all(r <= RHO_NEGATIVE for r in per_layer) if per_layer else None, *per_layer)
+    return Claim(
+        "kobayashi.s4.alpha_fx_negative", SOURCE,
+        "α and ‖f(x)‖ cancel out: large weights go to value vectors of small norm",
+        "negative correlation between α and ‖f(x)‖, clearest on the special tokens", ours, result,
+        f"Spearman ρ of α and ‖f(x)‖ on {label} keys <= {RHO_NEGATIVE:g} within every layer where "
+        f"{label} draws >= {SINK_SHARE:.0%} of α (the pooled ρ mixes layers and is not judged)",
+        f"tested on {label}, the special token this model sinks most α in")
+
+
 def norm_claims(report: NormReport, n_layers: int | None = None) -> pd.DataFrame:
     """Kobayashi et al.'s claims about special tokens beside our values (:mod:`headatlas.claims`).
 
@@ -274,15 +311,7 @@ def norm_claims(report: NormReport, n_layers: int | None = None) -> pd.DataFrame
                         "layer-level norm is their §3 definition, applied here to BERT)",
                         f"tested on {label}; {depth}"),
     ]
-    rho = correlation.at[name, "spearman"]
-    claims.append(Claim(
-        "kobayashi.s4.alpha_fx_negative", SOURCE,
-        "α and ‖f(x)‖ cancel out: large weights go to value vectors of small norm",
-        "negative correlation between α and ‖f(x)‖, clearest on the special tokens",
-        f"{label}: Spearman ρ = {rho:.2f} over {int(correlation.at[name, 'n_pairs'])} sampled "
-        f"(head, query, key) pairs; other tokens ρ = {correlation.at['other', 'spearman']:.2f}",
-        verdict(None if np.isnan(rho) else rho < 0), f"Spearman ρ of α and ‖f(x)‖ on {label} keys < 0",
-        f"tested on {label}, the special token this model sinks most α in"))
+    claims.append(_correlation_claim(correlation, name, rows))
     sep = shares[shares["class"] == "sep"]
     sep_rows = sep[sep["attention"] >= SINK_SHARE]
     if len(sep_rows):
