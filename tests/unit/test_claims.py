@@ -85,15 +85,26 @@ def test_clustering_s6_behaviour_with_one_group_is_not_applicable():
 
     from headatlas.analyses.clustering import paper_claims
 
-    rows = [("js", "layer", 0.2, 0.4, 0.5, 0.001), ("mds", "layer", 0.2, 0.4, 0.5, 0.001),
-            ("js", "behaviour", 0.1, float("nan"), float("nan"), 1.0)]
-    structure = pd.DataFrame([{"space": s, "grouping": g, "group": "all", "n_heads": 9, "within": w,
+    nan = float("nan")
+    rows = [("js", "layer", "all", 9, 0.2, 0.4, 0.5, 0.001), ("js", "layer", "1", 4, 0.2, 0.4, 0.5, 0.01),
+            ("js", "layer", "2", 5, 0.2, 0.4, 0.5, 0.01),
+            ("mds", "layer", "all", 9, 0.2, 0.4, 0.5, 0.001), ("mds", "layer", "1", 4, 0.2, 0.4, 0.5, 0.01),
+            ("mds", "layer", "2", 5, 0.2, 0.4, 0.5, 0.01),
+            ("js", "behaviour", "all", 9, 0.1, nan, nan, 1.0), ("js", "behaviour", "broad", 9, 0.1, nan, nan, 1.0)]
+    structure = pd.DataFrame([{"space": s, "grouping": g, "group": group, "n_heads": n, "within": w,
                                "between": b, "ratio": r, "p_value": p, "n_permutations": 999}
-                              for s, g, w, b, r, p in rows])
+                              for s, g, group, n, w, b, r, p in rows])
     claims = paper_claims(structure, 0.1, True).set_index("id")
     assert claims.at["clark.s6.behaviour", "verdict"] == "not applicable"
-    assert "undefined" in claims.at["clark.s6.behaviour", "note"]
+    # One group: not testable, and the claim says why (issue 23 item 7), before any NaN is printed.
+    assert claims.at["clark.s6.behaviour", "ours"].startswith("not testable: 1 behaviour group(s)")
     assert claims.at["clark.s6.same_layer", "verdict"] == "holds"
+    # A group table that prints a NaN still ends "not applicable" through the safety net.
+    structure.loc[structure["grouping"] == "behaviour", "group"] = ["all", "broad"]
+    extra = structure[structure["grouping"] == "behaviour"].assign(group="narrow", n_heads=2)
+    claims = paper_claims(pd.concat([structure, extra.iloc[[1]]]), 0.1, True).set_index("id")
+    assert claims.at["clark.s6.behaviour", "verdict"] == "not applicable"
+    assert "undefined" in claims.at["clark.s6.behaviour", "note"]
 
 
 def test_surface_claims_with_undefined_shares_are_not_applicable():
