@@ -600,6 +600,122 @@ def stability_tables(features: FeatureSet, types: pd.DataFrame, k: int = 4, meth
 
 
 # ---------------------------------------------------------------------------------------------
+# do the heads separate at all?
+
+SEPARATION_ALPHA = 0.05  # the gap test's level
+N_REFERENCES = 200  # uniform reference sets of the gap test
+# The two closest cluster centres must differ by at least this much attention mass (total
+# variation: half the L1 distance of two profiles that each sum to 1).
+MIN_CENTRE_TV = 0.05
+
+
+@dataclass
+class Separation:
+    """Whether the heads form ``k`` clusters more distinct than chance (:func:`separation`)."""
+
+    k: int
+    statistic: float  # log W_1 - log W_k of the heads (k-means within sum of squares)
+    reference_mean: float  # the same under the uniform reference
+    p_value: float
+    n_references: int
+    min_centre_tv: float  # attention mass between the two closest reported cluster centres
+    closest: str  # their names
+
+    @property
+    def beyond_chance(self) -> bool:
+        return bool(self.p_value < SEPARATION_ALPHA)
+
+    @property
+    def far_apart(self) -> bool:
+        return bool(self.min_centre_tv >= MIN_CENTRE_TV)
+
+    @property
+    def distinct(self) -> bool:
+        return self.beyond_chance and self.far_apart
+
+    def text(self) -> str:
+        if np.isnan(self.statistic):
+            return f"every head has the same features: nothing to separate (k = {self.k})"
+        return (f"gap test k = {self.k} vs 1: log(W1/Wk) {self.statistic:.3f} vs "
+                f"{self.reference_mean:.3f} under uniform references, p = {self.p_value:.3g} "
+                f"({self.n_references} references); closest centres ({self.closest}) "
+                f"{100 * self.min_centre_tv:.1f}% of attention apart")
+
+
+def _log_dispersion_drop(x: np.ndarray, k: int, seed: int, n_init: int) -> float:
+    """``log W_1 - log W_k``: how much ``k`` k-means clusters shrink the within sum of squares."""
+    import warnings
+
+    w1 = float(((x - x.mean(axis=0)) ** 2).sum())
+    if w1 == 0:
+        return float("nan")  # identical heads: nothing to split
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # duplicate points: fewer distinct clusters than k
+        wk = float(fit_clusters(x, k, "kmeans", seed, n_init).inertia_)
+    return float("inf") if wk <= 0 else float(np.log(w1) - np.log(wk))
+
+
+def separation(types: pd.DataFrame, n_references: int = N_REFERENCES, seed: int = 0,
+               n_init: int = 4) -> Separation | None:
+    """Do the heads' features separate into the reported clusters more than chance?
+
+    Two tests, both needed before the clusters are named as types (issue 23 item 2):
+
+    * **Beyond chance: a gap test** (Tibshirani, Walther & Hastie 2001). The
+      statistic is ``log W_1 - log W_k``, the drop of the k-means within-cluster sum
+      of squares from one cluster to ``k``; its null distribution comes from
+      ``n_references`` reference sets of as many heads drawn uniformly in the box
+      spanned by the heads along their principal axes (the paper's reference (b)),
+      clustered the same way; p = (1 + #{reference >= observed}) / (1 + n).
+      Uniform is the least clustered shape of the same extent, so a drop no bigger
+      than a uniform cloud's says the heads form a continuum or a blob, not
+      groups. Why this null, not resampled inputs or uniform maps: the claims see
+      the per-head features only (``types``), and a uniform-maps null gives every
+      head the same feature, so any spread would count as structure.
+    * **Far enough apart to matter.** The gap test is blind to scale: a random
+      encoder's heads that differ by 0.007 per feature can still fall in tight
+      groups (say, by layer). So the two closest reported cluster centres must
+      also differ by at least :data:`MIN_CENTRE_TV` of attention (total variation
+      of the two mean profiles: the share of attention that would have to move to
+      turn one into the other). A named type 5% of attention from another is
+      a shade, not a type; Guan et al.'s types differ by tens of percent.
+
+    ``types`` is :func:`head_types`'s table (feature columns and ``cluster``; the
+    ``type`` column names the clusters when ``cluster`` is absent). None when the
+    features are missing or there are fewer than two clusters or no more heads than
+    clusters.
+    """
+    try:
+        x = feature_matrix(types)
+    except (ValueError, KeyError):
+        return None
+    labels = pd.factorize(types["cluster"] if "cluster" in types else types["type"])[0]
+    k = int(labels.max()) + 1 if len(labels) else 0
+    if k < 2 or len(x) <= k:
+        return None
+    statistic = _log_dispersion_drop(x, k, seed, n_init)
+    centred = x - x.mean(axis=0)
+    _, _, axes = np.linalg.svd(centred, full_matrices=False)
+    z = centred @ axes.T
+    rng = np.random.default_rng(seed)
+    reference = np.array([_log_dispersion_drop(rng.uniform(z.min(axis=0), z.max(axis=0), z.shape) @ axes,
+                                               k, seed, n_init) for _ in range(n_references)])
+    if np.isnan(statistic):
+        p_value = 1.0
+    else:
+        p_value = (1 + int(np.sum(reference >= statistic))) / (1 + n_references)
+    names = (types["type"] if "type" in types else pd.Series(labels)).to_numpy()
+    centres = np.array([x[labels == c].mean(axis=0) for c in range(k)])
+    tv = 0.5 * np.abs(centres[:, None, :] - centres[None, :, :]).sum(axis=-1)
+    tv[np.diag_indices(k)] = np.inf
+    i, j = np.unravel_index(np.argmin(tv), tv.shape)
+    name = {c: str(names[labels == c][0]) for c in range(k)}
+    return Separation(k, statistic, float(np.nanmean(reference)) if np.isfinite(reference).any()
+                      else float("nan"), p_value, n_references, float(tv[i, j]),
+                      f"{name[i]} and {name[j]}")
+
+
+# ---------------------------------------------------------------------------------------------
 # the paper's claims
 
 GUAN = "Guan et al. 2020"
@@ -609,7 +725,11 @@ STABLE = 90.0  # "stable": at least this share (%) of heads in the same cluster 
 SPREAD = 0.75  # "almost all layers": in at least this share of the layers
 
 
-def paper_claims(types: pd.DataFrame, stability: pd.DataFrame) -> pd.DataFrame:
+MIN_TYPE_HEADS = 2  # a claim about where a type's heads sit needs at least this many heads of it
+
+
+def paper_claims(types: pd.DataFrame, stability: pd.DataFrame, n_references: int = N_REFERENCES,
+                 seed: int = 0) -> pd.DataFrame:
     """Guan et al.'s head-type claims beside ours, with verdicts (:class:`~headatlas.claims.Claim` rows).
 
     ``types`` is the per-head table of :func:`head_types` (``layer``, ``type``);
@@ -618,17 +738,37 @@ def paper_claims(types: pd.DataFrame, stability: pd.DataFrame) -> pd.DataFrame:
     ``layer / n_layers``: "first" layers are the lower half (depth <= 0.5),
     "higher" the upper half, "middle" the middle third (1/3 < depth <= 2/3).
     The type claims are not applicable unless the heads form the paper's four
-    named types (k = 4).
+    named types (k = 4) and those clusters are distinct (:func:`separation`: more
+    than chance under a gap test, and far enough apart); otherwise the claim
+    ``guan.types.distinct`` says "no distinct types" and the type claims and the
+    stability claim (stability of types that are not there) are not applicable.
+    A claim about where one type's heads sit needs :data:`MIN_TYPE_HEADS` of them.
+    ``n_references``, ``seed``: the gap test's reference sets.
     """
     n_layers = int(types["layer"].max())
     depth = types["layer"] / n_layers
-    named = set(types["type"]) <= set(TYPES) and types["type"].nunique() >= 1
+    four = set(types["type"]) <= set(TYPES) and types["type"].nunique() >= 1
+    sep = separation(types, n_references, seed)
+    distinct = sep is not None and sep.distinct
+    named = four and distinct
+    if not four:
+        why = "the heads are not clustered into the paper's four named types (k != 4)"
+    elif sep is None:
+        why = "no distinct types: separation not testable (no feature columns, or too few heads)"
+    else:
+        why = f"no distinct types ({sep.text()})"
     shares = (100 * types["type"].value_counts(normalize=True)).reindex(TYPES, fill_value=0.0)
     by_type = {t: depth[types["type"] == t] for t in TYPES}
 
     def share_in(t: str, where) -> float | None:
         d = by_type[t]
-        return float(where(d).mean()) if len(d) else None
+        return float(where(d).mean()) if len(d) >= MIN_TYPE_HEADS else None
+
+    def where_text(t: str, share: float | None, place: str) -> str:
+        n = len(by_type[t])
+        if share is None:
+            return f"{n} {t} head{'s' if n != 1 else ''} (fewer than {MIN_TYPE_HEADS}: no claim about where they sit)"
+        return f"{pct(share)} of {t} heads in {place}"
 
     def layers_of(t: str) -> str:
         found = sorted(types.loc[types["type"] == t, "layer"].unique())
@@ -636,8 +776,7 @@ def paper_claims(types: pd.DataFrame, stability: pd.DataFrame) -> pd.DataFrame:
 
     def claim(key, text, paper, ours, holds, rule, note=""):
         return Claim(f"guan.types.{key}", GUAN + " §4", text, paper, ours,
-                     holds_if(holds if named else None), rule, note if named else
-                     "the heads are not clustered into the paper's four named types (k != 4)")
+                     holds_if(holds if named else None), rule, note if named else why)
 
     lower, upper = (lambda d: d <= 0.5), (lambda d: d > 0.5)
     middle = (lambda d: (d > 1 / 3) & (d <= 2 / 3))
@@ -646,6 +785,14 @@ def paper_claims(types: pd.DataFrame, stability: pd.DataFrame) -> pd.DataFrame:
         types.loc[types["type"] == "diagonal", "layer"].nunique() / n_layers
     off = {t: abs(shares[t] - PAPER_SHARES[t]) for t in TYPES}
     claims = [
+        Claim("guan.types.distinct", GUAN + " §4", "the heads separate into distinct types",
+              "4 types from k-means on the distance features (t-SNE shows them apart)",
+              sep.text() if sep is not None else "not testable (no feature columns, or too few heads)",
+              holds_if(None if sep is None else distinct),
+              f"gap test of the k clusters against {n_references} uniform references (principal-axes "
+              f"box) p < {SEPARATION_ALPHA:g}, and the two closest cluster centres >= "
+              f"{100 * MIN_CENTRE_TV:g}% of attention apart (total variation)",
+              "" if distinct or sep is None else "no distinct types: the type claims are not applicable"),
         claim("four_types", "attention heads fall into four types: dense, diagonal, dense&vertical, vertical",
               "4 types (k-means, k = 4)", ", ".join(f"{t} {shares[t]:.0f}%" for t in TYPES),
               bool(all(shares[t] >= MIN_SHARE for t in TYPES)),
@@ -657,7 +804,7 @@ def paper_claims(types: pd.DataFrame, stability: pd.DataFrame) -> pd.DataFrame:
               f"every type's share within {SHARE_TOLERANCE:g} points of the paper's",
               f"paper: {PAPER_MODEL}"),
         claim("dense_first_layers", "dense heads are mainly in the first layers", PAPER_LAYERS_TEXT["dense"],
-              f"{pct(dense_low)} of dense heads in the lower half" if dense_low is not None else "no dense heads",
+              where_text("dense", dense_low, "the lower half"),
               None if dense_low is None else dense_low > 0.5,
               "more than half of the dense heads at relative depth <= 0.5"),
         claim("diagonal_all_layers", "diagonal heads are in almost all layers", PAPER_LAYERS_TEXT["diagonal"],
@@ -665,13 +812,13 @@ def paper_claims(types: pd.DataFrame, stability: pd.DataFrame) -> pd.DataFrame:
               f"diagonal heads in >= {pct(SPREAD)} of the layers"),
         claim("dense_vertical_middle", "dense&vertical heads are mainly in the middle layers",
               PAPER_LAYERS_TEXT["dense&vertical"],
-              f"{pct(dv_middle)} of dense&vertical heads in the middle third" if dv_middle is not None
-              else "no dense&vertical heads", None if dv_middle is None else dv_middle > 0.5,
+              where_text("dense&vertical", dv_middle, "the middle third"),
+              None if dv_middle is None else dv_middle > 0.5,
               "more than half of the dense&vertical heads at relative depth in (1/3, 2/3]"),
         claim("vertical_higher_layers", "vertical heads are mainly in the higher layers",
               PAPER_LAYERS_TEXT["vertical"],
-              f"{pct(vertical_high)} of vertical heads in the upper half" if vertical_high is not None
-              else "no vertical heads", None if vertical_high is None else vertical_high > 0.5,
+              where_text("vertical", vertical_high, "the upper half"),
+              None if vertical_high is None else vertical_high > 0.5,
               "more than half of the vertical heads at relative depth > 0.5"),
     ]
     rows = stability.set_index("resample")
@@ -683,11 +830,14 @@ def paper_claims(types: pd.DataFrame, stability: pd.DataFrame) -> pd.DataFrame:
         f"{min(PAPER_STABILITY.values()):.2f}-{max(PAPER_STABILITY.values()):.2f}%)",
         f"{headline['consistent_pct']:.1f}% ({headline['per_fit']} per fit)" if headline is not None
         else "not measured",
-        holds_if(None if headline is None else headline["consistent_pct"] >= STABLE),
+        holds_if(None if headline is None or not distinct else headline["consistent_pct"] >= STABLE),
         f"the paper's procedure (fit on a random half of the heads, predict every head, 10 fits): "
-        f">= {STABLE:g}% of heads in the same matched cluster in every fit",
-        "" if second is None else f"second reading, resampling inputs: {second['consistent_pct']:.1f}% "
-        "(high by construction: a head's mean over half of the inputs is nearly its mean over all)"))
+        f">= {STABLE:g}% of heads in the same matched cluster in every fit (only when the types are "
+        "distinct)",
+        "; ".join(filter(None, [
+            "" if distinct else why,
+            "" if second is None else f"second reading, resampling inputs: {second['consistent_pct']:.1f}% "
+            "(high by construction: a head's mean over half of the inputs is nearly its mean over all)"]))))
     return claims_table(claims)
 
 
