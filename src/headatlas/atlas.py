@@ -99,7 +99,11 @@ class Source:
     witness: str | None = None
     per_corpus: bool = False
     reader: Callable[[Path], pd.DataFrame] | None = None
-    note: str = ""
+    companions: tuple[str, ...] = ()  # other files of the folder the reader reads
+
+    def is_companion(self, relative: str) -> bool:
+        return any(re.fullmatch(f"(?:{self.folder})/{re.escape(name)}", relative)
+                   for name in self.companions)
 
     def match(self, relative: str) -> re.Match | None:
         """The folder match when ``relative`` (a path under ``results/<m>/``) is this source's
@@ -275,7 +279,8 @@ SOURCES: tuple[Source, ...] = (
     ) + tuple(Column(f"pattern_{{corpus}}_{p}", p, "share of inputs", f"share of its maps classified {p}")
               for p in PATTERNS), weighting=ATTENTION_ONLY, per_corpus=True),
     Source("dependency heads", "syntax", r"(?P<corpus>[^/]+)/syntax(?P<suffix>-norm)?", "heads.csv",
-           f"{CLARK} §4.2, Table 1", _SYNTAX_COLS, per_corpus=True, reader=_syntax),
+           f"{CLARK} §4.2, Table 1", _SYNTAX_COLS, per_corpus=True, reader=_syntax,
+           companions=("offsets.csv", "table1.csv")),
     Source("coreference", "coref", r"(?P<corpus>[^/]+)/coref(?P<suffix>-norm)?", "head_accuracy.csv",
            f"{CLARK} §4.3, Table 2", (
                Column("coref_{corpus}", "accuracy", "%",
@@ -347,7 +352,8 @@ def _relative(path: str | Path, results: str | Path, model: str) -> str | None:
 
 def planned_tables(paths: Iterable[str], results: str | Path, model: str) -> list[str]:
     """The per-head tables of ``model`` that the run writes, given the paths it plans (its final
-    targets): each table named, or written beside a planned file (its witness)."""
+    targets): each table named, or written beside a planned file (its witness), with the files
+    its reader also reads (its companions)."""
     tables = []
     for path in paths:
         relative = _relative(path, results, model)
@@ -355,7 +361,7 @@ def planned_tables(paths: Iterable[str], results: str | Path, model: str) -> lis
             continue
         for source, match in _sources_for(relative):
             folder = Path(path).parent
-            tables.append(str(folder / source.file))
+            tables += [str(folder / name) for name in (source.file, *source.companions)]
     return list(dict.fromkeys(tables))
 
 
@@ -456,6 +462,8 @@ def build(tables: Iterable[str | Path], results: str | Path, model: str) -> Atla
     for path in tables:
         path = Path(path)
         relative = _relative(path, results, model)
+        if relative and any(s.is_companion(relative) for s in SOURCES):
+            continue  # read by its table's reader (e.g. Table 1 beside the syntax heads)
         matches = [(s, m) for s, m in _sources_for(relative or "") if relative and s.file == path.name]
         if not matches:
             raise ValueError(f"{path}: not a per-head table the atlas knows "

@@ -73,14 +73,14 @@ def test_planned_tables_follow_the_plan_and_witnesses(tmp_path):
     tables = planned_tables(planned, r, "m")
     assert f"{r}/m/wiki/clustering/coordinates.csv" in tables  # written beside mds.svg
     assert f"{r}/m/wiki/surface-norm/special_tokens.csv" in tables
-    assert f"{r}/m/tb/syntax/heads.csv" in tables
+    assert f"{r}/m/tb/syntax/heads.csv" in tables and f"{r}/m/tb/syntax/offsets.csv" in tables
     assert f"{r}/m/wiki/headtypes/changes_from_base.csv" in tables
     assert not any("other" in t or "by_layer" in t or t.endswith(".svg") for t in tables)
 
 
 def test_build_joins_every_table_once_per_weighting(tmp_path):
     r = run_tables(tmp_path)
-    tables = [p for p in r.joinpath("m").rglob("*.csv") if p.name not in ("offsets.csv", "table1.csv")]
+    tables = list(r.joinpath("m").rglob("*.csv"))  # Table 1 and the offsets are read with the heads
     atlas = build(tables, r, "m")
     heads = atlas.heads
     assert list(heads.columns[:3]) == ["weighting", "layer", "head"]
@@ -119,7 +119,7 @@ def test_independent_columns_repeat_under_both_weightings(tmp_path):
 def test_unknown_table_is_refused(tmp_path):
     r = run_tables(tmp_path)
     with pytest.raises(ValueError, match="not a per-head table"):
-        build([r / "m" / "tb" / "syntax" / "offsets.csv"], r, "m")
+        build([r / "m" / "tb" / "syntax" / "coverage.csv"], r, "m")
 
 
 def test_entry_points_doctest(tmp_path):

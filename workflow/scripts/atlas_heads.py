@@ -7,6 +7,6 @@ with rule_logging(snakemake) as log:
     model = snakemake.wildcards.model
     atlas = build(snakemake.input.tables, snakemake.params.results, model)
     write(atlas, snakemake.output.heads, snakemake.output.columns)
-    log.info("%s: %d rows (%s), %d columns from %d tables", model, len(atlas.heads),
+    log.info("%s: %d rows (%s), %d columns from %d files", model, len(atlas.heads),
              ", ".join(atlas.heads["weighting"].unique()), atlas.heads.shape[1] - 3,
              len(snakemake.input.tables))
