@@ -208,8 +208,11 @@ def test_layer_table_and_claims_on_a_six_layer_model():
     assert layers["attention_to_sep"].tolist() == pytest.approx([0.1, 0.1, 0.6, 0.7, 0.7, 0.6])
     claims = paper_claims(layers, "mlm").set_index("id")
     small = claims.loc["clark.s3_2.sep_gradient_small"]
-    assert "layers 3-6: [SEP] 1 vs other tokens 2 (ratio 0.50)" in small["ours"]
-    assert small["verdict"] == "holds"  # mean ratio 0.5 <= 0.5
+    assert small["ours"] == ("layers 3-6, where [SEP] is the sink (layers 3, 4, 5, 6): [SEP] 1 vs other "
+                             "tokens 2 (ratio 0.50)")
+    assert small["verdict"] == "holds"  # ratio 0.5 <= 0.5
+    # Only attention to [SEP] is known here: [SEP] is every layer's sink, and the sink row agrees.
+    assert claims.loc["clark.s3_2.sink_gradient_small", "verdict"] == "holds"
     # Ranks over layers: attention 1.5, 1.5, 3.5, 5.5, 5.5, 3.5; ratio 5.5, 5.5, 2.5 x 4 (means 3.5).
     # Deviations -2 -2 0 2 2 0 and 2 2 -1 -1 -1 -1: rho = -12 / sqrt(16 * 12) = -0.866.
     where = claims.loc["clark.s3_2.sep_gradient_where_attended"]
@@ -229,9 +232,40 @@ def test_the_printed_gradient_ratio_is_the_ratio_of_the_printed_means():
                           "other": [1.0, 1.0, 1.0, 1.0, 1.0, 12.0], "attn_sep": 0.5})
     layers = layer_table(heads)
     assert layers.loc[layers["layer"] >= 3, "sep_vs_other"].mean() == pytest.approx(0.2833, abs=1e-4)
-    small = paper_claims(layers, "mlm").set_index("id").loc["clark.s3_2.sep_gradient_small"]
-    assert "layers 3-6: [SEP] 2.58 vs other tokens 3.75 (ratio 0.69)" in small["ours"]
+    small = paper_claims(layers, "mlm").set_index("id").loc["clark.s3_2.sink_gradient_small"]
+    assert small["ours"].startswith("layers 3-6: sink [SEP] 2.58 vs other tokens 3.75 (ratio 0.69)")
     assert small["verdict"] == "does not hold"
+
+
+def test_the_sink_is_the_models_own_per_layer_with_sep_beside():
+    # Issue 23 item 4, a MiniLM-like model: from layer 3 of 6 on [CLS] draws 50% of the attention
+    # and [SEP] 2%; the [CLS] gradient is 0.05 of other keys', the [SEP] gradient 0.9 of it.
+    # The old rule tested [SEP] (ratio 0.9 > 0.5): "no-op does not hold", on a token the model
+    # hardly attends to. Now the sink per layer is [CLS] in layers 3-6 ([SEP] in 1-2, where it
+    # draws 30% against [CLS]'s 10%); its ratio 0.05 <= 0.5 holds, and the [SEP] row is not
+    # applicable: [SEP] is the sink in none of the judged layers.
+    late = np.arange(1, 7) >= 3
+    heads = pd.DataFrame({"layer": np.arange(1, 7), "head": 1, "sep": np.where(late, 0.9, 1.0),
+                          "punct": 1.0, "cls": np.where(late, 0.05, 1.0), "other": 1.0,
+                          "attn_sep": np.where(late, 0.02, 0.3), "attn_cls": np.where(late, 0.5, 0.1),
+                          "attn_punct": 0.05, "attn_other": 0.4})
+    layers = layer_table(heads)
+    assert layers["sink"].tolist() == ["sep", "sep", "cls", "cls", "cls", "cls"]
+    assert layers["sink_vs_other"].tolist() == pytest.approx([1, 1, 0.05, 0.05, 0.05, 0.05])
+    claims = paper_claims(layers, "mlm").set_index("id")
+    sink = claims.loc["clark.s3_2.sink_gradient_small"]
+    assert sink["verdict"] == "holds"
+    assert sink["ours"] == ("layers 3-6: sink [CLS] 0.05 vs other tokens 1 (ratio 0.05); earlier: sink "
+                            "[SEP] 1 vs other tokens 1 (ratio 1.00); the paper's [SEP] there: [SEP] 0.9 vs "
+                            "other tokens 1 (ratio 0.90)")
+    assert "sink per layer: 1 [SEP], 2 [SEP], 3 [CLS]" in sink["note"]
+    sep = claims.loc["clark.s3_2.sep_gradient_small"]
+    assert sep["verdict"] == "not applicable"
+    assert sep["ours"].startswith("[SEP] is the sink in no layer from layer 3 on")
+    # The correlation follows the sink: attention to it 0.3, 0.3, 0.5 x 4 against ratios 1, 1,
+    # 0.05 x 4 -> rho = -1.
+    where = claims.loc["clark.s3_2.sep_gradient_where_attended"]
+    assert where["ours"] == "Spearman rho = -1.00 over 6 layers" and where["verdict"] == "holds"
 
 
 # --- loading through the project's door, the loss from the tensors, the memory budget ----------

@@ -414,17 +414,23 @@ def caption(record: dict) -> str:
 
 
 def layer_table(heads: pd.DataFrame) -> pd.DataFrame:
-    """Per layer: mean over heads of each kind's |gradient|, ratios to 'other', attention to [SEP].
+    """Per layer: mean over heads of each kind's |gradient|, ratios to 'other', attention to each sink.
 
-    ``attention_to_sep`` is the layer's mean attention to [SEP] on the inputs
-    the gradients came from (``attn_sep`` of :func:`gradient_importance`). The
-    ``paper`` column states the claim for the layers it covers (layer 5 of 12
-    onwards, by relative depth).
+    ``attention_to_<kind>`` (for the special kinds in :data:`SINK_KINDS`) is the
+    layer's mean attention to that kind on the inputs the gradients came from
+    (``attn_<kind>`` of :func:`gradient_importance`); ``sink`` is the kind that
+    draws the most of it in the layer (the model's dominant sink there),
+    ``sink_vs_other`` the gradient ratio of that kind. The ``paper`` column
+    states the claim for the layers it covers (layer 5 of 12 onwards, by
+    relative depth).
     """
     layers = heads.groupby("layer", as_index=False)[list(KINDS)].mean()
     for kind in ("sep", "punct", "cls"):
         layers[f"{kind}_vs_other"] = layers[kind] / layers["other"]
-    layers["attention_to_sep"] = heads.groupby("layer")["attn_sep"].mean().to_numpy()
+    for kind in SINK_KINDS:
+        if f"attn_{kind}" in heads:
+            layers[f"attention_to_{kind}"] = heads.groupby("layer")[f"attn_{kind}"].mean().to_numpy()
+    _add_sink(layers)
     n_layers = int(layers["layer"].max())
     start, _ = depth_layers(PAPER_FROM_LAYER, PAPER_LAYERS, n_layers)
     layers["paper"] = np.where(layers["layer"] >= start, "[SEP] gradient very small (no-op)",
@@ -432,48 +438,110 @@ def layer_table(heads: pd.DataFrame) -> pd.DataFrame:
     return layers
 
 
+def _add_sink(layers: pd.DataFrame) -> None:
+    """``sink`` and ``sink_vs_other`` from the ``attention_to_<kind>`` columns there are (in place)."""
+    kinds = [k for k in SINK_KINDS if f"attention_to_{k}" in layers]
+    if not kinds:
+        layers["sink"], layers["sink_vs_other"] = "", np.nan
+        return
+    attention = layers[[f"attention_to_{k}" for k in kinds]].to_numpy(float)
+    top = np.where(np.isnan(attention).all(axis=1), -1,
+                   np.argmax(np.nan_to_num(attention, nan=-np.inf), axis=1))
+    layers["sink"] = [kinds[i] if i >= 0 else "" for i in top]
+    layers["sink_vs_other"] = [layers.at[r, f"{k}_vs_other"] if k else np.nan
+                               for r, k in zip(layers.index, layers["sink"])]
+
+
 CLARK_S32 = "Clark et al. 2019 §3.2"
-SMALL_RATIO = 0.5  # "very small": the [SEP] gradient at most half that of other tokens
-RHO_THRESHOLD = -0.5  # "small where attention to [SEP] is high": clearly negative rank correlation
+SMALL_RATIO = 0.5  # "very small": the sink's gradient at most half that of other tokens
+RHO_THRESHOLD = -0.5  # "small where attention to the sink is high": clearly negative rank correlation
+# Special kinds that can be a layer's sink, and how they are printed.
+SINK_KINDS = ("sep", "cls", "punct")
+SINK_LABELS = {"sep": "[SEP]", "cls": "[CLS]", "punct": ". ,"}
 
 
 def paper_claims(layers: pd.DataFrame, loss: str) -> pd.DataFrame:
     """Clark §3.2's gradient claims beside ours, with verdicts (:class:`~headatlas.claims.Claim` rows).
 
-    * the [SEP] gradient is very small from layer 5 of 12 on: over the layers
-      from that relative depth on, the mean [SEP] gradient divided by the mean
-      gradient on other keys is at most :data:`SMALL_RATIO` (the ratio printed is
-      the ratio of the two means printed beside it; until issue 23 it was the
-      mean of the per-layer ratios, which need not be);
-    * it is small where attention to [SEP] is high: the Spearman correlation
-      over layers between attention to [SEP] and the [SEP]/other ratio, both on
-      the same inputs, is at most :data:`RHO_THRESHOLD`.
+    "The sink" is the model's own, per layer (issue 23 item 4): the special kind
+    ([SEP], [CLS], . ,) that draws the most attention in that layer
+    (``sink`` of :func:`layer_table`); the paper's token, [SEP], is reported
+    beside it.
+
+    * ``sink_gradient_small`` — the sink's gradient is very small from layer 5
+      of 12 on: over the layers from that relative depth on, the mean gradient
+      on each layer's sink divided by the mean gradient on other keys is at most
+      :data:`SMALL_RATIO` (the ratio printed is the ratio of the two means printed
+      beside it);
+    * ``sep_gradient_small`` — the same for [SEP], the paper's token, judged on
+      the layers from layer 5 of 12 on where [SEP] is the sink; not applicable
+      when it is the sink in none of them (the model's sink is named);
+    * ``sep_gradient_where_attended`` — the sink's gradient is small where
+      attention to it is high: the Spearman correlation over layers between
+      attention to the layer's sink and that sink's gradient ratio, both on the
+      same inputs, is at most :data:`RHO_THRESHOLD`.
     """
+    layers = layers.copy()
+    if "sink" not in layers:
+        _add_sink(layers)
     n_layers = int(layers["layer"].max())
     start, _ = depth_layers(PAPER_FROM_LAYER, PAPER_LAYERS, n_layers)
     late, early = layers[layers["layer"] >= start], layers[layers["layer"] < start]
 
-    def ratio(part: pd.DataFrame) -> str:
+    def sink_gradient(part: pd.DataFrame) -> pd.Series:
+        return pd.Series([part.at[r, k] if k else np.nan for r, k in zip(part.index, part["sink"])],
+                         index=part.index, dtype=float)
+
+    def ratio(part: pd.DataFrame, kind: str | None = None) -> str:
         if part.empty:
             return "no such layers"
-        return (f"[SEP] {part['sep'].mean():.3g} vs other tokens {part['other'].mean():.3g} "
-                f"(ratio {part['sep'].mean() / part['other'].mean():.2f})")
+        grad = sink_gradient(part) if kind is None else part[kind]
+        name = sinks_text(part) if kind is None else SINK_LABELS[kind]
+        return (f"{name} {grad.mean():.3g} vs other tokens {part['other'].mean():.3g} "
+                f"(ratio {grad.mean() / part['other'].mean():.2f})")
 
-    late_ratio = late["sep"].mean() / late["other"].mean() if len(late) else None
+    def sinks_text(part: pd.DataFrame) -> str:
+        found = [SINK_LABELS.get(k, "?") for k in pd.unique(part["sink"])]
+        return ("sink " + "/".join(found)) if found else "sink"
+
+    late_ratio = sink_gradient(late).mean() / late["other"].mean() if len(late) else None
     note = f"{loss} loss" + (f"; {n_layers} layers: from layer {start}" if n_layers != PAPER_LAYERS else "")
-    rho = layers["attention_to_sep"].corr(layers["sep_vs_other"], method="spearman")
+    per_layer = ", ".join(f"{int(l)} {SINK_LABELS.get(k, 'n/a')}" for l, k in zip(layers["layer"], layers["sink"]))
+    sep_late = late[late["sink"] == "sep"]
+    sep_ratio = sep_late["sep"].mean() / sep_late["other"].mean() if len(sep_late) else None
+    attention_to_sink = pd.Series([layers.at[r, f"attention_to_{k}"] if k else np.nan
+                                   for r, k in zip(layers.index, layers["sink"])], index=layers.index)
+    rho = attention_to_sink.corr(layers["sink_vs_other"], method="spearman")
+    sep_beside = f"; the paper's [SEP] there: {ratio(late, 'sep')}" if len(late) else ""
     claims = [
+        Claim("clark.s3_2.sink_gradient_small", CLARK_S32, "the gradient for attention to the sink is "
+              "very small from layer 5 on (attending to the sink is a no-op)",
+              "[SEP]: very small from layer 5 of 12 (Fig. 3)",
+              f"{span_text((start, n_layers))}: {ratio(late)}; earlier: {ratio(early)}{sep_beside}",
+              holds_if(None if late_ratio is None else late_ratio <= SMALL_RATIO, late_ratio),
+              f"mean |dL/da| on each layer's sink (the special token it attends to most) over the layers "
+              f"from {depth_text(5, 5)} on / the same mean on other keys <= {SMALL_RATIO}",
+              f"{note}; sink per layer: {per_layer}"),
         Claim("clark.s3_2.sep_gradient_small", CLARK_S32, "the gradient for attention to [SEP] is very "
               "small from layer 5 on (attending to [SEP] is a no-op)", "very small from layer 5 of 12 (Fig. 3)",
-              f"{span_text((start, n_layers))}: {ratio(late)}; earlier: {ratio(early)}",
-              holds_if(None if late_ratio is None else late_ratio <= SMALL_RATIO, late_ratio),
-              f"mean |dL/da| on [SEP] over the layers from {depth_text(5, 5)} on / the same mean on "
-              f"other keys <= {SMALL_RATIO}", note),
+              (f"{span_text((start, n_layers))}, where [SEP] is the sink ({_layers_list(sep_late)}): "
+               f"{ratio(sep_late, 'sep')}") if len(sep_late) else
+              f"[SEP] is the sink in no layer from layer {start} on (there: {ratio(late, 'sep')})",
+              holds_if(None if sep_ratio is None else sep_ratio <= SMALL_RATIO, sep_ratio),
+              f"mean |dL/da| on [SEP] / on other keys over the layers from {depth_text(5, 5)} on where "
+              f"[SEP] draws more attention than [CLS] and . , <= {SMALL_RATIO} (not applicable where it "
+              "never does)", f"{note}; sink per layer: {per_layer}"),
         Claim("clark.s3_2.sep_gradient_where_attended", CLARK_S32,
-              "the [SEP] gradient is small where attention to [SEP] is high",
-              "both change at layer 5 of 12", f"Spearman rho = {rho:.2f} over {n_layers} layers",
+              "the sink's gradient is small where attention to it is high",
+              "[SEP]: both change at layer 5 of 12", f"Spearman rho = {rho:.2f} over {n_layers} layers",
               holds_if(None if np.isnan(rho) else rho <= RHO_THRESHOLD),
-              "Spearman rho over layers between attention to [SEP] and the [SEP]/other gradient "
-              f"ratio, both on the same inputs, <= {RHO_THRESHOLD}", note),
+              "Spearman rho over layers between attention to the layer's sink and that sink's "
+              f"gradient ratio to other keys, both on the same inputs, <= {RHO_THRESHOLD}",
+              f"{note}; sink per layer: {per_layer}"),
     ]
     return claims_table(claims)
+
+
+def _layers_list(part: pd.DataFrame) -> str:
+    layers = [int(x) for x in part["layer"]]
+    return ("layer " if len(layers) == 1 else "layers ") + ", ".join(map(str, layers))
