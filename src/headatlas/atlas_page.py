@@ -75,8 +75,7 @@ def pick_examples(shards: Sequence[str | Path], n: int = 2, max_units: int = 40,
     candidates = []
     for path in shards:
         with Store(path) as store:
-            for i, (n_tok, n_words, index) in enumerate(zip(store.lengths, store.n_words,
-                                                             store.example_index)):
+            for i, (n_words, index) in enumerate(zip(store.n_words, store.example_index)):
                 words = int(n_words)
                 candidates.append((abs(words - target) + (1000 if words < min_units else 0),
                                    int(index), str(path), i))
@@ -86,7 +85,7 @@ def pick_examples(shards: Sequence[str | Path], n: int = 2, max_units: int = 40,
 
 def read_example(path: str | Path, position: int, max_units: int, norm: bool) -> dict:
     """One example of a store as the page holds it: words, and per weighting its word-level maps
-    (quantised, base64), cut to the first ``max_units`` words."""
+    (quantised, base64), cut to ``max_units`` words (:func:`kept_units`)."""
     with Store(path, "attention", norms=norm) as store:
         example = store.example(position)
         corpus_index = int(store.example_index[position])
