@@ -247,3 +247,27 @@ def test_default_page_fits_the_size_budget(tmp_path):
     print(size_report(parts, text))
     assert len(examples) == 10 and all(len(e["words"]) == options["max_units"] for e in examples)
     assert size <= 5e6 and size <= bound + 1e6
+
+
+def test_readme_example_runs(tmp_path, monkeypatch, capsys):
+    """The README's notebook example of the atlas (the python block that calls headatlas.atlas),
+    run on a results folder of MiniLM's shape."""
+    from tests.conftest import ROOT
+
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    example = next((b for b in blocks if "headatlas.atlas(" in b), None)
+    if example is None:
+        pytest.skip("README.md has no python example calling headatlas.atlas yet")
+    layers, heads = 6, 12
+    rng = np.random.default_rng(0)
+    table = pd.concat([pd.DataFrame({
+        "weighting": w, "layer": np.repeat(np.arange(1, layers + 1), heads),
+        "head": np.tile(np.arange(1, heads + 1), layers), "sep": rng.random(layers * heads),
+        "next": rng.random(layers * heads),
+        "type": rng.choice(["dense", "diagonal", "dense&vertical", "vertical"], layers * heads)})
+        for w in ("attention", "norm")], ignore_index=True)
+    (tmp_path / "results" / "minilm").mkdir(parents=True)
+    table.to_csv(tmp_path / "results" / "minilm" / "heads.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(example, "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip()
