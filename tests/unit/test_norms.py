@@ -116,7 +116,7 @@ def test_the_alpha_norm_correlation_is_judged_within_the_sink_layers():
     row = norm_claims(NormReport(shares, pooled_only)).set_index("id").loc["kobayashi.s4.alpha_fx_negative"]
     assert row["verdict"] == FAILS
     assert row["ours"].startswith("[CLS] in layers 2-3: Spearman ρ within each layer -0.02, 0.01; "
-                                  "pooled over all layers -0.53")
+                                  "pooled over all layers [CLS] -0.53")
     # Layer 1 (not a sink layer) does not count: -0.6 there changes nothing. Both sink layers at
     # -0.35 and -0.4 (<= -0.3): holds; one at -0.29: does not hold.
     ok = correlation_table(0.1, per_layer={"cls": [0.5, -0.35, -0.4]})
@@ -129,6 +129,27 @@ def test_the_alpha_norm_correlation_is_judged_within_the_sink_layers():
     undefined = correlation_table(-0.5, per_layer={"cls": [-0.9, np.nan, -0.4]})
     assert norm_claims(NormReport(shares, undefined)).set_index("id").loc[
         "kobayashi.s4.alpha_fx_negative", "verdict"] == NOT_APPLICABLE
+
+
+def test_the_sink_is_each_layers_own():
+    # Issue 23 item 4. Layers 1-3: [CLS] 60% of α, [SEP] 10%; layers 4-6: [CLS] 25%, [SEP] 50%.
+    # Averaged over layers [CLS] leads (42.5% vs 30%), so the old rule tested [CLS] in every layer
+    # where it drew >= 20%, i.e. all six, and in layers 4-6 its norm share 20% > 0.5 x 25%:
+    # "does not hold", judged on a token that is not the sink there. Per layer: [CLS] in 1-3
+    # (10% <= 30%), [SEP] in 4-6 (10% <= 25%): holds.
+    shares = shares_table(attention=[0.6] * 3 + [0.25] * 3, norm=[0.1] * 3 + [0.2] * 3,
+                          layer_norm=[0.1] * 6, sep=[(0.1, 0.05, 0.05)] * 3 + [(0.5, 0.1, 0.1)] * 3)
+    per_layer = {"cls": [-0.5] * 3 + [0.0] * 3, "sep": [0.0] * 3 + [-0.6] * 3}
+    claims = norm_claims(NormReport(shares, correlation_table(-0.5, -0.4, 6, per_layer))).set_index("id")
+    collapse = claims.loc["kobayashi.s4.special_collapse"]
+    assert collapse["verdict"] == HOLDS
+    assert collapse["ours"] == ("[CLS] (layers 1-3) / [SEP] (layers 4-6): α 50-60% in layers 1-6 -> "
+                                "‖αf(x)‖ (per head) 10%")
+    assert "the layer's sink draws" in collapse["rule"]
+    # The correlation, too, is read on each layer's sink: [CLS] -0.5 in 1-3, [SEP] -0.6 in 4-6.
+    assert claims.loc["kobayashi.s4.alpha_fx_negative", "verdict"] == HOLDS
+    # The paper's [SEP] beside: it draws >= 20% in layers 4-6 and collapses there.
+    assert claims.loc["kobayashi.s4.sep_collapse", "verdict"] == HOLDS
 
 
 def test_sep_claim_when_sep_is_a_sink():

@@ -230,28 +230,45 @@ def _range(values) -> str:
     return f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}-{high:.0f}%"
 
 
-def sink(shares: pd.DataFrame) -> tuple[str, pd.DataFrame]:
-    """The special-token class that draws the most α over the layers, and its sink layers.
+def sink(shares: pd.DataFrame) -> pd.DataFrame:
+    """The model's sink per layer: the special-token class with the most α in each layer.
 
-    Sink layers: those where the class draws at least :data:`SINK_SHARE` of α
-    (the class's peak layer if none does).
+    Returns the rows of ``shares`` (one per layer, ``class`` = that layer's
+    dominant special class) of the sink layers: those where it draws at least
+    :data:`SINK_SHARE` of α (the single peak row if no layer does). Each layer
+    has its own sink (issue 23 item 4): a model may sink into [CLS] early and
+    into [SEP] later, and a class is only "the sink" where it dominates.
     """
     special = shares[shares["class"] != "other"]
-    name = special.groupby("class")["attention"].mean().idxmax()
-    rows = special[special["class"] == name]
-    high = rows[rows["attention"] >= SINK_SHARE]
-    return name, high if len(high) else rows.loc[[rows["attention"].idxmax()]]
+    ranked = special.assign(_a=special["attention"].astype(float).fillna(-np.inf))
+    top = special.loc[ranked.groupby("layer")["_a"].idxmax()]
+    high = top[top["attention"] >= SINK_SHARE]
+    if len(high):
+        return high
+    return top.loc[[top["attention"].astype(float).fillna(-np.inf).idxmax()]]
 
 
-def _collapse_claim(claim_id: str, name: str, rows: pd.DataFrame, view: str, claim: str,
+def _sink_label(rows: pd.DataFrame, name: str | None = None) -> str:
+    """``[CLS]`` for one class, ``[CLS] (layer 1) / [SEP] (layers 2-3)`` for several."""
+    classes = list(pd.unique(rows["class"])) if "class" in rows else [name]
+    if len(classes) == 1:
+        return CLASS_LABELS[classes[0]]
+    return " / ".join(f"{CLASS_LABELS[c]} ({_layers_text(rows.loc[rows['class'] == c, 'layer'])})"
+                      for c in classes)
+
+
+def _collapse_claim(claim_id: str, name: str | None, rows: pd.DataFrame, view: str, claim: str,
                     paper: str, note: str) -> Claim:
-    label = CLASS_LABELS[name]
+    """Collapse of α once weighted, in every row (a layer and its sink class, :func:`sink`)."""
+    label = _sink_label(rows, name)
     # Undefined shares (NaN) or no layer at all: not applicable, never "does not hold".
     collapsed = holds_if((rows[view] <= COLLAPSE_FACTOR * rows["attention"]).all() if len(rows) else None,
                          *rows[view], *rows["attention"])
     ours = (f"{label}: α {_range(rows['attention'])} in {_layers_text(rows['layer'])} -> "
             f"{VIEW_LABELS[view]} {_range(rows[view])}")
-    rule = (f"in every layer where {label} draws >= {SINK_SHARE:.0%} of α, its share under "
+    single = "class" not in rows or rows["class"].nunique() <= 1
+    where = f"{label} draws" if single else "the layer's sink draws"
+    rule = (f"in every layer where {where} >= {SINK_SHARE:.0%} of α, its share under "
             f"{VIEW_LABELS[view]} is at most {COLLAPSE_FACTOR:g} x its share of α")
     return Claim(claim_id, SOURCE, claim, paper, ours, collapsed, rule, note)
 
@@ -260,44 +277,48 @@ def _rho_text(rho) -> str:
     return "n/a" if rho is None or np.isnan(rho) else f"{rho:.2f}"
 
 
-def _correlation_claim(correlation: pd.DataFrame, name: str, rows: pd.DataFrame) -> Claim:
-    """α-‖f(x)‖ cancellation judged per sink layer (``rows``: the class's sink layers).
+def _correlation_claim(correlation: pd.DataFrame, rows: pd.DataFrame) -> Claim:
+    """α-‖f(x)‖ cancellation judged per sink layer (``rows``: :func:`sink`, a class per layer).
 
     ``correlation`` is indexed by class, with ``layer_<l>`` columns (the
-    within-layer ρ). Holds when ρ <= :data:`RHO_NEGATIVE` in every sink layer;
-    not applicable when a sink layer's ρ is undefined or missing. The pooled ρ
-    (all layers) is printed beside, for reference only.
+    within-layer ρ). Holds when ρ <= :data:`RHO_NEGATIVE` in every sink layer, on
+    that layer's sink class; not applicable when a sink layer's ρ is undefined or
+    missing. The pooled ρ (all layers) is printed beside, for reference only.
     """
-    label = CLASS_LABELS[name]
+    label = _sink_label(rows)
     layers = [int(x) for x in rows["layer"]]
-    per_layer = [float(correlation.at[name, f"layer_{l}"]) if f"layer_{l}" in correlation.columns
-                 else float("nan") for l in layers]
-    pooled = correlation.at[name, "spearman"]
+    per_layer = [float(correlation.at[c, f"layer_{l}"]) if f"layer_{l}" in correlation.columns
+                 else float("nan") for c, l in zip(rows["class"], layers)]
+    pooled = "; ".join(f"{CLASS_LABELS[c]} {_rho_text(correlation.at[c, 'spearman'])} "
+                       f"({int(correlation.at[c, 'n_pairs'])} sampled (head, query, key) pairs)"
+                       for c in pd.unique(rows["class"]))
     ours = (f"{label} in {_layers_text(layers)}: Spearman ρ within each layer "
-            f"{', '.join(_rho_text(r) for r in per_layer)}; pooled over all layers "
-            f"{_rho_text(pooled)} ({int(correlation.at[name, 'n_pairs'])} sampled (head, query, key) "
-            f"pairs), other tokens pooled {_rho_text(correlation.at['other', 'spearman'])}")
+            f"{', '.join(_rho_text(r) for r in per_layer)}; pooled over all layers {pooled}; "
+            f"other tokens pooled {_rho_text(correlation.at['other', 'spearman'])}")
     result = holds_if(all(r <= RHO_NEGATIVE for r in per_layer) if per_layer else None, *per_layer)
     return Claim(
         "kobayashi.s4.alpha_fx_negative", SOURCE,
         "α and ‖f(x)‖ cancel out: large weights go to value vectors of small norm",
         "negative correlation between α and ‖f(x)‖, clearest on the special tokens", ours, result,
-        f"Spearman ρ of α and ‖f(x)‖ on {label} keys <= {RHO_NEGATIVE:g} within every layer where "
-        f"{label} draws >= {SINK_SHARE:.0%} of α (the pooled ρ mixes layers and is not judged)",
-        f"tested on {label}, the special token this model sinks most α in")
+        f"Spearman ρ of α and ‖f(x)‖ on the sink's keys <= {RHO_NEGATIVE:g} within every layer whose "
+        f"sink (its special token with the most α) draws >= {SINK_SHARE:.0%} of α (the pooled ρ mixes "
+        "layers and is not judged)",
+        f"tested per layer on that layer's sink: {label}")
 
 
 def norm_claims(report: NormReport, n_layers: int | None = None) -> pd.DataFrame:
     """Kobayashi et al.'s claims about special tokens beside our values (:mod:`headatlas.claims`).
 
-    The special token tested is the one this model sinks most attention in
-    (:func:`sink`); the paper's own token, [SEP], gets its row too, which is
-    "not applicable" when [SEP] never draws :data:`SINK_SHARE` of α in any layer.
+    "The sink" is the model's own, per layer (:func:`sink`: the special token
+    each layer sinks most attention in); the paper's own token, [SEP], gets its
+    row too, which is "not applicable" when [SEP] never draws
+    :data:`SINK_SHARE` of α in any layer.
     """
     shares, correlation = report.shares, report.correlation.set_index("class")
     n_layers = int(shares["layer"].max()) if n_layers is None else n_layers
-    name, rows = sink(shares)
-    label = CLASS_LABELS[name]
+    rows = sink(shares)
+    label = _sink_label(rows)
+    name = rows["class"].iloc[0] if rows["class"].nunique() == 1 else None
     depth = f"model has {n_layers} layers, BERT-base 12"
     paper = ("BERT-base: [SEP] and . , draw much attention (Clark et al.: >50% on [SEP] in "
              "layers 6-10) but little once weighted by ‖f(x)‖; 'BERT pays poor attention to special "
@@ -305,13 +326,13 @@ def norm_claims(report: NormReport, n_layers: int | None = None) -> pd.DataFrame
     claims = [
         _collapse_claim("kobayashi.s4.special_collapse", name, rows, "norm",
                         "attention to special tokens collapses once weighted by ‖f(x)‖", paper,
-                        f"tested on {label}, the special token this model sinks most α in; {depth}"),
+                        f"tested per layer on the special token that layer sinks most α in: {label}; {depth}"),
         _collapse_claim("kobayashi.s4.special_collapse_layer", name, rows, "layer_norm",
                         "... and so does the whole layer's ‖Σ_h αf(x)‖", paper + " (per head; the "
                         "layer-level norm is their §3 definition, applied here to BERT)",
                         f"tested on {label}; {depth}"),
     ]
-    claims.append(_correlation_claim(correlation, name, rows))
+    claims.append(_correlation_claim(correlation, rows))
     sep = shares[shares["class"] == "sep"]
     sep_rows = sep[sep["attention"] >= SINK_SHARE]
     if len(sep_rows):
