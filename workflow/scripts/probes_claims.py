@@ -1,4 +1,9 @@
-"""Rule probes_claims: Table 3's and Coenen et al.'s findings, judged on our probes (paper_claims.csv)."""
+"""Rule probes_claims: Table 3's and Coenen et al.'s findings, judged on our probes (paper_claims.csv).
+
+An optional input ``random_entropy`` (the surface ``entropy.csv`` of the random-encoder twin)
+puts the random encoder's attention entropy beside the random-init row and makes that
+comparison not applicable when its maps are indistinguishable from uniform (issue 23 item 3).
+"""
 
 import pandas as pd
 
@@ -6,6 +11,8 @@ from headatlas.analyses.probes import paper_claims
 from headatlas.pipeline import rule_logging, write_table
 
 with rule_logging(snakemake) as log:
-    claims = paper_claims(pd.read_csv(snakemake.input.table), pd.read_csv(snakemake.input.edges))
+    random_entropy = getattr(snakemake.input, "random_entropy", None)
+    claims = paper_claims(pd.read_csv(snakemake.input.table), pd.read_csv(snakemake.input.edges),
+                          pd.read_csv(random_entropy) if random_entropy else None)
     write_table(claims, snakemake.output[0])
     log.info("\n%s", claims[["id", "ours", "verdict"]].to_string(index=False))
