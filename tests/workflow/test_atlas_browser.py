@@ -106,9 +106,10 @@ class Browser:
                 self.ws.settimeout(30)
         raise TimeoutError(method)
 
-    def js(self, expression: str):
+    def js(self, expression: str, context: int | None = None):
+        where = {"contextId": context} if context is not None else {}
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True,
-                           awaitPromise=True)
+                           awaitPromise=True, **where)
         if "exceptionDetails" in result:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
@@ -260,7 +261,38 @@ def check_atlas_page(browser: Browser, results: Path, shots: Path, model: str | 
     return checked
 
 
+def check_in_report_frame(browser: Browser, results: Path, shots: Path) -> None:
+    """The page as Snakemake's report shows it: in an iframe whose src is a data: URI (an opaque
+    origin, no URL of its own). It loads without an error and a real click opens a card."""
+    page = (results / "atlas.html").read_bytes()
+    wrapper = shots / "report_frame.html"
+    wrapper.write_text('<!DOCTYPE html><html><body style="margin:0"><iframe id="f" '
+                       'style="width:1400px;height:1400px;border:0" src="data:text/html;charset=utf8;'
+                       f'filename=atlas.html;base64,{base64.b64encode(page).decode()}"></iframe></body></html>')
+    browser.events.clear()
+    browser.call("Page.navigate", url=wrapper.resolve().as_uri())
+    browser.wait_for("Page.loadEventFired")
+    deadline = time.time() + 10
+    frame = None
+    while frame is None and time.time() < deadline:  # the frame's own JavaScript context
+        browser.js("1")
+        frame = next((e["params"]["context"]["id"] for e in browser.events
+                      if e.get("method") == "Runtime.executionContextCreated"
+                      and e["params"]["context"].get("origin") == "null"  # the data: frame
+                      and e["params"]["context"].get("auxData", {}).get("isDefault")), None)
+    assert frame is not None, "no JavaScript context in the report frame"
+    assert browser.js("document.querySelectorAll('td.cell').length", frame) > 0
+    x, y = browser.js("(() => { const r = document.querySelector('td.cell').getBoundingClientRect();"
+                      " return [r.x + r.width / 2, r.y + r.height / 2]; })()", frame)
+    for kind in ("mousePressed", "mouseReleased"):  # the frame sits at the page's origin
+        browser.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+    assert browser.js("document.getElementById('card-title').textContent", frame).endswith("head 1-1")
+    errors = browser.errors()
+    assert not errors, f"console errors in the report frame: {errors}"
+
+
 def test_atlas_page_in_chromium(browser, tiny_workflow, tmp_path):
     checked = check_atlas_page(browser, tiny_workflow / "results", tmp_path)
-    print(f"checked {checked}; screenshots in {tmp_path}")
+    check_in_report_frame(browser, tiny_workflow / "results", tmp_path)
+    print(f"checked {checked}, and in a report frame; screenshots in {tmp_path}")
     assert (tmp_path / "atlas_attention.png").stat().st_size > 10_000
