@@ -272,14 +272,15 @@ def check_in_report_frame(browser: Browser, results: Path, shots: Path) -> None:
     browser.events.clear()
     browser.call("Page.navigate", url=wrapper.resolve().as_uri())
     browser.wait_for("Page.loadEventFired")
+    main = browser.call("Page.getFrameTree")["frameTree"]["frame"]["id"]
     deadline = time.time() + 10
     frame = None
-    while frame is None and time.time() < deadline:  # the frame's own JavaScript context
+    while frame is None and time.time() < deadline:  # the iframe's own JavaScript context
         browser.js("1")
-        frame = next((e["params"]["context"]["id"] for e in browser.events
-                      if e.get("method") == "Runtime.executionContextCreated"
-                      and e["params"]["context"].get("origin") == "null"  # the data: frame
-                      and e["params"]["context"].get("auxData", {}).get("isDefault")), None)
+        frame = next((c["id"] for c in (e["params"]["context"] for e in browser.events
+                                        if e.get("method") == "Runtime.executionContextCreated")
+                      if c.get("auxData", {}).get("isDefault")
+                      and c.get("auxData", {}).get("frameId") != main), None)
     assert frame is not None, "no JavaScript context in the report frame"
     assert browser.js("document.querySelectorAll('td.cell').length", frame) > 0
     x, y = browser.js("(() => { const r = document.querySelector('td.cell').getBoundingClientRect();"
