@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from importlib import metadata
 from pathlib import Path
+
+from headatlas.io import atomic_open
 
 CACHE_NAME = ".digests.json"
 
@@ -61,9 +62,8 @@ def _write_if_changed(path: Path, text: str) -> bool:
     except OSError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(text)
-    os.replace(partial, path)
+    with atomic_open(path) as handle:
+        handle.write(text)
     return True
 
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
+import socket
 from pathlib import Path
 
 
 def partial_path(path: str | os.PathLike) -> Path:
-    """The temporary name an output is written under before it is complete."""
+    """The temporary name an output is written under until complete: hidden, and unique to this
+    process (host, pid, random), so two runs writing one output never write one file."""
     path = Path(path)
-    return path.with_name(f".{path.name}.partial")
+    return path.with_name(f".{path.name}.{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}.partial")
 
 
 @contextlib.contextmanager
@@ -23,7 +26,6 @@ def atomic_path(path: str | os.PathLike):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = partial_path(path)
-    tmp.unlink(missing_ok=True)
     try:
         yield tmp
         os.replace(tmp, path)

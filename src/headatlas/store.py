@@ -31,7 +31,6 @@ import argparse
 import contextlib
 import errno
 import os
-import secrets
 import socket
 import sys
 import zlib
@@ -43,6 +42,7 @@ import h5py
 import numpy as np
 
 from headatlas.errors import EmptyStoreError, StoreError
+from headatlas.io import partial_path
 from headatlas.weightings import check_weighting, norm_weighted
 
 SCHEMA_VERSION = 3
@@ -306,8 +306,7 @@ def partial_name(path: str | Path) -> Path:
 
     Two extractions of one store (two runs, a rerun beside a stale job) never write one file.
     """
-    path = Path(path)
-    return path.with_name(f".{path.name}.{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}.partial")
+    return partial_path(path)
 
 
 def _remove_stale_partials(path: Path) -> None:

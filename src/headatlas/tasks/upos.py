@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 from headatlas.batching import pad_batch
 from headatlas.corpora.records import Sentence
 from headatlas.errors import HeadAtlasError
+from headatlas.io import partial_path
 from headatlas.models import takes_token_types
 
 log = logging.getLogger(__name__)
@@ -399,8 +400,7 @@ def save_checkpoint(model, tokenizer, folder: str | Path) -> Path:
     checkpoint under the final name.
     """
     folder = Path(folder)
-    tmp = folder.with_name(f".{folder.name}.partial")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = partial_path(folder)
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)

@@ -1,0 +1,31 @@
+"""Atomic outputs: complete or absent, and never one temporary file shared by two writers."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from headatlas.io import atomic_open, atomic_path, partial_path
+
+
+def test_two_writers_of_one_output_write_different_files(tmp_path):
+    target = tmp_path / "table.csv"
+    with atomic_path(target) as first, atomic_path(target) as second:
+        assert first != second and first.name.startswith(".table.csv.") and f"-{os.getpid()}-" in first.name
+        first.write_text("a")
+        second.write_text("b")
+    assert target.read_text() in ("a", "b") and not list(tmp_path.glob("*.partial"))
+
+
+def test_a_failed_write_leaves_nothing(tmp_path):
+    target = tmp_path / "table.csv"
+    with pytest.raises(RuntimeError), atomic_open(target) as handle:
+        handle.write("half")
+        raise RuntimeError("killed")
+    assert not target.exists() and not list(tmp_path.iterdir())
+
+
+def test_partial_names_are_hidden_and_unique(tmp_path):
+    names = {partial_path(tmp_path / "x.svg").name for _ in range(50)}
+    assert len(names) == 50 and all(n.startswith(".x.svg.") and n.endswith(".partial") for n in names)
