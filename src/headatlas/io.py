@@ -16,6 +16,21 @@ def partial_path(path: str | os.PathLike) -> Path:
     return path.with_name(f".{path.name}.{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}.partial")
 
 
+def remove_stale_partials(path: Path) -> None:
+    """Delete partial files of ``path`` left by killed processes of this host (their pid is gone)."""
+    host, prefix = socket.gethostname(), f".{path.name}."
+    for stale in path.parent.glob(f".{path.name}.*.partial"):
+        owner = stale.name[len(prefix):-len(".partial")].rsplit("-", 2)
+        if len(owner) != 3 or owner[0] != host or not owner[1].isdigit():
+            continue
+        try:
+            os.kill(int(owner[1]), 0)
+        except ProcessLookupError:
+            stale.unlink(missing_ok=True)
+        except OSError:  # alive, another user's: leave it
+            pass
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike):
     """Yield a temporary path; rename it onto ``path`` only if the block succeeds.
@@ -25,6 +40,7 @@ def atomic_path(path: str | os.PathLike):
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_partials(path)
     tmp = partial_path(path)
     try:
         yield tmp

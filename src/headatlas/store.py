@@ -31,7 +31,6 @@ import argparse
 import contextlib
 import errno
 import os
-import socket
 import sys
 import zlib
 from dataclasses import dataclass, replace
@@ -42,7 +41,7 @@ import h5py
 import numpy as np
 
 from headatlas.errors import EmptyStoreError, StoreError
-from headatlas.io import partial_path
+from headatlas.io import partial_path, remove_stale_partials
 from headatlas.weightings import check_weighting, norm_weighted
 
 SCHEMA_VERSION = 3
@@ -309,21 +308,6 @@ def partial_name(path: str | Path) -> Path:
     return partial_path(path)
 
 
-def _remove_stale_partials(path: Path) -> None:
-    """Delete partial files of ``path`` left by killed processes of this host (their pid is gone)."""
-    host, prefix = socket.gethostname(), f".{path.name}."
-    for stale in path.parent.glob(f".{path.name}.*.partial"):
-        owner = stale.name[len(prefix):-len(".partial")].rsplit("-", 2)
-        if len(owner) != 3 or owner[0] != host or not owner[1].isdigit():
-            continue
-        try:
-            os.kill(int(owner[1]), 0)
-        except ProcessLookupError:
-            stale.unlink(missing_ok=True)
-        except OSError:  # alive, another user's: leave it
-            pass
-
-
 class StoreWriter:
     """Append examples to a new store; the file appears only on :meth:`close`.
 
@@ -346,7 +330,7 @@ class StoreWriter:
         if self.norms not in NORMS_STATES:
             raise StoreError(f"store attribute norms={self.norms!r} is not one of {NORMS_STATES}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale_partials(self.path)
+        remove_stale_partials(self.path)
         self.partial = partial_name(self.path)
         self._file = None
         try:

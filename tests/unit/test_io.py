@@ -29,3 +29,19 @@ def test_a_failed_write_leaves_nothing(tmp_path):
 def test_partial_names_are_hidden_and_unique(tmp_path):
     names = {partial_path(tmp_path / "x.svg").name for _ in range(50)}
     assert len(names) == 50 and all(n.startswith(".x.svg.") and n.endswith(".partial") for n in names)
+
+
+def test_a_killed_writers_partial_file_is_removed_by_the_next_write(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    stale = tmp_path / f".table.csv.{socket.gethostname()}-{dead}-0a1b2c3d.partial"
+    alive = tmp_path / f".table.csv.{socket.gethostname()}-{os.getppid()}-0a1b2c3d.partial"
+    stale.write_text("half")
+    alive.write_text("being written")
+    with atomic_open(tmp_path / "table.csv") as handle:
+        handle.write("whole")
+    assert not stale.exists() and alive.exists() and (tmp_path / "table.csv").read_text() == "whole"
