@@ -216,7 +216,11 @@ def test_layer_table_and_claims_on_a_six_layer_model():
     # Ranks over layers: attention 1.5, 1.5, 3.5, 5.5, 5.5, 3.5; ratio 5.5, 5.5, 2.5 x 4 (means 3.5).
     # Deviations -2 -2 0 2 2 0 and 2 2 -1 -1 -1 -1: rho = -12 / sqrt(16 * 12) = -0.866.
     where = claims.loc["clark.s3_2.sep_gradient_where_attended"]
-    assert where["ours"] == "Spearman rho = -0.87 over 6 layers" and where["verdict"] == "holds"
+    # One-sided p, exact over the 720 orderings of the ratios' ranks: rho is this low only when the
+    # two 5.5's fall on the attention's two 1.5's (layers 1-2): 2! x 4! = 48 of 720 = 1/15 = 0.067,
+    # not < 0.05: two layers against four is not yet a trend (the old rule held).
+    assert where["ours"] == "Spearman rho = -0.87 over 6 layers (one-sided p = 0.0667)"
+    assert where["verdict"] == "does not hold"
     flat = paper_claims(layer_table(heads.assign(sep=2.0)), "mlm").set_index("id")
     assert flat.loc["clark.s3_2.sep_gradient_small", "verdict"] == "does not hold"  # ratio 1
     assert flat.loc["clark.s3_2.sep_gradient_where_attended", "verdict"] == "not applicable"  # rho NaN
@@ -265,7 +269,10 @@ def test_the_sink_is_the_models_own_per_layer_with_sep_beside():
     # The correlation follows the sink: attention to it 0.3, 0.3, 0.5 x 4 against ratios 1, 1,
     # 0.05 x 4 -> rho = -1.
     where = claims.loc["clark.s3_2.sep_gradient_where_attended"]
-    assert where["ours"] == "Spearman rho = -1.00 over 6 layers" and where["verdict"] == "holds"
+    # Ties: attention 0.3 x 2, 0.5 x 4 and ratios 1 x 2, 0.05 x 4 give rho = -1; an ordering of the
+    # ratio ranks reaches it only with both 1's on the 0.3's: 2 x 24 of 720 = 1/15 = 0.067.
+    assert where["ours"] == "Spearman rho = -1.00 over 6 layers (one-sided p = 0.0667)"
+    assert where["verdict"] == "does not hold"  # two distinct groups of layers: not beyond chance
 
 
 # --- loading through the project's door, the loss from the tensors, the memory budget ----------
@@ -360,3 +367,22 @@ def test_the_run_record_says_what_the_footnote_needs(tiny_encoder):
     assert record["model_class"] == "BertModel" and record["lowercase"] is True
     assert record["max_batch_tokens"] == 4096
     assert paper_deviations(record) == [f"{LAYERS}x{HEADS}", "uncased"]
+
+
+def test_a_correlation_over_three_layers_is_not_evidence():
+    # The toy run of issue 23's audit printed "Spearman rho = -0.50 over 3 layers: holds". Over 3
+    # layers the six orderings give rho 1, 0.5, 0.5, -0.5, -0.5, -1: P(rho <= -0.5) = 3/6.
+    from headatlas.analyses.gradients import spearman_less
+
+    rho, p = spearman_less([1.0, 2.0, 3.0], [2.0, 3.0, 1.0])
+    assert rho == pytest.approx(-0.5) and p == pytest.approx(0.5)
+    heads = pd.DataFrame({"layer": [1, 2, 3], "head": 1, "sep": [1.0, 1.5, 0.5], "punct": 1.0,
+                          "cls": 1.0, "other": 1.0, "attn_sep": [0.1, 0.2, 0.3]})
+    where = paper_claims(layer_table(heads), "mlm").set_index("id").loc[
+        "clark.s3_2.sep_gradient_where_attended"]
+    # attention ranks 1, 2, 3 against ratio ranks 2, 3, 1: rho -0.5 <= -0.5, the old rule held.
+    assert where["ours"] == "Spearman rho = -0.50 over 3 layers (one-sided p = 0.5)"
+    assert where["verdict"] == "does not hold"
+    # Eight layers in perfectly opposite order: p = 1/8! -> holds.
+    rho, p = spearman_less(np.arange(8.0), -np.arange(8.0))
+    assert rho == pytest.approx(-1) and p == pytest.approx(1 / 40320)
