@@ -557,6 +557,13 @@ def test_paper_claims_of_table2_by_hand():
     assert match["verdict"] == "holds"
     assert match["ours"].startswith("head 3-5 (chosen on test (paper's regime)) 60.0")
     assert "chosen on the evaluation data" in match["note"]
+    # The difference printed is that of the accuracies printed (issue 23 item 7): 60.04 and 51.06
+    # print as 60.0 and 51.1, so +8.9, not the exact +8.98 rounded to +9.0.
+    rounded = table.drop(index=3).copy()
+    rounded.loc[rounded["system"] == "head match", "all"] = 51.06
+    rounded.loc[rounded["system"].str.contains("paper's regime"), ["all", "vs_head_match"]] = [60.04, 8.98]
+    text = paper_claims(rounded, "docs").set_index("id").loc["clark.t2.docs.head_beats_head_match", "ours"]
+    assert "60.0 [53.0-66.0] vs 51.1 [44.0-57.0]; difference +8.9 [3.0, 15.0] (paired)" in text
     # A table written before the paired columns: not applicable, never a verdict.
     c = paper_claims(table.drop(columns=[k for k in table if k.startswith("vs_")]), "docs")
     assert set(c.loc[c["id"].str.contains("head_beats"), "verdict"]) == {"not applicable"}

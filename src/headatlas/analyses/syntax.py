@@ -635,10 +635,14 @@ def _accuracies(scores: DependencyScores, relation: str, head: pd.Series, offset
     # A third column on the same resamples: the columns are independent (the resamples
     # depend on the units only), so the first two intervals are those of the pair alone.
     low, high = bootstrap_ratio(np.column_stack([c, bc, c - bc]), n, n_boot, seed)
-    return {"n": int(n.sum()), "sentences": len(n),
-            **_with_interval("acc", c, n, low[0], high[0]),
-            **_with_interval("baseline_acc", bc, n, low[1], high[1]),
-            **_with_interval("diff", c - bc, n, low[2], high[2])}
+    measured = {"n": int(n.sum()), "sentences": len(n),
+                **_with_interval("acc", c, n, low[0], high[0]),
+                **_with_interval("baseline_acc", bc, n, low[1], high[1]),
+                **_with_interval("diff", c - bc, n, low[2], high[2])}
+    # The difference of the two accuracies as printed (issue 23 item 7: a derived number equals
+    # the one computed from the printed numbers); it differs from the exact one by rounding only.
+    measured["diff"] = round(measured["acc"] - measured["baseline_acc"], 1)
+    return measured
 
 
 def table1(scores: DependencyScores, top: int = 10, min_count: int = 100, n_boot: int = 1000,
@@ -660,8 +664,9 @@ def table1(scores: DependencyScores, top: int = 10, min_count: int = 100, n_boot
     acc_low, acc_high, baseline_offset, baseline_acc, baseline_acc_low,
     baseline_acc_high, diff, diff_low, diff_high, paper_relation, paper_head,
     paper_direction, paper_acc, paper_baseline_offset, paper_baseline_acc, note``;
-    ``diff`` is head minus offset (points) with its *paired* 95% interval (the
-    per-sentence differences resampled, :func:`paper_claims` judges on it).
+    ``diff`` is head minus offset (points, ``acc - baseline_acc`` as printed) with
+    its *paired* 95% interval (the per-sentence differences resampled,
+    :func:`paper_claims` judges on it).
     """
     counts = scores.counts().set_index("relation")
     heads = best_heads(scores.head_table()).set_index("relation")
