@@ -194,7 +194,9 @@ PAIRED_RULE = (f"ahead by >= {MARGIN:g} points, with the paired bootstrap 95% in
 
 
 def difference_text(difference: float, low: float, high: float) -> str:
-    """A difference in points with its interval, e.g. ``+6.7 [2.1, 11.2]``."""
+    """A difference in points with its interval, e.g. ``+6.7 [2.1, 11.2]``; ``n/a`` when undefined."""
+    if any(undefined(x) for x in (difference, low, high)):
+        return "n/a (no paired interval)"
     return f"{difference:+.1f} [{low:.1f}, {high:.1f}]"
 
 

@@ -54,6 +54,7 @@ def test_beats_paired_judges_the_difference_on_the_same_units():
     assert beats_paired(6.0, None) is None and beats_paired(float("nan"), (1.0, 2.0)) is None
     assert beats_paired(6.0, (float("nan"), 9.0)) is None
     assert difference_text(6.7, 2.1, 11.2) == "+6.7 [2.1, 11.2]"
+    assert difference_text(float("nan"), float("nan"), 1.0) == "n/a (no paired interval)"
 
 
 # --- an undefined number is "not applicable", never "does not hold" ------------------------------
