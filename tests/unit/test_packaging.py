@@ -17,7 +17,7 @@ from headatlas import configdocs
 from headatlas.cli import COMMANDS
 from tests.conftest import ROOT
 
-TEST_ONLY = {"pytest", "snakefmt"}  # requirements.txt lines the rules' environment does not need
+TEST_ONLY = {"pytest", "snakefmt", "websocket-client"}  # requirements.txt lines the rules' environment does not need
 
 
 def requirement_pins() -> list[str]:
