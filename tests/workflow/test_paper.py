@@ -245,7 +245,9 @@ def overlay(root: Path) -> dict:
         "clustering": {"n_permutations": 20},
         "headtypes": {"n_init": 2, "n_fits": 3, "n_windows": 4},
         "norms": {"pairs_per_example": 16},
-        "syntax": {"bootstrap": {"n": 50}},
+        # the rehearsal's treebank has tens of each relation, not the thousands of WSJ: a row of
+        # Table 1 needs 10 (the default 100 would leave every relation but det out)
+        "syntax": {"bootstrap": {"n": 50}, "min_count": 10},
         "coref": {"bootstrap": {"n": 50}},
         "probes": {"seeds": [0], "edge_train_pairs": 200},
         "ablation": {"squad_path": str(root / "squad" / "dev-v1.1.json"), "max_examples": 12,
@@ -331,17 +333,36 @@ def test_the_paper_configuration_runs_through_every_rule_it_plans(rehearsal):
 
 
 def test_the_paper_analyses_ran(rehearsal):
-    """Table 1 and the honest regime on WSJ, Table 2 on CoNLL-2012, Table 3, Fig. 3 with the
-    masked-LM loss, Guan's ablation and the importance analysis on the SQuAD model."""
+    """Table 1 on WSJ and the honest regime (heads chosen on 02-22, scored on 23), Table 2 on
+    CoNLL-2012, Table 3 on WSJ, Fig. 3 with the masked-LM loss, the surface analyses and head
+    types, Guan's ablation and the importance analysis on the SQuAD model."""
     results = rehearsal["work"] / "results"
     model = results / "bert-base-cased"
-    for table in ("ptb_sd/syntax/table1.csv", "conll2012/syntax/table1.csv", "conll2012_docs/coref/accuracy.csv",
-                  "wikipedia/gradients/paper_claims.csv", "wikipedia/surface/entropy.csv",
-                  "wikipedia/headtypes/type_shares.csv"):
+    for table in ("ptb_sd/syntax/table1.csv", "syntax/honest.csv", "conll2012_docs/coref/accuracy.csv",
+                  "ptb_sd/probes/table3.csv", "ptb_sd/probes/edges.csv", "wikipedia/gradients/heads.csv",
+                  "wikipedia/surface/entropy.csv", "wikipedia/headtypes/type_shares.csv",
+                  "conll2012/patterns/heads.csv"):
         assert len(pd.read_csv(model / table)) > 0, table
-    ablation = pd.read_csv(next(results.glob("bert-large-squad/**/ablation.csv")))
+    run = json.loads((model / "wikipedia" / "gradients" / "run.json").read_text())
+    assert run["loss"] == "mlm" and run["lowercase"] is False  # Fig. 3's loss; the cased tokenizer
+    ablation = pd.read_csv(results / "bert-large-squad" / "ablation" / "ablation.csv")
     assert {"exact_match", "f1"} <= set(ablation.columns) and ablation["variant"].iloc[0] == "unablated"
-    assert list(results.glob("**/probes/table3.csv")) or list(results.glob("**/table3.csv"))
+    assert len(pd.read_csv(results / "bert-large-squad" / "importance" / "heads.csv")) == 3 * 4
+    # CoNLL-2012: the folders are the splits; trees converted by the head rules, one root each.
+    stats = json.loads((rehearsal["work"] / "data" / "corpora" / "conll2012.stats.json").read_text())
+    assert set(stats["sentences_by_split"]) == {"train", "dev", "test"} and stats["mentions"] > 0
+    assert stats["sentences_with_several_roots"] == 0
+
+
+def test_table1_on_ptb_sd_scores_the_papers_own_relations(rehearsal):
+    """PTB in Stanford Dependencies has the paper's labels (dobj, pobj, prep, poss, ...): Table 1
+    on it should score them, not look for their UD twins."""
+    table = pd.read_csv(rehearsal["work"] / "results" / "bert-base-cased" / "ptb_sd" / "syntax" / "table1.csv")
+    scored = set(table.loc[table["n"].fillna(0) > 0, "relation"].dropna())
+    if not {"dobj", "pobj", "prep"} <= scored:
+        pytest.xfail(f"Table 1 on PTB-SD scores only {sorted(scored)}: the paper's SD relations are "
+                     "matched to UD twins (obj, case, ...) absent from an SD treebank "
+                     "(headatlas.analyses.syntax)")
 
 
 def test_the_wsj_sections_choose_the_splits(rehearsal):
