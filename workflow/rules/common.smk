@@ -61,7 +61,7 @@ CODE_DIGESTS = Path(".snakemake", "headatlas", "code")
 
 
 def code(script, *modules):
-    """The code input of a rule running ``script``: the digest file of the library files it
+    """The code input of the rules running ``script``, the digest file of the library files it
     imports, transitively, and of ``modules`` (``headatlas.x.y``, run by name at run time).
     """
     files = [
@@ -91,7 +91,7 @@ def corpus_sources(wildcards):
 
 def model_inputs(wildcards):
     """A model made by the workflow itself is an input of its jobs: a `path:` under results/
-    (fine-tuned: its config.json) or under <data>/models/ (built by rule build_model: the folder).
+    (fine-tuned: its config.json) or under <data>/models/ (the folder, built by the build_model rule).
     """
     path = MODELS[wildcards.model].get("path", "").rstrip("/")
     if path.startswith(f"{RESULTS}/"):
@@ -169,8 +169,8 @@ def chain_priority(wildcards):
     return CHAIN_PRIORITY if job in PLAN.task_chain else 0
 
 
-# Results are declared once, where a rule writes them: ``result(analysis, path, ...)`` in its
-# `output:` makes the path a report entry (unless ``in_report=False``) and a final output of
+# Results are declared once, where their rules write them: ``result(analysis, path, ...)`` in
+# an `output:` makes the path a report entry (unless ``in_report=False``) and a final output of
 # the analysis (unless ``final=False``). ``targets(analysis, ...)``, once per rules file, gives the
 # analysis's report category and the values of its paths' wildcards for a model; {model} is the
 # model and {weighting} each of its suffixes (PLAN.suffixes). Downstream rules read
