@@ -22,6 +22,9 @@ Wikipedia is the embedded PyPI package, as in a real run. The checks: every tabl
 the run plans exists and is not empty, the report builds, the scorecard has the paper model's
 column, every store records the commit of its hub model, the sections select the PTB files,
 and the SQuAD claims of the untrained task model say so instead of comparing with the paper.
+
+Cost (222 jobs, 3 models x 4 corpora, both weightings): 246 s for this file on 2 cores with the
+machine nearly idle (2026-11-24; the rehearsal itself 233 s), 11 min under a load of 10-16.
 """
 
 from __future__ import annotations
@@ -306,7 +309,7 @@ def planned_outputs(summary_stdout: str) -> list[tuple[str, str]]:
 
 def test_the_paper_configuration_runs_through_every_rule_it_plans(rehearsal):
     work = rehearsal["work"]
-    assert rehearsal["seconds"] < 30 * 60  # the whole rehearsal; CI budget: docs/configuration.md
+    assert rehearsal["seconds"] < 30 * 60  # 233 s measured on 2 idle cores; generous for loaded CI
     outputs = planned_outputs(rehearsal["summary"].stdout)
     assert len(outputs) > 50
     missing, empty = [], []
