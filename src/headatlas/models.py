@@ -433,7 +433,8 @@ def load_model(name: str, spec: dict, device: str | None = None) -> LoadedModel:
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device).eval()
     info = {"model_name": name, "model_id": spec.get("hub") or spec.get("package") or source,
-            "model_revision": revision or _commit_hash(model) or "", "tokenizer": type(tokenizer).__name__,
+            "model_revision": (spec.get("hub") and hub_commit(source, revision)) or revision
+            or _commit_hash(model) or "", "tokenizer": type(tokenizer).__name__,
             "random_init": bool(spec.get("random_init", False))}
     return LoadedModel(model, tokenizer, info)
 
@@ -449,6 +450,15 @@ def _randomised(pretrained, config, spec) -> torch.nn.Module:
 
 def _commit_hash(model) -> str | None:
     return getattr(model.config, "_commit_hash", None)
+
+
+def hub_commit(repo: str, revision: str | None = None, cache_dir: str | None = None) -> str | None:
+    """The commit a hub model's files were loaded from: the snapshot folder the local cache maps
+    ``revision`` (a branch, tag or commit; default ``main``) to. None if it is not cached."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(repo, "config.json", cache_dir=cache_dir, revision=revision)
+    return Path(found).parent.name if isinstance(found, str) else None
 
 
 def masked_lm_problem(config) -> str | None:

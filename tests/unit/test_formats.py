@@ -66,7 +66,7 @@ def test_format_table_says_what_each_format_carries():
     assert {name for name, f in FORMATS.items() if f.labelled_trees} == {"gum", "ewt", "conllu", "conllx"}
     assert {name for name, f in FORMATS.items() if f.coreference} == {"gum", "conllu", "conll2012"}
     assert corpus_format("gum", {"kind": "treebank"}) is FORMATS["gum"]  # format defaults to the name
-    assert corpus_format("ptb", {"format": "conllx"}) == Format(True, False, "*.conll*",
+    assert corpus_format("ptb", {"format": "conllx"}) == Format(True, False, ("*.conll*", "*.dp"),
                                                                "headatlas.corpora.conllx:read_conllx")
     assert FORMATS["conllx"].read() is read_conllx
     with pytest.raises(SourceError, match="unknown treebank format 'mine'"):
@@ -80,3 +80,14 @@ def test_format_table_imports_no_reader_and_no_torch():
             "print(sorted(m for m in ('torch', 'conllu', 'headatlas.corpora.conllu_reader') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_ptb_files_named_dp_are_read(tmp_path):
+    """PTB in Stanford Dependencies often comes as one CoNLL-X file per WSJ file (wsj_0201.dp)."""
+    from headatlas.corpora.prepare import path_files
+
+    (tmp_path / "02").mkdir()
+    (tmp_path / "02" / "wsj_0201.dp").write_text("1\tThe\t_\tDT\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\tNN\tNN\t_\t0\troot\t_\t_\n\n")
+    (tmp_path / "wsj_2301.conllx").write_text("1\tIt\t_\tPRP\tPRP\t_\t0\troot\t_\t_\n\n")
+    (tmp_path / "README.txt").write_text("not a treebank")
+    assert [p.name for p in path_files("conllx", tmp_path)] == ["wsj_0201.dp", "wsj_2301.conllx"]

@@ -72,3 +72,19 @@ def test_the_advice_for_a_pickled_checkpoint_converts_it(tiny_model_dir, tmp_pat
     reference = AutoModel.from_pretrained(tiny_model_dir)
     for name, tensor in reference.state_dict().items():
         assert torch.equal(loaded.model.state_dict()[name], tensor), name
+
+
+def test_a_hub_model_records_the_commit_its_files_came_from(tmp_path):
+    """`revision: main` (or none) records the commit refs/main points at, not 'main' or ''."""
+    from headatlas.models import hub_commit
+
+    commit = "cd5ef92a9fb2f889e972770a36d4ed042daf221e"
+    repo = tmp_path / "models--bert-base-cased"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "snapshots" / commit / "config.json").write_text("{}")
+    for revision in (None, "main", commit):
+        assert hub_commit("bert-base-cased", revision, cache_dir=str(tmp_path)) == commit
+    assert hub_commit("bert-base-cased", "v2", cache_dir=str(tmp_path)) is None
+    assert hub_commit("not-cached/at-all", None, cache_dir=str(tmp_path)) is None

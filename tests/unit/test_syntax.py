@@ -403,3 +403,18 @@ def test_example_sentences_and_figures(corpus, tmp_path):
     for name in ("lines", "heat", "regimes"):
         assert (tmp_path / f"{name}.svg").read_bytes().startswith(b"<?xml")
     assert DIRECTIONS == ("dep->head", "head->dep")
+
+
+def test_a_stanford_dependencies_treebank_is_matched_by_the_papers_own_labels():
+    """PTB-SD (the paper's treebank) has dobj, pobj, prep: Table 1's paper rows are found by those
+    labels, not by UD twins it does not have (obj, case)."""
+    from headatlas.analyses.syntax import paper_table1, table1_relations
+
+    sd = pd.DataFrame({"relation": ["all", "det", "dobj", "pobj", "prep", "nsubj", "punct"],
+                       "n": [900, 150, 120, 110, 130, 140, 200]})
+    rows = table1_relations(sd, top=2, min_count=100)
+    assert {"dobj", "pobj", "prep"} <= set(rows) and "obj" not in rows
+    keyed = paper_table1(sd["relation"]).set_index("relation")
+    assert keyed.loc["dobj", "paper_acc"] == 86.8 and keyed.loc["pobj", "paper_direction"] == "head->dep"
+    ud = paper_table1(["all", "det", "obj", "case"]).set_index("relation", drop=False)
+    assert "obj" in ud.index and "dobj" not in ud.index  # a UD treebank keeps the twins

@@ -94,6 +94,18 @@ PAPER_TABLE1 = pd.DataFrame(
 )
 PAPER_TABLE1["paper_direction"] = np.where(PAPER_TABLE1["paper_relation"] == "pobj",
                                            "head->dep", "dep->head")
+# Labels only Stanford Dependencies has (PTB-SD, the paper's own treebank): a treebank using any
+# of them is matched to the paper's rows by the SD label itself, not by the UD twin.
+SD_ONLY = frozenset({"dobj", "pobj", "prep", "nn", "poss", "auxpass", "prt"})
+
+
+def paper_table1(labels) -> pd.DataFrame:
+    """:data:`PAPER_TABLE1` keyed (``relation``) by this treebank's labels: the paper's SD names
+    when the treebank is in Stanford Dependencies (it uses an SD-only label), else the UD twins."""
+    table = PAPER_TABLE1.copy()
+    if SD_ONLY & set(labels):
+        table["relation"] = table["paper_relation"]
+    return table
 
 
 # --- one sentence -------------------------------------------------------------------------
@@ -601,7 +613,7 @@ def table1_relations(counts: pd.DataFrame, top: int = 10, min_count: int = 100) 
     eligible = n[(n >= min_count) & ~n.index.isin(LEFT_OUT + (ALL,))]
     # Most frequent first; equal counts by name, so the order does not depend on the data's order.
     frequent = sorted(eligible.index, key=lambda r: (-eligible[r], r))[:top]
-    extras = [r for r in PAPER_TABLE1["relation"].dropna()
+    extras = [r for r in paper_table1(n.index)["relation"].dropna()
               if r in eligible.index and r not in frequent and r != ALL]
     return [ALL] + frequent + extras
 
@@ -684,8 +696,9 @@ def table1(scores: DependencyScores, top: int = 10, min_count: int = 100, n_boot
                      "diff": measured["diff"], "diff_low": measured["diff_low"],
                      "diff_high": measured["diff_high"]})
     ours = pd.DataFrame(rows)
-    table = ours.merge(PAPER_TABLE1, on="relation", how="left")
-    unlisted = PAPER_TABLE1[~PAPER_TABLE1["relation"].isin(ours["relation"])]
+    paper = paper_table1(counts.index)
+    table = ours.merge(paper, on="relation", how="left")
+    unlisted = paper[~paper["relation"].isin(ours["relation"])]
     table = pd.concat([table, unlisted.assign(relation="")], ignore_index=True)
     n = counts["n"]
     table["note"] = [_note(row, unlisted_twin, n, min_count) for row, unlisted_twin in
@@ -703,7 +716,9 @@ def _note(row: dict, unlisted_twin: str | None, n: pd.Series, min_count: int) ->
     if not row["relation"]:
         if unlisted_twin is None or pd.isna(unlisted_twin):
             return NO_UD_TWIN
-        return (f"UD twin {unlisted_twin} has {int(n.get(unlisted_twin, 0))} scored dependencies, "
+        twin = "SD label" if unlisted_twin in SD_ONLY or unlisted_twin == row.get("paper_relation") \
+            else "UD twin"
+        return (f"{twin} {unlisted_twin} has {int(n.get(unlisted_twin, 0))} scored dependencies, "
                 f"fewer than {min_count}")
     if row["relation"] == ALL:
         return ("every word, root words counted as wrong (attention never predicts ROOT), as in "
@@ -826,8 +841,8 @@ def honest_table(selection: tuple[str, DependencyScores],
                 "baseline_offset": offset, "evaluated_on": label, **measured,
                 **_same_data(same_data, relation, scores.n_roots() if with_root else 0),
             })
-    table = pd.DataFrame(rows).merge(PAPER_TABLE1[["relation", "paper_relation", "paper_acc"]],
-                                     on="relation", how="left")
+    paper = paper_table1(select_counts.index)[["relation", "paper_relation", "paper_acc"]]
+    table = pd.DataFrame(rows).merge(paper, on="relation", how="left")
     sizes = ", ".join(f"{label}: N = {len(s.sentences)} sentences"
                       for label, s in [selection, *evaluations])
     table.attrs["caption"] = caption(select, f"{sizes}; {n_boot} bootstrap resamples of sentences, "

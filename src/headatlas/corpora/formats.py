@@ -34,8 +34,8 @@ class Format:
     coreference : bool
         The reader reads coreference mentions (a file may still have none):
         the corpus can feed a ``kind: documents`` corpus (Table 2).
-    files : str or None
-        Glob of the files read below a ``path:`` folder; None when the
+    files : tuple of str
+        Globs of the files read below a ``path:`` folder; empty when the
         format is read only from its pinned source (``gum``, ``ewt``).
     reader : str or None
         ``"module:function"`` reading one such file into ``Sentence`` records.
@@ -43,7 +43,7 @@ class Format:
 
     labelled_trees: bool
     coreference: bool
-    files: str | None = None
+    files: tuple[str, ...] = ()
     reader: str | None = None
 
     def read(self) -> Callable:
@@ -62,12 +62,13 @@ class Format:
 FORMATS: dict[str, Format] = {
     "gum": Format(labelled_trees=True, coreference=True),
     "ewt": Format(labelled_trees=True, coreference=False),
-    "conllu": Format(labelled_trees=True, coreference=True, files="*.conllu",
+    "conllu": Format(labelled_trees=True, coreference=True, files=("*.conllu",),
                      reader="headatlas.corpora.conllu_reader:read_conllu"),
-    "conllx": Format(labelled_trees=True, coreference=False, files="*.conll*",
+    # PTB converted to Stanford Dependencies is often one file per WSJ file: wsj_0201.dp
+    "conllx": Format(labelled_trees=True, coreference=False, files=("*.conll*", "*.dp"),
                      reader="headatlas.corpora.conllx:read_conllx"),
     # Constituency parses: heads come from head rules, there are no dependency labels.
-    "conll2012": Format(labelled_trees=False, coreference=True, files="*gold_conll",
+    "conll2012": Format(labelled_trees=False, coreference=True, files=("*gold_conll",),
                         reader="headatlas.corpora.conll2012:read_conll2012"),
 }
 

@@ -84,7 +84,7 @@ def read_path(fmt: str, path: str | Path, strict: bool = True) -> list[Sentence]
                           "corpus in the config to an existing file or folder")
     files = path_files(fmt, path)
     if not files:
-        raise SourceError(f"{path}: no {spec.files} files in this folder")
+        raise SourceError(f"{path}: no {' or '.join(spec.files)} files in this folder")
     reader = spec.read()
     options = {"strict": strict} if spec.coreference else {}
     return [s for f in files for s in reader(f, **options)]
@@ -93,7 +93,9 @@ def read_path(fmt: str, path: str | Path, strict: bool = True) -> list[Sentence]
 def path_files(fmt: str, path: str | Path) -> list[Path]:
     """The files a ``path:`` corpus of format ``fmt`` is read from: the file, or the folder's matches."""
     path = Path(path)
-    return sorted(path.rglob(FORMATS[fmt].files)) if path.is_dir() else [path]
+    if not path.is_dir():
+        return [path]
+    return sorted({f for pattern in FORMATS[fmt].files for f in path.rglob(pattern)})
 
 
 def source_files(name: str, spec: dict) -> list[Path]:
