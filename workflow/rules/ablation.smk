@@ -22,7 +22,7 @@ targets(
 
 rule ablation:
     input:
-        model=ABLATION_PLAN.get("model_inputs", []),
+        model=task_model_inputs,
         types=ABLATION_PLAN.get("types", []),
         data=ABLATION_PLAN.get("data") or [],
         code=code("ablation_grid.py"),

@@ -9,7 +9,14 @@ import re
 
 from snakemake.logging import logger
 
+from headatlas.capabilities import model_folder
 from headatlas.codedeps import code_files
+from headatlas.fingerprints import (
+    DigestCache,
+    folder_files,
+    model_identity,
+    write_fingerprint,
+)
 from headatlas.config import format_name, plan
 from headatlas.corpora.prepare import source_files
 from headatlas.scorecard import is_claims_file
@@ -84,19 +91,63 @@ def file_sha256(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+# Content fingerprints of what comes from outside the workflow (headatlas.fingerprints): a corpus
+# file or model edited and given an old mtime (cp -p, rsync -a) still reruns what it feeds.
+FINGERPRINTS = Path(".snakemake", "headatlas", "fingerprints")
+DIGESTS = DigestCache(FINGERPRINTS)
+
+
+@functools.cache  # once per parse and corpus
+def corpus_fingerprint(corpus):
+    files = source_files(corpus, CORPORA[corpus])
+    path = write_fingerprint(FINGERPRINTS, "corpora", corpus, corpus, files, DIGESTS)
+    DIGESTS.save()
+    return path
+
+
+@functools.cache  # once per parse and model
+def model_fingerprint(model):
+    spec = MODELS[model]
+    folder = model_folder(spec)
+    identity = model_identity(spec, folder)
+    path = write_fingerprint(
+        FINGERPRINTS, "models", model, identity, folder_files(folder), DIGESTS
+    )
+    DIGESTS.save()
+    return path
+
+
 def corpus_sources(wildcards):
-    """The files preparing this corpus reads: an edit (or a new file in its folder) re-prepares it."""
-    return [str(p) for p in source_files(wildcards.corpus, CORPORA[wildcards.corpus])]
+    """The files preparing this corpus reads, and their fingerprint: an edit (or a new file in
+    its folder) re-prepares it, whatever the edited file's mtime."""
+    files = source_files(wildcards.corpus, CORPORA[wildcards.corpus])
+    return [str(p) for p in files] + [corpus_fingerprint(wildcards.corpus)]
+
+
+def loaded_from(model):
+    """What ``model`` is loaded from, as an input of the jobs that load it: a model made by the
+    workflow itself (a `path:` under results/: fine-tuned, its config.json; or under
+    <data>/models/: the folder, built by the build_model rule), else the fingerprint of its files
+    (config, weights, tokenizer) and of its package version or resolved hub commit."""
+    path = MODELS[model].get("path", "").rstrip("/")
+    if path.startswith(f"{RESULTS}/"):
+        return [f"{path}/config.json"]
+    if path.startswith(f"{DATA}/models/"):
+        return [path]
+    return [model_fingerprint(model)]
 
 
 def model_inputs(wildcards):
-    """A model made by the workflow itself is an input of its jobs: a `path:` under results/
-    (fine-tuned: its config.json) or under <data>/models/ (the folder, built by the build_model rule).
-    """
-    path = MODELS[wildcards.model].get("path", "").rstrip("/")
-    if path.startswith(f"{RESULTS}/"):
-        return [f"{path}/config.json"]
-    return [path] if path.startswith(f"{DATA}/models/") else []
+    return loaded_from(wildcards.model)
+
+
+def task_model_inputs(wildcards):
+    """The ablation's task model: the fine-tuned tagger's config.json, or what the configured
+    (SQuAD) model is loaded from."""
+    task = PLAN.ablation["task_model"]
+    if PLAN.ablation["model_inputs"] or task not in MODELS:
+        return PLAN.ablation["model_inputs"]
+    return loaded_from(task)
 
 
 def corpus_file(wildcards):

@@ -42,6 +42,7 @@ rule gradients_importance:
         loss=GRADIENTS["loss"],
         max_examples=GRADIENTS["max_examples"],
         batch_size=GRADIENTS["batch_size"],
+        max_batch_tokens=GRADIENTS["max_batch_tokens"],
         seed=GRADIENTS["seed"],
         max_length=EXTRACTION["max_length"],
     script:

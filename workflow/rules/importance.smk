@@ -33,7 +33,7 @@ IMPORTANCE_RESULTS = {
 
 rule importance:
     input:
-        model=ABLATION_PLAN.get("model_inputs", []),
+        model=task_model_inputs,
         data=ABLATION_PLAN.get("data") or [],
         code=code("importance.py"),
     output:

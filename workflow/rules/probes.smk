@@ -189,6 +189,16 @@ rule probes_claims:
     input:
         table=rules.probes_table3.output.table,
         edges=rules.probes_edges.output[0],
+        # The random twin's attention entropy: its Table 3 row says nothing if its maps are uniform.
+        random_entropy=optional(
+            PLAN.surface_corpus
+            and SURFACE_TABLE.format(
+                model=PROBES["random_model"],
+                corpus=PLAN.surface_corpus,
+                weighting="",
+                analysis="entropy",
+            )
+        ),
         code=code("probes_claims.py"),
     output:
         result(

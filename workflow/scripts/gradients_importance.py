@@ -14,10 +14,12 @@ with rule_logging(snakemake) as log:
     log.info("model %s, loss %s (asked: %s), %d threads", loaded.info, loss, p.loss, snakemake.threads)
     heads, stats = gradient_importance(loaded, loss, list(read_jsonl(snakemake.input.corpus)),
                                        max_length=p.max_length, batch_size=p.batch_size,
-                                       max_examples=p.max_examples, seed=p.seed)
+                                       max_examples=p.max_examples, seed=p.seed,
+                                       max_batch_tokens=p.max_batch_tokens)
     write_table(heads, snakemake.output.heads, float_format="%.6g")
     record = run_record(loaded, wc.corpus, loss, heads, stats, loss_asked=p.loss,
-                        batch_size=p.batch_size, seed=p.seed, max_length=p.max_length)
+                        batch_size=p.batch_size, seed=p.seed, max_length=p.max_length,
+                        max_batch_tokens=p.max_batch_tokens)
     write_run(record, snakemake.output.meta)
     log.info("%d segments (%s); mean loss per example %.4f", record["n_examples"], dict(stats),
              record["mean_loss"])

@@ -11,8 +11,8 @@ from headatlas.analyses.probes import paper_claims
 from headatlas.pipeline import rule_logging, write_table
 
 with rule_logging(snakemake) as log:
-    random_entropy = getattr(snakemake.input, "random_entropy", None)
+    random_entropy = snakemake.input.random_entropy  # one path, or none without a surface corpus
     claims = paper_claims(pd.read_csv(snakemake.input.table), pd.read_csv(snakemake.input.edges),
-                          pd.read_csv(random_entropy) if random_entropy else None)
+                          pd.read_csv(random_entropy[0]) if random_entropy else None)
     write_table(claims, snakemake.output[0])
     log.info("\n%s", claims[["id", "ours", "verdict"]].to_string(index=False))
