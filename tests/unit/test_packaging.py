@@ -111,3 +111,12 @@ def test_the_installed_command_evaluates_the_patterns(wheel, tmp_path):
     assert "held-out (test)" in result.stdout
     table = (tmp_path / "eval" / "evaluation.csv").read_text()
     assert "vertical" in table and "accuracy" in table
+
+
+def test_the_readme_is_for_users():
+    """At most 250 lines, and no lab notebook: no commit hashes, no dated run logs."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 250
+    assert not re.findall(r"\b[0-9a-f]{7,40}\b(?<![0-9]{7})", text.replace("sha256", "")), \
+        "a commit hash in README.md: measured runs belong in docs/"
+    assert not re.findall(r"\b20\d\d-\d\d-\d\d\b", text), "a dated run in README.md: it belongs in docs/"
