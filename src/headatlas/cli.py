@@ -6,6 +6,7 @@
     headatlas store-schema            the HDF5 store's schema as Markdown (docs/store.md)
     headatlas resources LOGS/benchmarks ...    SLURM requests from a finished run's benchmarks
     headatlas config-docs             the configuration reference (config/README.md)
+    headatlas atlas MODEL [L-H]       a model's heads.csv, or one head's profile
 
 Each subcommand takes ``--help``. The Snakemake workflow itself runs with ``snakemake``.
 """
@@ -53,6 +54,36 @@ def _config_docs(argv: Sequence[str]) -> None:
     main(argv, prog="headatlas config-docs")
 
 
+def _atlas(argv: Sequence[str]) -> None:
+    """A model's head table (results/<model>/heads.csv), sorted by a column, or one head's profile."""
+    import pandas as pd
+
+    from headatlas.atlas import head_profile, load
+
+    parser = argparse.ArgumentParser(prog="headatlas atlas", description=_atlas.__doc__)
+    parser.add_argument("model")
+    parser.add_argument("head", nargs="?", help="one head, LAYER-HEAD (1-based, e.g. 3-9)")
+    parser.add_argument("--results", default="results", help="the results folder (default: results)")
+    parser.add_argument("--weighting", choices=("attention", "norm"), default="attention")
+    parser.add_argument("--sort", help="a column to sort the table by (largest first)")
+    parser.add_argument("--top", type=int, default=20, help="rows to print (default 20)")
+    args = parser.parse_args(argv)
+    with pd.option_context("display.width", 200, "display.max_columns", 12):
+        if args.head:
+            layer, _, head = args.head.partition("-")
+            if not (layer.isdigit() and head.isdigit()):
+                parser.error(f"head {args.head!r}: write LAYER-HEAD, e.g. 3-9")
+            print(head_profile(args.model, int(layer), int(head), args.results, args.weighting).to_string())
+            return
+        table = load(args.results, args.model)
+        table = table[table["weighting"] == args.weighting]
+        if args.sort:
+            if args.sort not in table:
+                parser.error(f"no column {args.sort!r}; columns: {', '.join(table.columns)}")
+            table = table.sort_values(args.sort, ascending=False)
+        print(table.head(args.top).to_string(index=False))
+
+
 def _patterns_eval(argv: Sequence[str]) -> None:
     """The workflow's patterns_evaluate rule without Snakemake: packaged or given labels, the
     schema's default thresholds unless a config file gives others."""
@@ -85,7 +116,8 @@ def _patterns_eval(argv: Sequence[str]) -> None:
 
 
 COMMANDS = {"version": _version, "label": _label, "patterns-eval": _patterns_eval,
-            "store-schema": _store_schema, "resources": _resources, "config-docs": _config_docs}
+            "store-schema": _store_schema, "resources": _resources, "config-docs": _config_docs,
+            "atlas": _atlas}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -120,3 +120,21 @@ def test_the_readme_is_for_users():
     assert not re.findall(r"\b[0-9a-f]{7,40}\b(?<![0-9]{7})", text.replace("sha256", "")), \
         "a commit hash in README.md: measured runs belong in docs/"
     assert not re.findall(r"\b20\d\d-\d\d-\d\d\b", text), "a dated run in README.md: it belongs in docs/"
+
+
+def test_the_atlas_command_prints_a_table_and_a_head(tmp_path, capsys):
+    import pandas as pd
+
+    from headatlas.cli import main
+
+    rows = [{"weighting": w, "layer": l, "head": h, "sep": 0.1 * l + 0.01 * h}
+            for w in ("attention", "norm") for l in (1, 2) for h in (1, 2)]
+    (tmp_path / "m").mkdir()
+    pd.DataFrame(rows).to_csv(tmp_path / "m" / "heads.csv", index=False)
+    main(["atlas", "m", "--results", str(tmp_path), "--sort", "sep", "--top", "1"])
+    out = capsys.readouterr().out
+    assert "0.22" in out and "0.11" not in out  # head 2-2 has the most [SEP]
+    main(["atlas", "m", "2-1", "--results", str(tmp_path)])
+    assert "0.21" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["atlas", "m", "two-one", "--results", str(tmp_path)])
