@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from importlib import metadata
 from pathlib import Path
 
-from headatlas.io import atomic_open
+from headatlas.io import atomic_path
 
 CACHE_NAME = ".digests.json"
 
@@ -50,20 +51,23 @@ class DigestCache:
 
     def save(self) -> None:
         if self.changed:
-            _write_if_changed(self.path, json.dumps(self.entries, indent=0, sort_keys=True))
+            write_if_changed(self.path, json.dumps(self.entries, indent=0, sort_keys=True))
             self.changed = False
 
 
-def _write_if_changed(path: Path, text: str) -> bool:
-    """Write ``text`` atomically unless the file already holds it (its mtime then stays)."""
+def write_if_changed(path: Path, text: str, mtime_ns: int | None = None) -> bool:
+    """Write ``text`` atomically unless the file already holds it (its mtime then stays);
+    ``mtime_ns`` sets the new file's mtime (default: now)."""
+    path = Path(path)
     try:
         if path.read_text() == text:
             return False
     except OSError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_open(path) as handle:
-        handle.write(text)
+    with atomic_path(path) as partial:
+        partial.write_text(text)
+        if mtime_ns is not None:
+            os.utime(partial, ns=(mtime_ns, mtime_ns))
     return True
 
 
@@ -80,7 +84,7 @@ def write_fingerprint(folder: str | Path, kind: str, name: str, identity: str, f
                       cache: DigestCache) -> str:
     """``<folder>/<kind>/<name>.txt``, rewritten only when its text changes; returns its path."""
     path = Path(folder) / kind / f"{name}.txt"
-    _write_if_changed(path, fingerprint_text(identity, files, cache))
+    write_if_changed(path, fingerprint_text(identity, files, cache))
     return str(path)
 
 

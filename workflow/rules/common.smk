@@ -4,7 +4,6 @@
 import functools
 import hashlib
 import itertools
-import os
 import re
 
 from snakemake.logging import logger
@@ -16,6 +15,7 @@ from headatlas.fingerprints import (
     folder_files,
     model_identity,
     write_fingerprint,
+    write_if_changed,
 )
 from headatlas.config import format_name, plan
 from headatlas.corpora.prepare import source_files
@@ -76,13 +76,8 @@ def code(script, *modules):
     ]
     digest = "".join(f"{file_sha256(f)}  {f.relative_to(LIBRARY)}\n" for f in files)
     target = CODE_DIGESTS / f"{'+'.join([Path(script).stem, *modules])}.sha256"
-    if not target.is_file() or target.read_text() != digest:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f"{target.name}.{os.getpid()}")
-        partial.write_text(digest)
-        newest = max((f.stat().st_mtime_ns for f in files), default=0)
-        os.utime(partial, ns=(newest, newest))
-        os.replace(partial, target)
+    newest = max((f.stat().st_mtime_ns for f in files), default=0)
+    write_if_changed(target, digest, mtime_ns=newest)
     return str(target)
 
 
