@@ -14,8 +14,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from headatlas.analyses.syntax import LinePanel
-from headatlas.plots import (ablation, base, clustering, coref, gradients, headtypes, norms, probes, rollout,
-                             surface, syntax)
+from headatlas.plots import (ablation, base, clustering, coref, files, gradients, headtypes, norms, probes,
+                             rollout, surface, syntax)
 from headatlas.store import Example
 
 CAPTION = "model tiny, corpus unit-test, N=2 segments; deviation: none"
@@ -91,7 +91,25 @@ def test_heatmap_has_layer_1_on_top_and_head_1_on_the_left():
     # exactly the top-left cell of a 3 x 4 grid is white (inside the black frame)
     assert rows.max() < height / 3 + 1 and cols.max() < width / 4 + 1
     assert bright[2: height // 3 - 2, 2: width // 4 - 2].all()
-    assert ax.get_xticks().tolist() == [1, 2, 3, 4] and ax.get_yticks().tolist() == [1, 2, 3]
+    assert visible_ticks(ax.xaxis) == [1, 2, 3, 4] and visible_ticks(ax.yaxis) == [1, 2, 3]
+
+
+def visible_ticks(axis) -> list[float]:
+    low, high = sorted(axis.get_view_interval())
+    return [t for t in axis.get_ticklocs() if low <= t <= high]
+
+
+def test_heatmap_thins_head_ticks_that_would_collide():
+    # 24 heads on a 2.4-inch axis: 24 labels would overlap; fewer, whole ids, none overlapping
+    fig = Figure(figsize=(3, 3))
+    ax = fig.add_axes((0.1, 0.1, 0.8, 0.8))
+    base.draw_head_heatmap(ax, np.zeros((24, 24)), ylabel=None)
+    rendered(fig)
+    ticks = visible_ticks(ax.xaxis)
+    assert 2 <= len(ticks) < 24 and all(float(t).is_integer() for t in ticks)
+    boxes = sorted((label.get_window_extent() for label in ax.get_xticklabels()
+                    if label.get_visible() and label.get_text()), key=lambda box: box.x0)
+    assert all(left.x1 <= right.x0 for left, right in zip(boxes, boxes[1:]))
 
 
 def test_heatmap_outlines_the_head_asked_and_writes_values():
@@ -243,17 +261,13 @@ def test_every_figure_function_has_a_tiny_case(example):
 @pytest.fixture
 def saved(monkeypatch):
     """Per figure saved: was it made by captioned_figure?"""
-    class Captioned(Figure):
-        pass
-
     made_by_captioned_figure = []
     savefig = Figure.savefig
 
     def spy(self, *args, **kwargs):
-        made_by_captioned_figure.append(type(self) is Captioned)
+        made_by_captioned_figure.append(isinstance(self, base.CaptionedFigure))
         return savefig(self, *args, **kwargs)
 
-    monkeypatch.setattr(base, "Figure", Captioned)
     monkeypatch.setattr(Figure, "savefig", spy)
     return made_by_captioned_figure
 
@@ -279,7 +293,8 @@ def test_a_plot_module_imports_no_other_and_no_torch(module):
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:2] == [
-        str(sorted(["headatlas.plots.base", f"headatlas.plots.{module}"])), "False"]
+        str(sorted(["headatlas.plots.base", "headatlas.plots.files", f"headatlas.plots.{module}"])),
+        "False"]
 
 
 # ----------------------------------------------------------------------------
@@ -333,8 +348,10 @@ def test_failed_save_leaves_no_file(tmp_path, rel, monkeypatch):
 
 
 def test_unknown_format_rejected(tmp_path, rel):
-    with pytest.raises(ValueError, match="pdf"):
-        surface.plot_relative_position(rel, tmp_path / "rel.pdf", CAPTION)
+    with pytest.raises(ValueError, match="jpg"):
+        surface.plot_relative_position(rel, tmp_path / "rel.jpg", CAPTION)
+    with pytest.raises(ValueError, match="jpg"):  # checked before any file of the list is written
+        surface.plot_relative_position(rel, [tmp_path / "rel.svg", tmp_path / "rel.jpg"], CAPTION)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -361,3 +378,105 @@ def test_svg_is_reproducible(tmp_path, example, name):
     tiny_calls(example)[name](b)
     assert comparable_svg(a) == comparable_svg(b)
     assert b"<dc:date>" not in a.read_bytes()  # no timestamp in the file
+
+
+# ----------------------------------------------------------------------------
+# readable: annotation contrast, colour-blind-safe classes
+# ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("background", "text"), [
+    ("#08306b", "white"),   # the dark end of Blues
+    ("#f7f7f7", "black"),   # the near-white middle of RdBu, where values are near 0
+    ("#2166ac", "white"), ("#fddbc7", "black"), ("#fde725", "black"), ("#440154", "white"),
+])
+def test_annotation_colour_follows_the_cells_luminance(background, text):
+    assert base.text_colour_on(background) == text
+
+
+def test_diverging_heatmap_writes_values_near_zero_in_black():
+    # RdBu around 0: -0.05 and +0.05 sit on near-white cells (the old rule wrote -0.05 in white)
+    fig = Figure()
+    ax = fig.subplots()
+    grid = np.array([[-1.0, -0.05, 0.05, 1.0]])
+    base.draw_head_heatmap(ax, grid, cmap="RdBu", vmin=-1, vmax=1, annotate="{:.2f}")
+    assert [t.get_color() for t in ax.texts] == ["white", "black", "black", "white"]
+
+
+# Machado et al. (2009) colour-vision deficiency simulation (severity 1), on linear RGB.
+VISIONS = {"normal": np.eye(3),
+           "protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
+                          [-0.003882, -0.048116, 1.051998]],
+           "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
+                            [-0.011820, 0.042940, 0.968881]],
+           "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602],
+                          [0.004733, 0.691367, 0.303900]]}
+
+
+def lab(colour, vision):
+    """CIELAB of ``colour`` as seen with ``vision``."""
+    rgb = np.asarray(matplotlib.colors.to_rgb(colour))
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    linear = np.clip(np.asarray(VISIONS[vision]) @ linear, 0, 1)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722],
+                    [0.0193, 0.1192, 0.9505]]) @ linear / [0.95047, 1.0, 1.08883]
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def closest_pair(colours: dict) -> float:
+    """The smallest CIE76 distance between two of ``colours``, over every kind of vision."""
+    names = list(colours)
+    return min(np.linalg.norm(lab(colours[a], v) - lab(colours[b], v))
+               for v in VISIONS for i, a in enumerate(names) for b in names[i + 1:])
+
+
+def test_token_classes_stay_apart_for_every_colour_vision():
+    # the classes drawn together (Fig. 2, the norm shares, the MDS behaviours)
+    drawn_together = ["cls", "sep", "punct", "other", "prev", "next", "broad"]
+    assert closest_pair({k: base.COLOURS[k] for k in drawn_together}) > 12
+    # the former [SEP] and ". ," greens: 3 apart for a tritanope
+    assert closest_pair({"sep": "#2ca25f", "punct": "#159d82"}) < 5
+
+
+# ----------------------------------------------------------------------------
+# every file of a figure: formats, the caption-free copy
+# ----------------------------------------------------------------------------
+
+def test_figure_files_names_each_format_with_and_without_caption():
+    assert files.figure_files("r/{analysis}.svg", ["svg", "pdf"]) == [
+        "r/{analysis}.svg", "r/{analysis}.pdf", "r/{analysis}.nocaption.svg", "r/{analysis}.nocaption.pdf"]
+    assert files.figure_files("r/errors.png", ["svg"]) == [
+        "r/errors.png", "r/errors.svg", "r/errors.nocaption.svg"]
+    assert [files.is_caption_free(p) for p in ("a.nocaption.pdf", "nocaption.svg", "a.svg")] == [
+        True, False, False]
+
+
+def svg_text(path) -> str:
+    return " ".join(" ".join(re.findall(r">([^<]*)</text>", path.read_text())).split())
+
+
+def test_one_drawing_writes_every_file_and_the_copy_has_no_caption(tmp_path, rel):
+    paths = files.figure_files(str(tmp_path / "rel.svg"), ["svg", "png", "pdf"])
+    surface.plot_relative_position(rel, paths, CAPTION)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["rel.svg", "rel.png", "rel.pdf", "rel.nocaption.svg", "rel.nocaption.png", "rel.nocaption.pdf"])
+    pdf = (tmp_path / "rel.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF") and b"%%EOF" in pdf[-32:] and b"CreationDate" not in pdf
+    assert (tmp_path / "rel.nocaption.pdf").read_bytes().startswith(b"%PDF")
+    assert CAPTION in svg_text(tmp_path / "rel.svg")
+    clean = svg_text(tmp_path / "rel.nocaption.svg")
+    assert "model tiny" not in clean and "attention to the previous token" in clean
+    # the copy is shorter by the caption band, the same width
+    with_caption = matplotlib.image.imread(tmp_path / "rel.png").shape
+    without = matplotlib.image.imread(tmp_path / "rel.nocaption.png").shape
+    assert without[1] == with_caption[1] and without[0] < with_caption[0]
+
+
+def test_the_figure_keeps_its_caption_after_the_caption_free_copy(tmp_path):
+    fig = base.captioned_figure(3, 2, CAPTION)
+    fig.subplots().plot([0, 1])
+    size, rect = tuple(fig.get_size_inches()), fig.get_layout_engine().get()["rect"]
+    base.atomic_savefig(fig, [tmp_path / "a.nocaption.svg", tmp_path / "a.svg"])
+    assert CAPTION in svg_text(tmp_path / "a.svg") and "model tiny" not in svg_text(tmp_path / "a.nocaption.svg")
+    assert tuple(fig.get_size_inches()) == size and fig.get_layout_engine().get()["rect"] == rect
+    assert fig.caption.get_visible()

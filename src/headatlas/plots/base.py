@@ -1,9 +1,15 @@
 """What every figure shares: saving, captioning, colours, and the two recurring pictures.
 
-* :func:`atomic_savefig`: the one way a figure is written (SVG or PNG by the
-  path's suffix, under a temporary name renamed into place, byte-stable SVG);
+* :func:`atomic_savefig`: the one way a figure is written (SVG, PNG or PDF by the
+  path's suffix, under a temporary name renamed into place, byte-stable SVG), to
+  every file of the figure (:mod:`headatlas.plots.files`: other formats, the
+  caption-free copy) from one drawing;
 * :func:`captioned_figure`, :func:`plot_note`: the one way a figure gets its
-  caption (model, corpus, N, deviations) in a band at its bottom;
+  caption (model, corpus, N, deviations) in a band at its bottom, which the
+  caption-free copy leaves out (:class:`CaptionedFigure`);
+* :data:`COLOURS`: one colour-blind-safe colour per token class and behaviour;
+  :func:`text_colour_on`: annotation text readable on any cell;
+  :func:`legend_beside`: a legend outside the axes, over no data;
 * :func:`head_grid`, :func:`draw_head_heatmap`, :func:`head_heatmaps`: the
   layer x head heat map (layer 1 at the top, head 1 on the left);
 * :func:`draw_attention_lines`: one head's map as lines from token *i* (left
@@ -15,6 +21,7 @@
 from __future__ import annotations
 
 import textwrap
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
@@ -24,47 +31,93 @@ import pandas as pd
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import MaxNLocator
 
 from headatlas.io import atomic_path
+from headatlas.plots.files import is_caption_free, split_format
 
-FORMATS = ("svg", "png")
-# Fixed hash salt and no date: the same data gives a byte-identical SVG.
+# Fixed hash salt and no date: the same data gives a byte-identical SVG (and PDF).
 _SAVE_RC = {"svg.hashsalt": "headatlas", "svg.fonttype": "none"}
+_NO_DATE = {"svg": {"Date": None}, "pdf": {"CreationDate": None}, "png": {}}
 _CAPTION_LINE_INCHES = 0.13  # caption band height per line of 7-pt text
 # Lines fainter than this are invisible anyway; dropping them keeps SVGs small.
 MIN_LINE_WEIGHT = 0.01
 
-COLOURS = {"cls": "#9b59b6", "sep": "#2ca25f", "punct": "#159d82", "other": "#95a5a6",
-           "prev": "#3498db", "self": "#7f8c8d", "next": "#e74c3c"}
+# Token classes and head behaviours, one colour each, from Okabe & Ito's colour-blind-safe
+# palette (plus a light grey for "other"), so [CLS], [SEP], punctuation, ... stay apart in every figure
+# and for every kind of colour vision. Every figure drawing a class takes its colour from here.
+COLOURS = {"cls": "#CC79A7", "sep": "#009E73", "punct": "#E69F00", "other": "#BBBBBB",
+           "prev": "#0072B2", "next": "#D55E00", "self": "#000000", "broad": "#56B4E9",
+           "special": "#000000"}
 BEHAVIOURS = {"broad": "attends broadly", "next": "attends to next token",
               "prev": "attends to previous token", "sep": "attends to [SEP]",
               "cls": "attends to [CLS]", "punct": "attends to . and ,"}
 HIGHLIGHT = "#d62728"  # Clark's Fig. 5: the words of interest, their lines, a chosen head
 
 
-def atomic_savefig(fig: Figure, path: str | Path) -> None:
-    """Write ``fig`` to ``path`` (format from the suffix) atomically.
+def atomic_savefig(fig: Figure, paths: str | Path | Sequence[str | Path]) -> None:
+    """Write ``fig`` to ``paths`` (one path or the list of a figure's files,
+    :func:`headatlas.plots.files.figure_files`), each atomically, format from its suffix.
 
-    Raises ``ValueError`` for a suffix other than ``.svg``/``.png``.
+    A caption-free name (``<name>.nocaption.<format>``) gets the figure without its
+    caption band. Raises ``ValueError`` for a suffix other than ``.svg``/``.png``/``.pdf``.
     """
-    fmt = Path(path).suffix.lstrip(".").lower()
-    if fmt not in FORMATS:
-        raise ValueError(f"{path}: figure format {fmt!r} not supported; use one of {FORMATS}")
-    metadata = {"Date": None} if fmt == "svg" else {}
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    for path in paths:
+        split_format(path)  # refuse an unknown format before writing anything
+    for path in [p for p in paths if not is_caption_free(p)]:
+        _save(fig, path)
+    caption_free = [p for p in paths if is_caption_free(p)]
+    if caption_free:
+        with without_caption(fig):
+            for path in caption_free:
+                _save(fig, path)
+
+
+def _save(fig: Figure, path: str | Path) -> None:
+    fmt = split_format(path)[1]
     with matplotlib.rc_context(_SAVE_RC), atomic_path(path) as tmp:
         # The temporary name has no figure suffix, hence the explicit format.
-        fig.savefig(tmp, format=fmt, metadata=metadata)
+        fig.savefig(tmp, format=fmt, metadata=_NO_DATE[fmt])
 
 
-def captioned_figure(width: float, height: float, caption: str) -> Figure:
+class CaptionedFigure(Figure):
+    """A constrained-layout figure whose caption band can be left out (:func:`without_caption`)."""
+
+    def __init__(self, width: float, height: float, caption: str):
+        lines = textwrap.wrap(caption, width=int(width * 15)) or [""]
+        self.band_inches = 0.15 + _CAPTION_LINE_INCHES * len(lines)
+        super().__init__(figsize=(width, height + self.band_inches), layout="constrained")
+        band = self.band_inches / (height + self.band_inches)
+        self.get_layout_engine().set(rect=(0, band, 1, 1 - band))  # axes stay above the band
+        self.caption = self.text(0.01, band / 2, "\n".join(lines), ha="left", va="center",
+                                 fontsize=7, color="0.3")
+
+
+@contextmanager
+def without_caption(fig: Figure):
+    """``fig`` without its caption band while inside (the axes take the whole, shorter figure);
+    a figure with no caption (not a :class:`CaptionedFigure`) is left as it is."""
+    if not isinstance(fig, CaptionedFigure):
+        yield fig
+        return
+    width, height = fig.get_size_inches()
+    engine = fig.get_layout_engine()
+    rect = engine.get()["rect"]
+    fig.caption.set_visible(False)
+    fig.set_size_inches(width, height - fig.band_inches)
+    engine.set(rect=(0, 0, 1, 1))
+    try:
+        yield fig
+    finally:
+        fig.caption.set_visible(True)
+        fig.set_size_inches(width, height)
+        engine.set(rect=rect)
+
+
+def captioned_figure(width: float, height: float, caption: str) -> CaptionedFigure:
     """A ``width`` x ``height`` inch constrained-layout figure plus a caption band below it."""
-    lines = textwrap.wrap(caption, width=int(width * 15)) or [""]
-    band_inches = 0.15 + _CAPTION_LINE_INCHES * len(lines)
-    fig = Figure(figsize=(width, height + band_inches), layout="constrained")
-    band = band_inches / (height + band_inches)
-    fig.get_layout_engine().set(rect=(0, band, 1, 1 - band))  # axes stay above the band
-    fig.text(0.01, band / 2, "\n".join(lines), ha="left", va="center", fontsize=7, color="0.3")
-    return fig
+    return CaptionedFigure(width, height, caption)
 
 
 def plot_note(message: str, path: str | Path, caption: str) -> None:
@@ -106,7 +159,7 @@ def draw_head_heatmap(ax, grid: np.ndarray, *, cmap="viridis", vmin: float | Non
         Colour map and its limits, as for :meth:`~matplotlib.axes.Axes.imshow`.
     annotate : str, optional
         A format (e.g. ``"{:.0f}"``) to write each finite value in its cell,
-        white on the lower half of ``[vmin, vmax]``, black on the upper.
+        in black or white, whichever reads better on the cell (:func:`text_colour_on`).
     outline : (layer, head), optional
         A head to box (1-based), in ``outline_colour``.
     ylabel : str or None
@@ -116,16 +169,17 @@ def draw_head_heatmap(ax, grid: np.ndarray, *, cmap="viridis", vmin: float | Non
     image = ax.imshow(grid, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto",
                       extent=(0.5, n_heads + 0.5, n_layers + 0.5, 0.5))
     if annotate is not None:
-        low, high = image.get_clim()
         for (row, col), value in np.ndenumerate(grid):
             if np.isfinite(value):
                 ax.text(col + 1, row + 1, annotate.format(value), ha="center", va="center",
-                        fontsize=6, color="white" if value < (low + high) / 2 else "black")
+                        fontsize=6, color=text_colour_on(image.to_rgba(value)))
     if outline is not None:
         layer, head = outline
         ax.add_patch(Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False,
                                edgecolor=outline_colour, linewidth=2))
-    ax.set(xlabel="head", xticks=range(1, n_heads + 1), yticks=range(1, n_layers + 1))
+    ax.set(xlabel="head")
+    head_ticks(ax.xaxis)
+    head_ticks(ax.yaxis)
     if title is not None:
         ax.set_title(title)
     if ylabel is not None:
@@ -154,6 +208,33 @@ def head_heatmaps(fig: Figure, grids: Sequence[np.ndarray], titles: Sequence[str
     if colorbar is not None:
         fig.colorbar(image, ax=list(axes), label=colorbar, shrink=0.8)
     return axes
+
+
+def head_ticks(axis) -> None:
+    """Whole-number ticks (layer or head ids) on ``axis``, thinned at draw time to what its
+    length fits, so 16 or 24 ids on a narrow panel do not collide."""
+    axis.set_major_locator(MaxNLocator(nbins="auto", integer=True, min_n_ticks=1))
+
+
+def text_colour_on(background) -> str:
+    """``"black"`` or ``"white"``, whichever has the higher WCAG contrast with ``background``
+    (any matplotlib colour, e.g. a cell's RGBA from ``image.to_rgba(value)``).
+
+    Chosen from the cell's actual luminance, not its value: on a diverging map the cells
+    near 0 are near white whatever the value's sign.
+    """
+    rgb = np.asarray(matplotlib.colors.to_rgb(background))
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    luminance = float(linear @ [0.2126, 0.7152, 0.0722])
+    on_white, on_black = 1.05 / (luminance + 0.05), (luminance + 0.05) / 0.05
+    return "white" if on_white > on_black else "black"
+
+
+def legend_beside(ax, **options):
+    """``ax``'s legend to the right of its axes (constrained layout makes room), so it covers
+    no data; ``options`` go to :meth:`~matplotlib.axes.Axes.legend`."""
+    options = {"fontsize": 7, "frameon": False, **options}
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, **options)
 
 
 # ----------------------------------------------------------------------------
@@ -201,8 +282,10 @@ def points_by_layer(ax, table: pd.DataFrame, column: str, label: str, colour,
     ax.plot(means["layer"], means[column], color=colour, marker="o", markersize=3, label=label)
 
 
-def layer_axis(ax, n_layers: int, ylabel: str) -> None:
-    """Layer ticks 1..``n_layers`` on x, a light grid and the legend."""
-    ax.set(xlabel="layer", ylabel=ylabel, xticks=range(1, n_layers + 1))
+def layer_axis(ax, n_layers: int, ylabel: str, legend: bool = True) -> None:
+    """Layer ticks 1..``n_layers`` on x, a light grid and (``legend``) the legend beside it."""
+    ax.set(xlabel="layer", ylabel=ylabel, xlim=(0.5, n_layers + 0.5))
+    head_ticks(ax.xaxis)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    if legend:
+        legend_beside(ax)

@@ -7,12 +7,8 @@ from pathlib import Path
 import matplotlib
 import pandas as pd
 
-from headatlas.plots.base import BEHAVIOURS, COLOURS, atomic_savefig, captioned_figure
+from headatlas.plots.base import BEHAVIOURS, COLOURS, atomic_savefig, captioned_figure, legend_beside
 
-# Behaviour colours follow the surface figures; "broad" and "other" get their own.
-BEHAVIOUR_COLOURS = {"broad": "#f39c12", "next": COLOURS["next"], "prev": COLOURS["prev"],
-                     "cls": COLOURS["cls"], "sep": COLOURS["sep"], "punct": "#1abc9c",
-                     "other": "#bdc3c7"}
 
 
 def plot_mds(coords: pd.DataFrame, path: str | Path, caption: str) -> None:
@@ -25,11 +21,11 @@ def plot_mds(coords: pd.DataFrame, path: str | Path, caption: str) -> None:
     fig = captioned_figure(11, 5.2, caption)
     left, right = fig.subplots(1, 2)
     for behaviour, group in coords.groupby("behaviour", sort=False):
-        left.scatter(group["x"], group["y"], s=40, color=BEHAVIOUR_COLOURS.get(behaviour, "k"),
+        left.scatter(group["x"], group["y"], s=40, color=COLOURS.get(behaviour, "k"),
                      label=BEHAVIOURS.get(behaviour, behaviour), edgecolors="white", linewidths=0.5)
     for x, y, layer in zip(coords["x"], coords["y"], coords["layer"]):
         left.text(x, y, str(layer), fontsize=6, ha="center", va="center")
-    left.legend(fontsize=7, loc="best")
+    legend_beside(left)
     left.set_title("heads coloured by behaviour (number = layer)", fontsize=10)
     n_layers = int(coords["layer"].max())
     cmap = matplotlib.colormaps["viridis"]
@@ -39,7 +35,7 @@ def plot_mds(coords: pd.DataFrame, path: str | Path, caption: str) -> None:
         for x, y in zip(group["x"], group["y"]):
             right.plot([cx, x], [cy, y], color=colour, linewidth=0.6, alpha=0.6)
         right.scatter(group["x"], group["y"], s=25, color=colour, label=f"layer {layer}")
-    right.legend(fontsize=7, loc="best", ncol=2 if n_layers > 6 else 1)
+    legend_beside(right, ncol=2 if n_layers > 12 else 1)
     right.set_title("heads coloured by layer (lines to the layer's centroid)", fontsize=10)
     for ax in (left, right):
         ax.set_aspect("equal", adjustable="datalim")

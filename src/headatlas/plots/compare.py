@@ -8,7 +8,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from headatlas.plots.base import COLOURS, atomic_savefig, captioned_figure
+from headatlas.plots.base import COLOURS, atomic_savefig, captioned_figure, legend_beside, text_colour_on
 from headatlas.plots.headtypes import type_colours
 
 SPECIAL_LABELS = {"cls": "[CLS]", "sep": "[SEP]", "punct": ". or ,"}
@@ -39,7 +39,7 @@ def plot_special_by_depth(table: pd.DataFrame, path: str | Path, caption: str) -
                ylim=(0, 1))
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("mean attention (over heads and tokens)")
-    axes[1].legend(fontsize=7, loc="upper left")
+    legend_beside(axes[-1])
     atomic_savefig(fig, path)
 
 
@@ -74,7 +74,7 @@ def plot_table1_by_model(table: pd.DataFrame, path: str | Path, caption: str) ->
         ax.set(yticks=y, yticklabels=rels, xlim=(0, 100), xlabel="accuracy (%)", title=corpus)
         ax.invert_yaxis()
         ax.grid(axis="x", alpha=0.3)
-    axes[0].legend(fontsize=7, loc="lower right")
+    legend_beside(axes[-1])
     atomic_savefig(fig, path)
 
 
@@ -92,7 +92,8 @@ def plot_shares_by_model(table: pd.DataFrame, path: str | Path, caption: str) ->
         ax.barh(models, values, left=left, color=colours[kind], label=kind)
         for y, (x0, v) in enumerate(zip(left, values)):
             if v >= 6:
-                ax.text(x0 + v / 2, y, f"{v:.0f}%", ha="center", va="center", fontsize=7, color="white")
+                ax.text(x0 + v / 2, y, f"{v:.0f}%", ha="center", va="center", fontsize=7,
+                        color=text_colour_on(colours[kind]))
         left += values
     ax.set(xlim=(0, 100), xlabel="share of heads (%)")
     ax.invert_yaxis()

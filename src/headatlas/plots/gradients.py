@@ -14,7 +14,6 @@ from headatlas.plots.base import COLOURS, atomic_savefig, captioned_figure, laye
 
 # Key kinds of headatlas.analyses.gradients.KINDS (not imported: that module pulls in torch).
 KIND_LABELS = {"sep": "[SEP]", "punct": ". or ,", "cls": "[CLS]", "other": "other (incl. [CLS])"}
-KIND_COLOURS = {"sep": COLOURS["sep"], "punct": "#e67e22", "cls": COLOURS["cls"], "other": "#7f8c8d"}
 
 
 def plot_gradients(heads: pd.DataFrame, path: str | Path, caption: str) -> None:
@@ -28,15 +27,15 @@ def plot_gradients(heads: pd.DataFrame, path: str | Path, caption: str) -> None:
     fig = captioned_figure(10, 4, caption)
     left, right = fig.subplots(1, 2)
     for kind, label in KIND_LABELS.items():
-        points_by_layer(left, heads, kind, label, KIND_COLOURS[kind], alpha=0.35)
+        points_by_layer(left, heads, kind, label, COLOURS[kind], alpha=0.35)
         if kind != "other":
-            right.plot(layers["layer"], layers[kind] / layers["other"], color=KIND_COLOURS[kind],
+            right.plot(layers["layer"], layers[kind] / layers["other"], color=COLOURS[kind],
                        marker="o", markersize=3, label=f"{label} / other")
     right.axhline(1.0, color="k", linewidth=0.8, linestyle="--")
     right.set_yscale("log")
     n_layers = int(layers["layer"].max())
     for ax, ylabel, title in ((left, "avg. |dL / d attention|", "gradient w.r.t. attention weights"),
                               (right, "relative to other tokens", "ratio to other tokens")):
-        layer_axis(ax, n_layers, ylabel)
+        layer_axis(ax, n_layers, ylabel)  # each panel its legend, beside it
         ax.set_title(title, fontsize=10)
     atomic_savefig(fig, path)

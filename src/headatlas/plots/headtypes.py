@@ -19,7 +19,8 @@ from matplotlib.patches import Patch
 
 from headatlas.analyses.headtypes import TYPES, feature_columns, layer_shares
 from headatlas.heads import head_name
-from headatlas.plots.base import atomic_savefig, captioned_figure, draw_head_heatmap, head_grid
+from headatlas.plots.base import (atomic_savefig, captioned_figure, draw_head_heatmap, head_grid,
+                                  legend_beside)
 
 TYPE_COLOURS = {"dense": "#4c72b0", "diagonal": "#dd8452", "dense&vertical": "#55a868",
                 "vertical": "#c44e52"}
@@ -55,7 +56,7 @@ def plot_tsne(types: pd.DataFrame, xy: np.ndarray, path: str | Path, caption: st
             ax.annotate(head_name(layer, head), (x, y), fontsize=5, color="0.35", xytext=(2, 2),
                         textcoords="offset points")
     ax.set(title="t-SNE of the 21-d distance features (colour: k-means type)", xticks=[], yticks=[])
-    ax.legend(fontsize=8)
+    legend_beside(ax, fontsize=8)
     atomic_savefig(fig, path)
 
 

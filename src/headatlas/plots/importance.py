@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from headatlas.plots.base import atomic_savefig, captioned_figure, draw_head_heatmap, head_grid
+from headatlas.plots.base import (atomic_savefig, captioned_figure, draw_head_heatmap, head_grid,
+                                  legend_beside)
 
 ORDER_COLOURS = {"importance": "#1f77b4", "reverse": "#d62728", "random": "#7f7f7f"}
 
@@ -82,7 +83,7 @@ def plot_pruning(curves: pd.DataFrame, base: float, metric: str, tolerance: floa
     ax.axhline(base - tolerance, color="0.6", lw=0.8, ls=":", label=f"intact - {tolerance:g}")
     ax.set(xlabel="% of heads removed", ylabel=metric, xlim=(-2, 102))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    legend_beside(ax)
     ax.set_title("pruning heads without re-training (Michel et al. Fig. 4)", fontsize=9)
     atomic_savefig(fig, path)
 
@@ -103,5 +104,5 @@ def plot_compare(heads: pd.DataFrame, groups: pd.Series | None, metric: str, pat
     ax.axhline(0, color="0.5", lw=0.8)
     ax.set(xlabel="importance (normalised per layer)", ylabel=f"change in {metric} (points)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, title="dominant pattern", title_fontsize=7)
+    legend_beside(ax, title="dominant pattern", title_fontsize=7)
     atomic_savefig(fig, path)

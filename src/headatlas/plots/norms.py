@@ -11,11 +11,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from headatlas.plots.base import COLOURS, atomic_savefig, captioned_figure
+from headatlas.plots.base import COLOURS, atomic_savefig, captioned_figure, legend_beside
 
 # headatlas.analyses.norms.CLASS_LABELS / VIEW_LABELS (not imported: that module pulls in scipy)
 CLASS_LABELS = {"cls": "[CLS]", "sep": "[SEP]", "punct": ". or ,", "other": "other"}
-CLASS_COLOURS = {"cls": COLOURS["cls"], "sep": COLOURS["sep"], "punct": "#e67e22", "other": COLOURS["other"]}
 VIEW_TITLES = {"attention": "weight α", "norm": "‖αf(x)‖ per head", "layer_norm": "‖Σ_h αf(x)‖ per layer"}
 
 
@@ -25,7 +24,7 @@ def stacked_shares(ax, table: pd.DataFrame, column: str, title: str, ylabel: str
     bottom = np.zeros(len(wide))
     for name, label in CLASS_LABELS.items():
         values = wide[name].fillna(0).to_numpy() if name in wide else np.zeros(len(wide))
-        ax.bar(wide.index, values, bottom=bottom, color=CLASS_COLOURS[name], label=label, width=0.8)
+        ax.bar(wide.index, values, bottom=bottom, color=COLOURS[name], label=label, width=0.8)
         bottom += values
     ax.set(title=title, xlabel="layer", ylim=(0, 1), xticks=list(wide.index))
     if ylabel:
@@ -39,11 +38,10 @@ def plot_norm_shares(shares: pd.DataFrame, correlation: pd.DataFrame, path: str 
     axes = fig.subplots(1, 4, gridspec_kw={"width_ratios": [1, 1, 1, 1.1]})
     for i, (view, title) in enumerate(VIEW_TITLES.items()):
         stacked_shares(axes[i], shares, view, title, "share of each query's row" if i == 0 else None)
-    axes[0].legend(fontsize=7, loc="upper right")
     ax = axes[3]
     names = list(CLASS_LABELS)
     corr = correlation.set_index("class").reindex(names)
-    ax.bar(range(len(names)), corr["spearman"].fillna(0), color=[CLASS_COLOURS[n] for n in names],
+    ax.bar(range(len(names)), corr["spearman"].fillna(0), color=[COLOURS[n] for n in names],
            width=0.6, label="all layers")
     layer_columns = [c for c in corr.columns if c.startswith("layer_")]
     for k, name in enumerate(names):
@@ -53,5 +51,8 @@ def plot_norm_shares(shares: pd.DataFrame, correlation: pd.DataFrame, path: str 
     ax.axhline(0, color="k", linewidth=0.8)
     ax.set(xticks=range(len(names)), xticklabels=[CLASS_LABELS[n] for n in names], ylim=(-1, 1),
            ylabel="Spearman ρ of α and ‖f(x)‖", title="α vs ‖f(x)‖ by key token")
-    ax.legend(fontsize=7)
+    # one legend for all four panels, beside the last (the stacked bars fill their axes)
+    handles, labels = axes[0].get_legend_handles_labels()
+    dots = [h for h, label in zip(*ax.get_legend_handles_labels()) if label == "per layer"]
+    legend_beside(ax, handles=handles + dots, labels=labels + ["ρ per layer"] * len(dots))
     atomic_savefig(fig, path)

@@ -18,7 +18,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from headatlas.analyses.patterns import PATTERNS
-from headatlas.plots.base import atomic_savefig, captioned_figure, head_grid, head_heatmaps
+from headatlas.plots.base import (atomic_savefig, captioned_figure, head_grid, head_heatmaps,
+                                  text_colour_on)
 
 SHEET_COLUMNS = 5
 
@@ -87,7 +88,8 @@ def plot_corpus_shares(shares: pd.DataFrame, path: str | Path, caption: str) -> 
         ax.bar(x, values, bottom=bottom, color=PATTERN_COLOURS[pattern], label=pattern, width=0.6)
         for xi, b, v in zip(x, bottom, values):
             if v >= 4:
-                ax.text(xi, b + v / 2, f"{v:.0f}", ha="center", va="center", fontsize=7, color="white")
+                ax.text(xi, b + v / 2, f"{v:.0f}", ha="center", va="center", fontsize=7,
+                        color=text_colour_on(PATTERN_COLOURS[pattern]))
         bottom += values
     ax.set_xticks(x, wide.index)
     ax.set(ylabel="% of (head, input) maps", ylim=(0, 100), title="attention patterns per corpus")

@@ -8,12 +8,11 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from headatlas.plots.base import COLOURS, atomic_savefig, captioned_figure, layer_axis
+from headatlas.plots.base import COLOURS, atomic_savefig, captioned_figure, layer_axis, legend_beside
 
 # headatlas.analyses.rollout.SOURCE_LABELS and the token classes (not imported: scipy, via norms)
 SOURCES = {"attention": "from α", "norm": "from ‖Σ_h αf(x)‖"}
 CLASS_LABELS = {"cls": "[CLS]", "sep": "[SEP]", "punct": ". or ,", "special": "all three"}
-CLASS_COLOURS = {"cls": COLOURS["cls"], "sep": COLOURS["sep"], "punct": "#e67e22", "special": "k"}
 STYLES = {"attention": "-", "norm": "--"}
 
 
@@ -27,9 +26,8 @@ def plot_rollout(shares: pd.DataFrame, profile: pd.DataFrame, path: str | Path, 
         rows = shares[shares["source"] == source]
         for name, label in CLASS_LABELS.items():
             left.plot(rows["layer"], rows[name], linestyle=style, marker="o", markersize=3,
-                      color=CLASS_COLOURS[name], label=f"{label} ({SOURCES[source]})")
+                      color=COLOURS[name], label=f"{label} ({SOURCES[source]})")
     layer_axis(left, int(shares["layer"].max()), "share of rolled-out attention")
-    left.legend(fontsize=6, ncol=2)
     left.set_title("rollout on special tokens", fontsize=10)
     n_layers = int(profile["layer"].max())
     colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, n_layers))
@@ -42,7 +40,7 @@ def plot_rollout(shares: pd.DataFrame, profile: pd.DataFrame, path: str | Path, 
         ax.set(xlabel="key position - query position", ylabel="mean rolled-out weight")
         ax.set_title(f"rollout {SOURCES[source]}, by offset", fontsize=10)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
+    legend_beside(maps[-1], fontsize=6)  # the layers, the same in both panels
     low = min(ax.get_ylim()[0] for ax in maps)
     high = max(ax.get_ylim()[1] for ax in maps)
     for ax in maps:

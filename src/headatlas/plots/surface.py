@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
 import numpy as np
 import pandas as pd
 
@@ -63,7 +62,7 @@ def plot_entropy(entropy: pd.DataFrame, path: str | Path, caption: str) -> None:
         ax.axhline(uniform, color="k", linestyle="--", linewidth=1,
                    label=f"uniform attention ({uniform:.2f})")
         ax.set_title(f"attention entropy, {title}")
-        layer_axis(ax, n_layers, "avg. attention entropy (nats)")
+        layer_axis(ax, n_layers, "avg. attention entropy (nats)", legend=ax is axes[-1])
     atomic_savefig(fig, path)
 
 
@@ -81,8 +80,8 @@ def plot_attention_lines(example: Example, heads: dict[str, tuple[int, int]], pa
                              f"{n_layers} layers x {n_heads} heads")
     fig = captioned_figure(2.6 * len(heads), 1 + 0.16 * example.n_tokens, caption)
     axes = np.atleast_1d(fig.subplots(1, len(heads)))
-    for ax, (behaviour, (layer, head)), colour in zip(axes, heads.items(),
-                                                      matplotlib.colormaps["tab10"].colors):
-        draw_attention_lines(ax, example.attn[layer - 1, head - 1], example.tokens, colour=colour)
+    for ax, (behaviour, (layer, head)) in zip(axes, heads.items()):
+        draw_attention_lines(ax, example.attn[layer - 1, head - 1], example.tokens,
+                             colour=COLOURS.get(behaviour, COLOURS["other"]))
         ax.set_title(f"Head {head_name(layer, head)}\n{BEHAVIOURS.get(behaviour, behaviour)}", fontsize=9)
     atomic_savefig(fig, path)
