@@ -43,6 +43,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from headatlas.claims import undefined
 from headatlas.errors import HeadAtlasError
 
 log = logging.getLogger(__name__)
@@ -229,16 +230,25 @@ class Variant:
         return dict(self.actions).get(head_type, "keep")
 
 
+# The floors every effect is measured against (issue 23 item 1): a tagger keeps most of its
+# accuracy with no attention at all (its embeddings and feed-forward layers tag most words), so
+# shares of the unablated score hide what the heads do. Action -> variant name.
+FLOORS = {"prune": "prune all", "uniform": "uniform all"}
+
+
 def variants() -> list[Variant]:
     """The grid: Tables 2 and 3 of the paper, extended to every type.
 
-    Unablated; prune one type (paper rows 2-5); prune two types, diagonal and
-    one other kept (6-7); keep only one type (others pruned); substitute one
-    type with uniform attention (8-11); remove intra- or inter-sentence
-    attention of one type (12-15 for diagonal and dense&vertical); only one
-    type keeps intra-sentence (16, 18) or inter-sentence (17, 19) attention.
+    Unablated; the two floors (every head pruned, every head uniform: what
+    the model scores without what attention gives, :data:`FLOORS`); prune
+    one type (paper rows 2-5); prune two types, diagonal and one other kept
+    (6-7); keep only one type (others pruned); substitute one type with
+    uniform attention (8-11); remove intra- or inter-sentence attention of
+    one type (12-15 for diagonal and dense&vertical); only one type keeps
+    intra-sentence (16, 18) or inter-sentence (17, 19) attention.
     """
     rows = [Variant("unablated", "baseline", (), "1")]
+    rows += [Variant(name, "floor", tuple((t, action) for t in TYPES)) for action, name in FLOORS.items()]
     ids = dict(zip(TYPES, range(2, 6)))
     rows += [Variant(f"prune {t}", "prune one", ((t, "prune"),), str(ids[t])) for t in TYPES]
     rows += [Variant("prune dense + vertical", "prune two", (("dense", "prune"), ("vertical", "prune")), "6"),
@@ -294,8 +304,12 @@ def run_grid(evaluate: Callable[[torch.Tensor], dict[str, float]], types: np.nda
 
     ``evaluate(actions)`` scores the task under the ``[layers, heads]`` plan;
     ``main`` names its headline metric, also given as a share (%) of the
-    unablated score. Variants that change the same heads in the same way (a
-    type with no heads) are scored once.
+    unablated score (``<main>_pct_of_unablated``) and as the share of what
+    attention gives (:func:`share_of_attention`) above each floor of
+    :data:`FLOORS`: ``<main>_pct_of_attention`` (every head pruned, the
+    reference of the claims) and ``<main>_pct_of_attention_vs_uniform`` (every
+    head uniform). Variants that change the same heads in the same way (a type
+    with no heads) are scored once.
     """
     grid = variants() if grid is None else grid
     if grid[0].actions:
@@ -318,8 +332,48 @@ def run_grid(evaluate: Callable[[torch.Tensor], dict[str, float]], types: np.nda
     table[["paper_em", "paper_f1"]] = table[["paper_em", "paper_f1"]].apply(pd.to_numeric)
     reference = table[main].iloc[0]  # a model scoring 0 unablated has no meaningful share
     table[f"{main}_pct_of_unablated"] = 100 * table[main] / reference if reference else np.nan
+    for action, column in SHARE_COLUMNS.items():
+        floor = floor_score(table, main, action)
+        table[f"{main}_{column}"] = [share_of_attention(x, reference, floor) for x in table[main]]
     table["paper_f1_pct_of_unablated"] = 100 * table["paper_f1"] / PAPER["1"]["f1"]
     return table
+
+
+# Share columns of the table (suffixes after the metric), by the floor they are measured from.
+SHARE_COLUMNS = {"prune": "pct_of_attention", "uniform": "pct_of_attention_vs_uniform"}
+# Below this gap (points of the task metric, in %) between the unablated model and a floor,
+# attention contributes nothing measurable and shares of it are ratios of noise: scored on a few
+# thousand words (or questions), a paired difference of about a point has a standard error of
+# 0.1-0.2 points (sqrt(discordant share / units)), so a smaller gap cannot carry 50% or 10% of itself.
+MIN_CONTRIBUTION = 1.0
+
+
+def floor_score(table: pd.DataFrame, metric: str, action: str = "prune") -> float:
+    """``metric`` with every head under ``action`` (:data:`FLOORS`), NaN if the table lacks that row."""
+    row = table.loc[table["variant"] == FLOORS[action], metric]
+    return float(row.iloc[0]) if len(row) else float("nan")
+
+
+def contribution_missing(intact: float, floor: float) -> str | None:
+    """Why ``intact - floor`` (what attention gives, points) cannot carry shares, or None."""
+    if np.isnan(floor):
+        return "no floor row in the table (run the ablation rule again)"
+    gap = intact - floor
+    if gap < MIN_CONTRIBUTION:
+        return (f"attention contributes nothing measurable (unablated {intact:.2f}, floor "
+                f"{floor:.2f}: a gap of {gap:.2f} < {MIN_CONTRIBUTION:g} point)")
+    return None
+
+
+def share_of_attention(score: float, intact: float, floor: float) -> float:
+    """``100 (score - floor) / (intact - floor)``: the % of what attention gives that ``score`` keeps.
+
+    0 = the floor (no attention), 100 = the unablated model; NaN when the gap is not
+    measurable (:func:`contribution_missing`).
+    """
+    if contribution_missing(intact, floor):
+        return float("nan")
+    return 100.0 * (score - floor) / (intact - floor)
 
 
 def type_counts(types: np.ndarray) -> dict[str, int]:
@@ -353,8 +407,9 @@ def untrained_reason(scores: dict) -> str | None:
         return None
     return (f"{UNTRAINED} (unablated {', '.join(low)}: below the word-overlap baseline of SQuAD v1.1, "
             "EM 13.2 / F1 20.2; the floor is EM 10 or F1 20)")
-BREAKS = 50.0  # "breaks the model" / "inoperative": below this share (%) of the unablated score
-# (paper row, claim, the paper's number or words, rule: "below" or "at least" a share of the unablated score)
+BREAKS = 50.0  # "breaks the model" / "inoperative": below this share (%) of what attention gives
+# (paper row, claim, the paper's number or words, rule: "below" or "at least" a share (%) of what
+# attention gives: (score - all heads pruned) / (unablated - all heads pruned), share_of_attention)
 CLAIMS = (
     ("3", "prune_diagonal", "pruning the diagonal heads makes the model inoperative",
      "F1 7.55 of 89.68 (8%)", "below", BREAKS),
@@ -372,40 +427,71 @@ CLAIMS = (
 )
 
 
+# How the paper's numbers read as shares of what attention gives (the note of every claim).
+PAPER_READING = ("the paper's shares are of the unablated SQuAD score; a SQuAD model without attention "
+                 "cannot see the question, so its floor is near 0 (Guan et al. did not measure it) and "
+                 "those shares are nearly shares of what attention gives; ours are taken above the "
+                 "floor measured with every head pruned")
+
+
 def paper_claims(table: pd.DataFrame) -> pd.DataFrame:
     """Guan et al.'s ablation findings judged on our grid (:class:`~headatlas.claims.Claim` rows).
 
     ``table`` is :func:`run_grid` (as read back from ``ablation.csv``). Each
-    claim compares the variant's score with the unablated model's (the
-    ``<metric>_pct_of_unablated`` column): "breaks" means below
-    :data:`BREAKS` %, "costs little" at least the stated share. A variant that
-    changes no head (the type has no heads in this model) is not applicable.
+    claim is judged on the share of what attention gives that the variant keeps,
+    (score - all heads pruned) / (unablated - all heads pruned)
+    (:func:`share_of_attention`; the share above the uniform-attention floor is
+    printed beside it): "breaks" means below :data:`BREAKS` %, "costs little"
+    at least the stated share. Not applicable: a variant that changes no head
+    (the type has no heads in this model), a gap between the unablated model and
+    the floor below :data:`MIN_CONTRIBUTION` (attention contributes nothing
+    measurable: any share of it is noise), an untrained SQuAD model.
     """
     from headatlas.claims import Claim, claims_table, holds_if
 
-    share_column = next(c for c in table.columns
-                        if c.endswith("_pct_of_unablated") and not c.startswith("paper_"))
-    metric = share_column.removesuffix("_pct_of_unablated")
+    metric = next(c for c in table.columns if c.endswith("_pct_of_unablated")
+                  and not c.startswith("paper_")).removesuffix("_pct_of_unablated")
     rows = table.assign(paper_id=table["paper_id"].astype(str).str.replace(r"\.0$", "", regex=True)) \
         .set_index("paper_id")
     unablated = float(rows.at["1", metric]) if "1" in rows.index else float("nan")
     untrained = untrained_reason({m: rows.at["1", m] for m in UNTRAINED_FLOOR if m in rows.columns}
                                  if "1" in rows.index else {})
+    floors = {action: floor_score(table, metric, action) for action in FLOORS}
+    missing = contribution_missing(unablated, floors["prune"])
     claims = []
     for paper_id, key, claim, paper, how, threshold in CLAIMS:
         if paper_id not in rows.index:
             continue
         row = rows.loc[paper_id]
-        share = float(row[share_column])
-        changed = int(row["heads_changed"])
-        ours = (f"{metric} {float(row[metric]):.2f} of {unablated:.2f} ({share:.1f}%), "
-                f"{changed} heads changed")
-        holds = None if changed == 0 or untrained else (share < threshold if how == "below"
-                                                         else share >= threshold)
-        claims.append(Claim(f"guan.ablation.{key}", GUAN_ABLATION, claim, f"{paper} (row {paper_id})", ours,
-                            holds_if(holds),
-                            f"{row['variant']}: score {how} {threshold:g}% of the unablated model's "
-                            "(not applicable if no head has that type, or if the unablated SQuAD "
-                            "model scores below EM 10 or F1 20: untrained)",
-                            "; ".join(filter(None, [untrained, f"no re-training; paper: {PAPER_MODEL}"]))))
+        score, changed = float(row[metric]), int(row["heads_changed"])
+        share = share_of_attention(score, unablated, floors["prune"])
+        holds = None if changed == 0 or untrained or missing else (share < threshold if how == "below"
+                                                                   else share >= threshold)
+        claims.append(Claim(
+            f"guan.ablation.{key}", GUAN_ABLATION, claim,
+            f"{paper} (row {paper_id}; read as a share of what attention gives)",
+            _measured(metric, score, unablated, floors, changed), holds_if(holds),
+            f"{row['variant']}: score {how} {threshold:g}% of what attention gives, (score - all heads "
+            "pruned) / (unablated - all heads pruned) (not applicable if no head has that type, if that "
+            f"gap is below {MIN_CONTRIBUTION:g} point: attention contributes nothing measurable, or if "
+            "the unablated SQuAD model scores below EM 10 or F1 20: untrained)",
+            "; ".join(filter(None, [untrained, missing and f"not applicable: {missing}", PAPER_READING,
+                                    f"no re-training; paper: {PAPER_MODEL}"]))))
     return claims_table(claims)
+
+
+def _measured(metric: str, score: float, unablated: float, floors: dict[str, float], changed: int) -> str:
+    """A claim's ``ours``: the score, its share of what attention gives above each floor, of the unablated.
+
+    Undefined numbers print as ``n/a``, never ``nan`` (which would make the claim undefined even
+    when only the side reading, the uniform floor, is missing).
+    """
+    def number(x: float, unit: str = "") -> str:
+        return "n/a" if undefined(x) else f"{x:.{1 if unit else 2}f}{unit}"
+
+    shares = {a: share_of_attention(score, unablated, f) for a, f in floors.items()}
+    return (f"{metric} {number(score)}: {number(shares['prune'], '%')} of what attention gives "
+            f"(unablated {number(unablated)}, all heads pruned {number(floors['prune'])}; "
+            f"{number(shares['uniform'], '%')} above uniform attention, {number(floors['uniform'])}), "
+            f"{number(100 * score / unablated if unablated else float('nan'), '%')} of the unablated "
+            f"score, {changed} heads changed")

@@ -181,7 +181,12 @@ def test_grid_has_the_papers_rows():
     # 16: only diagonal keeps intra-sentence attention; 19: only dense&vertical keeps inter.
     assert [by_id["16"].action(t) for t in ("dense", "diagonal")] == ["no_intra", "keep"]
     assert by_id["19"].action("vertical") == "no_inter" and by_id["19"].action("dense&vertical") == "keep"
-    assert grid[0].name == "unablated" and len(grid) == 31
+    assert grid[0].name == "unablated" and len(grid) == 33
+    # The floors: every head pruned, every head uniform (every type, so every head).
+    floors = {v.name: v for v in grid if v.group == "floor"}
+    assert {v.action(t) for t in ("dense", "diagonal", "dense&vertical", "vertical")
+            for v in [floors["prune all"]]} == {"prune"}
+    assert {floors["uniform all"].action(t) for t in ("dense", "vertical")} == {"uniform"}
 
 
 def test_run_grid_scores_each_distinct_plan_once():
@@ -196,6 +201,13 @@ def test_run_grid_scores_each_distinct_plan_once():
     row = table.set_index("variant")
     assert row.loc["prune dense", "accuracy"] == 80 and row.loc["prune vertical", "accuracy"] == 100
     assert row.loc["prune dense", "accuracy_pct_of_unablated"] == 80
+    # Floors: all 4 heads changed -> 60. Attention gives 100 - 60 = 40 points; pruning the two
+    # dense heads keeps 80 - 60 = 20 of them: 50%, where the share of the unablated score says 80%.
+    assert row.loc["prune all", "accuracy"] == 60 and row.loc["uniform all", "accuracy"] == 60
+    assert row.loc["prune dense", "accuracy_pct_of_attention"] == pytest.approx(50.0)
+    assert row.loc["prune dense", "accuracy_pct_of_attention_vs_uniform"] == pytest.approx(50.0)
+    assert row.loc["unablated", "accuracy_pct_of_attention"] == 100
+    assert row.loc["prune all", "accuracy_pct_of_attention"] == 0
     assert row.loc["prune diagonal", "paper_f1"] == 7.55 and np.isnan(row.loc["prune dense", "paper_f1"])
     assert len(calls) < len(table)  # "prune vertical" is the unablated plan: not re-scored
     broken = run_grid(lambda actions: {"f1": 0.0}, types, "f1", grid=variants()[:3], progress=False)
@@ -205,14 +217,15 @@ def test_run_grid_scores_each_distinct_plan_once():
 def test_paper_claims_of_the_ablation_grid(tmp_path):
     from headatlas.ablation import paper_claims
 
-    # Unablated 90; prune diagonal 81 (90%: not below 50%); prune vertical 89.1 (99% >= 98.5%);
-    # uniform dense 80.1 (89% < 90%); diagonal: no intra changes no head (no diagonal heads).
+    # Unablated 90, all heads pruned 10: attention gives 80 points. Prune diagonal 81 (71 of 80:
+    # 88.75%, not below 50%); prune vertical 89.1 (79.1 of 80: 98.9% >= 98.5%); uniform dense 80.1
+    # (70.1 of 80: 87.6% < 90%); diagonal: no intra changes no head (no diagonal heads).
     table = pd.DataFrame({
-        "paper_id": ["1", "3", "5", "8", "12", ""],
-        "variant": ["unablated", "prune diagonal", "prune vertical", "uniform dense", "diagonal: no intra",
-                    "keep only dense"],
-        "heads_changed": [0, 5, 23, 15, 0, 57],
-        "accuracy": [90.0, 81.0, 89.1, 80.1, 90.0, 10.0],
+        "paper_id": ["1", "", "", "3", "5", "8", "12", ""],
+        "variant": ["unablated", "prune all", "uniform all", "prune diagonal", "prune vertical",
+                    "uniform dense", "diagonal: no intra", "keep only dense"],
+        "heads_changed": [0, 72, 72, 5, 23, 15, 0, 57],
+        "accuracy": [90.0, 10.0, 30.0, 81.0, 89.1, 80.1, 90.0, 10.0],
     })
     table["accuracy_pct_of_unablated"] = 100 * table["accuracy"] / 90.0
     table["paper_f1_pct_of_unablated"] = float("nan")
@@ -222,8 +235,11 @@ def test_paper_claims_of_the_ablation_grid(tmp_path):
     assert list(c.index) == ["guan.ablation.prune_diagonal", "guan.ablation.prune_vertical",
                              "guan.ablation.uniform_dense", "guan.ablation.diagonal_no_intra"]
     prune = c.loc["guan.ablation.prune_diagonal"]
-    assert prune["ours"] == "accuracy 81.00 of 90.00 (90.0%), 5 heads changed"
-    assert prune["verdict"] == "does not hold" and prune["paper"].endswith("(row 3)")
+    # Above the uniform floor 30: 51 of 60 points, 85.0%.
+    assert prune["ours"] == ("accuracy 81.00: 88.8% of what attention gives (unablated 90.00, all heads "
+                             "pruned 10.00; 85.0% above uniform attention, 30.00), 90.0% of the "
+                             "unablated score, 5 heads changed")
+    assert prune["verdict"] == "does not hold" and "(row 3;" in prune["paper"]
     assert c.loc["guan.ablation.prune_vertical", "verdict"] == "holds"
     assert c.loc["guan.ablation.uniform_dense", "verdict"] == "does not hold"
     assert c.loc["guan.ablation.diagonal_no_intra", "verdict"] == "not applicable"
@@ -235,29 +251,118 @@ def test_an_untrained_squad_model_makes_every_ablation_claim_not_applicable(tmp_
     the model inoperative" (F1 1.2, 40%): two verdicts on a model that never learnt SQuAD."""
     from headatlas.ablation import UNTRAINED, paper_claims, untrained_reason
 
-    def grid(em, f1):
-        table = pd.DataFrame({"paper_id": ["1", "3", "5"], "variant": ["unablated", "prune diagonal",
-                                                                       "prune vertical"],
-                              "heads_changed": [0, 5, 23], "exact_match": em, "f1": f1})
+    def grid(em, f1):  # the first two rows: unablated, all heads pruned
+        table = pd.DataFrame({"paper_id": ["1", "", "3", "5"],
+                              "variant": ["unablated", "prune all", "prune diagonal", "prune vertical"],
+                              "heads_changed": [0, 72, 5, 23], "exact_match": em, "f1": f1})
         table["f1_pct_of_unablated"] = 100 * table["f1"] / f1[0]
         table["paper_f1_pct_of_unablated"] = float("nan")
         path = tmp_path / "ablation.csv"
         table.to_csv(path, index=False)
         return paper_claims(pd.read_csv(path)).set_index("id")
 
-    random_model = grid([0.0, 0.0, 0.0], [3.0, 1.2, 3.0])
+    random_model = grid([0.0, 0.0, 0.0, 0.0], [3.0, 0.0, 1.2, 3.0])
     assert (random_model["verdict"] == "not applicable").all()
     assert random_model["note"].str.startswith(UNTRAINED).all()
     assert "f1 3.00 < 20" in random_model.loc["guan.ablation.prune_vertical", "note"]
     assert "F1 20: untrained" in random_model.loc["guan.ablation.prune_vertical", "rule"]
     # The measurement itself is still reported, as measured.
-    assert random_model.loc["guan.ablation.prune_diagonal", "ours"].startswith("f1 1.20 of 3.00 (40.0%)")
+    assert random_model.loc["guan.ablation.prune_diagonal", "ours"].startswith(
+        "f1 1.20: 40.0% of what attention gives (unablated 3.00, all heads pruned 0.00;")
     # EM alone below its floor is enough (F1 25, EM 5: word overlap without exact spans).
     assert untrained_reason({"exact_match": 5.0, "f1": 25.0}).startswith(UNTRAINED)
     assert untrained_reason({"exact_match": 10.0, "f1": 20.0}) is None  # at the floor: judged
     assert untrained_reason({"accuracy": 3.0}) is None  # not a SQuAD score: no floor here
     # A trained model is judged as before.
-    trained = grid([80.0, 5.0, 79.5], [88.0, 7.0, 87.5])
+    trained = grid([80.0, 0.0, 5.0, 79.5], [88.0, 0.5, 7.0, 87.5])
     assert trained.loc["guan.ablation.prune_diagonal", "verdict"] == "holds"
     assert trained.loc["guan.ablation.prune_vertical", "verdict"] == "holds"
     assert not trained["note"].str.contains(UNTRAINED).any()
+
+
+def test_share_of_attention_by_hand():
+    from headatlas.ablation import contribution_missing, share_of_attention
+
+    # The audit's tagger: 96.2 intact, 86.5 with every head pruned: attention gives 9.7 points.
+    assert share_of_attention(93.5, 96.2, 86.5) == pytest.approx(100 * 7.0 / 9.7)  # 72.2%: 28% lost
+    assert share_of_attention(88.0, 96.2, 86.5) == pytest.approx(100 * 1.5 / 9.7)  # 15.5%
+    assert share_of_attention(85.0, 96.2, 86.5) == pytest.approx(100 * -1.5 / 9.7)  # below the floor
+    assert contribution_missing(96.2, 86.5) is None
+    assert contribution_missing(91.0, 90.0) is None  # a gap of exactly 1 point is judged
+    for intact, floor in ((100.0, 100.0), (90.0, 89.5), (90.0, 92.0)):
+        assert "nothing measurable" in contribution_missing(intact, floor)
+        assert np.isnan(share_of_attention(intact, intact, floor))
+    assert "no floor row" in contribution_missing(96.2, float("nan"))
+
+
+def tagger_grid(tmp_path, intact=96.2, pruned=86.5, uniform=88.0, floors=True):
+    """A tagger's grid as ``ablation.csv`` (read back as the rule does); scores in %."""
+    rows = [("1", "unablated", 0, intact), ("", "prune all", 72, pruned), ("", "uniform all", 72, uniform),
+            ("3", "prune diagonal", 6, 88.0), ("5", "prune vertical", 15, 96.1),
+            ("8", "uniform dense", 27, 94.9), ("16", "only diagonal keeps intra", 66, 87.3)]
+    table = pd.DataFrame([r for r in rows if floors or r[1] not in ("prune all", "uniform all")],
+                         columns=["paper_id", "variant", "heads_changed", "accuracy"])
+    table["accuracy_pct_of_unablated"] = 100 * table["accuracy"] / intact
+    table["paper_f1_pct_of_unablated"] = float("nan")
+    table.to_csv(tmp_path / "ablation.csv", index=False)
+    return pd.read_csv(tmp_path / "ablation.csv")
+
+
+def test_claims_are_judged_above_the_floor_without_attention(tmp_path):
+    """A tagger that keeps 86.5% with every head pruned (96.2% intact). Judged on shares of the
+    unablated score (the old rule), pruning the diagonal heads (88.0: 91.5%) could never "make the
+    model inoperative" (< 50%), keeping only the diagonal heads' intra-sentence attention (87.3:
+    90.7%) always "keeps it usable", and uniform dense heads (94.9: 98.6%) "cost little". Above the
+    floor, of the 9.7 points attention gives: 1.5 (15.5%), 0.8 (8.2%) and 8.4 (86.6%)."""
+    from headatlas.ablation import paper_claims
+
+    c = paper_claims(tagger_grid(tmp_path)).set_index("id")
+    verdicts = c["verdict"].to_dict()
+    assert verdicts == {"guan.ablation.prune_diagonal": "holds",  # old rule: does not hold
+                        "guan.ablation.prune_vertical": "holds",  # 9.6 of 9.7: 99.0% >= 98.5%
+                        "guan.ablation.uniform_dense": "does not hold",  # old rule: holds
+                        "guan.ablation.only_diagonal_intra": "does not hold"}  # old rule: holds
+    assert c.loc["guan.ablation.prune_diagonal", "ours"] == (
+        "accuracy 88.00: 15.5% of what attention gives (unablated 96.20, all heads pruned 86.50; "
+        "0.0% above uniform attention, 88.00), 91.5% of the unablated score, 6 heads changed")
+    # Above the uniform floor 88.0 (8.2 points): 87.3 is -0.7 of them, -8.5%.
+    assert "-8.5% above uniform attention" in c.loc["guan.ablation.only_diagonal_intra", "ours"]
+    assert "of what attention gives" in c.loc["guan.ablation.prune_diagonal", "rule"]
+    assert "near 0" in c.loc["guan.ablation.prune_diagonal", "note"]  # the paper's reading
+
+
+def test_claims_are_not_applicable_when_attention_contributes_nothing(tmp_path):
+    """The tiny workflow's tagger scores 100% whatever its heads do. Judged the old way, pruning the
+    vertical heads "costs little" (holds) and pruning the diagonal heads "breaks" nothing (does not
+    hold): verdicts on a model whose attention gives no measurable point."""
+    from headatlas.ablation import paper_claims
+
+    flat = tagger_grid(tmp_path, intact=100.0, pruned=100.0, uniform=100.0)
+    flat["accuracy"] = 100.0
+    c = paper_claims(flat)
+    assert (c["verdict"] == "not applicable").all()
+    assert c["note"].str.contains("attention contributes nothing measurable (unablated 100.00, floor "
+                                  "100.00: a gap of 0.00 < 1 point)", regex=False).all()
+    assert not c["ours"].str.contains("nan").any()
+    # A gap of half a point is not measured either; a table from before the floors had none.
+    assert (paper_claims(tagger_grid(tmp_path, intact=87.0))["verdict"] == "not applicable").all()
+    old = paper_claims(tagger_grid(tmp_path, floors=False))
+    assert (old["verdict"] == "not applicable").all() and old["note"].str.contains("no floor row").all()
+
+
+def test_a_uniform_floor_above_the_model_leaves_the_verdict_to_the_pruned_floor(tmp_path):
+    from headatlas.ablation import paper_claims
+
+    c = paper_claims(tagger_grid(tmp_path, uniform=97.0)).set_index("id")
+    assert c.loc["guan.ablation.prune_diagonal", "verdict"] == "holds"
+    assert "n/a above uniform attention, 97.00" in c.loc["guan.ablation.prune_diagonal", "ours"]
+
+
+def test_the_caption_names_the_floors(tmp_path):
+    from headatlas.tasks.grid import floors_text
+
+    text = floors_text(tagger_grid(tmp_path), "accuracy")
+    assert text.startswith("Floors: accuracy 96.20 unablated, 86.50 with every head pruned, 88.00 with "
+                           "every head uniform; bars show the share of what attention gives")
+    flat = floors_text(tagger_grid(tmp_path, intact=86.9), "accuracy")
+    assert "shares of the unablated score shown: attention contributes nothing measurable" in flat

@@ -95,8 +95,22 @@ def ablation_grid(task: str, spec: dict, data: str | Path, types_path: str | Pat
         + {True: " (the task model itself)", None: "",
            False: " (the pre-trained base: the fine-tuned model is not a configured model)"}[types_own]
         + f". Removed weights {'renormalised' if renormalise else 'not renormalised'}. "
+        + floors_text(table, MAIN_METRIC[task]) + " "
         f"Paper: {ablation.PAPER_MODEL}, F1 as % of its unablated 89.68"
         + ("; deviations: UPOS tagging instead of SQuAD, a smaller model" if task == "upos" else "")
         + "."
     )
     return GridResult(table, MAIN_METRIC[task], caption)
+
+
+def floors_text(table: pd.DataFrame, metric: str) -> str:
+    """The caption's sentence on the floors every share is measured from (issue 23 item 1)."""
+    intact = float(table[metric].iloc[0])
+    floors = {a: ablation.floor_score(table, metric, a) for a in ablation.FLOORS}
+    missing = ablation.contribution_missing(intact, floors["prune"])
+    measured = (f"{metric} {intact:.2f} unablated, {floors['prune']:.2f} with every head pruned, "
+                f"{floors['uniform']:.2f} with every head uniform")
+    if missing:
+        return f"Floors: {measured}; shares of the unablated score shown: {missing}."
+    return (f"Floors: {measured}; bars show the share of what attention gives, (score - every head "
+            "pruned) / (unablated - every head pruned).")
