@@ -420,7 +420,8 @@ class Plan:
         return model in self.corpus_models.get(corpus, [model])
 
 
-PROBES = ("right_branching", "distances_glove", "random_attn_glove", "attn_only", "attn_glove")
+PROBES = ("right_branching", "distances_glove", "random_attn_glove", "uniform_attn_glove", "attn_only",
+          "attn_glove")  # headatlas.analyses.probes.PROBES (not imported here: it loads torch)
 
 
 @lru_cache(maxsize=None)
