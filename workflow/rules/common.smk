@@ -192,6 +192,18 @@ def probe_features(model, corpora):
     return [PROBES_FEATURES.format(model=model, corpus=c) for c in corpora]
 
 
+def probes_entropy(model):
+    """The surface entropy table of `model`, when there is a surface corpus: Table 3 puts it
+    beside the rows reading its attention (a random twin with uniform maps says nothing).
+    """
+    return optional(
+        PLAN.surface_corpus
+        and SURFACE_TABLE.format(
+            model=model, corpus=PLAN.surface_corpus, weighting="", analysis="entropy"
+        )
+    )
+
+
 def optional(path):
     """An input that may be absent: a list of one path or none, which the script reads as
     ``input.<name>[0]`` when given (a lone path would reach it as a str)."""
