@@ -78,6 +78,8 @@ rule probes_table3:
             seed=[s for _, s in PLAN.probe_runs],
             allow_missing=True,
         ),
+        entropy=lambda wc: probes_entropy(wc.model),
+        random_entropy=lambda wc: probes_entropy(PROBES["random_model"]),
         code=code("probes_table3.py"),
     output:
         table=result(
@@ -100,6 +102,7 @@ rule probes_table3:
         ENV
     params:
         random_model=PROBES["random_model"],
+        entropy_corpus=PLAN.surface_corpus,
         tests=PROBES["test"],
         seeds=PROBES["seeds"],
         epochs=PROBES["epochs"],
@@ -190,15 +193,7 @@ rule probes_claims:
         table=rules.probes_table3.output.table,
         edges=rules.probes_edges.output[0],
         # The random twin's attention entropy: its Table 3 row says nothing if its maps are uniform.
-        random_entropy=optional(
-            PLAN.surface_corpus
-            and SURFACE_TABLE.format(
-                model=PROBES["random_model"],
-                corpus=PLAN.surface_corpus,
-                weighting="",
-                analysis="entropy",
-            )
-        ),
+        random_entropy=lambda wc: probes_entropy(PROBES["random_model"]),
         code=code("probes_claims.py"),
     output:
         result(

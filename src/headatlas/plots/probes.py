@@ -23,11 +23,13 @@ def plot_table3(table: pd.DataFrame, evals: Sequence[str], path: str | Path, cap
     """Horizontal bars: UAS per probe and evaluation set with sd error bars; paper as diamonds.
 
     ``table`` is :func:`headatlas.analyses.probes.table3`'s output; probes without
-    our numbers (the structural probe) show the paper's value only.
+    our numbers (the structural probe) show the paper's value only, the uniform-maps
+    control ours only; a row's attention entropy (share of uniform) is printed under its name.
     """
     ours = table[list(evals)].notna().any(axis=1)
-    probes = [name if run else f"{name} (paper only)"
-              for name, run in zip(table["paper_name"], ours)]
+    entropy = table["attention_entropy"] if "attention_entropy" in table else pd.Series(np.nan, table.index)
+    probes = [(name if run else f"{name} (paper only)") + ("" if np.isnan(h) else f"\nentropy {h:.3f} of uniform")
+              for name, run, h in zip(table["paper_name"], ours, entropy.astype(float))]
     fig = captioned_figure(8, 0.5 + 0.55 * len(probes), caption)
     ax = fig.subplots()
     y = np.arange(len(probes))
