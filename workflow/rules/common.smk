@@ -237,6 +237,9 @@ FINAL_TARGETS = {}
 ANALYSES = {}  # analysis -> its declaration: report category, wildcard values, results
 # The caption of a result that brings none of its own: which rule, model and corpus wrote it.
 DEFAULT_CAPTION = "../report/result.rst"
+# (CSV path pattern, its report entry) of the results declared ``as_table``: rule table_page
+# writes each as <path>.html, in the CSV's report category (headatlas.htmltable).
+TABLE_PAGES = []
 
 
 def targets(name, /, category=None, subcategory="{model}", where=None, **values):
@@ -262,29 +265,33 @@ def result(
     subcategory=None,
     final=True,
     in_report=True,
+    as_table=False,
 ):
     """``path`` as a rule's output: registered as a final output of ``analysis`` (``final``:
     True, False, or a function of the model) and returned as a report entry with ``caption``
     and ``labels`` (default: the path's wildcards and file name), in the analysis's category
     unless ``category``/``subcategory`` are given; or as the plain path (``in_report=False``).
+    ``as_table``: a CSV also shown as a table in the report, ``<path>.html`` (rule table_page).
     """
     declared = ANALYSES[analysis]
     if final:
         declared["results"].append((path, final))
-    if not in_report:
-        return path
     if labels is None:
         labels = {
             **{w: f"{{{w}}}" for w in wildcard_names(path)},
             "result": Path(path).name,
         }
-    return report(
-        path,
-        caption=caption,
-        labels=labels,
-        category=category or declared["report"]["category"],
-        subcategory=subcategory or declared["report"]["subcategory"],
-    )
+    entry = {
+        "caption": caption,
+        "labels": labels,
+        "category": category or declared["report"]["category"],
+        "subcategory": subcategory or declared["report"]["subcategory"],
+    }
+    if as_table:
+        TABLE_PAGES.append((path, entry))
+        if final:
+            declared["results"].append((f"{path}.html", final))
+    return report(path, **entry) if in_report else path
 
 
 def wildcard_names(path):
