@@ -1,0 +1,30 @@
+"""A CSV shown as an HTML table: cells as written, escaped, numbers right-aligned, long tables cut."""
+
+import pandas as pd
+
+from headatlas import htmltable
+from headatlas.htmltable import csv_page, page
+
+
+def test_cells_are_escaped_and_kept_as_written(tmp_path):
+    csv = tmp_path / "t.csv"
+    csv.write_text("relation,acc,head\n<det>,86.80,8-10\n,nan,x & y\n")
+    html = csv_page(csv, "Table 1 <tiny>", "note")
+    assert html.startswith("<!DOCTYPE html>") and "<title>Table 1 &lt;tiny&gt;</title>" in html
+    assert "<th>relation</th><th>acc</th><th>head</th>" in html
+    assert '<td>&lt;det&gt;</td><td class="num">86.80</td><td>8-10</td>' in html  # "86.80" not 86.8
+    assert "<td></td><td>nan</td><td>x &amp; y</td>" in html  # empty and "nan" as in the file
+    assert '<p class="note">note</p>' in html and "<script" not in html
+
+
+def test_long_tables_are_cut_and_say_so(monkeypatch):
+    monkeypatch.setattr(htmltable, "MAX_ROWS", 2)
+    html = page(pd.DataFrame({"a": [1, 2, 3]}), "t")
+    assert html.count("<tr>") == 1 + 2 and "first 2 of 3 rows" in html
+
+
+def test_a_cell_style():
+    html = page(pd.DataFrame({"verdict": ["holds", "no"]}), "t",
+                cell_style=lambda column, text: "background:#d9f2d9" if text == "holds" else "")
+    assert '<td style="background:#d9f2d9">holds</td><td>' not in html  # one cell per row
+    assert '<tr><td style="background:#d9f2d9">holds</td></tr>' in html and "<tr><td>no</td></tr>" in html
