@@ -19,6 +19,7 @@ from headatlas.fingerprints import (
 )
 from headatlas.config import format_name, plan
 from headatlas.corpora.prepare import source_files
+from headatlas.plots.files import figure_files
 from headatlas.scorecard import is_claims_file
 from headatlas.weightings import SUFFIX_PATTERN, weighting_of_suffix
 
@@ -296,6 +297,18 @@ def result(
 
 def wildcard_names(path):
     return list(dict.fromkeys(re.findall(r"{(\w+)(?:,[^}]*)?}", path)))
+
+
+def figure(analysis, path, **entry):
+    """A figure as a rule's named output: the list of its files (headatlas.plots.files), ``path``
+    first as ``result``'s report entry (``entry``: its arguments), then the figure in each format
+    of `plots.formats` with and without its caption, each a final output as ``path`` is. The
+    script hands the list to the plot function, whose atomic_savefig writes every file."""
+    primary, *copies = figure_files(path, config["plots"]["formats"])
+    final = entry.get("final", True)
+    return [result(analysis, primary, **entry)] + [
+        result(analysis, copy, final=final, in_report=False) for copy in copies
+    ]
 
 
 def final_outputs(analysis, model):
