@@ -303,7 +303,8 @@ def figure(analysis, path, **entry):
     """A figure as a rule's named output: the list of its files (headatlas.plots.files), ``path``
     first as ``result``'s report entry (``entry``: its arguments), then the figure in each format
     of `plots.formats` with and without its caption, each a final output as ``path`` is. The
-    script hands the list to the plot function, whose atomic_savefig writes every file."""
+    script hands the list to the plot function, whose atomic_savefig writes every file.
+    """
     primary, *copies = figure_files(path, config["plots"]["formats"])
     final = entry.get("final", True)
     return [result(analysis, primary, **entry)] + [
