@@ -129,6 +129,9 @@ def test_heads_table_compare_and_claims():
     found = {c.id: c for c in claims(heads, layers, curves, 99, "accuracy", 1.0, "toy")}
     assert found["michel.s3.single_heads_harmless"].verdict == "holds"  # 3 of 4 not significant drops
     assert found["michel.s4.prunable_share"].verdict == "holds"  # 75% >= 30%
+    # Every head removed: 70, so attention gives 29 points and the tolerance of 1 is 3.4% of them.
+    assert found["michel.s4.prunable_share"].ours.endswith(
+        "; 1 point(s) = 3% of what attention gives (intact 99.00, every head removed 70.00)")
     assert found["kovaleva.s6.disabling_improves"].verdict == "does not hold"  # +1 not significant
     # The same numbers from a SQuAD model whose intact F1 is 3 (random weights): the old rule
     # said "holds" for two claims; below the floor (F1 20) every claim says the model is untrained.
@@ -137,9 +140,30 @@ def test_heads_table_compare_and_claims():
     untrained = claims(heads, layers, curves, 3.0, "f1", 1.0, "toy", untrained_floor=20.0)
     assert [c.verdict for c in untrained] == ["not applicable"] * len(found)
     assert all(c.note.startswith(f"{UNTRAINED} (intact f1 3.00 < 20") for c in untrained)
-    assert [c.ours for c in untrained] == [c.ours.replace("accuracy", "f1") for c in found.values()]  # measured
+    measured = [c.ours.replace("accuracy", "f1").split("; 1 point")[0] for c in found.values()]
+    assert [c.ours for c in untrained] == measured  # measured (the tolerance's scale needs intact > floor)
     trained = claims(heads, layers, curves, 99, "f1", 1.0, "toy", untrained_floor=20.0)
     assert [c.verdict for c in trained] == [c.verdict for c in found.values()]
+
+
+def test_claims_are_not_applicable_when_attention_contributes_nothing():
+    """A tagger at 100% whatever its heads do (the tiny workflow's): judged the old way, every head
+    is "harmless" and 100% of them "prunable" (two verdicts that could not have come out the other
+    way). With every head removed still at 100, attention gives nothing measurable: not applicable."""
+    heads = pd.DataFrame({"layer": 1, "head": [1, 2], "improves": False, "ci_low": 0.0, "ci_high": 0.0,
+                          "delta": 0.0})
+    curves = pd.DataFrame({"order": "importance", "seed": -1, "share_pct": [0.0, 50.0, 100.0],
+                           "heads_removed": [0, 1, 2], "score": 100.0, "delta": 0.0})
+    curves = pd.concat([curves, curves.assign(order="random", seed=0)], ignore_index=True)
+    found = claims(heads, pd.DataFrame(), curves, 100.0, "accuracy", 1.0, "toy")
+    assert {c.verdict for c in found} == {"not applicable"}
+    assert all(c.note.startswith("not applicable: attention contributes nothing measurable (unablated "
+                                 "100.00, floor 100.00: a gap of 0.00 < 1 point)") for c in found)
+    assert all("attention contributes nothing measurable" in c.rule for c in found)
+    # 2 points above the floor: judged (both heads harmless).
+    lower = curves.assign(score=np.where(curves["share_pct"] == 100, 98.0, 100.0))
+    judged = {c.id: c.verdict for c in claims(heads, pd.DataFrame(), lower, 100.0, "accuracy", 1.0, "toy")}
+    assert judged["michel.s3.single_heads_harmless"] == "holds"
 
 
 def test_chance_gains_by_hand():

@@ -47,7 +47,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from headatlas.claims import Claim, verdict
+from headatlas.claims import Claim, undefined, verdict
 from headatlas.heads import head_table
 from headatlas.stats import bootstrap_ratio
 
@@ -506,20 +506,35 @@ def claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, base
 
     ``untrained_floor``: the intact score below which the task model never learnt its task
     (:attr:`SquadHeads.untrained_floor`, F1 20: :data:`headatlas.ablation.UNTRAINED_FLOOR`);
-    every claim is then not applicable, saying so, instead of a verdict on noise.
+    every claim is then not applicable, saying so, instead of a verdict on noise. Likewise when
+    the intact score is less than :data:`headatlas.ablation.MIN_CONTRIBUTION` point above the
+    score with every head removed (the pruning curves' 100%): attention contributes nothing
+    measurable, so every head is "harmless" and "prunable" whatever the heads do (issue 23 item 1).
     """
-    found = _claims(heads, layers, curves, base, metric, tolerance, note)
-    if untrained_floor is None or not base < untrained_floor:
-        return found
     from dataclasses import replace
 
-    from headatlas.ablation import UNTRAINED
+    from headatlas.ablation import MIN_CONTRIBUTION, UNTRAINED, contribution_missing
     from headatlas.claims import NOT_APPLICABLE
 
-    why = (f"{UNTRAINED} (intact {metric} {base:.2f} < {untrained_floor:g}: below the word-overlap "
-           "baseline of SQuAD v1.1, F1 20.2)")
-    return [replace(c, verdict=NOT_APPLICABLE, rule=f"{c.rule}; not applicable if the intact {metric} "
-                    f"is below {untrained_floor:g} (untrained)", note=f"{why}; {c.note}") for c in found]
+    found = [replace(c, rule=f"{c.rule}; not applicable if the intact score is less than "
+                     f"{MIN_CONTRIBUTION:g} point above every head removed (attention contributes "
+                     "nothing measurable)") for c in _claims(heads, layers, curves, base, metric,
+                                                              tolerance, note)]
+    if untrained_floor is not None and base < untrained_floor:
+        why = (f"{UNTRAINED} (intact {metric} {base:.2f} < {untrained_floor:g}: below the word-overlap "
+               "baseline of SQuAD v1.1, F1 20.2)")
+        return [replace(c, verdict=NOT_APPLICABLE, rule=f"{c.rule}; not applicable if the intact {metric} "
+                        f"is below {untrained_floor:g} (untrained)", note=f"{why}; {c.note}") for c in found]
+    missing = contribution_missing(base, all_removed(curves))
+    if missing is None:
+        return found
+    return [replace(c, verdict=NOT_APPLICABLE, note=f"not applicable: {missing}; {c.note}") for c in found]
+
+
+def all_removed(curves: pd.DataFrame) -> float:
+    """The score with every head removed (the curves' 100% step), NaN if the curves stop short."""
+    full = curves.loc[curves["share_pct"] == 100, "score"]
+    return float(full.iloc[0]) if len(full) else float("nan")
 
 
 def _claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, base: float,
@@ -531,6 +546,12 @@ def _claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, bas
     harmless = n - drops
     prunable = prunable_share(curves, tolerance)
     random_prunable = prunable_share(curves, tolerance, "random")
+    floor = all_removed(curves)
+    # The tolerance beside what attention gives: a tagger keeps most of its accuracy without any
+    # head, so the same points of tolerance are a larger share of a smaller contribution.
+    scale = ("" if undefined(floor) or base - floor <= 0 else
+             f"; {tolerance:g} point(s) = {100 * tolerance / (base - floor):.0f}% of what attention gives "
+             f"(intact {base:.2f}, every head removed {floor:.2f})")
     mid = curves[(curves["share_pct"] > 0) & (curves["share_pct"] < 100)]
     by_order = mid.groupby("order")["score"].mean()
     gap = float(by_order.get("importance", np.nan) - by_order.get("random", np.nan))
@@ -552,7 +573,7 @@ def _claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, bas
               "a large share of heads can be pruned by importance with little loss",
               f"about {PAPER_PRUNABLE:.0f}% of BERT's heads on MNLI",
               f"{prunable:.0f}% prunable for <= {tolerance:g} point(s) of {metric} "
-              f"(random order: {random_prunable:.0f}%)",
+              f"(random order: {random_prunable:.0f}%){scale}",
               verdict(prunable >= PAPER_PRUNABLE - 10),
               f"largest share within {tolerance:g} point(s), importance order, >= "
               f"{PAPER_PRUNABLE - 10:.0f}% (the paper's 40% less one 10% step)", note),
@@ -599,12 +620,14 @@ def run_experiments(task: HeadTask, shares: Sequence[float], seeds: Sequence[int
         f"intact_{task.metric}", "units", "evaluations", "single_removals_improve",
         "single_removals_improve_significant", "single_removals_drop_significant",
         f"prunable_share_pct_within_{tolerance:g}", "prunable_share_pct_random_mean",
-        "spearman_importance_vs_minus_delta", "max_single_gain", "max_single_drop"],
+        "spearman_importance_vs_minus_delta", "max_single_gain", "max_single_drop",
+        f"all_heads_removed_{task.metric}"],
         "value": [round(scorer.base.value, 4), task.sizes.size, scorer.evaluations, counts["improves"],
                   counts["improves_significant"], counts["drops_significant"], prunable,
                   prunable_share(curves, tolerance, "random"),
                   round(spearman(heads["importance"], -heads["delta"]), 4),
-                  round(float(heads["delta"].max()), 4), round(float(heads["delta"].min()), 4)]})
+                  round(float(heads["delta"].max()), 4), round(float(heads["delta"].min()), 4),
+                  round(all_removed(curves), 4)]})
     note = (f"{name}: {task.description}; deviations: Kovaleva et al. and Michel et al. used "
             "BERT-base on GLUE (MNLI)")
     caption = (f"Task model {name}, {task.description}; intact {task.metric} "
