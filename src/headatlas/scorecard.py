@@ -5,7 +5,8 @@ Each analysis writes its claims as :class:`~headatlas.claims.Claim` rows to a
 them (whatever analyses exist: a new analysis joins by writing such a file),
 :func:`scorecard` puts the models side by side — a row per claim, the paper's
 number, then per model our number and the verdict, with the rule that decided
-it — and :func:`to_html` renders it for the report's landing page. Nothing in
+it — :func:`by_weighting` folds each claim's norm-weighted twin into the same row (a
+column per model and weighting) and :func:`to_html` renders that for the report. Nothing in
 it is typed by hand: every cell comes from a claims file.
 
 Light module (pandas only): the workflow imports it when the Snakefile is parsed.
@@ -158,39 +159,98 @@ def tally(long: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
     return counts.rename_axis(index="model", columns=None).reset_index()
 
 
-def to_html(table: pd.DataFrame, models: Sequence[str], counts: pd.DataFrame, caption: str = "") -> str:
-    """The scorecard as one self-contained HTML table (inline styles), verdict cells coloured.
+def with_weighting(long: pd.DataFrame) -> pd.DataFrame:
+    """``long`` plus ``claim_id`` (the id without :data:`NORM_TAG`: a claim and its norm twin share
+    it) and ``weighting`` (``attention`` or ``norm``, from the folder the claim came from)."""
+    norm = long["where"].map(is_norm_folder).astype(bool)
+    return long.assign(claim_id=long["id"].str.replace(NORM_TAG, "", regex=False),
+                       weighting=norm.map({False: "attention", True: "norm"}))
 
-    Columns: claim (with its source and id), the paper, the rule, then per model
-    the verdict over our number; the notes under the claim.
-    """
+
+def own_columns(long: pd.DataFrame, models: Sequence[str]) -> list[tuple[str, str]]:
+    """The (model, weighting) views that have a claim of their own (not :data:`ABSENT`): models in
+    ``models`` order, attention before norm. A helper model that states no claim (e.g. a random
+    encoder read only by Table 3) is no column of "not applicable"."""
+    own = with_weighting(long[long["ours"] != ABSENT])
+    present = set(zip(own["model"], own["weighting"]))
+    return [(m, w) for m in models for w in ("attention", "norm") if (m, w) in present]
+
+
+def by_weighting(long: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
+    """The scorecard as the report shows it: a row per claim (its norm twin folded in), ``id, source,
+    claim, paper, rule``, then per view of :func:`own_columns` ``<model> <weighting>: ours`` and
+    ``...: verdict`` (:data:`ABSENT` where that view lacks the claim), then ``note``."""
+    long = with_weighting(long)
+    views = own_columns(long, models)
+    rows = []
+    for claim_id, group in long.groupby("claim_id", sort=False):
+        stated = group[group["ours"] != ABSENT]
+        labels = [f"{m} {w}" for m, w in zip(stated["model"], stated["weighting"])]
+        row = {"id": claim_id, "source": group["source"].iloc[0], "claim": group["claim"].iloc[0],
+               "paper": group["paper"].iloc[0], "rule": _one(stated["rule"].fillna(""), labels)}
+        indexed = group.set_index(["model", "weighting"])
+        for m, w in views:
+            found = (m, w) in indexed.index
+            row[f"{m} {w}: ours"] = indexed.at[(m, w), "ours"] if found else ABSENT
+            row[f"{m} {w}: verdict"] = indexed.at[(m, w), "verdict"] if found else NOT_APPLICABLE
+        row["note"] = _one(stated["note"].fillna(""), labels)
+        rows.append(row)
+    columns = ["id", "source", "claim", "paper", "rule",
+               *[f"{m} {w}: {k}" for m, w in views for k in ("ours", "verdict")], "note"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def own_tally(long: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
+    """Per view of :func:`own_columns` (``model``, ``weighting``): how many of its own claims hold,
+    do not hold, are not applicable (claims of analyses not run for it are not counted)."""
+    own = with_weighting(long[long["ours"] != ABSENT])
+    counts = pd.crosstab([own["model"], own["weighting"]], own["verdict"])
+    counts = counts.reindex(index=pd.MultiIndex.from_tuples(own_columns(long, models)),
+                            columns=list(VERDICTS), fill_value=0)
+    return counts.rename_axis(index=["model", "weighting"], columns=None).reset_index()
+
+
+def to_html(view: pd.DataFrame, views: Sequence[tuple[str, str]], caption: str = "") -> str:
+    """The scorecard (:func:`by_weighting`) as one self-contained HTML page: claim (with its source,
+    id and notes), the paper, the rule, then a column per (model, weighting) view with the verdict
+    over our number, verdict cells coloured."""
     def esc(text) -> str:
         return html.escape(str(text))
 
-    cell = "border:1px solid #ccc;padding:3px 5px;vertical-align:top;font-size:85%"
-    head = "".join(f'<th style="{cell}">{esc(h)}</th>' for h in ["claim", "paper", "rule", *models])
+    models = list(dict.fromkeys(m for m, _ in views))
+    top = "".join(f'<th colspan="{sum(v == m for v, _ in views)}">{esc(m)}</th>' for m in models)
+    second = "".join(f"<th>{esc(w)}</th>" for _, w in views)
     body = []
-    for row in table.to_dict("records"):
-        note = f'<br><span style="color:#666">{esc(row["note"])}</span>' if row["note"] else ""
-        cells = [f'<b>{esc(row["claim"])}</b><br><span style="color:#666">{esc(row["source"])} · '
-                 f'<code>{esc(row["id"])}</code></span>{note}', esc(row["paper"]), esc(row["rule"])]
-        tds = "".join(f'<td style="{cell}">{c}</td>' for c in cells)
-        for m in models:
-            v = row[f"{m}: verdict"]
-            tds += (f'<td style="{cell};background:{COLOURS.get(v, "#fff")}"><b>{esc(v)}</b><br>'
-                    f'{esc(row[f"{m}: ours"])}</td>')
+    for row in view.to_dict("records"):
+        note = f'<br><span class="dim">{esc(row["note"])}</span>' if row["note"] else ""
+        tds = (f'<td><b>{esc(row["claim"])}</b><br><span class="dim">{esc(row["source"])} · '
+               f'<code>{esc(row["id"])}</code></span>{note}</td><td>{esc(row["paper"])}</td>'
+               f'<td class="dim">{esc(row["rule"])}</td>')
+        for m, w in views:
+            verdict, ours = row[f"{m} {w}: verdict"], row[f"{m} {w}: ours"]
+            if ours == ABSENT:
+                tds += '<td class="absent">not run</td>'
+            else:
+                tds += (f'<td style="background:{COLOURS.get(verdict, "#fff")}"><b>{esc(verdict)}</b>'
+                        f"<br>{esc(ours)}</td>")
         body.append(f"<tr>{tds}</tr>")
-    totals = "; ".join(f"<b>{esc(r['model'])}</b>: {r[HOLDS]} hold, {r[FAILS]} do not hold, "
-                       f"{r[NOT_APPLICABLE]} not applicable" for r in counts.to_dict("records"))
+    style = ("body{font:13px/1.35 system-ui,sans-serif;margin:12px;color:#222}"
+             "table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:3px 5px;vertical-align:top}"
+             "thead th{background:#f3f3f3;position:sticky;top:0}thead tr+tr th{top:1.6em}"
+             ".dim{color:#666}td.absent{color:#999;background:#f7f7f7}td{min-width:6em}")
     text = f"<p>{esc(caption)}</p>" if caption else ""
-    return (f'<div class="headatlas-scorecard">{text}<p>{totals}</p>'
-            f'<table style="border-collapse:collapse"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table></div>\n')
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Scorecard</title>'
+            f'<style>{style}</style></head><body><div class="headatlas-scorecard">{text}'
+            f'<table><thead><tr><th rowspan="2">claim</th><th rowspan="2">paper</th>'
+            f'<th rowspan="2">rule</th>{top}</tr><tr>{second}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div></body></html>\n')
 
 
 def caption(long: pd.DataFrame, models: Sequence[str], n_files: int) -> str:
     """What the scorecard is made of: claims, models, files, and how verdicts are decided."""
-    return (f"{long['id'].nunique()} claims of the papers, judged for {len(models)} models "
-            f"({', '.join(models)}) from {n_files} claims files (paper_claims.csv). Each verdict is "
-            "computed by the rule beside it; layer ranges are compared by relative depth (layer / number "
-            f"of layers); '{ABSENT}' means the analysis is not run for that model.")
+    n_claims = with_weighting(long)["claim_id"].nunique() if not long.empty else 0
+    return (f"{n_claims} claims of the papers, judged for {len(models)} models "
+            f"({', '.join(models)}) from {n_files} claims files (paper_claims.csv), a column per model "
+            "and weighting that states claims of its own. Each verdict is computed by the rule beside "
+            "it; layer ranges are compared by relative depth (layer / number of layers); 'not run' "
+            "means the analysis is not run for that model or weighting.")

@@ -5,8 +5,8 @@ import pytest
 
 from headatlas.claims import Claim, claims_table, verdict
 from headatlas.compare import shares_by_model, special_by_depth, table1_by_model
-from headatlas.scorecard import (ABSENT, collect, is_claims_file, model_of, models_of, scorecard, source_key,
-                                 tally, to_html)
+from headatlas.scorecard import (ABSENT, by_weighting, collect, is_claims_file, model_of, models_of, own_columns,
+                                 own_tally, scorecard, source_key, tally, to_html)
 
 MODELS = ["big", "small"]
 
@@ -71,8 +71,6 @@ def test_the_wide_scorecard(files):
     assert wide.loc["s.a", "rule"] == "big: r | small: other rule"  # differs: said per model
     assert wide.loc["s.b", "note"] == "3 layers"  # only one model has a note
     assert wide.loc["p.a", "rule"] == "ahead by 5"  # the absent model states no rule
-    page = to_html(wide.reset_index(), MODELS, tally(collect(paths, results, MODELS), MODELS), "cap")
-    assert page.count("<tr>") == 4 and "#d9f2d9" in page and "big</b>: 2 hold, 1 do not hold" in page
 
 
 def test_the_same_claim_in_two_folders_is_kept_twice(tmp_path):
@@ -136,3 +134,41 @@ def test_cross_model_figures(tmp_path):
                            "paper_pct": [26.04, 13.28], "mean_depth": [0.3, 0.9]})
     plot_shares_by_model(shares_by_model({"a": shares}), tmp_path / "h.svg", "caption")
     assert all((tmp_path / f"{n}.svg").read_bytes().startswith(b"<?xml") for n in "sth")
+
+
+@pytest.fixture
+def weighted(tmp_path):
+    """big: s.a under both weightings (holds, then not), p.a under attention only; helper: one claim
+    under attention only; idle: a model with no claim of its own (every row absent)."""
+    results = tmp_path / "results"
+    paths = [write(results / "big" / "w" / "surface" / "paper_claims.csv", [c("s.a", "S §1", True, "62%")]),
+             write(results / "big" / "w" / "surface-norm" / "paper_claims.csv", [c("s.a", "S §1", False, "8%")]),
+             write(results / "big" / "w" / "probes" / "paper_claims.csv", [c("p.a", "S §5", None)]),
+             write(results / "helper" / "w" / "surface" / "paper_claims.csv", [c("s.a", "S §1", False, "1%")])]
+    return collect(paths, results, ["big", "helper", "idle"])
+
+
+def test_the_report_scorecard_has_the_weightings_as_columns_and_no_idle_model(weighted):
+    models = models_of(weighted, ["big", "helper", "idle"])
+    # idle states nothing, helper nothing under the norm weighting: neither is a column of "n/a".
+    assert own_columns(weighted, models) == [("big", "attention"), ("big", "norm"), ("helper", "attention")]
+    view = by_weighting(weighted, models).set_index("id")
+    assert list(view.index) == ["s.a", "p.a"]  # the norm twin folded into its claim's row
+    assert view.loc["s.a", ["big attention: verdict", "big norm: verdict", "helper attention: verdict"]].tolist() \
+        == ["holds", "does not hold", "does not hold"]
+    assert view.loc["s.a", "big norm: ours"] == "8%"
+    assert view.loc["p.a", "big norm: ours"] == ABSENT  # big's probes: attention only
+    assert view.loc["s.a", "rule"] == "r"
+    page = to_html(view.reset_index(), own_columns(weighted, models), "cap")
+    assert page.startswith("<!DOCTYPE html>") and page.count("<tr>") == 2 + 2  # two header rows, two claims
+    assert '<th colspan="2">big</th><th colspan="1">helper</th>' in page and "idle" not in page
+    assert "<th>attention</th><th>norm</th><th>attention</th>" in page
+    assert "#d9f2d9" in page and "not run" in page
+
+
+def test_own_tally_counts_each_views_own_claims(weighted):
+    counts = own_tally(weighted, ["big", "helper", "idle"]).set_index(["model", "weighting"])
+    assert counts.loc[("big", "attention")].tolist() == [1, 0, 1]  # s.a holds, p.a not applicable
+    assert counts.loc[("big", "norm")].tolist() == [0, 1, 0]
+    assert counts.loc[("helper", "attention")].tolist() == [0, 1, 0]  # absent claims are not counted
+    assert ("idle", "attention") not in counts.index

@@ -1,5 +1,6 @@
-# The scorecard: every paper claim of every configured model in one table (results/scorecard.csv,
-# shown on the report's landing page), and the cross-model figures. The scorecard reads every
+# The scorecard: every paper claim of every configured model in one table (results/scorecard.csv;
+# scorecard.html shows it with the two weightings as columns), the summary the report's landing
+# page embeds (findings.html), and the cross-model figures. The scorecard reads every
 # paper_claims.csv that the included analyses declare as final results: an analysis joins it
 # by writing its claims (headatlas.claims.Claim rows) to a file of that name.
 COMPARE_DIR = f"{RESULTS}/compare"
@@ -16,14 +17,20 @@ rule scorecard:
             "scorecard",
             f"{RESULTS}/scorecard.csv",
             caption="../report/scorecard.rst",
-            labels={"result": "scorecard (table)"},
+            labels={"result": "scorecard (CSV)"},
         ),
         long=f"{RESULTS}/scorecard_long.csv",
         html=result(
             "scorecard",
             f"{RESULTS}/scorecard.html",
             caption="../report/scorecard.rst",
-            labels={"result": "scorecard (page)"},
+            labels={"result": "scorecard (table)"},
+        ),
+        summary=result(
+            "scorecard",
+            f"{RESULTS}/findings.html",
+            caption="../report/findings.rst",
+            labels={"result": "what was found (the landing page's summary)"},
         ),
     log:
         f"{LOGS}/scorecard/scorecard.log",

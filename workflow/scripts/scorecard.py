@@ -1,8 +1,10 @@
-"""Rule scorecard: every paper_claims.csv of every model -> the scorecard (CSV, long CSV, HTML)."""
+"""Rule scorecard: every paper_claims.csv of every model -> the scorecard (CSV, long CSV, HTML page
+with the two weightings as columns) and the summary the report's landing page opens on."""
 
+from headatlas.findings import summary_html
 from headatlas.io import atomic_open
 from headatlas.pipeline import rule_logging, write_table
-from headatlas.scorecard import caption, collect, models_of, scorecard, tally, to_html
+from headatlas.scorecard import by_weighting, caption, collect, models_of, own_columns, scorecard, tally, to_html
 
 with rule_logging(snakemake) as log:
     p = snakemake.params
@@ -10,9 +12,11 @@ with rule_logging(snakemake) as log:
     long = collect(paths, p.results, p.models)
     models = models_of(long, p.models)  # the configured ones, then e.g. a fine-tuned task model
     wide = scorecard(long, models)
-    counts = tally(long, models)
     write_table(wide, snakemake.output.table)
     write_table(long, snakemake.output.long)
     with atomic_open(snakemake.output.html) as handle:
-        handle.write(to_html(wide, models, counts, caption(long, models, len(paths))))
-    log.info("%d claims from %d files\n%s", len(wide), len(paths), counts.to_string(index=False))
+        handle.write(to_html(by_weighting(long, models), own_columns(long, models),
+                             caption(long, models, len(paths))))
+    with atomic_open(snakemake.output.summary) as handle:
+        handle.write(summary_html(long, models, p.results))
+    log.info("%d claims from %d files\n%s", len(wide), len(paths), tally(long, models).to_string(index=False))
