@@ -73,6 +73,7 @@ rule syntax_table1:
             "syntax",
             f"{SYNTAX_DIR}/table1.csv",
             caption="../report/syntax_table1.rst",
+            as_table=True,
             labels=labelled(model="{model}", corpus="{corpus}", result="Table 1"),
         ),
         claims=result(
