@@ -67,6 +67,7 @@ rule coref_accuracy:
             "coref",
             f"{COREF_DIR}/accuracy.csv",
             caption="../report/coref_accuracy.rst",
+            as_table=True,
             labels=labelled(
                 model="{model}",
                 corpus="{corpus}",
