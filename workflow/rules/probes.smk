@@ -85,6 +85,7 @@ rule probes_table3:
         table=result(
             "probes",
             f"{PROBES_DIR}/table3.csv",
+            as_table=True,
             caption="../report/probes_table3.rst",
             labels={"model": "{model}", "result": "Table 3 (UAS)", "kind": "table"},
         ),
