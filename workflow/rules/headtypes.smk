@@ -62,6 +62,7 @@ rule headtypes_cluster:
             "headtypes",
             f"{HEADTYPES_DIR}/type_shares.csv",
             caption="../report/headtypes_shares.rst",
+            as_table=True,
             labels=labelled(
                 model="{model}",
                 corpus="{corpus}",
