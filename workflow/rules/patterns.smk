@@ -76,6 +76,7 @@ rule patterns_summary:
         shares=result(
             "patterns",
             f"{RESULTS}/{{model}}/patterns/shares.csv",
+            as_table=True,
             caption="../report/patterns_shares.rst",
             labels={"model": "{model}", "result": "pattern shares per corpus (table)"},
             final=patterns_corpora,  # a model with none has no summary
