@@ -72,6 +72,7 @@ rule surface_lines:
             "surface",
             f"{SURFACE_DIR}/attention_lines.svg",
             caption="../report/attention_lines.rst",
+            in_report=False,  # 1.9 MB each at 128 tokens: the atlas has line views
             labels=labelled(
                 model="{model}", analysis="example heads (Fig. 1)", kind="figure"
             ),
