@@ -54,16 +54,9 @@ rule atlas_page:
         stores=lambda wildcards: ATLAS.store_files(),
         code=code("atlas_page.py"),
     output:
-        report(
-            f"{RESULTS}/atlas.html",
-            caption="../report/atlas_page.rst",
-            labels={
-                "model": "all models",
-                "result": "the head atlas (interactive page)",
-            },
-            category="Head atlas",
-            subcategory="all models",
-        ),
+        # Not embedded in the report (up to 3.4 MB, a third of its size budget): the landing page
+        # links to it, beside the report in the results folder.
+        f"{RESULTS}/atlas.html",
     log:
         f"{LOGS}/atlas/page.log",
     benchmark:
