@@ -62,13 +62,14 @@ def shares_by_model(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Share (%) of each head type per model, and the paper's (BERT-large) as the last "model".
 
     ``tables`` maps a model to its ``type_shares`` table (``type``, ``heads``,
-    ``share_pct``, ``paper_pct``, ``mean_depth``). Columns: ``model``, ``type``,
+    ``share_pct``, ``paper_pct``, ``mean_depth``; a model without distinct types has one
+    row, ``no distinct types``, and no paper shares). Columns: ``model``, ``type``,
     ``heads``, ``share_pct``, ``mean_depth``.
     """
     parts = [t[["type", "heads", "share_pct", "mean_depth"]].assign(model=m) for m, t in tables.items()]
-    if parts:
-        first = next(iter(tables.values()))
-        paper = first[first["paper_pct"].notna()]
+    named = [t for t in tables.values() if t["paper_pct"].notna().any()]  # not "no distinct types"
+    if named:
+        paper = named[0][named[0]["paper_pct"].notna()]
         parts.append(pd.DataFrame({"type": paper["type"], "heads": pd.NA, "share_pct": paper["paper_pct"],
                                    "mean_depth": pd.NA, "model": PAPER_MODEL}))
     columns = ["model", "type", "heads", "share_pct", "mean_depth"]

@@ -378,3 +378,89 @@ def test_a_claim_about_where_a_type_sits_needs_two_heads_of_it():
     assert vertical["verdict"] == "not applicable"
     assert vertical["ours"] == "1 vertical head (fewer than 2: no claim about where they sit)"
     assert c.loc["guan.types.dense_first_layers", "verdict"] == "holds"  # 4 heads, all in 1-2
+
+
+def noise_types(seed=3, n=40):
+    """``head_types`` of heads that are one profile plus Dirichlet noise (no groups), named anyway."""
+    rng = np.random.default_rng(seed)
+    profile = np.array([PROTOTYPES["dense"].get(n, 0.0) for n in NAMES]) + 0.01
+    return ht.head_types(head_table(rng.dirichlet(profile / profile.sum() * 20000, size=n)), k=4, seed=0)
+
+
+def test_clusters_that_are_not_distinct_are_not_named():
+    # Issue 23 item 2 (b). The old type_shares named the noise's four clusters with shares each
+    # >= 5% ("dense 25%, ..."): the shares table now has one row, "no distinct types", every head.
+    types = noise_types()
+    assert set(types["type"]) == set(ht.TYPES)  # k-means names them anyway
+    unnamed, sep = ht.name_if_distinct(types, n_references=50)
+    assert not sep.distinct and set(unnamed["type"]) == {ht.NO_TYPES} and not ht.has_types(unnamed)
+    assert unnamed["cluster"].tolist() == types["cluster"].tolist()  # stability still reads them
+    shares = ht.type_shares(unnamed, sep.text())
+    assert shares["type"].tolist() == [ht.NO_TYPES] and shares["heads"].tolist() == [40]
+    assert shares["share_pct"].tolist() == [100.0] and shares["paper_pct"].isna().all()
+    assert shares["paper_layers"].tolist() == [""]
+    assert shares["separation"].iloc[0].startswith("gap test k = 4 vs 1")
+    # heads 1..40, 4 per layer: layers 1..10, mean layer 5.5, depth 5.5 / 10 = 0.55
+    assert shares["mean_layer"].tolist() == [5.5] and shares["mean_depth"].tolist() == [0.55]
+    # The claims read the unnamed table: no distinct types, every type claim not applicable; the
+    # closest centres are named by cluster number, not by a type name.
+    c = ht.paper_claims(unnamed, STABILITY, n_references=50).set_index("id")
+    assert c.loc["guan.types.distinct", "verdict"] == "does not hold"
+    assert "closest centres (cluster " in c.loc["guan.types.distinct", "ours"]
+    for key in ("four_types", "shares", "dense_first_layers", "vertical_higher_layers"):
+        assert c.loc[f"guan.types.{key}", "verdict"] == "not applicable", key
+        assert c.loc[f"guan.types.{key}", "note"].startswith("no distinct types (gap test")
+    assert c.loc["guan.stability", "verdict"] == "not applicable"
+
+
+def test_distinct_clusters_keep_their_names():
+    feats, truth = planted()
+    types = ht.head_types(head_table(feats[0]), k=4, seed=0)
+    named, sep = ht.name_if_distinct(types, n_references=50)
+    assert sep.distinct and named["type"].tolist() == types["type"].tolist() and ht.has_types(named)
+    shares = ht.type_shares(named, sep.text())
+    assert shares["type"].tolist() == list(ht.TYPES) and shares["heads"].tolist() == [10, 10, 10, 10]
+    assert "separation" in shares and "separation" not in ht.type_shares(named)
+
+
+def test_type_changes_not_applicable_without_types():
+    before = pd.DataFrame({"layer": [1, 1, 2, 2], "head": [1, 2, 1, 2],
+                           "type": ["dense", "dense", "vertical", "diagonal"]})
+    after = before.assign(type=ht.NO_TYPES)
+    changes = ht.type_changes(before, after)
+    # every head's "type" differs by name, but there is no type after: nothing changed type
+    assert changes["changed"].tolist() == [False] * 4
+    assert changes["note"].iloc[0].startswith("not applicable: no distinct types after")
+    assert changes.attrs["not_applicable"] == changes["note"].iloc[0]
+    assert ht.changes_by_layer(changes)["changed"].tolist() == [0, 0]
+    assert "note" not in ht.type_changes(before, before)
+
+
+def test_stability_and_figures_of_unnamed_types(tmp_path):
+    from headatlas.plots import headtypes as p
+
+    rng = np.random.default_rng(3)
+    profile = np.array([PROTOTYPES["dense"].get(n, 0.0) for n in NAMES]) + 0.01
+    per_input = rng.dirichlet(profile / profile.sum() * 20000, size=(3, 40))
+    fs = ht.FeatureSet(per_input.astype(np.float32), np.arange(3), np.full(3, 20), 10, 4, 16,
+                       {"model_name": "m", "n_layers": 10, "n_heads": 4})
+    types, _ = ht.name_if_distinct(ht.head_types(fs.head_table(), k=4, seed=0), n_references=20)
+    assert not ht.has_types(types)
+    table, heads = ht.stability_tables(fs, types, n_fits=2)
+    assert set(heads["type"]) == {ht.NO_TYPES} and len(table) == 2
+    p.plot_type_grid(types, tmp_path / "g.svg", "caption", heads["consistent_heads"])
+    changes = ht.type_changes(types.assign(type="dense"), types)
+    p.plot_type_changes(changes, ht.changes_by_layer(changes), ("a", "b"), tmp_path / "c.svg", "caption")
+    assert (tmp_path / "g.svg").is_file() and (tmp_path / "c.svg").is_file()
+
+
+def test_models_compared_when_the_first_has_no_types():
+    from headatlas.compare import shares_by_model
+
+    none = ht.type_shares(pd.DataFrame({"layer": [1, 2], "head": [1, 1], "type": ht.NO_TYPES}), "gap test ...")
+    named = pd.DataFrame({"type": ["dense", "vertical"], "heads": [3, 1], "share_pct": [75.0, 25.0],
+                          "paper_pct": [26.04, 13.28], "mean_depth": [0.3, 0.9]})
+    both = shares_by_model({"random": none, "two": named})
+    # the paper's rows come from the first table that has them, not from the first table
+    assert both["type"].tolist() == [ht.NO_TYPES, "dense", "vertical", "dense", "vertical"]
+    assert both["share_pct"].tolist() == [100.0, 75.0, 25.0, 26.04, 13.28]

@@ -1,12 +1,16 @@
-"""Rule headtypes_cluster: k-means (or GMM) on the heads' distance features -> types and shares."""
+"""Rule headtypes_cluster: k-means (or GMM) on the heads' distance features -> types and shares.
 
-from headatlas.analyses.headtypes import FeatureSet, head_types, type_shares
+The clusters are named only when they are distinct (headtypes.name_if_distinct): otherwise every
+head's type and the shares table say "no distinct types", with the separation test's statistic.
+"""
+
+from headatlas.analyses.headtypes import FeatureSet, head_types, name_if_distinct, type_shares
 from headatlas.pipeline import rule_logging, write_table
 
 with rule_logging(snakemake) as log:
     features = FeatureSet.load(snakemake.input[0])
-    types = head_types(features.head_table(), **snakemake.params.cluster)
-    shares = type_shares(types)
+    types, separation = name_if_distinct(head_types(features.head_table(), **snakemake.params.cluster))
+    shares = type_shares(types, separation.text() if separation is not None else "not testable (too few heads)")
     write_table(types, snakemake.output.features, float_format="%.6g")
     write_table(shares, snakemake.output.shares, float_format="%.6g")
     log.info("%s over %d inputs:\n%s", snakemake.params.cluster, features.n_inputs,

@@ -43,6 +43,12 @@ the nearest window) and *far* (every other window); near + far + special = 1.
   types"): score = special - far;
 * ``dense&vertical`` ("large values at long range windows and special
   tokens"): score = min(far, special), high only when both are.
+
+Names are given only to clusters that are there: when :func:`separation`
+finds no distinct clusters (a random encoder's heads), every head's type is
+:data:`NO_TYPES` (:func:`name_if_distinct`), the shares table says so with the
+test's statistic, and every reader of the types (claims, type changes, the
+ablation) treats the types as not applicable.
 """
 
 from __future__ import annotations
@@ -65,6 +71,8 @@ from headatlas.weightings import weighting_note
 N_WINDOWS = 16
 SPECIAL = ("cls", "sep", "comma", "period")
 TYPES = ("dense", "diagonal", "dense&vertical", "vertical")
+# The ``type`` of every head when the clusters are not distinct (:func:`name_if_distinct`).
+NO_TYPES = "no distinct types"
 METHODS = ("kmeans", "gmm")
 # Stability: "heads" is the paper's procedure (the headline), "inputs" a second reading.
 RESAMPLE = ("heads", "inputs")
@@ -494,11 +502,21 @@ def stability_table(results: Iterable[Stability], n_inputs: int) -> pd.DataFrame
 # ---------------------------------------------------------------------------------------------
 # summaries
 
-def type_shares(types: pd.DataFrame) -> pd.DataFrame:
+def type_shares(types: pd.DataFrame, separation_text: str | None = None) -> pd.DataFrame:
     """Per type: heads, share (%), mean layer, beside the paper's share (BERT-large).
 
-    ``types`` is a per-head table with ``layer`` and ``type`` (from :func:`head_types`).
+    ``types`` is a per-head table with ``layer`` and ``type`` (from :func:`head_types`
+    or :func:`name_if_distinct`). Heads without distinct types (:data:`NO_TYPES`)
+    give one row of that name, no paper share and no paper layers: no type is named.
+    ``separation_text`` (:meth:`Separation.text`, the reason) fills a ``separation``
+    column when given.
     """
+    if (types["type"] == NO_TYPES).any():
+        n_layers, mean_layer = int(types["layer"].max()), float(types["layer"].mean())
+        shares = pd.DataFrame({"type": [NO_TYPES], "heads": [len(types)], "share_pct": [100.0],
+                               "paper_pct": [np.nan], "mean_layer": [round(mean_layer, 2)],
+                               "mean_depth": [round(mean_layer / n_layers, 2)], "paper_layers": [""]})
+        return shares.assign(separation=separation_text) if separation_text is not None else shares
     found = set(types["type"])
     # The paper's four in its order (absent ones as 0 heads), or c1, c2, ... for another k.
     names = list(TYPES) if found <= set(TYPES) else sorted(found, key=lambda n: (len(n), n))
@@ -514,7 +532,30 @@ def type_shares(types: pd.DataFrame) -> pd.DataFrame:
         "mean_layer": mean_layer.round(2).to_numpy(),
         "mean_depth": (mean_layer / n_layers).round(2).to_numpy(),
         "paper_layers": [PAPER_LAYERS_TEXT.get(n, "") for n in names],
-    })
+    }).assign(**({} if separation_text is None else {"separation": separation_text}))
+
+
+def name_if_distinct(types: pd.DataFrame, n_references: int | None = None,
+                     seed: int = 0) -> tuple[pd.DataFrame, "Separation | None"]:
+    """:func:`head_types`'s table with its names kept only if the clusters are distinct.
+
+    When :func:`separation` finds the clusters not distinct (not beyond chance, or
+    too close), every head's ``type`` becomes :data:`NO_TYPES` (``cluster`` is
+    kept: stability and the claims still read it). When separation cannot be
+    tested (too few heads), the names are kept and the claims say "not testable".
+    Returns the table and the :class:`Separation` (None when not testable);
+    ``n_references`` (default :data:`N_REFERENCES`) and ``seed`` as for :func:`separation`,
+    the same as the claims' (:func:`paper_claims`), so both reach the same verdict.
+    """
+    sep = separation(types, N_REFERENCES if n_references is None else n_references, seed)
+    if sep is None or sep.distinct:
+        return types, sep
+    return types.assign(type=NO_TYPES), sep
+
+
+def has_types(types: pd.DataFrame) -> bool:
+    """Whether a per-head table names types (False: :data:`NO_TYPES`, the clusters are not distinct)."""
+    return not (types["type"] == NO_TYPES).any()
 
 
 def layer_shares(types: pd.DataFrame) -> pd.DataFrame:
@@ -551,6 +592,9 @@ def type_changes(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     -------
     DataFrame
         Per head: ``layer``, ``head``, ``before``, ``after``, ``changed`` (bool).
+        When either model has no distinct types (:data:`NO_TYPES`) there is no
+        type to change: ``changed`` is False everywhere and ``attrs["not_applicable"]``
+        says why, as does a ``note`` column.
     """
     keys = ["layer", "head"]
     if len(before) != len(after) or not before[keys].sort_values(keys).to_numpy().tolist() == \
@@ -558,7 +602,14 @@ def type_changes(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
         raise ValueError("the two models have different layers x heads; their head types cannot be compared")
     merged = before[keys + ["type"]].merge(after[keys + ["type"]], on=keys, suffixes=("_before", "_after"))
     merged = merged.rename(columns={"type_before": "before", "type_after": "after"})
-    return merged.assign(changed=merged["before"] != merged["after"]).sort_values(keys, ignore_index=True)
+    without = [side for side, table in (("before", before), ("after", after)) if not has_types(table)]
+    changes = merged.assign(changed=merged["before"] != merged["after"] if not without else False)
+    if without:
+        why = (f"not applicable: no distinct types {' and '.join(without)} (the heads do not separate "
+               "into clusters: no type to change)")
+        changes = changes.assign(note=why)
+        changes.attrs["not_applicable"] = why
+    return changes.sort_values(keys, ignore_index=True)
 
 
 def changes_by_layer(changes: pd.DataFrame) -> pd.DataFrame:
@@ -713,7 +764,8 @@ def separation(types: pd.DataFrame, n_references: int = N_REFERENCES, seed: int 
 
         mean, sd = finite.mean(), finite.std(ddof=1)
         p_value = float(norm.sf((statistic - mean) / sd)) if sd > 0 else float(statistic <= mean)
-    names = (types["type"] if "type" in types else pd.Series(labels)).to_numpy()
+    named = "type" in types and has_types(types)
+    names = (types["type"] if named else pd.Series([f"cluster {c + 1}" for c in labels])).to_numpy()
     centres = np.array([x[labels == c].mean(axis=0) for c in range(k)])
     tv = 0.5 * np.abs(centres[:, None, :] - centres[None, :, :]).sum(axis=-1)
     tv[np.diag_indices(k)] = np.inf
@@ -751,19 +803,24 @@ def paper_claims(types: pd.DataFrame, stability: pd.DataFrame, n_references: int
     than chance under a gap test, and far enough apart); otherwise the claim
     ``guan.types.distinct`` says "no distinct types" and the type claims and the
     stability claim (stability of types that are not there) are not applicable.
+    A table whose types :func:`name_if_distinct` left unnamed (:data:`NO_TYPES`) is
+    read the same way, its separation tested on ``cluster``.
     A claim about where one type's heads sit needs :data:`MIN_TYPE_HEADS` of them.
     ``n_references``, ``seed``: the gap test's reference sets.
     """
     n_layers = int(types["layer"].max())
     depth = types["layer"] / n_layers
-    four = set(types["type"]) <= set(TYPES) and types["type"].nunique() >= 1
+    unnamed = not has_types(types)  # name_if_distinct found no distinct types
+    four = unnamed or set(types["type"]) <= set(TYPES) and types["type"].nunique() >= 1
     sep = separation(types, n_references, seed)
-    distinct = sep is not None and sep.distinct
+    distinct = sep is not None and sep.distinct and not unnamed
     named = four and distinct
     if not four:
         why = "the heads are not clustered into the paper's four named types (k != 4)"
     elif sep is None:
         why = "no distinct types: separation not testable (no feature columns, or too few heads)"
+    elif sep.distinct:  # a table from name_if_distinct with another seed: the types were not named
+        why = f"no distinct types (the types were not named; here {sep.text()})"
     else:
         why = f"no distinct types ({sep.text()})"
     shares = (100 * types["type"].value_counts(normalize=True)).reindex(TYPES, fill_value=0.0)
@@ -889,8 +946,10 @@ def compare_types(before: pd.DataFrame, after: pd.DataFrame, before_features: Fe
     ``attrs["caption"]``) and :func:`changes_by_layer`.
     """
     changes = type_changes(before, after)
-    changes.attrs["caption"] = (" | ".join(caption(f.attrs, f.n_inputs, f.lengths)
-                                           for f in (before_features, after_features))
+    why = changes.attrs.get("not_applicable")
+    changes.attrs["caption"] = ((f"{why.upper()[:1]}{why[1:]}. " if why else "")
+                                + " | ".join(caption(f.attrs, f.n_inputs, f.lengths)
+                                             for f in (before_features, after_features))
                                 + "; types are clustered and named per model independently")
     return changes, changes_by_layer(changes)
 
