@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from headatlas.batching import pad_batch
+from headatlas.batching import HostArray, pack_examples, pad_batch
 from headatlas.corpora.records import Sentence
 from headatlas.errors import EmptyStoreError, ModelError
 from headatlas.models import LoadedModel, check_max_length
@@ -137,15 +137,31 @@ def collate(batch: Sequence[Encoded], pad_id: int, device) -> dict[str, torch.Te
     return {name: tensor.to(device) for name, tensor in inputs.items()}
 
 
-@torch.inference_mode()
-def batch_attentions(model, inputs: dict[str, torch.Tensor]) -> np.ndarray:
-    """``[batch, layers, heads, T, T]`` float16 attention probabilities."""
+def forward_attentions(model, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """Run ``model`` with ``output_attentions``: one ``[batch, heads, T, T]`` tensor per layer."""
     out = model(**inputs, output_attentions=True, return_dict=True)
     if not out.attentions or any(a is None for a in out.attentions):
         raise ModelError("the model returned no attentions; it must be loaded with "
                          "attn_implementation='eager' (sdpa/flash attention return none)")
+    return out.attentions
+
+
+@torch.inference_mode()
+def batch_attentions(model, inputs: dict[str, torch.Tensor]) -> np.ndarray:
+    """``[batch, layers, heads, T, T]`` float16 attention probabilities (padding kept)."""
     # Halve each layer before stacking: the float32 stack alone costs more than the cast.
-    return torch.stack([a.to(torch.float16) for a in out.attentions], dim=1).cpu().numpy()
+    return torch.stack([a.to(torch.float16) for a in forward_attentions(model, inputs)], dim=1).cpu().numpy()
+
+
+@torch.inference_mode()
+def capture_batch(model, inputs: dict[str, torch.Tensor], lengths: Sequence[int]) -> HostArray:
+    """Forward, and every example's ``[layers, heads, n, n]`` float16 maps back to back, flat.
+
+    What the store keeps, in one buffer (:func:`~headatlas.batching.pack_examples`: the
+    padding cut and the float16 cast in one copy), moved to the host once per batch without
+    waiting for the device (:class:`~headatlas.batching.HostArray`).
+    """
+    return HostArray(pack_examples(forward_attentions(model, inputs), lengths, token_dims=2))
 
 
 def store_special_tokens(tokenizer) -> dict[str, str]:
@@ -278,19 +294,20 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
                  disable=not progress, mininterval=2) as bar:
 
         def write_batch(item) -> None:
-            batch, attn, recorded = item
-            for row, example in enumerate(batch):
-                n = len(example)
-                writer.add(example.index, example.id, tok.convert_ids_to_tokens(example.input_ids),
-                           example.input_ids, example.token_type_ids, example.word_ids,
-                           attn[row, :, :, :n, :n], n_words=example.n_words, **recorded.example(row, n))
+            batch, attn, norms = item
+            writer.add_batch([e.index for e in batch], [e.id for e in batch],
+                             [tok.convert_ids_to_tokens(e.input_ids) for e in batch],
+                             [e.input_ids for e in batch], [e.token_type_ids for e in batch],
+                             [e.word_ids for e in batch], attn.numpy(), layers=loaded.n_layers,
+                             heads=loaded.n_heads, n_words=[e.n_words for e in batch], **norms.arrays())
             bar.update(len(batch))
 
         # The writer thread is joined before the store is closed (or, on an error, discarded).
         with WriteBehind(write_batch, write_ahead) as pending:
             for batch in length_batches(examples, batch_size, max_tokens):
-                attn = batch_attentions(loaded.model, collate(batch, tok.pad_token_id or 0, device))
-                pending.put((batch, attn, recorder.take()))
+                lengths = [len(e) for e in batch]
+                attn = capture_batch(loaded.model, collate(batch, tok.pad_token_id or 0, device), lengths)
+                pending.put((batch, attn, recorder.take_packed(lengths)))
         writer.skipped_ids = skipped
     log.info("extracted %d examples into %s; skipped %d (too long: %d, empty: %d)",
              len(examples), out_path, len(skipped), stats["too_long"], stats["empty"])

@@ -401,22 +401,52 @@ class StoreWriter:
         elif any(a is not None for a in norms.values()):
             raise StoreError(f"this store records no norms (norms = {self.norms!r}); "
                              "open it with attrs norms='recorded' to write them")
-        tokens = list(tokens)
-        with self._writing():
-            self._append(self._attn, np.ascontiguousarray(attn, dtype=np.float16).ravel())
-            for name, dataset in self._norm_sets.items():
-                self._append(dataset, np.ascontiguousarray(norms[name], dtype=np.float16).ravel())
-            for name, values in (("input_ids", input_ids), ("token_type_ids", token_type_ids),
-                                 ("word_ids", word_ids), ("tokens", tokens)):
-                self._append(self._tok[name], np.asarray(values, dtype=self._tok[name].dtype))
-        self._attn_offsets.append(self._attn_offsets[-1] + attn.size)
-        self._tok_offsets.append(self._tok_offsets[-1] + n)
-        self._tokens_crc.append(strings_crc32(tokens))
-        self._ids.append(example_id)
-        self._index.append(index)
         if n_words is None:
             n_words = int(np.max(word_ids, initial=-1)) + 1
-        self._n_words.append(n_words)
+        self.add_batch([index], [example_id], [tokens], [input_ids], [token_type_ids], [word_ids],
+                       attn.ravel(), layers=attn.shape[0], heads=attn.shape[1], n_words=[n_words],
+                       **({name: array.ravel() for name, array in norms.items()} if self._norm_sets else {}))
+
+    def add_batch(self, indices: Sequence[int], example_ids: Sequence[str],
+                  tokens: Sequence[Sequence[str]], input_ids, token_type_ids, word_ids,
+                  attn: np.ndarray, *, layers: int, heads: int, n_words: Sequence[int],
+                  value_norms: np.ndarray | None = None, norm_map: np.ndarray | None = None) -> None:
+        """Append several examples in one write per dataset (what extraction does per batch).
+
+        ``tokens``, ``input_ids``, ``token_type_ids``, ``word_ids``: one sequence per example.
+        ``attn``: the examples' ``[layers, heads, n, n]`` maps back to back, flat (as
+        :func:`headatlas.batching.pack_examples` lays them out); ``value_norms`` their
+        ``[layers, heads, n]`` and ``norm_map`` their ``[layers, n, n]`` likewise, required when
+        the store records norms and refused otherwise.
+        """
+        tokens = [list(t) for t in tokens]
+        lengths = np.array([len(t) for t in tokens], dtype=np.int64)
+        sizes = {"attn": layers * heads * lengths ** 2, "value_norms": layers * heads * lengths,
+                 "norm_map": layers * lengths ** 2}
+        arrays = {"attn": attn, "value_norms": value_norms, "norm_map": norm_map}
+        if not self._norm_sets and (value_norms is not None or norm_map is not None):
+            raise StoreError(f"this store records no norms (norms = {self.norms!r}); "
+                             "open it with attrs norms='recorded' to write them")
+        for name in ("attn", *self._norm_sets):
+            array = arrays[name]
+            if array is None or array.size != int(sizes[name].sum()):
+                got = "none" if array is None else f"{array.size} values"
+                raise StoreError(f"{name} of examples {example_ids[0]}..{example_ids[-1]}: expected "
+                                 f"{int(sizes[name].sum())} values for {layers} layers, {heads} heads "
+                                 f"and {lengths.tolist()} tokens, got {got}")
+        with self._writing():
+            for name, dataset in (("attn", self._attn), *self._norm_sets.items()):
+                self._append(dataset, np.ascontiguousarray(arrays[name], dtype=np.float16).ravel())
+            for name, values in (("input_ids", input_ids), ("token_type_ids", token_type_ids),
+                                 ("word_ids", word_ids), ("tokens", tokens)):
+                dtype = self._tok[name].dtype
+                self._append(self._tok[name], np.concatenate([np.asarray(v, dtype=dtype) for v in values]))
+        self._attn_offsets.extend((self._attn_offsets[-1] + np.cumsum(sizes["attn"])).tolist())
+        self._tok_offsets.extend((self._tok_offsets[-1] + np.cumsum(lengths)).tolist())
+        self._tokens_crc.extend(strings_crc32(t) for t in tokens)
+        self._ids.extend(example_ids)
+        self._index.extend(int(i) for i in indices)
+        self._n_words.extend(int(n) for n in n_words)
 
     @staticmethod
     def _append(dataset, values) -> None:

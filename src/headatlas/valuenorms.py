@@ -38,6 +38,7 @@ import numba
 import numpy as np
 import torch
 
+from headatlas.batching import HostArray, pack_examples
 from headatlas.layouts import NormLayout, norm_layout_of, supported_types
 from headatlas.errors import ModelError
 from headatlas.store import NORMS_OFF, NORMS_RECORDED, NORMS_UNSUPPORTED
@@ -303,21 +304,34 @@ class NormRecorder:
                 self._out.append(value_norms_and_map(values, weights, self._grams[index], self.n_heads))
         return hook
 
-    def take(self, dtype=torch.float16) -> "BatchNorms":
-        """The last forward's ``value_norms [batch, L, H, T]`` and ``norm_map [batch, L, T, T]``.
-
-        In ``dtype`` (float16, as stored; float32 to check the arithmetic). Raises
-        ModelError if a layer did not run.
-        """
+    def _layers(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The last forward's per-layer ``(value_norms, norm_map)``; ModelError if a layer did not run."""
         if len(self._out) != self.n_layers:
             count = len(self._out)
             self._out.clear()
             raise ModelError(f"value norms were recorded for {count} of {self.n_layers} "
                              "layers: did the forward pass run inside the recorder?")
         layers, self._out = self._out, []
+        return layers
+
+    def take(self, dtype=torch.float16) -> "BatchNorms":
+        """The last forward's ``value_norms [batch, L, H, T]`` and ``norm_map [batch, L, T, T]``.
+
+        In ``dtype`` (float16, as stored; float32 to check the arithmetic). Raises
+        ModelError if a layer did not run.
+        """
+        layers = self._layers()
         value_norms = torch.stack([vn.to(dtype) for vn, _ in layers], dim=1)
         norm_map = torch.stack([nm.to(dtype) for _, nm in layers], dim=1)
         return BatchNorms(value_norms.cpu().numpy(), norm_map.cpu().numpy())
+
+    def take_packed(self, lengths) -> "PackedNorms":
+        """The last forward's arrays without padding, packed as the store keeps them (float16):
+        each example's ``value_norms [L, H, n]`` and then ``norm_map [L, n, n]`` back to back
+        (:func:`headatlas.batching.pack_examples`), copied to the host once per batch."""
+        layers = self._layers()
+        return PackedNorms(HostArray(pack_examples([vn for vn, _ in layers], lengths, token_dims=1)),
+                           HostArray(pack_examples([nm for _, nm in layers], lengths, token_dims=2)))
 
 
 class BatchNorms:
@@ -334,6 +348,20 @@ class BatchNorms:
                 "norm_map": self.norm_map[row, :, :n, :n]}
 
 
+class PackedNorms:
+    """One batch's packed norms (:meth:`NormRecorder.take_packed`), or none (:class:`NoNorms`)."""
+
+    def __init__(self, value_norms: HostArray | None = None, norm_map: HostArray | None = None):
+        self._value_norms, self._norm_map = value_norms, norm_map
+
+    def arrays(self) -> dict:
+        """``value_norms`` and ``norm_map`` as flat numpy arrays (the keywords of
+        :meth:`headatlas.store.StoreWriter.add_batch`), or {}; waits for a device's copy."""
+        if self._value_norms is None:
+            return {}
+        return {"value_norms": self._value_norms.numpy(), "norm_map": self._norm_map.numpy()}
+
+
 class NoNorms:
     """Stands in for :class:`NormRecorder` when no norms are recorded."""
 
@@ -345,6 +373,9 @@ class NoNorms:
 
     def take(self) -> BatchNorms:
         return BatchNorms()
+
+    def take_packed(self, lengths) -> PackedNorms:
+        return PackedNorms()
 
 
 def norm_recorder(model, wanted: bool = True) -> tuple[str, "NormRecorder | NoNorms", str | None]:

@@ -130,15 +130,15 @@ def test_shards_split_the_corpus(tiny_model, tmp_path):
 
 
 def test_interrupted_extraction_leaves_no_store(tiny_model, tmp_path, monkeypatch):
-    real, calls = ex.batch_attentions, []
+    real, calls = ex.capture_batch, []
 
-    def dies_on_second_batch(model, inputs):
+    def dies_on_second_batch(model, inputs, lengths):
         calls.append(1)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real(model, inputs)
+        return real(model, inputs, lengths)
 
-    monkeypatch.setattr(ex, "batch_attentions", dies_on_second_batch)
+    monkeypatch.setattr(ex, "capture_batch", dies_on_second_batch)
     with pytest.raises(KeyboardInterrupt):
         ex.extract(tiny_model, SENTENCES, tmp_path / "s.h5", max_length=64, batch_size=1, progress=False)
     assert not (tmp_path / "s.h5").exists()

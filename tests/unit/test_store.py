@@ -130,3 +130,44 @@ def test_an_extracted_store_has_exactly_the_documented_schema(tiny_model, tmp_pa
         for name in f:
             assert f[name].dtype == dataset_dtype(name), name
         assert sorted(f.attrs) == sorted(a.name for a in ATTRIBUTES)
+
+
+def test_a_batch_write_equals_writing_each_example(tmp_path):
+    rng = np.random.default_rng(0)
+    lengths, layers, heads = [2, 3, 3], 2, 2
+    maps = [rng.random((layers, heads, n, n)).astype(np.float16) for n in lengths]
+    value_norms = [rng.random((layers, heads, n)).astype(np.float16) for n in lengths]
+    norm_maps = [rng.random((layers, n, n)).astype(np.float16) for n in lengths]
+    rows = [(i, f"ex{i}", [f"t{k}" for k in range(n)], list(range(n)), [0] * n, [-1] + list(range(n - 1)))
+            for i, n in enumerate(lengths)]
+    attrs = {"norms": "recorded", "n_layers": layers, "n_heads": heads}
+    with StoreWriter(tmp_path / "each.h5", attrs) as writer:
+        for (index, ex_id, tokens, ids, types, words), attn, vn, nm in zip(rows, maps, value_norms, norm_maps):
+            writer.add(index, ex_id, tokens, ids, types, words, attn, n_words=len(tokens) - 1,
+                       value_norms=vn, norm_map=nm)
+    with StoreWriter(tmp_path / "batch.h5", attrs) as writer:
+        columns = list(zip(*rows))
+        writer.add_batch(*columns, np.concatenate([m.ravel() for m in maps]), layers=layers, heads=heads,
+                         n_words=[n - 1 for n in lengths],
+                         value_norms=np.concatenate([v.ravel() for v in value_norms]),
+                         norm_map=np.concatenate([m.ravel() for m in norm_maps]))
+    with h5py.File(tmp_path / "each.h5", "r") as a, h5py.File(tmp_path / "batch.h5", "r") as b:
+        assert set(a) == set(b)
+        for name in a:
+            np.testing.assert_array_equal(a[name][()], b[name][()], err_msg=name)
+    with Store(tmp_path / "batch.h5", norms=True) as store:
+        np.testing.assert_array_equal(store.example(1).attn, maps[1])
+        np.testing.assert_array_equal(store.example(2).norm_map, norm_maps[2])
+
+
+def test_a_batch_write_checks_its_sizes(tmp_path):
+    with pytest.raises(StoreError, match=r"attn of examples a..b: expected 32 values"):
+        with StoreWriter(tmp_path / "s.h5", {}) as writer:  # 2 tokens + 2 tokens, 2 x 2 maps: 2 * 16
+            writer.add_batch([0, 1], ["a", "b"], [["x", "y"]] * 2, [[1, 2]] * 2, [[0, 0]] * 2,
+                             [[0, 1]] * 2, np.zeros(31, np.float16), layers=2, heads=2, n_words=[2, 2])
+    with pytest.raises(StoreError, match="norm_map"):
+        with StoreWriter(tmp_path / "s.h5", {"norms": "recorded"}) as writer:
+            writer.add_batch([0], ["a"], [["x"]], [[1]], [[0]], [[0]], np.zeros(4, np.float16), layers=2,
+                             heads=2, n_words=[1], value_norms=np.zeros(4, np.float16),
+                             norm_map=np.zeros(3, np.float16))
+    assert list(tmp_path.iterdir()) == []

@@ -338,3 +338,20 @@ def test_writer_checks_the_norms(tmp_path):
         with pytest.raises(StoreError, match="records no norms"):
             writer.add(0, "a", ["[CLS]", "[SEP]"], [0, 1], [0, 0], [-1, -1], attn,
                        value_norms=np.ones((1, 2, 2)), norm_map=np.ones((1, 2, 2)))
+
+
+def test_packed_norms_are_each_example_of_the_padded_batch(tiny_model):
+    from headatlas.extract import collate, encode
+
+    examples = [encode(tiny_model.tokenizer, s, i) for i, s in enumerate(SENTENCES)]
+    lengths = [len(e) for e in examples]
+    inputs = collate(examples, 0, "cpu")
+    with NormRecorder(tiny_model.model) as recorder, torch.inference_mode():
+        tiny_model.model(**inputs, output_attentions=True)
+        padded = recorder.take()
+        tiny_model.model(**inputs, output_attentions=True)
+        packed = recorder.take_packed(lengths).arrays()
+    each = [padded.example(row, n) for row, n in enumerate(lengths)]
+    for name in ("value_norms", "norm_map"):
+        expected = np.concatenate([e[name].ravel() for e in each])
+        assert packed[name].dtype == np.float16 and packed[name].tobytes() == expected.tobytes(), name

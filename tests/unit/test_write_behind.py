@@ -97,15 +97,15 @@ def test_writer_exception_reaches_the_caller():
 
 
 def test_writer_exception_in_extraction_leaves_no_store(tiny_model, tmp_path, monkeypatch):
-    real, calls = StoreWriter.add, []
+    real, calls = StoreWriter.add_batch, []
 
-    def fails_on_fifth(self, *args, **kwargs):
+    def fails_on_fifth(self, *args, **kwargs):  # the fifth batch
         calls.append(1)
         if len(calls) == 5:
             raise OSError("disk full")
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(StoreWriter, "add", fails_on_fifth)
+    monkeypatch.setattr(StoreWriter, "add_batch", fails_on_fifth)
     with pytest.raises(OSError, match="disk full"):
         ex.extract(tiny_model, CORPUS, tmp_path / "s.h5", max_length=64, batch_size=2, progress=False)
     assert list(tmp_path.iterdir()) == []  # neither the store nor its partial file
@@ -113,26 +113,26 @@ def test_writer_exception_in_extraction_leaves_no_store(tiny_model, tmp_path, mo
 
 
 def test_forward_error_stops_the_writer_and_leaves_no_store(tiny_model, tmp_path, monkeypatch):
-    real, calls, writes = ex.batch_attentions, [], []
-    real_add = StoreWriter.add
+    real, calls, writes = ex.capture_batch, [], []
+    real_add = StoreWriter.add_batch
 
-    def dies_on_fourth_batch(model, inputs):
+    def dies_on_fourth_batch(model, inputs, lengths):
         calls.append(1)
         if len(calls) == 4:
             raise KeyboardInterrupt
-        return real(model, inputs)
+        return real(model, inputs, lengths)
 
     def counted_add(self, *args, **kwargs):
         writes.append(1)
         return real_add(self, *args, **kwargs)
 
-    monkeypatch.setattr(ex, "batch_attentions", dies_on_fourth_batch)
-    monkeypatch.setattr(StoreWriter, "add", counted_add)
+    monkeypatch.setattr(ex, "capture_batch", dies_on_fourth_batch)
+    monkeypatch.setattr(StoreWriter, "add_batch", counted_add)
     with pytest.raises(KeyboardInterrupt):
         ex.extract(tiny_model, CORPUS, tmp_path / "s.h5", max_length=64, batch_size=2, progress=False)
     assert list(tmp_path.iterdir()) == []
     assert not any(t.name == "store-writer" for t in threading.enumerate())
-    assert len(writes) <= 3 * 2  # no write after the failure: at most the 3 batches before it
+    assert len(writes) <= 3  # no write after the failure: at most the 3 batches before it
 
 
 def test_negative_write_ahead_is_refused():
