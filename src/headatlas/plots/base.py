@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
@@ -211,9 +212,33 @@ def head_heatmaps(fig: Figure, grids: Sequence[np.ndarray], titles: Sequence[str
 
 
 def head_ticks(axis) -> None:
-    """Whole-number ticks (layer or head ids) on ``axis``, thinned at draw time to what its
-    length fits, so 16 or 24 ids on a narrow panel do not collide."""
-    axis.set_major_locator(MaxNLocator(nbins="auto", integer=True, min_n_ticks=1))
+    """Whole-number ticks (layer or head ids) on ``axis``: every id where its labels fit,
+    thinned at draw time to what its length holds, so 16 or 24 ids on a narrow panel do not
+    collide."""
+    axis.set_major_locator(IdLocator())
+
+
+class IdLocator(MaxNLocator):
+    """Whole-number ticks, as many as fit the axis with one label's width (x) or height (y),
+    plus a gap, between neighbours (matplotlib's "auto" allows 3 font sizes whatever the label)."""
+
+    def __init__(self):
+        super().__init__(integer=True, min_n_ticks=1)
+
+    def tick_values(self, vmin, vmax):
+        if self.axis is not None:
+            self.set_params(nbins=self._room(vmin, vmax))
+        return super().tick_values(vmin, vmax)
+
+    def _room(self, vmin, vmax) -> int:
+        axis = self.axis
+        name = axis.axis_name
+        size = FontProperties(size=matplotlib.rcParams[f"{name}tick.labelsize"]).get_size_in_points()
+        bbox = axis.axes.bbox
+        length = (bbox.width if name == "x" else bbox.height) / axis.axes.figure.dpi * 72
+        digits = len(str(int(max(abs(vmin), abs(vmax)))))
+        label = (0.6 * digits + 0.8) * size if name == "x" else 1.6 * size
+        return max(1, int(length / label) - 1)
 
 
 def text_colour_on(background) -> str:
