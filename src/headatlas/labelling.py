@@ -36,9 +36,28 @@ with a linear grey scale from 0 (white) to the map's own largest weight (black).
 The labelled set is packaged as ``headatlas/data/pattern_labels.csv``
 (:data:`LABELS`): columns ``map`` (sheet id), ``example_index`` (corpus index
 of the segment), ``example_id``, ``n_tokens``, ``layer``, ``head`` (1-based),
-``half``, ``pattern``, ``note``; its maps as ``headatlas/data/pattern_maps.npz``
-(:data:`MAPS`): 320 maps of MiniLM (all-MiniLM-L6-v2) on the Wikipedia segments
-as the pipeline prepared them before the 128-wordpiece segment budget.
+``half``, ``pattern``, ``note``, and (optional, :data:`PROVENANCE`) ``model``,
+``corpus``, ``selection`` (how the map was chosen) and ``source`` (how it was
+labelled); its maps as ``headatlas/data/pattern_maps.npz`` (:data:`MAPS`, 7.5 MB):
+
+* ``m000``-``m319``: 320 maps of MiniLM (all-MiniLM-L6-v2) on the Wikipedia
+  segments as the pipeline prepared them before the 128-wordpiece segment
+  budget, sampled at random, balanced over layers, labelled on sheets of 20;
+* ``x000``-``x189`` (issue 23): 190 maps chosen where the first classifier was
+  weakest, 95 of MiniLM and 95 of MPNet-base (all-mpnet-base-v2, 12 x 12 heads),
+  on fresh Wikipedia segments of 80 wordpieces (:func:`headatlas.corpora.wikipedia.make_segments`,
+  seed 23, both models' own tokenizers), at most one map per segment and model:
+  per model 30 with the most mass inside the query's segment (block candidates),
+  28 with four or more columns each taking 4% of every row (multi-stripe), 25
+  with a band and a faint top column (faint-column diagonals) and 12 at random
+  (``selection``). They were drawn in a shuffled order on sheets of 4 x 4 showing
+  only the id, the length and the segment boundary, labelled by eye from those
+  pictures before any prediction was computed, then split into halves
+  stratified by model and label (seed 23).
+
+The ``.npz`` holds each map's segment ids as ``segments/<id>`` where the token
+types do not give them (MPNet takes none: 0 for ``<s> A </s></s>``, 1 for
+``B </s>``); :func:`load_maps` returns segments either way.
 """
 
 from __future__ import annotations
@@ -60,6 +79,8 @@ PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous
 HALVES = ("tune", "test")
 COLUMNS = ("map", "example_index", "example_id", "n_tokens", "layer", "head", "half", "pattern",
            "note")
+# Optional columns: where a map came from and how it was chosen and labelled.
+PROVENANCE = ("model", "corpus", "selection", "source")
 PER_SHEET = 20
 LABELS = "pattern_labels.csv"
 MAPS = "pattern_maps.npz"
@@ -117,15 +138,23 @@ def read_labels(path: str | Path | None = None) -> pd.DataFrame:
         raise HeadAtlasError(f"{path}: unknown half/halves {halves}; use {HALVES}")
     if table["map"].duplicated().any():
         raise HeadAtlasError(f"{path}: map ids are not unique")
+    for column in PROVENANCE:
+        if column not in table:
+            table[column] = ""
     return table
 
 
 def labelled_maps(store_paths, labels: pd.DataFrame) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Each labelled map ``[n, n]`` and its input's token-type ids, read from the store.
+    """Each labelled map ``[n, n]`` and its input's segment ids, read from the store.
+
+    Segments follow the token types, or the separators for a model without them
+    (:func:`headatlas.analyses.patterns.example_segments`).
 
     The store must be the one the maps were sampled from: every labelled
     ``example_index`` must be in it with the same ``example_id`` and length.
     """
+    from headatlas.analyses.patterns import example_segments
+
     wanted = {int(k): i for i, k in enumerate(labels["example_index"])}
     if len(wanted) != len(labels):
         raise HeadAtlasError("the labelled set names an input twice; each map is one input")
@@ -145,7 +174,7 @@ def labelled_maps(store_paths, labels: pd.DataFrame) -> tuple[list[np.ndarray], 
                         f"labels say {label['example_id']!r} with {label['n_tokens']}; the labels "
                         "belong to another store (model or corpus sample)")
                 maps[row] = example.attn[int(label["layer"]) - 1, int(label["head"]) - 1]
-                types[row] = np.asarray(example.token_type_ids)
+                types[row] = example_segments(example.token_type_ids, example.sep_mask)
     absent = [labels["map"].iloc[i] for i, m in enumerate(maps) if m is None]
     if absent:
         raise HeadAtlasError(f"{len(absent)} labelled map(s) not in the store (first: {absent[0]})")
@@ -153,9 +182,10 @@ def labelled_maps(store_paths, labels: pd.DataFrame) -> tuple[list[np.ndarray], 
 
 
 def freeze_maps(store_paths, labels: pd.DataFrame, out: str | Path) -> Path:
-    """Write the labelled maps (float16) and their token types to ``out`` (``.npz``).
+    """Write the labelled maps (float16) and their segment ids to ``out`` (``.npz``).
 
-    Keys: ``map/<id>`` ``[n, n]``, ``types/<id>`` ``[n]``, and ``meta`` (JSON:
+    Keys: ``map/<id>`` ``[n, n]``, ``types/<id>`` ``[n]`` (segment ids: the token types
+    of a BERT pair), and ``meta`` (JSON:
     model, corpus and store files the maps were read from).
     """
     paths = open_stores(store_paths).paths
@@ -175,11 +205,15 @@ def freeze_maps(store_paths, labels: pd.DataFrame, out: str | Path) -> Path:
 
 def load_maps(path: str | Path | None, labels: pd.DataFrame
               ) -> tuple[list[np.ndarray], list[np.ndarray], dict]:
-    """The labelled maps (float32 ``[n, n]``), their token types and ``meta``, in ``labels`` order.
+    """The labelled maps (float32 ``[n, n]``), their segment ids and ``meta``, in ``labels`` order.
 
     ``path`` is a :func:`freeze_maps` file (default: the packaged one). Every
-    labelled map must be in it, with ``n_tokens`` rows.
+    labelled map must be in it, with ``n_tokens`` rows. A map's segments are
+    ``segments/<id>`` where the file has them (a model without token types), else
+    its token types (:func:`headatlas.analyses.patterns.segments_of`).
     """
+    from headatlas.analyses.patterns import segments_of
+
     path = packaged_maps() if path is None else Path(path)
     if not path.exists():
         raise HeadAtlasError(f"{path}: no labelled maps (`patterns.labels.maps`; write them with "
@@ -197,7 +231,11 @@ def load_maps(path: str | Path | None, labels: pd.DataFrame
             if m.shape != (int(n), int(n)):
                 raise HeadAtlasError(f"{path}: map {name} is {m.shape}, the labels say {n} tokens")
             maps.append(m)
-            types.append(archive[f"types/{name}"])
+            key = f"segments/{name}" if f"segments/{name}" in names else f"types/{name}"
+            segments = segments_of(archive[key])
+            if len(segments) != m.shape[0]:
+                raise HeadAtlasError(f"{path}: {key} has {len(segments)} tokens, map {name} {m.shape[0]}")
+            types.append(segments)
     return maps, types, meta
 
 

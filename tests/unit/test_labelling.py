@@ -80,3 +80,29 @@ def test_labels_are_checked(tmp_path):
                     "m0,0,ex0,5,1,1,tune,stripes,\n")
     with pytest.raises(HeadAtlasError, match="unknown pattern"):
         read_labels(path)
+
+
+def test_packaged_extension_says_where_each_map_came_from():
+    # Issue 23: 190 maps chosen where the first classifier was weakest, of MiniLM and MPNet-base,
+    # labelled from pictures; MPNet takes no token types, so the file keeps their segments.
+    labels = read_labels(packaged_labels())
+    added = labels[labels["map"].str.startswith("x")]
+    assert len(added) >= 150
+    assert set(added["model"]) == {"minilm", "mpnet"}
+    assert {"multi-stripe", "faint-column diagonal", "in-segment mass", "random"} == set(added["selection"])
+    assert added["source"].str.contains("pictures").all() and labels["source"].str.contains("pictures").all()
+    assert (added["pattern"] == "block").sum() >= 20
+    for model, part in added.groupby("model"):  # both halves hold every model
+        assert set(part["half"]) == {"tune", "test"}
+    mpnet = added[added["model"] == "mpnet"].head(3).reset_index(drop=True)
+    maps, segments, _ = load_maps(packaged_maps(), mpnet)
+    for m, s in zip(maps, segments):
+        assert set(s.tolist()) == {0, 1} and s[0] == 0 and s[-1] == 1 and len(s) == len(m)
+
+
+def test_labels_without_provenance_columns_still_read(tmp_path):
+    path = tmp_path / "l.csv"
+    path.write_text("map,example_index,example_id,n_tokens,layer,head,half,pattern,note\n"
+                    "m0,0,ex0,5,1,1,tune,block,\n")
+    table = read_labels(path)
+    assert table.loc[0, "model"] == "" and table.loc[0, "selection"] == ""

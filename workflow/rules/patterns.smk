@@ -151,6 +151,14 @@ rule patterns_evaluate:
             subcategory="classifier",
             final=bool(LABELS),
         ),
+        agreement=result(
+            "patterns",
+            f"{EVALUATION_DIR}/agreement.csv",
+            caption="../report/patterns_evaluation.rst",
+            labels={"result": "classifier accuracy and Cohen's kappa (hand labels)"},
+            subcategory="classifier",
+            final=bool(LABELS),
+        ),
         confusion=result(
             "patterns",
             f"{EVALUATION_DIR}/confusion.csv",

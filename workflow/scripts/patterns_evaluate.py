@@ -7,20 +7,23 @@ from headatlas.plots.patterns import draw_contact_sheet
 
 with rule_logging(snakemake) as log:
     labels = read_labels(snakemake.input.labels)
-    maps, types, meta = load_maps(snakemake.input.maps, labels)
-    source = (f"{meta.get('model_name', '?')} ({meta.get('model_id', '?')}) on "
-              f"{meta.get('corpus', '?')}, maps kept in {snakemake.input.maps.split('/')[-1]}")
-    result = evaluate_labels(maps, types, labels, Thresholds.from_dict(snakemake.params.thresholds),
+    maps, segments, meta = load_maps(snakemake.input.maps, labels)
+    models = sorted(set(labels["model"]) - {""}) or [meta.get("model_name", "?")]
+    source = (f"{', '.join(models)} on {meta.get('corpus', '?')}, maps kept in "
+              f"{snakemake.input.maps.split('/')[-1]}")
+    result = evaluate_labels(maps, segments, labels, Thresholds.from_dict(snakemake.params.thresholds),
                              describe_store=source)
     write_table(result.table, snakemake.output.table, float_format="%.2f")
+    write_table(result.agreement, snakemake.output.agreement, float_format="%.4f")
     write_table(result.confusion, snakemake.output.confusion, index=True)
     write_table(result.thresholds, snakemake.output.thresholds)
     wrong = result.maps[(result.maps["half"] == "test")
                         & (result.maps["pattern"] != result.maps["predicted"])].head(40)
     rows = list(wrong.index)
-    draw_contact_sheet([maps[i] for i in rows], [types[i] for i in rows],
+    draw_contact_sheet([maps[i] for i in rows], [segments[i] for i in rows],
                        [f"{m} {l}-{h}: {t} -> {pr}" for m, l, h, t, pr in
                         zip(wrong["map"], wrong["layer"], wrong["head"], wrong["pattern"],
                             wrong["predicted"])], snakemake.output.errors)
-    log.info("%s\n%s\n%s\n%s", result.caption, result.table.to_string(index=False),
-             result.confusion.to_string(), result.thresholds.to_string(index=False))
+    log.info("%s\n%s\n%s\n%s\n%s", result.caption, result.table.to_string(index=False),
+             result.agreement.to_string(index=False), result.confusion.to_string(),
+             result.thresholds.to_string(index=False))

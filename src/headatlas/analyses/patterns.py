@@ -17,35 +17,46 @@ maps of each pattern per GLUE task (their Fig. 2): about a third vertical, and
 block + heterogeneous, the only patterns that could carry more than position
 and special tokens, about half.
 
-Here the classifier is a short decision list over four features of the map,
-each a share of its attention mass that can be read off the picture, with the
-thresholds in the config (``patterns.thresholds``). For a map ``a`` (``[n, n]``,
-query rows summing to 1):
+Here the classifier is a short decision list over features of the map, each
+a share of its attention mass (or a count) that can be read off the picture,
+with the thresholds in the config (``patterns.thresholds``). For a map ``a``
+(``[n, n]``, query rows summing to 1):
 
 * ``diagonal``: the mass on the band of offsets -1, 0, +1 (``|i - j| <= 1``),
   the mean over queries of the row mass there;
+* ``stripes``: how many key columns are stripes: columns whose off-band mass,
+  per query, exceeds a uniform row's share (``1 / n``) by at least ``stripe``
+  (a dark column on the picture; 0 when ``stripe`` is 1);
 * ``vertical``: the mass off that band on the ``columns`` keys that receive the
-  most of it (the top-``k`` columns), i.e. the mean over queries of the row
-  mass on those keys (so the two never count the same weight);
-* ``block``: of the mass outside the top columns and the band, the share that
-  stays in the query's own segment (token type) at more than
-  :data:`BLOCK_LOCAL` = 3 tokens from the query (a block fills its segment;
-  attention to the next few tokens is local, not block); NaN for a
-  one-segment input, where the whole input is one block and the pattern is
-  undefined;
+  most of it (the top-``k`` columns) and on every further stripe, i.e. the
+  mean over queries of the row mass on those keys (so the two never count the
+  same weight). Counting every stripe is what makes a map of five or eight
+  dark columns vertical, as it looks, rather than heterogeneous;
+* ``block`` (mass inside the query's segment): of the mass outside those
+  columns and the band, the share that stays in the query's own segment at
+  more than :data:`BLOCK_LOCAL` = 3 tokens from the query (a block fills its
+  segment; attention to the next few tokens is local, not block): on the
+  picture, the grey left in the two squares on the diagonal once the dark
+  columns and the band are set aside. NaN for a one-segment input, where the
+  whole input is one block and the pattern is undefined;
 * ``entropy``: the mean row entropy divided by ``log n`` (0: every row on one
   key; 1: uniform), kept for inspection and for the cross-tabulations.
 
-The classifier compares ``vertical`` and ``diagonal`` above their chance level
-(:func:`above_chance`: the excess over a uniform map of the same length, as a
-share of what that map leaves), so that short sentences are not diagonal by
+The classifier compares ``vertical``, ``diagonal`` and ``block`` above their
+chance level (:func:`above_chance`: the excess over a uniform map of the same
+input, as a share of what that map leaves), so that short sentences are not
+diagonal by construction and an input split 10 / 70 tokens is not block by
 construction. The decision list (:func:`classify`), first match wins:
 
-1. ``vertical >= mixed_vertical`` and ``diagonal >= mixed_diagonal`` -> vertical + diagonal;
-2. ``vertical >= vertical`` -> vertical;
-3. ``diagonal >= diagonal`` -> diagonal;
-4. two segments and ``block >= block`` -> block;
+1. two segments and ``block >= block`` -> block;
+2. ``vertical >= mixed_vertical`` and ``diagonal >= mixed_diagonal`` -> vertical + diagonal;
+3. ``vertical >= vertical`` -> vertical;
+4. ``diagonal >= diagonal`` -> diagonal;
 5. otherwise heterogeneous.
+
+Block comes first because a block map usually has a ``[CLS]`` or ``[SEP]``
+column too (its columns are set aside before ``block`` is measured), while a
+vertical map's leftover grey is spread over both segments.
 
 The thresholds are chosen on half of a hand-labelled set of real maps
 (:mod:`headatlas.labelling`) by a grid search (:func:`tune`) and reported on the
@@ -67,7 +78,7 @@ from headatlas.heads import head_table
 from headatlas.store import Example
 
 PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
-FEATURES = ("vertical", "diagonal", "block", "entropy")
+FEATURES = ("vertical", "diagonal", "block", "entropy", "stripes")
 VERTICAL, DIAGONAL, MIXED, BLOCK, HETEROGENEOUS = range(len(PATTERNS))
 # Keys this close to the query are local attention, not block: a block fills its segment.
 BLOCK_LOCAL = 3
@@ -82,13 +93,17 @@ PAPER_BLOCK_HETEROGENEOUS = "about half of the maps (block + heterogeneous)"
 class Thresholds:
     """The classifier's settings (``patterns.thresholds`` in the config).
 
-    ``columns`` is the ``k`` of the top-``k`` columns; the others are shares of
-    attention mass in [0, 1] (``block``: of the mass left after columns and band).
+    ``columns`` is the ``k`` of the top-``k`` columns; ``stripe`` how much more
+    off-band mass per query than a uniform row gives a key makes it a stripe (1:
+    only the top ``k`` count, the classifier before stripes); the others are shares
+    of attention mass in [0, 1] above chance (``block``: of the mass left after
+    columns and band).
     The defaults here are only for a quick look from a notebook; the pipeline
     passes the config's values.
     """
 
     columns: int = 3
+    stripe: float = 1.0
     vertical: float = 0.6
     diagonal: float = 0.5
     mixed_vertical: float = 0.25
@@ -124,9 +139,26 @@ def segments_of(token_type_ids: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(types[1:] != types[:-1])]) if len(types) else types
 
 
-def map_features(attn: np.ndarray, segments: np.ndarray, columns: int = 3,
+def example_segments(token_type_ids: np.ndarray, sep_mask: np.ndarray) -> np.ndarray:
+    """Segments of one input: by token type, or by separator where the model takes none.
+
+    MPNet and RoBERTa feed no token types (all 0), so a pair ``<s> A </s></s> B </s>``
+    would look like one segment; there, a new segment starts after each run of
+    separator tokens but the last (the final ``</s>`` closes B). A one-sentence input
+    has one run and stays one segment.
+    """
+    types = np.asarray(token_type_ids)
+    if len(types) and (types != types[0]).any():
+        return segments_of(types)
+    sep = np.asarray(sep_mask, dtype=bool)
+    run_ends = sep & ~np.append(sep[1:], False)  # last token of each separator run
+    closed = np.concatenate([[0], np.cumsum(run_ends)[:-1]]) if len(sep) else sep.astype(int)
+    return np.minimum(closed, max(int(run_ends.sum()) - 1, 0))
+
+
+def map_features(attn: np.ndarray, segments: np.ndarray, columns: int = 3, stripe: float = 1.0,
                  return_top: bool = False):
-    """The four features (:data:`FEATURES`) of every map of one input.
+    """The features (:data:`FEATURES`) of every map of one input.
 
     Parameters
     ----------
@@ -135,24 +167,29 @@ def map_features(attn: np.ndarray, segments: np.ndarray, columns: int = 3,
     segments : int array ``[n]``
         Segment of each token (:func:`segments_of`).
     columns : int
-        ``k``: how many top columns count as vertical.
+        ``k``: how many top columns count as vertical whatever their mass.
+    stripe : float
+        A further column counts as vertical (a stripe) when its off-band mass per
+        query is at least ``1 / n + stripe``; 1 turns stripes off.
     return_top : bool
-        Also return the top columns, int ``[..., k]``, and the off-band mass each
-        of them receives, float ``[..., k]`` (their sum is ``vertical``).
+        Also return the top ``k`` columns, int ``[..., k]``, and the off-band mass each
+        of them receives, float ``[..., k]``.
 
     Returns
     -------
-    float array ``[..., 4]``: vertical, diagonal, block (NaN with one segment), entropy
-    (and the top columns and their masses if asked).
+    float array ``[..., 5]``: vertical, diagonal, block (NaN with one segment), entropy,
+    stripes (and the top columns and their masses if asked).
 
     Notes
     -----
     Every weight ``a[i, j]`` is counted once: in ``diagonal`` if ``|i - j| <= 1``,
-    else in ``vertical`` if ``j`` is a top column, else in the rest, of which
-    ``block`` is the share in the query's segment with ``|i - j| > 3``. The top columns are the ``k`` with the largest mean
-    off-band weight (ties: any), so a pure diagonal map has no vertical mass;
-    a pure vertical map on one key puts the 2-3 weights of the rows next to it
-    in ``diagonal`` (``3 / n`` of the mass).
+    else in ``vertical`` if ``j`` is a top column or a stripe, else in the rest, of
+    which ``block`` is the share in the query's segment with ``|i - j| > 3``. The top
+    columns are the ``k`` with the largest mean off-band weight (ties: the lowest keys,
+    so that a uniform map's level is reproducible), so a pure
+    diagonal map has no vertical mass; a pure vertical map on one key puts the 2-3
+    weights of the rows next to it in ``diagonal`` (``3 / n`` of the mass). A uniform
+    row gives every key ``1 / n``, so a uniform map has no stripes at any length.
     """
     attn = np.asarray(attn)
     if attn.dtype not in (np.float32, np.float64):
@@ -168,8 +205,10 @@ def map_features(attn: np.ndarray, segments: np.ndarray, columns: int = 3,
     diagonal = band_col.sum(-1) / n
     off_col = (col - band_col) / n  # [..., n] off-band mass each key receives, per query
     k = min(columns, n)
-    top = np.argpartition(off_col, n - k, axis=-1)[..., n - k:]
-    in_top = np.zeros(off_col.shape, dtype=bool)
+    top = np.argsort(-off_col, axis=-1, kind="stable")[..., :k]  # ties: the lowest key
+    is_stripe = off_col >= 1.0 / n + stripe
+    stripes = is_stripe.sum(-1).astype(np.float64)
+    in_top = is_stripe.copy()
     np.put_along_axis(in_top, top, True, axis=-1)
     vertical = np.where(in_top, off_col, 0).sum(-1)
     rest = np.clip(1 - vertical - diagonal, 0, None)
@@ -189,32 +228,38 @@ def map_features(attn: np.ndarray, segments: np.ndarray, columns: int = 3,
         entropy = -xlogy(attn, attn).sum(-1, dtype=np.float64).mean(-1) / np.log(n)
     else:
         entropy = np.zeros(vertical.shape)
-    features = np.stack([vertical, diagonal, block, entropy], axis=-1)
+    features = np.stack([vertical, diagonal, block, entropy, stripes], axis=-1)
     return (features, top, np.take_along_axis(off_col, top, -1)) if return_top else features
 
 
-def above_chance(features: np.ndarray, segments: np.ndarray, columns: int) -> np.ndarray:
-    """``vertical`` and ``diagonal`` as shares of what a uniform map leaves: ``(f - u) / (1 - u)``.
+def above_chance(features: np.ndarray, segments: np.ndarray, columns: int,
+                 stripe: float = 1.0) -> np.ndarray:
+    """``vertical``, ``diagonal`` and ``block`` as shares of what a uniform map leaves: ``(f - u) / (1 - u)``.
 
     ``u`` is the feature of the uniform map of the same input (every row ``1 / n``):
-    ``(3n - 2) / n^2`` on the band, about ``k / n`` on the top columns. On a short
+    ``(3n - 2) / n^2`` on the band, about ``k / n`` on the top columns, about the
+    segments' share of the pairs for ``block`` (``(s1^2 + s2^2) / n^2`` less the local
+    pairs: near 1/2 for two equal segments, 0.78 for 10 + 70 tokens). On a short
     sentence even uniform attention passes a fixed threshold (n = 9: 31% on the band),
     so the classifier compares the excess over that level, which is 0 for a uniform
-    map and 1 for a map entirely on the band or the columns at any length; below
-    chance it is negative. ``block`` and ``entropy`` are left as they are. Two or
-    fewer tokens put every key on the band: there, both are 0.
+    map and 1 for a map entirely on the band, the columns or within the segments, at
+    any length; below chance it is negative. ``entropy`` and ``stripes`` are left as
+    they are, a NaN ``block`` stays NaN. Two or fewer tokens put every key on the
+    band: there, all are 0.
     """
     n = len(segments)
-    uniform = map_features(np.full((n, n), 1.0 / n), segments, columns)
+    uniform = map_features(np.full((n, n), 1.0 / n), segments, columns, stripe)
     out = np.array(features, dtype=np.float64, copy=True)
-    for i in (0, 1):
+    for i in (0, 1, 2):
         level = uniform[i]
+        if np.isnan(level):
+            continue
         out[..., i] = (out[..., i] - level) / (1 - level) if level < 1 - 1e-9 else 0.0
     return out
 
 
 def classify(features: np.ndarray, thresholds: Thresholds) -> np.ndarray:
-    """Pattern index (:data:`PATTERNS`) of each map from its :func:`map_features` ``[..., 4]``.
+    """Pattern index (:data:`PATTERNS`) of each map from its :func:`above_chance` features ``[..., 5]``.
 
     A NaN ``block`` (one-segment input) never gives block.
     """
@@ -223,10 +268,10 @@ def classify(features: np.ndarray, thresholds: Thresholds) -> np.ndarray:
     t = thresholds
     out = np.full(v.shape, HETEROGENEOUS, dtype=np.int64)
     # Assign in reverse priority, so the earlier rules of the list overwrite the later ones.
-    out[np.nan_to_num(b, nan=-1.0) >= t.block] = BLOCK
     out[d >= t.diagonal] = DIAGONAL
     out[v >= t.vertical] = VERTICAL
     out[(v >= t.mixed_vertical) & (d >= t.mixed_diagonal)] = MIXED
+    out[np.nan_to_num(b, nan=-np.inf) >= t.block] = BLOCK
     return out
 
 
@@ -239,7 +284,7 @@ class AttentionPatterns(Analysis):
 
     Columns: ``layer``, ``head``, one ``<pattern>`` column per pattern (share of
     the inputs, 0-1), ``dominant`` (the pattern with the largest share), the
-    mean of each feature (``mean_<feature>``; vertical and diagonal above chance,
+    mean of each feature (``mean_<feature>``; vertical, diagonal and block above chance,
     ``mean_block`` over two-segment inputs only), ``special_top`` (share of the top-column mass that falls on
     ``[CLS]``, ``[SEP]``, ``.`` or ``,``, over the head's vertical and
     vertical + diagonal maps; NaN if it has none), ``n_inputs`` and
@@ -259,10 +304,11 @@ class AttentionPatterns(Analysis):
         self._vertical = np.zeros((n_layers, n_heads))  # top-column mass, over vertical(-ish) maps
 
     def update(self, example: Example) -> None:
-        segments = segments_of(example.token_type_ids)
-        features, top, top_mass = map_features(example.attn, segments, self.thresholds.columns,
+        segments = example_segments(example.token_type_ids, example.sep_mask)
+        t = self.thresholds
+        features, top, top_mass = map_features(example.attn, segments, t.columns, t.stripe,
                                                return_top=True)
-        features = above_chance(features, segments, self.thresholds.columns)
+        features = above_chance(features, segments, t.columns, t.stripe)
         labels = classify(features, self.thresholds)
         np.add.at(self._counts, (*np.indices(labels.shape), labels), 1)
         self._block_inputs += int(len(np.unique(segments)) > 1)
@@ -293,8 +339,9 @@ class AttentionPatterns(Analysis):
     def caption(self, result, provenance: dict) -> str:
         t = self.thresholds
         return (describe(provenance, provenance["n_examples"], self.unit)
-                + f"; patterns by a decision list on map features (top {t.columns} columns, band "
-                f"|i-j| <= 1, within-segment share), thresholds vertical {t.vertical}, diagonal "
+                + f"; patterns by a decision list on map features (top {t.columns} columns and "
+                f"stripes of 1/n + {t.stripe}, band |i-j| <= 1, within-segment share), thresholds "
+                f"vertical {t.vertical}, diagonal "
                 f"{t.diagonal}, mixed {t.mixed_vertical}/{t.mixed_diagonal}, block {t.block}; "
                 f"Kovaleva et al. used {PAPER_MODEL}")
 
@@ -392,30 +439,93 @@ def confusion(truth: Sequence[str], predicted: Sequence[str]) -> pd.DataFrame:
     return table
 
 
+def wilson(hits: float, n: float, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval (%) of a proportion ``hits / n``; (NaN, NaN) when ``n`` is 0.
+
+    With a few labels per class the normal interval leaves [0, 100] or collapses to a
+    point at 0 or 100%; Wilson's stays inside and keeps a width (0 of 4: [0, 49]%).
+    """
+    if n <= 0:
+        return float("nan"), float("nan")
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return 100 * max(centre - half, 0.0), 100 * min(centre + half, 1.0)
+
+
+def cohen_kappa(matrix: np.ndarray) -> float:
+    """Cohen's kappa of a confusion matrix (counts): ``(p_o - p_e) / (1 - p_e)``.
+
+    ``p_o`` is the observed agreement (the diagonal's share), ``p_e`` the agreement
+    expected by chance from the two raters' margins. NaN for an empty matrix; 0 when
+    chance already explains all agreement (one class only on both sides).
+    """
+    m = np.asarray(matrix, dtype=float)
+    total = m.sum()
+    if total == 0:
+        return float("nan")
+    observed = np.trace(m) / total
+    expected = float((m.sum(axis=1) * m.sum(axis=0)).sum()) / total ** 2
+    return 0.0 if expected >= 1 - 1e-12 else (observed - expected) / (1 - expected)
+
+
 def per_class(truth: Sequence[str], predicted: Sequence[str]) -> pd.DataFrame:
-    """Precision, recall, F1 (%) and support per pattern, then accuracy and macro averages.
+    """Precision, recall (%, each with its Wilson interval), F1 and support per pattern, then
+    accuracy and macro averages.
 
     A class never predicted has precision NaN (0/0); one never labelled has recall NaN.
+    The accuracy row holds the accuracy in ``f1`` and its interval in ``f1_low``/``f1_high``.
     """
     matrix = confusion(truth, predicted).to_numpy(dtype=float)
     tp = np.diag(matrix)
+    guessed, labelled = matrix.sum(axis=0), matrix.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        precision = tp / matrix.sum(axis=0)
-        recall = tp / matrix.sum(axis=1)
+        precision = tp / guessed
+        recall = tp / labelled
         f1 = 2 * precision * recall / (precision + recall)
-    f1 = np.where((tp == 0) & (matrix.sum(axis=0) + matrix.sum(axis=1) > 0), 0.0, f1)
+    f1 = np.where((tp == 0) & (guessed + labelled > 0), 0.0, f1)
+    p_int = np.array([wilson(t, g) for t, g in zip(tp, guessed)])
+    r_int = np.array([wilson(t, n) for t, n in zip(tp, labelled)])
     rows = pd.DataFrame({"pattern": list(PATTERNS), "precision": 100 * precision,
-                         "recall": 100 * recall, "f1": 100 * f1,
-                         "support": matrix.sum(axis=1).astype(int),
-                         "predicted": matrix.sum(axis=0).astype(int)})
+                         "precision_low": p_int[:, 0], "precision_high": p_int[:, 1],
+                         "recall": 100 * recall, "recall_low": r_int[:, 0], "recall_high": r_int[:, 1],
+                         "f1": 100 * f1, "f1_low": np.nan, "f1_high": np.nan,
+                         "support": labelled.astype(int), "predicted": guessed.astype(int)})
     total = int(matrix.sum())
     accuracy = 100 * tp.sum() / total if total else np.nan
+    low, high = wilson(tp.sum(), total)
     summary = pd.DataFrame({"pattern": ["accuracy", "macro average"],
                             "precision": [np.nan, np.nanmean(rows["precision"])],
                             "recall": [np.nan, np.nanmean(rows["recall"])],
                             "f1": [accuracy, np.nanmean(rows["f1"])],
+                            "f1_low": [low, np.nan], "f1_high": [high, np.nan],
                             "support": [total, total], "predicted": [total, total]})
     return pd.concat([rows, summary], ignore_index=True)
+
+
+def agreement(truth: Sequence[str], predicted: Sequence[str], seed: int = 0,
+              resamples: int = 2000) -> dict:
+    """Maps, accuracy (%, Wilson interval) and Cohen's kappa (bootstrap 95% interval over maps)."""
+    codes_t = np.array([PATTERNS.index(p) for p in truth], dtype=int)
+    codes_p = np.array([PATTERNS.index(p) for p in predicted], dtype=int)
+    n = len(codes_t)
+    out = {"maps": n, "accuracy": np.nan, "accuracy_low": np.nan, "accuracy_high": np.nan,
+           "kappa": np.nan, "kappa_low": np.nan, "kappa_high": np.nan}
+    if not n:
+        return out
+    k = len(PATTERNS)
+
+    def kappa_of(rows: np.ndarray) -> float:
+        return cohen_kappa(np.bincount(codes_t[rows] * k + codes_p[rows], minlength=k * k).reshape(k, k))
+
+    hits = int((codes_t == codes_p).sum())
+    low, high = wilson(hits, n)
+    rng = np.random.default_rng(seed)
+    boots = np.array([kappa_of(rng.integers(0, n, n)) for _ in range(resamples)])
+    out.update(accuracy=100 * hits / n, accuracy_low=low, accuracy_high=high,
+               kappa=kappa_of(np.arange(n)), kappa_low=float(np.nanpercentile(boots, 2.5)),
+               kappa_high=float(np.nanpercentile(boots, 97.5)))
+    return out
 
 
 def macro_f1(truth: np.ndarray, predicted: np.ndarray, n_classes: int = len(PATTERNS)) -> float:
@@ -432,128 +542,185 @@ def macro_f1(truth: np.ndarray, predicted: np.ndarray, n_classes: int = len(PATT
 # A threshold is tuned only for a pattern with at least this many labelled maps.
 MIN_SUPPORT = 5
 # The grid searched by :func:`tune`: every combination, in 0.05 steps. Ties go to the first
-# setting in grid order: the lowest vertical/diagonal thresholds, the highest block threshold.
+# setting in grid order: the fewest columns and stripes, the highest block threshold, the lowest
+# vertical/diagonal thresholds.
 GRID = {
-    "columns": (1, 2, 3, 4, 5),
+    "columns": (2, 3, 4),
+    # ascending, 1 last: stripes off (only the top columns count) is the fallback
+    "stripe": (0.02, 0.04, 0.08, 1.0),
+    # descending: among equally good settings the highest block threshold (fewest blocks) wins
+    "block": tuple(np.round(np.arange(0.95, 0.049, -0.05), 2)),
     "vertical": tuple(np.round(np.arange(0.10, 0.951, 0.05), 2)),
     "diagonal": tuple(np.round(np.arange(0.05, 0.951, 0.05), 2)),
     "mixed_vertical": tuple(np.round(np.arange(0.05, 0.601, 0.05), 2)),
-    "mixed_diagonal": tuple(np.round(np.arange(0.0, 0.601, 0.025), 3)),
-    # descending: among equally good settings the highest block threshold (fewest blocks) wins
-    "block": tuple(np.round(np.arange(0.95, 0.499, -0.05), 2)),
+    "mixed_diagonal": tuple(np.round(np.arange(0.0, 0.601, 0.05), 2)),
 }
 
 
-def tune(features_by_columns: dict[int, np.ndarray], labels: Sequence[str],
-         grid: dict | None = None) -> tuple[Thresholds, float]:
+def _decision_counts(v, d, weights, mv, md, tv, td):
+    """Per weight row: how many maps each rule of the list (after block) takes, over the grid.
+
+    ``weights`` ``[w, maps]`` (0/1: the maps not taken by block, times a label indicator)
+    and the threshold axes give, for every (mv, md, tv, td), the weighted count of maps
+    predicted vertical+diagonal, vertical, diagonal and heterogeneous: ``[w, a, b, c, e]``
+    each. The rules' indicators factorise over the thresholds (mixed = [v >= mv][d >= md],
+    vertical = [v >= tv](1 - mixed), diagonal = [d >= td](1 - [v >= tv])(1 - mixed)), so
+    the counts are sums of products of indicator matrices: a few matrix products instead
+    of one boolean array per grid point and map.
+    """
+    A = (v[None] >= mv[:, None]).astype(float)  # [a, m]
+    B = (d[None] >= md[:, None]).astype(float)  # [b, m]
+    C = (v[None] >= tv[:, None]).astype(float)  # [c, m]
+    D = (d[None] >= td[:, None]).astype(float)  # [e, m]
+    a, b, c, e = len(mv), len(md), len(tv), len(td)
+    AB = (A[:, None, :] * B[None, :, :]).reshape(a * b, -1)  # [ab, m]
+    W = np.asarray(weights, dtype=float)  # [w, m]
+    WAB = (W[:, None, :] * AB[None]).reshape(-1, AB.shape[-1])  # [w * ab, m]: 2-d products are fast
+    mixed = WAB.sum(-1).reshape(-1, a, b, 1, 1)
+    vertical = (W @ C.T)[:, None, None, :, None] - (WAB @ C.T).reshape(-1, a, b, c, 1)
+    DnC = ((1 - C)[:, None, :] * D[None]).reshape(c * e, -1)  # [ce, m]
+    diagonal = (W @ DnC.T).reshape(-1, 1, 1, c, e) - (WAB @ DnC.T).reshape(-1, a, b, c, e)
+    total = W.sum(-1).reshape(-1, 1, 1, 1, 1)
+    shape = (len(W), a, b, c, e)
+    mixed, vertical = np.broadcast_to(mixed, shape), np.broadcast_to(vertical, shape)
+    heterogeneous = total - mixed - vertical - diagonal
+    return {MIXED: mixed, VERTICAL: vertical, DIAGONAL: diagonal, HETEROGENEOUS: heterogeneous}
+
+
+def tune(features: dict, labels: Sequence[str], grid: dict | None = None) -> tuple[Thresholds, float]:
     """The thresholds with the highest macro F1 on ``labels`` (ties: the first in grid order).
 
-    ``features_by_columns[k]`` holds the maps' :func:`map_features` with
-    ``columns = k`` for every ``k`` in the grid. Exhaustive over the grid
-    (:data:`GRID` by default): for each ``k`` every combination of the five
-    thresholds is scored at once, by broadcasting. With fewer than
-    :data:`MIN_SUPPORT` labelled block maps the block threshold cannot be
-    estimated and is not tuned: it stays at the grid's first (most
-    conservative) value.
+    ``features[(k, stripe)]`` holds the maps' :func:`above_chance` features with
+    ``columns = k`` and that ``stripe`` for every pair in the grid (:func:`features_for`).
+    Exhaustive over the grid (:data:`GRID` by default; a grid without ``stripe`` keeps
+    stripes off): for each ``k``, ``stripe`` and block threshold, every combination of the
+    other four thresholds is scored at once (:func:`_decision_counts`). With fewer than
+    :data:`MIN_SUPPORT` labelled block maps the block threshold cannot be estimated and is
+    not tuned: it stays at the grid's first (most conservative) value.
     """
     grid = dict(GRID if grid is None else grid)
+    grid.setdefault("stripe", (1.0,))
     truth = np.array([PATTERNS.index(p) for p in labels])
     if int((truth == BLOCK).sum()) < MIN_SUPPORT:
         grid["block"] = tuple(grid["block"])[:1]
-    names = ("mixed_vertical", "mixed_diagonal", "vertical", "diagonal", "block")
+    names = ("mixed_vertical", "mixed_diagonal", "vertical", "diagonal")
     axes = [np.asarray(grid[name], dtype=float) for name in names]
-    shape = tuple(len(a) for a in axes)
+    labelled = np.bincount(truth, minlength=len(PATTERNS))
+    order = (MIXED, VERTICAL, DIAGONAL, HETEROGENEOUS)
     best, best_score = None, -1.0
     for k in grid["columns"]:
-        f = np.asarray(features_by_columns[k], dtype=float)
-        v, d, b = f[:, 0], f[:, 1], np.nan_to_num(f[:, 2], nan=-1.0)
-        expand = [a.reshape([-1 if i == j else 1 for j in range(5)] + [1]) for i, a in enumerate(axes)]
-        mixed = (v >= expand[0]) & (d >= expand[1])  # [mv, md, 1, 1, 1, maps]
-        vertical = ~mixed & (v >= expand[2])
-        diagonal = ~mixed & ~vertical & (d >= expand[3])
-        block = ~mixed & ~vertical & ~diagonal & (b >= expand[4])
-        predicted = {MIXED: mixed, VERTICAL: vertical, DIAGONAL: diagonal, BLOCK: block}
-        predicted[HETEROGENEOUS] = ~(mixed | vertical | diagonal | block)
-        f1_sum = np.zeros(shape)
-        counted = np.zeros(shape)
-        for c in range(len(PATTERNS)):
-            hit = np.broadcast_to(predicted[c], shape + (len(truth),))
-            guessed = hit.sum(-1)
-            tp = (hit & (truth == c)).sum(-1)
-            labelled = int((truth == c).sum())
-            present = (guessed + labelled) > 0
-            f1_sum += np.where(present, 2 * tp / np.maximum(guessed + labelled, 1), 0.0)
-            counted += present
-        scores = f1_sum / np.maximum(counted, 1)
-        flat = int(np.argmax(scores))  # first maximum in C order = grid order
-        if scores.flat[flat] > best_score + 1e-12:
-            best_score = float(scores.flat[flat])
-            idx = np.unravel_index(flat, shape)
-            values = {name: float(axes[i][idx[i]]) for i, name in enumerate(names)}
-            best = Thresholds(columns=int(k), **values)
+        for stripe in grid["stripe"]:
+            f = np.asarray(features[(k, stripe)], dtype=float)
+            v, d, b = f[:, 0], f[:, 1], np.nan_to_num(f[:, 2], nan=-np.inf)
+            for block_threshold in grid["block"]:
+                block = b >= block_threshold
+                rest = (~block).astype(float)
+                weights = np.stack([rest] + [rest * (truth == c) for c in order])
+                counts = _decision_counts(v, d, weights, *axes)
+                f1_sum = 0.0
+                counted = 0.0
+                for i, c in enumerate(order):
+                    guessed, tp = counts[c][0], counts[c][i + 1]
+                    present = (guessed + labelled[c]) > 0
+                    f1_sum = f1_sum + np.where(present, 2 * tp / np.maximum(guessed + labelled[c], 1), 0.0)
+                    counted = counted + present
+                guessed, tp = int(block.sum()), int((block & (truth == BLOCK)).sum())
+                if guessed + labelled[BLOCK]:
+                    f1_sum = f1_sum + 2 * tp / (guessed + labelled[BLOCK])
+                    counted = counted + 1
+                scores = f1_sum / np.maximum(counted, 1)
+                flat = int(np.argmax(scores))  # first maximum in C order = grid order
+                if scores.flat[flat] > best_score + 1e-9:
+                    best_score = float(scores.flat[flat])
+                    idx = np.unravel_index(flat, scores.shape)
+                    values = {name: float(axes[i][idx[i]]) for i, name in enumerate(names)}
+                    best = Thresholds(columns=int(k), stripe=float(stripe),
+                                      block=float(block_threshold), **values)
     return best, best_score
 
 
-def features_for(maps: Iterable[np.ndarray], token_types: Iterable[np.ndarray],
-                 columns: int) -> np.ndarray:
-    """``[maps, 4]``: :func:`map_features` of single maps (the labelled set), :func:`above_chance`."""
-    return np.stack([above_chance(map_features(m, segments_of(t), columns), segments_of(t), columns)
-                     for m, t in zip(maps, token_types)])
+def features_for(maps: Iterable[np.ndarray], segments: Iterable[np.ndarray], columns: int,
+                 stripe: float = 1.0) -> np.ndarray:
+    """``[maps, 5]``: :func:`map_features` of single maps (the labelled set), :func:`above_chance`."""
+    return np.stack([above_chance(map_features(m, s, columns, stripe), s, columns, stripe)
+                     for m, s in zip(maps, segments)])
 
 
 @dataclass
 class LabelEvaluation:
     """The classifier on the hand-labelled maps (:func:`evaluate_labels`)."""
 
-    table: pd.DataFrame  # per half and pattern: precision, recall, F1, support
+    table: pd.DataFrame  # per half, model and pattern: precision, recall (Wilson intervals), F1, support
+    agreement: pd.DataFrame  # per half and model: accuracy (Wilson), Cohen's kappa (bootstrap)
     confusion: pd.DataFrame  # held-out half, config thresholds: label x predicted
     thresholds: pd.DataFrame  # setting, config value, value tuned on the tune half
     maps: pd.DataFrame  # per labelled map: its features and predicted pattern
     caption: str
 
 
-def evaluate_labels(maps: Sequence[np.ndarray], token_types: Sequence[np.ndarray],
+def _models_of(labels: pd.DataFrame) -> np.ndarray:
+    return (labels["model"] if "model" in labels else pd.Series("", index=labels.index)).to_numpy()
+
+
+def evaluate_labels(maps: Sequence[np.ndarray], segments: Sequence[np.ndarray],
                     labels: pd.DataFrame, thresholds: Thresholds, grid: dict | None = None,
                     describe_store: str = "") -> LabelEvaluation:
     """Precision and recall of the classifier with ``thresholds`` on each half of the labelled set.
 
     ``labels`` is the labelled set (:func:`headatlas.labelling.read_labels`) and ``maps`` /
-    ``token_types`` its maps in the same order (:func:`headatlas.labelling.labelled_maps`).
-    The grid search (:func:`tune`) is re-run on the ``tune`` half so that the config's thresholds
-    can be compared with what the search finds; the ``test`` half is only ever scored.
+    ``segments`` its maps and their segment ids in the same order
+    (:func:`headatlas.labelling.load_maps`). The grid search (:func:`tune`) is re-run on the
+    ``tune`` half so that the config's thresholds can be compared with what the search finds;
+    the ``test`` half is only ever scored. Every score is given for all maps and per model
+    (the ``model`` column of the labels, when it names more than one).
     """
-    grid = GRID if grid is None else grid
-    columns = sorted(set(grid["columns"]) | {thresholds.columns})
-    features = {k: features_for(maps, token_types, k) for k in columns}
+    grid = dict(GRID if grid is None else grid)
+    grid.setdefault("stripe", (1.0,))
+    keys = {(k, s) for k in grid["columns"] for s in grid["stripe"]}
+    keys.add((thresholds.columns, thresholds.stripe))
+    features = {key: features_for(maps, segments, *key) for key in sorted(keys)}
     halves = labels["half"].to_numpy()
+    truth_all = labels["pattern"].to_numpy()
     tune_rows = halves == "tune"
-    tuned, tuned_score = tune({k: f[tune_rows] for k, f in features.items()},
-                              list(labels["pattern"][tune_rows]), grid)
-    predicted = np.array(PATTERNS)[classify(features[thresholds.columns], thresholds)]
-    tables = []
+    tuned, tuned_score = tune({key: f[tune_rows] for key, f in features.items()},
+                              list(truth_all[tune_rows]), grid)
+    chosen = features[(thresholds.columns, thresholds.stripe)]
+    predicted = np.array(PATTERNS)[classify(chosen, thresholds)]
+    models = _models_of(labels)
+    groups = [("all", np.ones(len(labels), dtype=bool))]
+    if len(set(models)) > 1:
+        groups += [(m, models == m) for m in sorted(set(models))]
+    tables, agreements = [], []
     for half in ("test", "tune"):
-        rows = halves == half
-        part = per_class(list(labels["pattern"][rows]), list(predicted[rows]))
-        tables.append(part.assign(half="held-out (test)" if half == "test" else "tune"))
+        name = "held-out (test)" if half == "test" else "tune"
+        for model, members in groups:
+            rows = (halves == half) & members
+            part = per_class(list(truth_all[rows]), list(predicted[rows]))
+            tables.append(part.assign(half=name, model=model))
+            agreements.append({"half": name, "model": model,
+                               **agreement(list(truth_all[rows]), list(predicted[rows]))})
     table = pd.concat(tables, ignore_index=True)
-    table = table[["half", *[c for c in table.columns if c != "half"]]]
+    table = table[["half", "model", *[c for c in table.columns if c not in ("half", "model")]]]
     test_rows = halves == "test"
-    matrix = confusion(list(labels["pattern"][test_rows]), list(predicted[test_rows]))
-    truth = np.array([PATTERNS.index(p) for p in labels["pattern"][tune_rows]])
-    config_score = macro_f1(truth, classify(features[thresholds.columns][tune_rows], thresholds))
+    matrix = confusion(list(truth_all[test_rows]), list(predicted[test_rows]))
+    truth = np.array([PATTERNS.index(p) for p in truth_all[tune_rows]])
+    config_score = macro_f1(truth, classify(chosen[tune_rows], thresholds))
     settings = pd.DataFrame({"setting": [f.name for f in fields(Thresholds)],
                              "config": list(thresholds.as_dict().values()),
                              "tuned_on_tune_half": list(tuned.as_dict().values())})
     settings.loc[len(settings)] = ["macro_f1_on_tune_half (%)", round(100 * config_score, 2),
                                    round(100 * tuned_score, 2)]
     per_map = labels[["map", "example_index", "layer", "head", "half", "pattern"]].copy()
+    per_map.insert(1, "model", models)
     for i, name in enumerate(FEATURES):
-        per_map[name] = features[thresholds.columns][:, i]
+        per_map[name] = chosen[:, i]
     per_map["predicted"] = predicted
     counts = labels.groupby("half")["pattern"].value_counts().unstack(fill_value=0)
     described = "; ".join(f"{half}: " + ", ".join(f"{p} {int(counts.loc[half].get(p, 0))}"
                                                   for p in PATTERNS) for half in counts.index)
-    caption = (f"{len(labels)} maps labelled by eye ({describe_store}); {described}. Thresholds "
-               f"from the config, chosen by a grid search for the best macro F1 on the tune half; "
-               f"the held-out half is reported. Kovaleva et al. labelled ~400 maps and trained a CNN.")
-    return LabelEvaluation(table, matrix, settings, per_map, caption)
+    caption = (f"{len(labels)} maps labelled by eye from pictures ({describe_store}); {described}. "
+               f"Thresholds from the config, chosen by a grid search for the best macro F1 on the "
+               f"tune half; the held-out half is reported, with Wilson 95% intervals (precision, "
+               f"recall, accuracy) and a bootstrap 95% interval of Cohen's kappa. Kovaleva et al. "
+               f"labelled ~400 maps and trained a CNN.")
+    return LabelEvaluation(table, pd.DataFrame(agreements), matrix, settings, per_map, caption)
