@@ -94,10 +94,10 @@ def _patterns_eval(argv: Sequence[str]) -> None:
     from headatlas.labelling import load_maps, read_labels
 
     parser = argparse.ArgumentParser(prog="headatlas patterns-eval", description=_patterns_eval.__doc__)
-    parser.add_argument("--labels", help="label CSV (default: the packaged 320 maps)")
+    parser.add_argument("--labels", help="label CSV (default: the packaged 510 maps)")
     parser.add_argument("--maps", help="the labelled maps .npz (default: the packaged maps)")
     parser.add_argument("--config", type=Path, help="a config whose patterns.thresholds to use")
-    parser.add_argument("--out", type=Path, help="folder for evaluation.csv, confusion.csv, thresholds.csv")
+    parser.add_argument("--out", type=Path, help="folder for evaluation.csv, agreement.csv, confusion.csv, thresholds.csv")
     args = parser.parse_args(argv)
     if (args.labels is None) != (args.maps is None):
         parser.error("give --labels and --maps together, or neither for the packaged set")
@@ -107,12 +107,14 @@ def _patterns_eval(argv: Sequence[str]) -> None:
     result = evaluate_labels(maps, types, labels, Thresholds.from_dict(config["patterns"]["thresholds"]))
     print(result.caption)
     print(result.table.to_string(index=False, float_format="{:.2f}".format))
+    print(result.agreement.to_string(index=False, float_format="{:.3f}".format))
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         result.table.to_csv(args.out / "evaluation.csv", index=False, float_format="%.2f")
+        result.agreement.to_csv(args.out / "agreement.csv", index=False, float_format="%.4f")
         result.confusion.to_csv(args.out / "confusion.csv")
         result.thresholds.to_csv(args.out / "thresholds.csv", index=False)
-        print(f"wrote {args.out}/evaluation.csv, confusion.csv, thresholds.csv")
+        print(f"wrote {args.out}/evaluation.csv, agreement.csv, confusion.csv, thresholds.csv")
 
 
 COMMANDS = {"version": _version, "label": _label, "patterns-eval": _patterns_eval,
