@@ -5,7 +5,7 @@ Usage (from the repository root)::
 
     .venv/bin/python benchmarks/profile_stages.py [--segments N] [--no-norms] [--threads 1]
 
-One ``extract()`` over the Wikipedia segments runs under cProfile with ``write_ahead=0``, so the
+One ``extract()`` over the Wikipedia segments runs under cProfile (timer: process CPU time) with ``write_ahead=0``, so the
 HDF5 write runs on the profiled main thread too (cProfile sees one thread). Each stage is the
 cumulative time of the functions that do it (:data:`STAGES`: the first match of each pattern);
 "forward" is the model's call minus the norm hooks inside it, "capture" is what
@@ -35,8 +35,11 @@ STAGES = {
     "pad (collate)": [("headatlas/extract.py", "collate")],
     "model call (forward incl. norm hooks)": [("torch/nn/modules/module.py", "_wrapped_call_impl")],
     "norm hooks (inside the forward)": [("headatlas/valuenorms.py", "hook")],
-    "attention capture (batch_attentions)": [("headatlas/extract.py", "batch_attentions")],
-    "norms to the batch arrays (take)": [("headatlas/valuenorms.py", "take")],
+    # the old code's name, then the new one's (a profile of either checkout)
+    "attention capture (batch_attentions)": [("headatlas/extract.py", "batch_attentions"),
+                                             ("headatlas/extract.py", "capture_batch")],
+    "norms to the batch arrays (take)": [("headatlas/valuenorms.py", "take"),
+                                         ("headatlas/valuenorms.py", "take_packed")],
     "write (write_batch: slicing, tokens, h5py)": [("headatlas/extract.py", "write_batch")],
     "close the store": [("headatlas/store.py", "close")],
 }
@@ -62,9 +65,9 @@ def stage_table(stats: pstats.Stats, total: float) -> list[tuple[str, float]]:
         ("tokenise and align (encode_corpus)", seconds["tokenise and align (encode_corpus)"]),
         ("pad (collate)", seconds["pad (collate)"]),
         ("forward (eager, output_attentions; no norm hooks)", call - hooks),
-        ("attention capture + float16 copies (batch_attentions - forward)", capture - call),
+        ("attention capture + float16 copies (batch_attentions or capture_batch - forward)", capture - call),
         ("norms in the forward (hooks)", hooks),
-        ("norms to batch arrays (take)", seconds["norms to the batch arrays (take)"]),
+        ("norms to batch arrays (take or take_packed)", seconds["norms to the batch arrays (take)"]),
         ("write (write_batch + close)", seconds["write (write_batch: slicing, tokens, h5py)"]
          + seconds["close the store"]),
     ]
@@ -79,7 +82,11 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--no-norms", action="store_true")
     parser.add_argument("--out", type=Path, default=HERE / "out")
+    parser.add_argument("--code", type=Path, default=None,
+                        help="profile another checkout's headatlas (its src/ first on sys.path)")
     args = parser.parse_args(argv)
+    if args.code:
+        sys.path.insert(0, str(args.code.resolve() / "src"))
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
     import torch
@@ -96,7 +103,7 @@ def main(argv=None) -> int:
     norms = not args.no_norms
     extract(loaded, sentences[:64], store, progress=False, norms=norms, write_ahead=0)  # warm-up
     load = os.getloadavg()
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(time.process_time)  # CPU seconds: robust to a busy machine
     cpu, wall = time.process_time(), time.perf_counter()
     profiler.enable()
     extract(loaded, sentences, store, progress=False, norms=norms, write_ahead=0)
@@ -106,9 +113,9 @@ def main(argv=None) -> int:
     stats = pstats.Stats(profiler)
     total = cumulative(stats, "headatlas/extract.py", "extract")
     lines = [f"extract() {'with' if norms else 'without'} norms, {len(sentences)} segments, "
-             f"{args.threads} thread(s), write_ahead=0; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+             f"{args.threads} thread(s), write_ahead=0, code {args.code or ROOT}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
              f"load {load[0]:.2f} -> {os.getloadavg()[0]:.2f}; cpu {cpu:.1f}s, wall {wall:.1f}s",
-             f"| stage | seconds (cProfile cumulative) | share |", "|---|---:|---:|"]
+             f"| stage | CPU s (cProfile cumulative) | share |", "|---|---:|---:|"]
     lines += [f"| {stage} | {sec:.2f} | {sec / total:.0%} |" for stage, sec in stage_table(stats, total)]
     text = "\n".join(lines)
     print(text)
