@@ -400,6 +400,7 @@ def test_clusters_that_are_not_distinct_are_not_named():
     assert shares["share_pct"].tolist() == [100.0] and shares["paper_pct"].isna().all()
     assert shares["paper_layers"].tolist() == [""]
     assert shares["separation"].iloc[0].startswith("gap test k = 4 vs 1")
+    assert not any(t in shares["separation"].iloc[0] for t in ht.TYPES)  # "clusters i and j", no type
     # heads 1..40, 4 per layer: layers 1..10, mean layer 5.5, depth 5.5 / 10 = 0.55
     assert shares["mean_layer"].tolist() == [5.5] and shares["mean_depth"].tolist() == [0.55]
     # The claims read the unnamed table: no distinct types, every type claim not applicable; the

@@ -764,12 +764,14 @@ def separation(types: pd.DataFrame, n_references: int = N_REFERENCES, seed: int 
 
         mean, sd = finite.mean(), finite.std(ddof=1)
         p_value = float(norm.sf((statistic - mean) / sd)) if sd > 0 else float(statistic <= mean)
-    named = "type" in types and has_types(types)
-    names = (types["type"] if named else pd.Series([f"cluster {c + 1}" for c in labels])).to_numpy()
     centres = np.array([x[labels == c].mean(axis=0) for c in range(k)])
     tv = 0.5 * np.abs(centres[:, None, :] - centres[None, :, :]).sum(axis=-1)
     tv[np.diag_indices(k)] = np.inf
     i, j = np.unravel_index(np.argmin(tv), tv.shape)
+    # Clusters that are not distinct are not types: they are named by number, not by a type name.
+    distinct = p_value < SEPARATION_ALPHA and tv[i, j] >= MIN_CENTRE_TV
+    named = distinct and "type" in types and has_types(types)
+    names = (types["type"] if named else pd.Series([f"cluster {c + 1}" for c in labels])).to_numpy()
     name = {c: str(names[labels == c][0]) for c in range(k)}
     return Separation(k, statistic, float(np.nanmean(reference)) if np.isfinite(reference).any()
                       else float("nan"), p_value, n_references, float(tv[i, j]),
