@@ -54,7 +54,7 @@ rule gradients_figure:
         **rules.gradients_importance.output,
         code=code("gradients_figure.py"),
     output:
-        result(
+        figure=figure(
             "gradients",
             f"{GRADIENTS_DIR}/gradients.svg",
             caption="../report/gradients_importance.rst",

@@ -8,5 +8,5 @@ from headatlas.plots.gradients import plot_gradients
 
 with rule_logging(snakemake) as log:
     text = caption(read_run(snakemake.input.meta))
-    plot_gradients(pd.read_csv(snakemake.input.heads), snakemake.output[0], text)
+    plot_gradients(pd.read_csv(snakemake.input.heads), snakemake.output.figure, text)
     log.info("figure: %s", text)
