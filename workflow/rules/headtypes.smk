@@ -149,7 +149,7 @@ rule headtypes_figure:
         ),
         code=code("headtypes_figure.py"),
     output:
-        result(
+        figure=figure(
             "headtypes",
             f"{HEADTYPES_DIR}/{{figure}}.svg",
             caption="../report/headtypes_figure.rst",
@@ -190,7 +190,7 @@ rule headtypes_compare:
             ),
         ),
         layers=f"{HEADTYPES_DIR}/changes_from_{{base}}_by_layer.csv",
-        figure=result(
+        figure=figure(
             "headtypes",
             f"{HEADTYPES_DIR}/changes_from_{{base}}.svg",
             caption="../report/headtypes_compare.rst",

@@ -14,5 +14,5 @@ with rule_logging(snakemake) as log:
     stability = pd.read_csv(inp.stability[0]) if inp.stability else None
     inputs = figure_inputs(figure, FeatureSet.load(inp.features), pd.read_csv(inp.types), stability,
                            seed=snakemake.params.seed, perplexity=snakemake.params.perplexity)
-    PLOTS[figure](path=snakemake.output[0], **inputs)
-    log.info("%s -> %s", figure, snakemake.output[0])
+    PLOTS[figure](path=snakemake.output.figure, **inputs)
+    log.info("%s -> %s", figure, snakemake.output.figure)
