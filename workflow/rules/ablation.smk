@@ -33,7 +33,7 @@ rule ablation:
             caption="../report/ablation_table.rst",
             labels={"model": "{task_model}", "result": "Tables 2-3: ours vs paper"},
         ),
-        figure=result(
+        figure=figure(
             "ablation",
             f"{RESULTS}/{{task_model}}/ablation/ablation.svg",
             caption="../report/ablation_table.rst",
