@@ -62,7 +62,7 @@ rule clustering_mds:
             ),
             final=False,
         ),
-        figure=result(
+        figure=figure(
             "clustering",
             f"{CLUSTERING_DIR}/mds.svg",
             caption="../report/clustering_mds.rst",
