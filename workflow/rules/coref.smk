@@ -84,7 +84,7 @@ rule coref_accuracy:
                 table="coref: per head",
             ),
         ),
-        heatmap=result(
+        heatmap=figure(
             "coref",
             f"{COREF_DIR}/head_accuracy.svg",
             caption="../report/coref_heads.rst",
