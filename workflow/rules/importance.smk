@@ -38,7 +38,7 @@ rule importance:
         code=code("importance.py"),
     output:
         **{
-            name: result(
+            name: (figure if file.endswith(".svg") else result)(
                 "importance",
                 f"{IMPORTANCE_DIR}/{file}",
                 caption="../report/importance.rst",
@@ -92,7 +92,7 @@ rule importance_compare:
                 "result": "importance by head type and pattern",
             },
         ),
-        figure=result(
+        figure=figure(
             "importance",
             f"{IMPORTANCE_DIR}/compare.svg",
             caption="../report/importance_compare.rst",
