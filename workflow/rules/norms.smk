@@ -31,7 +31,7 @@ rule norm_shares:
             caption="../report/norm_shares.rst",
             labels={"model": "{model}", "corpus": "{corpus}", "result": "α vs ‖f(x)‖"},
         ),
-        figure=result(
+        figure=figure(
             "norms",
             f"{RESULTS}/{{model}}/{{corpus}}/norms/norms.svg",
             caption="../report/norm_shares.rst",
@@ -89,7 +89,7 @@ rule rollout:
                 "result": "rollout by offset",
             },
         ),
-        figure=result(
+        figure=figure(
             "norms",
             f"{RESULTS}/{{model}}/{{corpus}}/rollout/rollout.svg",
             caption="../report/rollout.rst",
