@@ -28,7 +28,7 @@ rule patterns_heads:
                 "result": "pattern shares per head",
             },
         ),
-        figure=result(
+        figure=figure(
             "patterns",
             f"{PATTERNS_DIR}/heads.svg",
             caption="../report/patterns_heads.rst",
@@ -81,7 +81,7 @@ rule patterns_summary:
             labels={"model": "{model}", "result": "pattern shares per corpus (table)"},
             final=patterns_corpora,  # a model with none has no summary
         ),
-        figure=result(
+        figure=figure(
             "patterns",
             f"{RESULTS}/{{model}}/patterns/shares.svg",
             caption="../report/patterns_shares.rst",
@@ -98,7 +98,7 @@ rule patterns_summary:
             labels={"model": "{model}", "result": "pattern shares per layer (table)"},
             final=patterns_corpora,
         ),
-        layers_figure=result(
+        layers_figure=figure(
             "patterns",
             f"{RESULTS}/{{model}}/patterns/layers.svg",
             caption="../report/patterns_layers.rst",
@@ -175,7 +175,7 @@ rule patterns_evaluate:
             subcategory="classifier",
             final=bool(LABELS),
         ),
-        errors=result(
+        errors=figure(
             "patterns",
             f"{EVALUATION_DIR}/errors.png",
             caption="../report/patterns_errors.rst",
