@@ -89,7 +89,7 @@ rule probes_table3:
             caption="../report/probes_table3.rst",
             labels={"model": "{model}", "result": "Table 3 (UAS)", "kind": "table"},
         ),
-        figure=result(
+        figure=figure(
             "probes",
             f"{PROBES_DIR}/table3.svg",
             caption="../report/probes_table3.rst",
@@ -132,7 +132,7 @@ rule probes_weights:
                 "kind": "table",
             },
         ),
-        figure=result(
+        figure=figure(
             "probes",
             f"{PROBES_DIR}/attn_only_weights.svg",
             caption="../report/probes_weights.rst",
