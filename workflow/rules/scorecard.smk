@@ -64,7 +64,7 @@ rule compare_special_tokens:
             final=PLAN.surface_corpus is not None,
             in_report=False,
         ),
-        figure=result(
+        figure=figure(
             "compare",
             f"{COMPARE_DIR}/special_tokens_depth.svg",
             final=PLAN.surface_corpus is not None,
@@ -100,7 +100,7 @@ rule compare_table1:
             final=bool(PLAN.labelled_treebanks),
             in_report=False,
         ),
-        figure=result(
+        figure=figure(
             "compare",
             f"{COMPARE_DIR}/table1.svg",
             final=bool(PLAN.labelled_treebanks),
@@ -135,7 +135,7 @@ rule compare_headtypes:
             final=PLAN.surface_corpus is not None,
             in_report=False,
         ),
-        figure=result(
+        figure=figure(
             "compare",
             f"{COMPARE_DIR}/headtype_shares.svg",
             final=PLAN.surface_corpus is not None,
