@@ -19,7 +19,7 @@ rule surface_table:
             caption="../report/surface_table.rst",
             labels=labelled(model="{model}", analysis="{analysis}", kind="table"),
         ),
-        figure=result(
+        figure=figure(
             "surface",
             f"{SURFACE_DIR}/{{analysis}}.svg",
             caption="../report/surface_table.rst",
@@ -68,7 +68,7 @@ rule surface_lines:
         code=code("attention_lines.py"),
     output:
         heads=result("surface", f"{SURFACE_DIR}/example_heads.csv", in_report=False),
-        figure=result(
+        figure=figure(
             "surface",
             f"{SURFACE_DIR}/attention_lines.svg",
             caption="../report/attention_lines.rst",
