@@ -106,7 +106,7 @@ rule syntax_heatmaps:
         code=code("syntax_heatmaps.py"),
     output:
         **{
-            slug: result(
+            slug: figure(
                 "syntax",
                 f"{SYNTAX_DIR}/heatmap_{slug}.svg",
                 caption="../report/syntax_heatmap.rst",
@@ -140,7 +140,7 @@ rule syntax_lines:
         code=code("syntax_lines.py"),
     output:
         examples=f"{SYNTAX_DIR}/lines.csv",
-        figure=result(
+        figure=figure(
             "syntax",
             f"{SYNTAX_DIR}/lines.svg",
             caption="../report/syntax_lines.rst",
@@ -192,7 +192,7 @@ rule syntax_honest:
                 result="honest regime",
             ),
         ),
-        figure=result(
+        figure=figure(
             "syntax",
             f"{SYNTAX_HONEST_DIR}/honest.svg",
             caption="../report/syntax_honest.rst",
