@@ -27,8 +27,13 @@ table { border-collapse: collapse; }
 th, td { border: 1px solid #ccc; padding: 3px 6px; vertical-align: top; }
 thead th { position: sticky; top: 0; background: #f3f3f3; text-align: left; }
 tbody tr:nth-child(even) td { background-color: #fafafa; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.short, td.num { white-space: nowrap; }
+td.long { min-width: 24em; }
 """
+# A cell of at most SHORT characters is kept on one line; one of more than LONG gets a wide column,
+# so a table with a long note column does not wrap it into a tall, narrow strip.
+SHORT, LONG = 16, 60
 
 
 def escape(value) -> str:
@@ -39,6 +44,15 @@ def is_number(text: str) -> bool:
     return bool(NUMBER.match(text.strip()))
 
 
+def cell_class(text: str) -> str:
+    """``num`` (right-aligned), ``short`` (one line), ``long`` (a wide column) or nothing."""
+    if is_number(text):
+        return "num"
+    if 0 < len(text) <= SHORT:
+        return "short"
+    return "long" if len(text) > LONG else ""
+
+
 def rows_html(table: pd.DataFrame, cell_style: Callable[[str, str], str] | None = None) -> str:
     """The ``<tbody>`` rows; ``cell_style(column, text)`` may give a cell an inline style."""
     rows = []
@@ -47,7 +61,8 @@ def rows_html(table: pd.DataFrame, cell_style: Callable[[str, str], str] | None 
         for column, value in zip(table.columns, record):
             text = escape(value)
             style = cell_style(column, text) if cell_style else ""
-            attributes = (' class="num"' if is_number(text) else "") + (f' style="{style}"' if style else "")
+            kind = cell_class(text)
+            attributes = (f' class="{kind}"' if kind else "") + (f' style="{style}"' if style else "")
             cells.append(f"<td{attributes}>{text}</td>")
         rows.append(f"<tr>{''.join(cells)}</tr>")
     return "\n".join(rows)

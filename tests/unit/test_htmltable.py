@@ -12,8 +12,8 @@ def test_cells_are_escaped_and_kept_as_written(tmp_path):
     html = csv_page(csv, "Table 1 <tiny>", "note")
     assert html.startswith("<!DOCTYPE html>") and "<title>Table 1 &lt;tiny&gt;</title>" in html
     assert "<th>relation</th><th>acc</th><th>head</th>" in html
-    assert '<td>&lt;det&gt;</td><td class="num">86.80</td><td>8-10</td>' in html  # "86.80" not 86.8
-    assert "<td></td><td>nan</td><td>x &amp; y</td>" in html  # empty and "nan" as in the file
+    assert '<td class="short">&lt;det&gt;</td><td class="num">86.80</td><td class="short">8-10</td>' in html  # "86.80" not 86.8
+    assert "<td></td><td class=\"short\">nan</td><td class=\"short\">x &amp; y</td>" in html  # empty and "nan" as in the file
     assert '<p class="note">note</p>' in html and "<script" not in html
 
 
@@ -26,5 +26,11 @@ def test_long_tables_are_cut_and_say_so(monkeypatch):
 def test_a_cell_style():
     html = page(pd.DataFrame({"verdict": ["holds", "no"]}), "t",
                 cell_style=lambda column, text: "background:#d9f2d9" if text == "holds" else "")
-    assert '<td style="background:#d9f2d9">holds</td><td>' not in html  # one cell per row
-    assert '<tr><td style="background:#d9f2d9">holds</td></tr>' in html and "<tr><td>no</td></tr>" in html
+    assert '<tr><td class="short" style="background:#d9f2d9">holds</td></tr>' in html
+    assert '<tr><td class="short">no</td></tr>' in html
+
+
+def test_long_text_gets_a_wide_column_short_text_one_line():
+    html = page(pd.DataFrame({"note": ["x" * 61], "head": ["head->dep"], "mid": ["y" * 30]}), "t")
+    assert '<td class="long">' in html and '<td class="short">head-&gt;dep</td>' in html
+    assert f"<td>{'y' * 30}</td>" in html

@@ -53,13 +53,14 @@ def as_table_labels(labels):
 
 
 def table_title(wildcards):
-    """The page's heading: the CSV's report labels, e.g. 'Table 1 (table) · model tiny · corpus tb'."""
+    """The page's heading: the CSV's name, then its other labels ('Table 1 · model tiny · ...')."""
     labels = table_report("labels")(wildcards)
-    return " · ".join(
-        f"{k} {v}" if k not in ("result", "table") else v
-        for k, v in labels.items()
-        if v != ""
-    )
+    names = [
+        labels.pop(k).removesuffix(" (table)")
+        for k in ("result", "table")
+        if k in labels
+    ]
+    return " · ".join([*names, *(f"{k} {v}" for k, v in labels.items() if v != "")])
 
 
 rule table_page:
