@@ -78,7 +78,7 @@ def sentence(row, results: str) -> str:
     return (f"<b>{esc(row['claim'])}</b> ({esc(row['source'])}): the paper has {esc(row['paper'])}; "
             f"{esc(row['model'])} ({esc(row['weighting'])} weighting) has {esc(row['ours'])} - does not "
             f"hold in {row['failed']} of {row['judged']} judged views. "
-            f"Table: {report_link(path, path)} (<code>{esc(row['claim_id'])}</code>).")
+            f"From {report_link(path, path)}.")
 
 
 def counts_table(counts: pd.DataFrame) -> str:
