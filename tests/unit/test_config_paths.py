@@ -34,5 +34,5 @@ def test_a_mistyped_folder_under_data_models_is_named_when_the_config_loads():
 
 def test_default_config_fills_every_default_without_checking():
     config = default_config()
-    assert config["patterns"]["thresholds"]["block"] == 0.95 and config["logs"] == "logs"
+    assert config["patterns"]["thresholds"]["block"] == 0.5 and config["logs"] == "logs"
     assert "models" not in config  # required keys are not invented
