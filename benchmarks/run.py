@@ -592,7 +592,7 @@ def main(argv: list[str] | None = None) -> int:
     # ------------------------------------------------------------------ rows
     wall = {k: [c.wall for c in v] for k, v in clocks.items()}
     cpu = {k: [c.cpu for c in v] for k, v in clocks.items()}
-    med = {k: statistics.median(v) for k, v in wall.items()}
+    med = {k: statistics.median(v) for k, v in wall.items() if v}  # 2b's list is empty at 1 thread
 
     def bracketed(base: str, first: int) -> tuple[float, float, float]:
         """A naive run against the mean of the extractions ``first`` and ``first + 1`` around it:
