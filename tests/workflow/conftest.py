@@ -63,6 +63,7 @@ def tiny_config(root: Path) -> dict:
         "patterns": {"corpora": ["wikipedia", "tb"]},  # labels: the packaged MiniLM maps
         "importance": {"seeds": [0, 1], "max_examples": 12, "batch_size": 8, "threads": 1,
                        "bootstrap": {"n": 100, "seed": 0}},
+        "plots": {"formats": ["svg", "pdf"]},  # every figure also as PDF, and caption-free
     }
 
 

@@ -37,6 +37,11 @@ def test_every_output_is_built(tiny_workflow):
         table = pd.read_csv(surface / f"{name}.csv")
         assert len(table) == 4 and table["layer"].min() == 1  # 2 layers x 2 heads, 1-based
         assert (surface / f"{name}.svg").read_bytes().startswith(b"<?xml")
+        # plots.formats [svg, pdf]: the figure as PDF, and both without the caption
+        assert (surface / f"{name}.pdf").read_bytes().startswith(b"%PDF")
+        assert (surface / f"{name}.nocaption.pdf").read_bytes().startswith(b"%PDF")
+        assert "model tiny" in (surface / f"{name}.svg").read_text()
+        assert "model tiny" not in (surface / f"{name}.nocaption.svg").read_text()
     assert len(pd.read_csv(surface / "example_heads.csv")) == 4
     assert len(pd.read_csv(surface / "paper_claims.csv")) > 5
     for corpus in ("wikipedia", "tb", "tb_docs"):
