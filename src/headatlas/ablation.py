@@ -43,6 +43,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from headatlas.analyses.headtypes import NO_TYPES
 from headatlas.claims import undefined
 from headatlas.errors import HeadAtlasError
 
@@ -197,12 +198,16 @@ def plan(actions: torch.Tensor, renormalise: bool = False) -> Callable[[torch.Te
 # ----------------------------------------------------------------------------
 
 def read_head_types(path: str | Path, n_layers: int, n_heads: int) -> np.ndarray:
-    """``[layers, heads]`` type names from a CSV with columns layer, head (1-based), type."""
+    """``[layers, heads]`` type names from a CSV with columns layer, head (1-based), type.
+
+    Every head may be :data:`NO_TYPES` (the clusters were not distinct): the grid then scores
+    only the unablated model and the floors (:func:`variants`).
+    """
     table = pd.read_csv(path)
     missing = {"layer", "head", "type"} - set(table.columns)
     if missing:
         raise HeadAtlasError(f"{path}: head-type table lacks column(s) {sorted(missing)}")
-    unknown = set(table["type"]) - set(TYPES)
+    unknown = set(table["type"]) - set(TYPES) - {NO_TYPES}
     if unknown:
         raise HeadAtlasError(f"{path}: unknown head type(s) {sorted(unknown)}; expected {TYPES}"
                              "\n  how to fix: cluster with k = 4 so that the types are named")
@@ -236,8 +241,9 @@ class Variant:
 FLOORS = {"prune": "prune all", "uniform": "uniform all"}
 
 
-def variants() -> list[Variant]:
-    """The grid: Tables 2 and 3 of the paper, extended to every type.
+def variants(named: bool = True) -> list[Variant]:
+    """The grid: Tables 2 and 3 of the paper, extended to every type (``named`` False: the head
+    types are not distinct, and only the unablated model and the floors are scored).
 
     Unablated; the two floors (every head pruned, every head uniform: what
     the model scores without what attention gives, :data:`FLOORS`); prune
@@ -248,7 +254,11 @@ def variants() -> list[Variant]:
     intra-sentence (16, 18) or inter-sentence (17, 19) attention.
     """
     rows = [Variant("unablated", "baseline", (), "1")]
-    rows += [Variant(name, "floor", tuple((t, action) for t in TYPES)) for action, name in FLOORS.items()]
+    # The floors change every head, typed or not (NO_TYPES: the clusters were not distinct).
+    rows += [Variant(name, "floor", tuple((t, action) for t in (*TYPES, NO_TYPES)))
+             for action, name in FLOORS.items()]
+    if not named:
+        return rows
     ids = dict(zip(TYPES, range(2, 6)))
     rows += [Variant(f"prune {t}", "prune one", ((t, "prune"),), str(ids[t])) for t in TYPES]
     rows += [Variant("prune dense + vertical", "prune two", (("dense", "prune"), ("vertical", "prune")), "6"),
@@ -311,7 +321,7 @@ def run_grid(evaluate: Callable[[torch.Tensor], dict[str, float]], types: np.nda
     head uniform). Variants that change the same heads in the same way (a type
     with no heads) are scored once.
     """
-    grid = variants() if grid is None else grid
+    grid = variants(named=bool(np.isin(types, TYPES).any())) if grid is None else grid
     if grid[0].actions:
         raise ValueError("the first variant must be the unablated model (the reference)")
     done: dict[bytes, dict[str, float]] = {}
@@ -427,6 +437,8 @@ CLAIMS = (
 )
 
 
+NOT_DISTINCT = ("the head types are not distinct (headtypes' type_shares.csv gives the separation "
+                "test), so the grid scored only the unablated model and the floors")
 # How the paper's numbers read as shares of what attention gives (the note of every claim).
 PAPER_READING = ("the paper's shares are of the unablated SQuAD score; a SQuAD model without attention "
                  "cannot see the question, so its floor is near 0 (Guan et al. did not measure it) and "
@@ -458,8 +470,15 @@ def paper_claims(table: pd.DataFrame) -> pd.DataFrame:
                                  if "1" in rows.index else {})
     floors = {action: floor_score(table, metric, action) for action in FLOORS}
     missing = contribution_missing(unablated, floors["prune"])
+    only_floors = set(table["variant"]) <= {"unablated", *FLOORS.values()}
     claims = []
     for paper_id, key, claim, paper, how, threshold in CLAIMS:
+        if paper_id not in rows.index and only_floors:  # the types are not distinct
+            claims.append(Claim(
+                f"guan.ablation.{key}", GUAN_ABLATION, claim, f"{paper} (row {paper_id})", "n/a",
+                holds_if(None), f"paper row {paper_id} of the grid",
+                f"not applicable: {NOT_DISTINCT}; {PAPER_READING}"))
+            continue
         if paper_id not in rows.index:
             continue
         row = rows.loc[paper_id]

@@ -366,3 +366,25 @@ def test_the_caption_names_the_floors(tmp_path):
                            "every head uniform; bars show the share of what attention gives")
     flat = floors_text(tagger_grid(tmp_path, intact=86.9), "accuracy")
     assert "shares of the unablated score shown: attention contributes nothing measurable" in flat
+
+
+def test_heads_without_distinct_types_score_only_the_floors(tmp_path):
+    """Head types that are not distinct (every head "no distinct types"): the table is read, the
+    grid scores the unablated model and the two floors only (each floor changes all 4 heads),
+    and every type claim is "not applicable" with that reason instead of being left out."""
+    from headatlas.ablation import paper_claims
+    from headatlas.analyses.headtypes import NO_TYPES
+
+    csv = tmp_path / "types.csv"
+    pd.DataFrame({"layer": [1, 1, 2, 2], "head": [1, 2, 1, 2], "type": [NO_TYPES] * 4}).to_csv(csv, index=False)
+    types = read_head_types(csv, 2, 2)
+
+    def evaluate(actions):  # score = 100 - 10 per changed head
+        return {"accuracy": 100.0 - 10 * int((actions != KEEP).sum())}
+
+    table = run_grid(evaluate, types, "accuracy", progress=False)
+    assert list(table["variant"]) == ["unablated", "prune all", "uniform all"]
+    assert list(table["heads_changed"]) == [0, 4, 4] and list(table["accuracy"]) == [100.0, 60.0, 60.0]
+    claims = paper_claims(table)
+    assert len(claims) == 7 and set(claims["verdict"]) == {"not applicable"}
+    assert claims["note"].str.contains("head types are not distinct").all()

@@ -17,6 +17,7 @@ import pandas as pd
 import torch
 
 from headatlas import ablation
+from headatlas.analyses.headtypes import NO_TYPES
 from headatlas.errors import HeadAtlasError
 from headatlas.tasks import squad, upos
 
@@ -87,7 +88,8 @@ def ablation_grid(task: str, spec: dict, data: str | Path, types_path: str | Pat
         evaluate, described = squad.ablation_evaluator(model, tokenizer, data, max_examples,
                                                        batch_size, renormalise, **options)
     table = ablation.run_grid(evaluate, types, MAIN_METRIC[task], progress=progress)
-    counts = ", ".join(f"{t} {n}" for t, n in ablation.type_counts(types).items())
+    counts = (", ".join(f"{t} {n}" for t, n in ablation.type_counts(types).items())
+              if (types != NO_TYPES).any() else f"{NO_TYPES}: only the floors scored")
     caption = (
         f"Task model {name} ({spec.get('hub') or source}, "
         f"{config.num_hidden_layers}x{config.num_attention_heads} heads); {described}. Head types "
