@@ -167,13 +167,21 @@ def with_weighting(long: pd.DataFrame) -> pd.DataFrame:
                        weighting=norm.map({False: "attention", True: "norm"}))
 
 
-def own_columns(long: pd.DataFrame, models: Sequence[str]) -> list[tuple[str, str]]:
-    """The (model, weighting) views that have a claim of their own (not :data:`ABSENT`): models in
-    ``models`` order, attention before norm. A helper model that states no claim (e.g. a random
-    encoder read only by Table 3) is no column of "not applicable"."""
+def own_views(long: pd.DataFrame, models: Sequence[str]) -> list[tuple[str, str]]:
+    """The (model, weighting) views that state a claim of their own (not :data:`ABSENT`): models in
+    ``models`` order, attention before norm."""
     own = with_weighting(long[long["ours"] != ABSENT])
     present = set(zip(own["model"], own["weighting"]))
     return [(m, w) for m in models for w in ("attention", "norm") if (m, w) in present]
+
+
+def own_columns(long: pd.DataFrame, models: Sequence[str]) -> list[tuple[str, str]]:
+    """The scorecard page's columns: the views of :func:`own_views` that judge at least one claim
+    (holds or does not hold). A helper model that states no claim (e.g. a random encoder read only
+    by Table 3), or only claims it cannot judge, is no column of "not applicable"."""
+    judged = with_weighting(long[(long["ours"] != ABSENT) & (long["verdict"] != NOT_APPLICABLE)])
+    present = set(zip(judged["model"], judged["weighting"]))
+    return [view for view in own_views(long, models) if view in present]
 
 
 def by_weighting(long: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
@@ -201,11 +209,11 @@ def by_weighting(long: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
 
 
 def own_tally(long: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
-    """Per view of :func:`own_columns` (``model``, ``weighting``): how many of its own claims hold,
+    """Per view of :func:`own_views` (``model``, ``weighting``): how many of its own claims hold,
     do not hold, are not applicable (claims of analyses not run for it are not counted)."""
     own = with_weighting(long[long["ours"] != ABSENT])
     counts = pd.crosstab([own["model"], own["weighting"]], own["verdict"])
-    counts = counts.reindex(index=pd.MultiIndex.from_tuples(own_columns(long, models)),
+    counts = counts.reindex(index=pd.MultiIndex.from_tuples(own_views(long, models)),
                             columns=list(VERDICTS), fill_value=0)
     return counts.rename_axis(index=["model", "weighting"], columns=None).reset_index()
 

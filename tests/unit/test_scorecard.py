@@ -139,18 +139,21 @@ def test_cross_model_figures(tmp_path):
 @pytest.fixture
 def weighted(tmp_path):
     """big: s.a under both weightings (holds, then not), p.a under attention only; helper: one claim
-    under attention only; idle: a model with no claim of its own (every row absent)."""
+    under attention only; idle: a model with no claim of its own (every row absent); unjudged: one
+    claim, not applicable."""
     results = tmp_path / "results"
     paths = [write(results / "big" / "w" / "surface" / "paper_claims.csv", [c("s.a", "S §1", True, "62%")]),
              write(results / "big" / "w" / "surface-norm" / "paper_claims.csv", [c("s.a", "S §1", False, "8%")]),
              write(results / "big" / "w" / "probes" / "paper_claims.csv", [c("p.a", "S §5", None)]),
-             write(results / "helper" / "w" / "surface" / "paper_claims.csv", [c("s.a", "S §1", False, "1%")])]
-    return collect(paths, results, ["big", "helper", "idle"])
+             write(results / "helper" / "w" / "surface" / "paper_claims.csv", [c("s.a", "S §1", False, "1%")]),
+             write(results / "unjudged" / "w" / "surface" / "paper_claims.csv", [c("s.a", "S §1", None)])]
+    return collect(paths, results, ["big", "helper", "idle", "unjudged"])
 
 
 def test_the_report_scorecard_has_the_weightings_as_columns_and_no_idle_model(weighted):
-    models = models_of(weighted, ["big", "helper", "idle"])
-    # idle states nothing, helper nothing under the norm weighting: neither is a column of "n/a".
+    models = models_of(weighted, ["big", "helper", "idle", "unjudged"])
+    # idle states nothing, helper nothing under the norm weighting, unjudged judges nothing: none is
+    # a column of "n/a".
     assert own_columns(weighted, models) == [("big", "attention"), ("big", "norm"), ("helper", "attention")]
     view = by_weighting(weighted, models).set_index("id")
     assert list(view.index) == ["s.a", "p.a"]  # the norm twin folded into its claim's row
@@ -161,14 +164,16 @@ def test_the_report_scorecard_has_the_weightings_as_columns_and_no_idle_model(we
     assert view.loc["s.a", "rule"] == "r"
     page = to_html(view.reset_index(), own_columns(weighted, models), "cap")
     assert page.startswith("<!DOCTYPE html>") and page.count("<tr>") == 2 + 2  # two header rows, two claims
-    assert '<th colspan="2">big</th><th colspan="1">helper</th>' in page and "idle" not in page
+    assert '<th colspan="2">big</th><th colspan="1">helper</th>' in page
+    assert "idle" not in page and "unjudged" not in page
     assert "<th>attention</th><th>norm</th><th>attention</th>" in page
     assert "#d9f2d9" in page and "not run" in page
 
 
 def test_own_tally_counts_each_views_own_claims(weighted):
-    counts = own_tally(weighted, ["big", "helper", "idle"]).set_index(["model", "weighting"])
+    counts = own_tally(weighted, ["big", "helper", "idle", "unjudged"]).set_index(["model", "weighting"])
     assert counts.loc[("big", "attention")].tolist() == [1, 0, 1]  # s.a holds, p.a not applicable
     assert counts.loc[("big", "norm")].tolist() == [0, 1, 0]
     assert counts.loc[("helper", "attention")].tolist() == [0, 1, 0]  # absent claims are not counted
     assert ("idle", "attention") not in counts.index
+    assert counts.loc[("unjudged", "attention")].tolist() == [0, 0, 1]  # counted, though not a column
