@@ -477,7 +477,7 @@ def paper_claims(table: pd.DataFrame) -> pd.DataFrame:
             claims.append(Claim(
                 f"guan.ablation.{key}", GUAN_ABLATION, claim, f"{paper} (row {paper_id})", "n/a",
                 holds_if(None), f"paper row {paper_id} of the grid",
-                f"not applicable: {NOT_DISTINCT}; {PAPER_READING}"))
+                "; ".join(filter(None, [untrained, f"not applicable: {NOT_DISTINCT}", PAPER_READING]))))
             continue
         if paper_id not in rows.index:
             continue

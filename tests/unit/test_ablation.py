@@ -388,3 +388,17 @@ def test_heads_without_distinct_types_score_only_the_floors(tmp_path):
     claims = paper_claims(table)
     assert len(claims) == 7 and set(claims["verdict"]) == {"not applicable"}
     assert claims["note"].str.contains("head types are not distinct").all()
+
+
+def test_an_untrained_model_without_distinct_types_says_both(tmp_path):
+    """A random SQuAD model whose heads do not separate: only the floors are scored, and every
+    claim's note gives both reasons, the untrained model first."""
+    from headatlas.ablation import UNTRAINED, paper_claims
+
+    table = pd.DataFrame({"paper_id": ["1", "", ""], "variant": ["unablated", "prune all", "uniform all"],
+                          "heads_changed": [0, 4, 4], "exact_match": [0.5, 0.4, 0.3], "f1": [3.0, 2.9, 2.8]})
+    table["f1_pct_of_unablated"] = 100 * table["f1"] / 3.0
+    claims = paper_claims(table)
+    assert len(claims) == 7 and set(claims["verdict"]) == {"not applicable"}
+    assert claims["note"].str.contains(UNTRAINED).all()
+    assert claims["note"].str.contains("head types are not distinct").all()
