@@ -23,6 +23,7 @@ rule coref_mentions:
                 table="coref: per mention",
             ),
             final=False,
+            in_report=False,  # 0.6-0.7 MB per table: a file only, for the report's 15 MB budget
         ),
         summary=result(
             "coref",

@@ -30,6 +30,7 @@ rule syntax_scores:
                 corpus="{corpus}",
                 result="every head (long table)",
             ),
+            in_report=False,  # 0.3 MB per table: a file only, for the report's 15 MB budget
         ),
         offsets=result(
             "syntax",
