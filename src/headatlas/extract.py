@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from headatlas.allocator import keep_buffers_in_heap
 from headatlas.batching import HostArray, pack_examples, pad_batch
 from headatlas.corpora.records import Sentence
 from headatlas.errors import EmptyStoreError, ModelError
@@ -164,6 +165,13 @@ def capture_batch(model, inputs: dict[str, torch.Tensor], lengths: Sequence[int]
     return HostArray(pack_examples(forward_attentions(model, inputs), lengths, token_dims=2))
 
 
+def largest_buffer(examples: Sequence[Encoded], batch_size: int, n_layers: int, n_heads: int) -> int:
+    """Bytes of the largest per-batch array extraction allocates: a layer's float32 attention
+    ``[batch, heads, T, T]`` or the batch's packed float16 maps (every layer) at the widest ``T``."""
+    width = max(len(e) for e in examples)
+    return batch_size * n_heads * width * width * max(4, 2 * n_layers)
+
+
 def store_special_tokens(tokenizer) -> dict[str, str]:
     """The store's ``cls_token`` / ``sep_token`` attributes: the tokenizer's own strings.
 
@@ -286,6 +294,7 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
         raise EmptyStoreError(empty_store_message(attrs, len(skipped), stats["too_long"],
                                                   where=f"{out_path} not written{shard_note}"))
     attrs["norms"], recorder, warning = norm_recorder(loaded.model, norms)
+    keep_buffers_in_heap(largest_buffer(examples, batch_size, loaded.n_layers, loaded.n_heads))
     attrs["model_class"] = model_class(loaded.model)
     if warning:
         log.warning("%s", warning)
