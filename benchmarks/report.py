@@ -5,9 +5,12 @@ Usage (from the repository root, after ``make bench``)::
 
     .venv/bin/python benchmarks/report.py                      # print the section
     .venv/bin/python benchmarks/report.py --write docs/performance.md
+    .venv/bin/python benchmarks/report.py benchmarks/out/mpnet/results.json --section bench-mpnet \
+        --write docs/performance.md                                 # the MPNet-base run's table
 
 ``--write`` replaces what lies between the markers ``<!-- bench:begin -->`` and
-``<!-- bench:end -->`` of that file, so no row of an older run stays beside the new ones.
+``<!-- bench:end -->`` (``--section NAME``: ``<!-- NAME:begin -->``, ...) of that file, so no row
+of an older run stays beside the new ones.
 Every row carries the run's date, threads, machine load and command.
 """
 
@@ -19,7 +22,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+MODEL_LABELS = {"minilm": "embedded MiniLM (6 x 12 heads, hidden 384)",
+                "mpnet": "MPNet-base (12 x 12 heads, hidden 768: bert-base's geometry)"}
 BUSY = 2.0  # load average per usable CPU above which the doc says the machine was busy
 
 
@@ -52,12 +56,14 @@ def section(results: dict, source: Path) -> str:
     threads = machine.get("threads", machine.get("torch_threads"))
     command = machine.get("command", "benchmarks/run.py")
     load = load_text(machine)
+    model = MODEL_LABELS.get(machine.get("model_name", "minilm"), machine.get("model_name"))
+    same_as_make = " (= `make bench`)" if command.split()[1:] == ["benchmarks/run.py"] else ""
     lines = [
-        f"All rows below come from **one run**: `{command}` (= `make bench`), {date} UTC, "
+        f"All rows below come from **one run**: `{command}`{same_as_make}, {date} UTC, "
         f"commit `{machine.get('git_commit', '?')[:7]}`"
         + (f" with uncommitted changes to {', '.join(machine['git_modified_files'])}"
            if machine.get("git_modified_files") else "")
-        + f", embedded MiniLM on the CPU, {threads} thread(s) (the pipeline's `extraction.threads`), "
+        + f", {model} on the CPU, {threads} thread(s) (the pipeline's `extraction.threads`), "
           f"{machine.get('cpu_count')} CPUs" + (f" ({machine['cpu_model']})" if machine.get("cpu_model") else "")
         + ", "
           f"{results['total_seconds'] / 60 if 'total_seconds' in results else machine.get('total_seconds', 0) / 60:.0f} min. "
@@ -89,7 +95,10 @@ def main(argv=None) -> int:
     parser.add_argument("results", nargs="?", type=Path, default=HERE / "out" / "results.json")
     parser.add_argument("--write", type=Path, default=None,
                         help="replace the section between the bench markers of this file")
+    parser.add_argument("--section", default="bench",
+                        help="the markers' name: <!-- NAME:begin --> ... <!-- NAME:end --> (default bench)")
     args = parser.parse_args(argv)
+    begin, end = f"<!-- {args.section}:begin -->", f"<!-- {args.section}:end -->"
     results = json.loads(args.results.read_text())
     try:
         shown = args.results.resolve().relative_to(HERE.parent)
@@ -100,11 +109,11 @@ def main(argv=None) -> int:
         print(text)
         return 0
     doc = args.write.read_text()
-    if BEGIN not in doc or END not in doc:
-        raise SystemExit(f"{args.write}: no {BEGIN} ... {END} markers to replace between")
-    head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    args.write.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+    if begin not in doc or end not in doc:
+        raise SystemExit(f"{args.write}: no {begin} ... {end} markers to replace between")
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    args.write.write_text(f"{head}{begin}\n{text}\n{end}{tail}")
     print(f"wrote the benchmarks section of {args.write}")
     return 0
 

