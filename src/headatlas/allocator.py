@@ -6,8 +6,8 @@ heap gives memory back to the system once more than the trim threshold is free a
 Extraction allocates buffers of tens of megabytes per batch and layer (``[32, 12, 128, 128]``
 float32 attention is 25 MB; a batch's packed float16 maps, 75 MB for MiniLM), so each batch's
 tensors arrived as fresh zero pages: a page fault per 4 KiB, paid in system time. Measured on
-200 Wikipedia segments with MiniLM at one thread (``benchmarks/README.md``): 729k page faults
-and 1.34 s of system time beside 6.5 s of user time by default; 26k and 0.17 s with both
+300 Wikipedia segments with MiniLM at one thread (``benchmarks/README.md``): 991k page faults
+and 3.5 s of system time beside ~9.8 s of user time by default; 19k and 0.25 s with both
 thresholds above the batch's buffers. The user time, and every number computed, is the same.
 
 Elsewhere (musl, macOS, Windows) nothing is changed: those allocators behave differently.

@@ -159,7 +159,7 @@ class Browser:
                 self.process.wait(10)
                 break
             except subprocess.TimeoutExpired:
-                continue
+                pass  # then SIGKILL
 
 
 @pytest.fixture
