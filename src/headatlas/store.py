@@ -41,6 +41,7 @@ import h5py
 import numpy as np
 
 from headatlas.errors import EmptyStoreError, StoreError
+from headatlas.halves import widen
 from headatlas.io import partial_path, remove_stale_partials
 from headatlas.weightings import check_weighting, norm_weighted
 
@@ -665,15 +666,15 @@ class Store:
         t0, t1 = self._tok_offsets[i], self._tok_offsets[i + 1]
         a0, a1 = self._attn_offsets[i], self._attn_offsets[i + 1]
         n = int(t1 - t0)
-        attn = self._attn[a0:a1].astype(np.float32).reshape(self.n_layers, self.n_heads, n, n)
+        attn = widen(self._attn[a0:a1]).reshape(self.n_layers, self.n_heads, n, n)
         value_norms = norm_map = None
         if self.read_norms or self.weighting == "norm":
             size = self.n_layers * self.n_heads
-            value_norms = self._norm_sets["value_norms"][t0 * size:t1 * size] \
-                .astype(np.float32).reshape(self.n_layers, self.n_heads, n)
+            value_norms = widen(self._norm_sets["value_norms"][t0 * size:t1 * size]) \
+                .reshape(self.n_layers, self.n_heads, n)
         if self.read_norms:
-            norm_map = self._norm_sets["norm_map"][a0 // self.n_heads:a1 // self.n_heads] \
-                .astype(np.float32).reshape(self.n_layers, n, n)
+            norm_map = widen(self._norm_sets["norm_map"][a0 // self.n_heads:a1 // self.n_heads]) \
+                .reshape(self.n_layers, n, n)
         tokens = self._tokens[t0:t1].tolist()
         if self._tokens_crc is not None and strings_crc32(tokens) != int(self._tokens_crc[i]):
             raise self._damaged(f"the tokens of example {self.example_ids[i]} fail their checksum")
