@@ -11,7 +11,7 @@ from headatlas.corpora.records import Sentence
 from headatlas.errors import StoreError
 from headatlas.store import NORMS_OFF, NORMS_RECORDED, NORMS_UNSUPPORTED, Example, Store, StoreWriter
 from headatlas.valuenorms import (NormRecorder, _layer_norm_map_torch, gram_weights, layer_norm_map, norm_recorder,
-                                  pair_grams, token_grams, value_norms_and_map)
+                                  token_grams, value_norms_and_map)
 from headatlas.weightings import norm_weighted
 
 SENTENCES = [Sentence(id="s0", words=["the", "cat", "sat"]),
@@ -59,26 +59,6 @@ def test_compiled_and_tensor_norm_maps_agree():
     np.testing.assert_allclose(compiled.numpy(), tensor_ops.numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(compiled.numpy(), direct.numpy(), rtol=1e-4, atol=1e-4)
     assert (compiled[0, 5:] == 0).all() and (compiled[0, :, 5:] == 0).all()
-
-
-def test_pair_grams_are_the_upper_triangle_doubled_off_the_diagonal():
-    # The CPU layout [pairs, tokens] (rows h <= g, row-major in h) against token_grams, in chunks
-    # that do not divide the tokens; the value norms and map of both paths agree too.
-    rng = torch.Generator().manual_seed(2)
-    heads, dh, tokens = 3, 4, 10
-    values = torch.randn(tokens, heads * dh, generator=rng)
-    gram = gram_weights(torch.randn(heads * dh, heads * dh, generator=rng))
-    full = token_grams(values, gram, heads)  # [tokens, heads, heads]
-    pairs = pair_grams(values, gram, heads, chunk=3)
-    assert pairs.shape == (6, tokens + 16) and pairs.flags.c_contiguous
-    expected = [full[:, h, g] * (1 if g == h else 2) for h in range(heads) for g in range(h, heads)]
-    np.testing.assert_allclose(pairs[:, :tokens], torch.stack(expected).numpy(), rtol=1e-5, atol=1e-5)
-    attn = torch.softmax(torch.randn(2, heads, 5, 5, generator=rng), -1)
-    norms, norm_map = value_norms_and_map(values.view(2, 5, -1), attn, gram, heads)
-    grams = full.view(2, 5, heads, heads)
-    np.testing.assert_allclose(norms.numpy(), grams.diagonal(dim1=2, dim2=3).sqrt().transpose(1, 2).numpy(),
-                               rtol=1e-5)
-    np.testing.assert_allclose(norm_map.numpy(), _layer_norm_map_torch(attn, grams).numpy(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.fixture(scope="module")
