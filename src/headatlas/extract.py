@@ -138,19 +138,6 @@ def collate(batch: Sequence[Encoded], pad_id: int, device) -> dict[str, torch.Te
     return {name: tensor.to(device) for name, tensor in inputs.items()}
 
 
-def without_padding_mask(inputs: dict[str, torch.Tensor], lengths: Sequence[int]) -> dict[str, torch.Tensor]:
-    """``inputs`` without ``attention_mask`` when the batch has no padding (every example as long
-    as the batch is wide), decided from the host-side ``lengths`` (no device synchronisation).
-
-    Eager attention then adds no mask: one pass over every ``[batch, heads, T, T]`` score tensor
-    less, and the same probabilities (adding 0 changes no float). Length-sorted Wikipedia
-    segments mostly fill their batches exactly.
-    """
-    if "attention_mask" not in inputs or min(lengths) != inputs["attention_mask"].shape[1]:
-        return inputs
-    return {name: tensor for name, tensor in inputs.items() if name != "attention_mask"}
-
-
 def forward_attentions(model, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
     """Run ``model`` with ``output_attentions``: one ``[batch, heads, T, T]`` tensor per layer."""
     out = model(**inputs, output_attentions=True, return_dict=True)
@@ -175,8 +162,7 @@ def capture_batch(model, inputs: dict[str, torch.Tensor], lengths: Sequence[int]
     padding cut and the float16 cast in one copy), moved to the host once per batch without
     waiting for the device (:class:`~headatlas.batching.HostArray`).
     """
-    attentions = forward_attentions(model, without_padding_mask(inputs, lengths))
-    return HostArray(pack_examples(attentions, lengths, token_dims=2))
+    return HostArray(pack_examples(forward_attentions(model, inputs), lengths, token_dims=2))
 
 
 def largest_buffer(examples: Sequence[Encoded], batch_size: int, n_layers: int, n_heads: int) -> int:

@@ -39,7 +39,6 @@ from typing import Callable
 
 import torch
 
-from headatlas.attention import use_inplace_attention
 from headatlas.errors import ModelError
 # Model types whose position ids start after the padding index: one table, shared with the
 # configuration's checks (headatlas.capabilities), so the usable length is known when it loads.
@@ -420,9 +419,6 @@ def check_max_length(max_length: int, config, name: str, key: str = "extraction.
 def load_model(name: str, spec: dict, device: str | None = None) -> LoadedModel:
     """Load tokenizer and encoder (eager attention, eval mode) on CUDA if present.
 
-    Eager attention is computed in place where the family allows it
-    (:func:`headatlas.attention.use_inplace_attention`: the same probabilities, fewer passes).
-
     The tokenizer's ``model_input_names`` are aligned with the model
     (:func:`align_input_names`).
     """
@@ -434,7 +430,6 @@ def load_model(name: str, spec: dict, device: str | None = None) -> LoadedModel:
     if spec.get("random_init"):
         model = _randomised(model, load_config(name, spec), spec)
     align_input_names(tokenizer, model)
-    use_inplace_attention(model)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device).eval()
     info = {"model_name": name, "model_id": spec.get("hub") or spec.get("package") or source,
