@@ -1,0 +1,76 @@
+#!/usr/bin/env python
+"""The floor under benchmark 1: the embedded model's forward with its attention maps (eager,
+``output_attentions``, as extraction runs it) against the bare sdpa forward, on the same
+length-sorted Wikipedia batches, CPU time, rounds alternating (A B, B A, ...).
+
+Usage (from the repository root)::
+
+    .venv/bin/python benchmarks/attention_floor.py [--segments 1000] [--rounds 2]
+
+Prints each round's CPU seconds and the ratio to sdpa. No maps are copied or written: this is
+what any extraction pays before packing, norms and the write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def cpu_seconds(fn) -> float:
+    before = os.times()
+    fn()
+    after = os.times()
+    return (after.user - before.user) + (after.system - before.system)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--segments", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    sys.path.insert(0, str(HERE))
+    import torch
+
+    import run as bench
+    from headatlas.allocator import keep_buffers_in_heap
+    from headatlas.corpora.records import read_jsonl
+    from headatlas.extract import collate, encode_corpus, largest_buffer, length_batches
+
+    bench.THREADS = bench.pipeline_threads()
+    loaded, bare = bench.load_models()
+    sentences = list(read_jsonl(bench.WIKI))[:args.segments]
+    examples, _ = encode_corpus(loaded.tokenizer, enumerate(sentences), bench.MAX_LENGTH, Counter())
+    keep_buffers_in_heap(largest_buffer(examples, bench.BATCH_SIZE, loaded.n_layers, loaded.n_heads))
+    pad = loaded.tokenizer.pad_token_id or 0
+    inputs = [collate(batch, pad, "cpu") for batch in length_batches(examples, bench.BATCH_SIZE)]
+    runs = {"sdpa (bare)": lambda batch: bare(**batch),
+            "eager with maps": lambda batch: loaded.model(**batch, output_attentions=True)}
+
+    def run(name):
+        with torch.inference_mode():
+            for batch in inputs:
+                runs[name](batch)
+
+    for name in runs:  # warm-up
+        run(name)
+    seconds = {name: [] for name in runs}
+    for round_ in range(args.rounds):
+        for name in (list(runs) if round_ % 2 == 0 else list(runs)[::-1]):
+            seconds[name].append(cpu_seconds(lambda: run(name)))
+    print(f"{len(examples)} segments, {len(inputs)} batches, {bench.THREADS} thread(s), CPU seconds per round:")
+    for name, values in seconds.items():
+        ratios = [v / b for v, b in zip(values, seconds["sdpa (bare)"])]
+        print(f"  {name:<16} {' '.join(f'{v:6.2f}' for v in values)}   ratio to sdpa "
+              + " ".join(f"{r:.3f}" for r in ratios))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
