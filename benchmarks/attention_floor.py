@@ -15,18 +15,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections import Counter
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-
-
-def cpu_seconds(fn) -> float:
-    before = os.times()
-    fn()
-    after = os.times()
-    return (after.user - before.user) + (after.system - before.system)
+import run as bench  # this folder is on sys.path when the script runs
 
 
 def main(argv=None) -> int:
@@ -35,13 +26,11 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    sys.path.insert(0, str(HERE))
     import torch
 
-    import run as bench
     from headatlas.allocator import keep_buffers_in_heap
     from headatlas.corpora.records import read_jsonl
-    from headatlas.extract import collate, encode_corpus, largest_buffer, length_batches
+    from headatlas.extract import collate, encode_corpus, forward_attentions, largest_buffer, length_batches
 
     bench.THREADS = bench.pipeline_threads()
     loaded, bare = bench.load_models()
@@ -49,22 +38,24 @@ def main(argv=None) -> int:
     examples, _ = encode_corpus(loaded.tokenizer, enumerate(sentences), bench.MAX_LENGTH, Counter())
     keep_buffers_in_heap(largest_buffer(examples, bench.BATCH_SIZE, loaded.n_layers, loaded.n_heads))
     pad = loaded.tokenizer.pad_token_id or 0
-    inputs = [collate(batch, pad, "cpu") for batch in length_batches(examples, bench.BATCH_SIZE)]
-    runs = {"sdpa (bare)": lambda batch: bare(**batch),
-            "eager with maps": lambda batch: loaded.model(**batch, output_attentions=True)}
+    batches = list(length_batches(examples, bench.BATCH_SIZE))
 
-    def run(name):
-        with torch.inference_mode():
-            for batch in inputs:
-                runs[name](batch)
+    @torch.inference_mode()
+    def with_maps(batches, pad_id) -> None:
+        for batch in batches:
+            forward_attentions(loaded.model, collate(batch, pad_id, "cpu"))
 
-    for name in runs:  # warm-up
-        run(name)
+    runs = {"sdpa (bare)": lambda: bench.bare_forward(bare, batches, pad),
+            "eager with maps": lambda: with_maps(batches, pad)}
+    for run in runs.values():  # warm-up
+        run()
     seconds = {name: [] for name in runs}
     for round_ in range(args.rounds):
         for name in (list(runs) if round_ % 2 == 0 else list(runs)[::-1]):
-            seconds[name].append(cpu_seconds(lambda: run(name)))
-    print(f"{len(examples)} segments, {len(inputs)} batches, {bench.THREADS} thread(s), CPU seconds per round:")
+            with bench.Clock() as clock:
+                runs[name]()
+            seconds[name].append(clock.cpu)
+    print(f"{len(examples)} segments, {len(batches)} batches, {bench.THREADS} thread(s), CPU seconds per round:")
     for name, values in seconds.items():
         ratios = [v / b for v, b in zip(values, seconds["sdpa (bare)"])]
         print(f"  {name:<16} {' '.join(f'{v:6.2f}' for v in values)}   ratio to sdpa "

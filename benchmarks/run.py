@@ -203,9 +203,7 @@ def machine_info(args) -> dict:
 
 class Clock:
     """Wall and process-CPU seconds of a block (CPU time is the load-robust cross-check), the CPU
-    split into user and system time: the system part of an extraction is mostly the kernel
-    copying the store into the page cache, whose cost depends on the machine's memory (on
-    these VMs 0.3-3.7 s per 1.2 GB, see benchmarks/README.md), not on headatlas."""
+    split into user and system time (why: benchmarks/README.md, "System time")."""
 
     def __enter__(self) -> "Clock":
         gc.collect()
@@ -674,11 +672,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.insert(2, Row(f"2 extract() speed-up, naive loop {THREADS} threads", naive2[0],
                            wall["naive_ewt"][0], naive2[1], "base/cand", ">=", 3.0, "s", naive2[2],
                            f"EWT dev, {len(ewt_dev)} sentences; candidate = mean of the extractions around it"))
-        rows.insert(3, Row(f"2c (extra) bare {BASELINE_ATTENTION} forward vs naive loop",
-                           med["bare_ewt"], wall["naive_ewt"][0], wall["naive_ewt"][0] / med["bare_ewt"],
-                           "base/cand", ">=", 3.0, "s", cpu["naive_ewt"][0] / statistics.median(cpu["bare_ewt"]),
-                           "the same EWT dev batches run bare (no maps, norms or write): what row 2 "
-                           "could reach at most", True, user_ratio=user["naive_ewt"][0] / statistics.median(user["bare_ewt"])))
+        rows.insert(3, ratio_row(f"2c (extra) bare {BASELINE_ATTENTION} forward vs naive loop", "bare_ewt",
+                                 "naive_ewt", ">=", 3.0, "the same EWT dev batches run bare (no maps, norms "
+                                 "or write): what row 2 could reach at most", inverse=True, extra=True))
         rows.insert(4, ratio_row("3 surface analyses vs extraction (wiki store)", "analyses", "extract_wiki",
                                  "<=", 0.5, " + ".join(SURFACE)))
         if THREADS != 1:  # at 1 thread row 2 is this comparison already
