@@ -57,12 +57,13 @@ def compare(old_dir: Path, new_dir: Path, ignored: set[str]) -> dict[str, list]:
     """``{"identical": [...], "equal_ignoring": [...], "different": [(name, diffs)], "missing": [...]}``."""
     result: dict[str, list] = {"identical": [], "equal_ignoring": [], "different": [], "missing": []}
     names = sorted({p.relative_to(d).as_posix() for d in (old_dir, new_dir) for p in d.rglob("*.csv")})
+    old_root, new_root = old_dir.resolve().parent, new_dir.resolve().parent  # the clones
     for name in names:
         a, b = old_dir / name, new_dir / name
         if not (a.exists() and b.exists()):
             result["missing"].append(f"{name} (only in {old_dir if a.exists() else new_dir})")
             continue
-        old, new = read_rows(a, old_dir.resolve().parent), read_rows(b, new_dir.resolve().parent)
+        old, new = read_rows(a, old_root), read_rows(b, new_root)
         if old == new:
             result["identical"].append(name)
         elif drop_timings(old, ignored) == drop_timings(new, ignored):

@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.workflow.conftest import SNAKEMAKE, tiny_config
+from tests.workflow.conftest import snakemake, tiny_config
+from tests.workflow.test_pipeline import planned_jobs
 from tests.workflow.test_slurm import VOLATILE_COLUMNS, VOLATILE_ROWS, comparable
 
 pytestmark = pytest.mark.workflow
@@ -45,22 +46,16 @@ TARGETS = ["out/tiny/tb/syntax/table1.csv", "out/tiny/tb_docs/coref/accuracy.csv
 FOLDERS = ("prepared/", "run-logs/", "out/")
 
 
-def wrapper_snakemake(root: Path, *args: str) -> str:
-    result = subprocess.run(SNAKEMAKE + ["--cores", "2", *args], cwd=root, capture_output=True, text=True)
-    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
-    return result.stdout
-
-
 @pytest.fixture(scope="module")
-def module_run(tiny_workflow, tmp_path_factory) -> tuple[Path, str]:
+def module_run(tiny_workflow, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     """The wrapper folder after a real run of TARGETS, and the dry run of its whole plan."""
     root = tmp_path_factory.mktemp("wrapper")
     config = tiny_config(tiny_workflow)  # the direct run's models and treebank, by absolute path
     config.update({"data": "prepared", "logs": "run-logs", "results": "out"})
     (root / "my-config.yaml").write_text(yaml.safe_dump(config))
     (root / "Snakefile").write_text(WRAPPER.format(snakefile=ROOT / "workflow" / "Snakefile"))
-    plan = wrapper_snakemake(root, "-n", "all")
-    wrapper_snakemake(root, *TARGETS)
+    plan = snakemake(root, "--cores", "2", "-n", "all")
+    snakemake(root, "--cores", "2", *TARGETS)
     return root, plan
 
 
@@ -72,9 +67,9 @@ def planned_files(plan: str) -> list[str]:
 
 def test_the_whole_plan_follows_the_config(module_run):
     _, plan = module_run
-    rules = set(re.findall(r"^(?:local)?rule (\w+):", plan, re.M))
+    rules = set(planned_jobs(plan))
     assert {"extract", "surface_table", "syntax_scores", "coref_mentions", "scorecard", "atlas_page"} <= rules
-    files = planned_files(plan)
+    files = planned_files(plan.stdout)
     assert len(files) > 500
     assert [name for name in files if not name.startswith(FOLDERS)] == []
 
