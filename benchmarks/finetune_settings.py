@@ -57,7 +57,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
 
     from headatlas.corpora.records import read_jsonl
-    from headatlas.models import resolve
+    from headatlas.encoders.models import resolve
     from headatlas.tasks import upos
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")

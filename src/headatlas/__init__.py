@@ -1,6 +1,12 @@
 """headatlas: what do the attention heads of BERT-family encoders look at?
 
-Data flow: corpora -> extraction -> HDF5 store -> analyses -> report.
+Packages in data-flow order: :mod:`~headatlas.corpora` -> :mod:`~headatlas.encoders` (extraction)
+-> :mod:`~headatlas.store` -> :mod:`~headatlas.analyses` (and :mod:`~headatlas.plots`) ->
+:mod:`~headatlas.tasks` and :mod:`~headatlas.interventions` -> :mod:`~headatlas.report`, glued
+into the workflow by :mod:`~headatlas.pipeline`. The modules at this level are shared leaves
+(errors, io, heads, stats, provenance, claims, weightings) and the console script (cli).
+
+Notebook entry points: :func:`atlas` and :func:`head`.
 """
 
 from headatlas.provenance import package_version as _package_version
@@ -8,18 +14,15 @@ from headatlas.provenance import package_version as _package_version
 __version__ = _package_version()  # from git tags at install time (setuptools-scm)
 
 
-# Notebook entry points (the head atlas). Kept lazy: this package is imported when the Snakefile
-# is parsed, so nothing heavy (pandas) is imported here. The module is imported by name, not with
-# an import statement: headatlas.codedeps reads import statements, and one here would make
-# atlas.py a code input of every rule.
-def __getattr__(name):
-    """``headatlas.atlas``: the module :mod:`headatlas.atlas`, callable as
-    ``headatlas.atlas("results", "minilm")`` -> that model's ``heads.csv`` as a DataFrame."""
-    if name == "atlas":
-        import importlib
+def atlas(results="results", model="minilm"):
+    """``results/<model>/heads.csv`` as a DataFrame: one row per (weighting, layer, head), every
+    per-head table of the run joined (:func:`headatlas.report.atlas.load`).
 
-        return importlib.import_module(f"{__name__}.atlas")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    >>> headatlas.atlas("results", "minilm")  # doctest: +SKIP
+    """
+    from headatlas.report.atlas import load  # pandas: imported when asked, not with the package
+
+    return load(results, model)
 
 
 def head(model, layer, head, results="results", weighting=None):
@@ -28,7 +31,6 @@ def head(model, layer, head, results="results", weighting=None):
 
     >>> headatlas.head("minilm", 3, 9, results="results")  # doctest: +SKIP
     """
-    import importlib
+    from headatlas.report.atlas import head_profile
 
-    profile = importlib.import_module(f"{__name__}.atlas").head_profile
-    return profile(model, layer, head, results, weighting)
+    return head_profile(model, layer, head, results, weighting)

@@ -2,7 +2,7 @@
 
 Each analysis that checks a paper's statement returns :class:`Claim` records
 (``paper_claims.csv`` holds them, one per row, in :data:`COLUMNS` order); the
-scorecard (:mod:`headatlas.scorecard`) collects them across analyses and models.
+scorecard (:mod:`headatlas.report.scorecard`) collects them across analyses and models.
 A verdict is never typed by hand: it is computed by the code that states its
 ``rule``, and the rule is written so that it reads the same for every model
 (layer ranges as relative depth, thresholds as numbers), so one scorecard row

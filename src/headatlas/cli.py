@@ -29,13 +29,13 @@ def _version(argv: Sequence[str]) -> None:
 
 
 def _label(argv: Sequence[str]) -> None:
-    from headatlas.labelling import main
+    from headatlas.report.labelling import main
 
     main(argv, prog="headatlas label")
 
 
 def _store_schema(argv: Sequence[str]) -> None:
-    from headatlas.store import markdown
+    from headatlas.store.schema import markdown
 
     argparse.ArgumentParser(prog="headatlas store-schema",
                             description="print the store schema as Markdown").parse_args(argv)
@@ -43,13 +43,13 @@ def _store_schema(argv: Sequence[str]) -> None:
 
 
 def _resources(argv: Sequence[str]) -> None:
-    from headatlas.resources import main
+    from headatlas.pipeline.resources import main
 
     main(argv, prog="headatlas resources")
 
 
 def _config_docs(argv: Sequence[str]) -> None:
-    from headatlas.configdocs import main
+    from headatlas.pipeline.configdocs import main
 
     main(argv, prog="headatlas config-docs")
 
@@ -58,7 +58,7 @@ def _atlas(argv: Sequence[str]) -> None:
     """A model's head table (results/<model>/heads.csv), sorted by a column, or one head's profile."""
     import pandas as pd
 
-    from headatlas.atlas import head_profile, load
+    from headatlas.report.atlas import head_profile, load
 
     parser = argparse.ArgumentParser(prog="headatlas atlas", description=_atlas.__doc__)
     parser.add_argument("model")
@@ -90,8 +90,8 @@ def _patterns_eval(argv: Sequence[str]) -> None:
     import yaml
 
     from headatlas.analyses.patterns import Thresholds, evaluate_labels
-    from headatlas.config import default_config
-    from headatlas.labelling import load_maps, read_labels
+    from headatlas.pipeline.config import default_config
+    from headatlas.report.labelling import load_maps, read_labels
 
     parser = argparse.ArgumentParser(prog="headatlas patterns-eval", description=_patterns_eval.__doc__)
     parser.add_argument("--labels", help="label CSV (default: the packaged 510 maps)")

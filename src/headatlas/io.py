@@ -1,4 +1,4 @@
-"""Atomic file writing: an output either exists complete or not at all."""
+"""Atomic file writing: an output either exists complete or not at all (tables too)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ import os
 import secrets
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pandas is not imported here: the Snakefile imports this module when parsed
+    import pandas as pd
 
 
 def partial_path(path: str | os.PathLike) -> Path:
@@ -54,3 +58,15 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs):
     """``open`` for writing, with the atomic rename of :func:`atomic_path`."""
     with atomic_path(path) as tmp, open(tmp, mode, **kwargs) as handle:
         yield handle
+
+
+def write_table(table: "pd.DataFrame", path: str | Path, float_format: str | None = None,
+                index: bool = False) -> None:
+    """Write a table as CSV atomically: the file appears complete or not at all.
+
+    ``float_format`` (e.g. ``"%.6g"``) fixes how floats are printed; ``index``
+    writes the row labels too (for tables whose index is a column, e.g. counts
+    by quantity).
+    """
+    with atomic_open(path) as handle:
+        table.to_csv(handle, index=index, float_format=float_format)

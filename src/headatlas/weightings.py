@@ -11,7 +11,7 @@ a head passes on than ``α_ij`` alone.
   and every analysis written for α reads it unchanged.
 
 The store holds ``‖f_h(x_j)‖`` per head and token (``value_norms``); the reader
-(:func:`headatlas.store.open_stores`) applies the weighting, so an analysis never
+(:func:`headatlas.store.reader.open_stores`) applies the weighting, so an analysis never
 knows which view it was given. This module is light (numpy only): the config
 checks import it when the Snakefile is parsed.
 """

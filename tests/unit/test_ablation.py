@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from headatlas.ablation import (IMPLEMENTATION, KEEP, NO_INTER, NO_INTRA, PRUNE, UNIFORM,
+from headatlas.interventions.ablation import (IMPLEMENTATION, KEEP, NO_INTER, NO_INTRA, PRUNE, UNIFORM,
                                 Ablation, Variant, ablate, head_actions, read_head_types, run_grid,
                                 same_sentence, variants)
 from headatlas.corpora.records import Sentence
@@ -31,7 +31,7 @@ def encoder(tmp_path_factory):
     """The tiny random BertModel loaded with the ablation attention (and the same with eager)."""
     from transformers import AutoModel
 
-    from headatlas.ablation import register
+    from headatlas.interventions.ablation import register
 
     folder = make_tiny_model(tmp_path_factory.mktemp("tiny-ablate"), layers=2, heads=2)
     register()
@@ -215,7 +215,7 @@ def test_run_grid_scores_each_distinct_plan_once():
 
 
 def test_paper_claims_of_the_ablation_grid(tmp_path):
-    from headatlas.ablation import paper_claims
+    from headatlas.interventions.ablation import paper_claims
 
     # Unablated 90, all heads pruned 10: attention gives 80 points. Prune diagonal 81 (71 of 80:
     # 88.75%, not below 50%); prune vertical 89.1 (79.1 of 80: 98.9% >= 98.5%); uniform dense 80.1
@@ -249,7 +249,7 @@ def test_an_untrained_squad_model_makes_every_ablation_claim_not_applicable(tmp_
     """A random QA model: unablated EM 0.0 / F1 3.0. Shares of noise judged the old way: pruning
     the vertical heads "costs little" (F1 3.0 of 3.0, 100%) and pruning the diagonal heads "makes
     the model inoperative" (F1 1.2, 40%): two verdicts on a model that never learnt SQuAD."""
-    from headatlas.ablation import UNTRAINED, paper_claims, untrained_reason
+    from headatlas.interventions.ablation import UNTRAINED, paper_claims, untrained_reason
 
     def grid(em, f1):  # the first two rows: unablated, all heads pruned
         table = pd.DataFrame({"paper_id": ["1", "", "3", "5"],
@@ -281,7 +281,7 @@ def test_an_untrained_squad_model_makes_every_ablation_claim_not_applicable(tmp_
 
 
 def test_share_of_attention_by_hand():
-    from headatlas.ablation import contribution_missing, share_of_attention
+    from headatlas.interventions.ablation import contribution_missing, share_of_attention
 
     # The audit's tagger: 96.2 intact, 86.5 with every head pruned: attention gives 9.7 points.
     assert share_of_attention(93.5, 96.2, 86.5) == pytest.approx(100 * 7.0 / 9.7)  # 72.2%: 28% lost
@@ -314,7 +314,7 @@ def test_claims_are_judged_above_the_floor_without_attention(tmp_path):
     model inoperative" (< 50%), keeping only the diagonal heads' intra-sentence attention (87.3:
     90.7%) always "keeps it usable", and uniform dense heads (94.9: 98.6%) "cost little". Above the
     floor, of the 9.7 points attention gives: 1.5 (15.5%), 0.8 (8.2%) and 8.4 (86.6%)."""
-    from headatlas.ablation import paper_claims
+    from headatlas.interventions.ablation import paper_claims
 
     c = paper_claims(tagger_grid(tmp_path)).set_index("id")
     verdicts = c["verdict"].to_dict()
@@ -335,7 +335,7 @@ def test_claims_are_not_applicable_when_attention_contributes_nothing(tmp_path):
     """The tiny workflow's tagger scores 100% whatever its heads do. Judged the old way, pruning the
     vertical heads "costs little" (holds) and pruning the diagonal heads "breaks" nothing (does not
     hold): verdicts on a model whose attention gives no measurable point."""
-    from headatlas.ablation import paper_claims
+    from headatlas.interventions.ablation import paper_claims
 
     flat = tagger_grid(tmp_path, intact=100.0, pruned=100.0, uniform=100.0)
     flat["accuracy"] = 100.0
@@ -351,7 +351,7 @@ def test_claims_are_not_applicable_when_attention_contributes_nothing(tmp_path):
 
 
 def test_a_uniform_floor_above_the_model_leaves_the_verdict_to_the_pruned_floor(tmp_path):
-    from headatlas.ablation import paper_claims
+    from headatlas.interventions.ablation import paper_claims
 
     c = paper_claims(tagger_grid(tmp_path, uniform=97.0)).set_index("id")
     assert c.loc["guan.ablation.prune_diagonal", "verdict"] == "holds"
@@ -359,7 +359,7 @@ def test_a_uniform_floor_above_the_model_leaves_the_verdict_to_the_pruned_floor(
 
 
 def test_the_caption_names_the_floors(tmp_path):
-    from headatlas.tasks.grid import floors_text
+    from headatlas.interventions.grid import floors_text
 
     text = floors_text(tagger_grid(tmp_path), "accuracy")
     assert text.startswith("Floors: accuracy 96.20 unablated, 86.50 with every head pruned, 88.00 with "
@@ -372,7 +372,7 @@ def test_heads_without_distinct_types_score_only_the_floors(tmp_path):
     """Head types that are not distinct (every head "no distinct types"): the table is read, the
     grid scores the unablated model and the two floors only (each floor changes all 4 heads),
     and every type claim is "not applicable" with that reason instead of being left out."""
-    from headatlas.ablation import paper_claims
+    from headatlas.interventions.ablation import paper_claims
     from headatlas.analyses.headtypes import NO_TYPES
 
     csv = tmp_path / "types.csv"
@@ -393,7 +393,7 @@ def test_heads_without_distinct_types_score_only_the_floors(tmp_path):
 def test_an_untrained_model_without_distinct_types_says_both(tmp_path):
     """A random SQuAD model whose heads do not separate: only the floors are scored, and every
     claim's note gives both reasons, the untrained model first."""
-    from headatlas.ablation import UNTRAINED, paper_claims
+    from headatlas.interventions.ablation import UNTRAINED, paper_claims
 
     table = pd.DataFrame({"paper_id": ["1", "", ""], "variant": ["unablated", "prune all", "uniform all"],
                           "heads_changed": [0, 4, 4], "exact_match": [0.5, 0.4, 0.3], "f1": [3.0, 2.9, 2.8]})

@@ -1,4 +1,4 @@
-"""Per-batch buffers from the heap (headatlas.allocator), and the size extraction asks for."""
+"""Per-batch buffers from the heap (headatlas.encoders.allocator), and the size extraction asks for."""
 
 from __future__ import annotations
 
@@ -7,14 +7,15 @@ import sys
 
 import pytest
 
-from headatlas import allocator
-from headatlas.extract import Encoded, largest_buffer
+from headatlas.encoders import allocator
+from headatlas.encoders.inputs import Encoded
+from headatlas.encoders.extract import largest_buffer
 
 # A batch as extraction makes it: per-layer float32 tensors above glibc's largest automatic mmap
 # threshold (32 MiB), their float16 pack, all freed; the page faults of 10 batches after 2.
 BATCHES = """
 import resource, sys, torch
-from headatlas.allocator import keep_buffers_in_heap
+from headatlas.encoders.allocator import keep_buffers_in_heap
 size = 40 << 20
 if sys.argv[1] == "heap":
     keep_buffers_in_heap(3 * size)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from headatlas.batching import HostArray, equal_runs, pack_examples
+from headatlas.encoders.batching import HostArray, equal_runs, pack_examples
 
 
 def test_equal_runs_by_hand():

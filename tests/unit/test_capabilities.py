@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from headatlas import capabilities as caps_module
-from headatlas import layouts
-from headatlas.capabilities import (NORM_LAYOUTS, capabilities, norm_layout_of, safetensors_names,
+from headatlas.encoders import capabilities as caps_module
+from headatlas.encoders import layouts
+from headatlas.encoders.capabilities import (NORM_LAYOUTS, capabilities, norm_layout_of, safetensors_names,
                                     usable_length)
-from headatlas.config import ConfigError, load_config, plan
+from headatlas.pipeline.config import ConfigError, load_config, plan
 from tests.conftest import ROOT, make_tiny_encoder
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -68,7 +68,7 @@ def config_with(folders: dict, names: list[str], **top) -> dict:
 def test_the_module_stays_free_of_torch_and_transformers():
     import subprocess
 
-    code = ("import sys, headatlas.capabilities, headatlas.config; "
+    code = ("import sys, headatlas.encoders.capabilities, headatlas.pipeline.config; "
             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -192,8 +192,8 @@ def test_no_job_of_these_models_fails_for_a_reason_the_config_could_know(folders
     from headatlas.analyses.gradients import gradient_importance, load_for_loss
     from headatlas.analyses.surface import Entropy
     from headatlas.corpora.records import Sentence
-    from headatlas.extract import extract
-    from headatlas.models import load_model
+    from headatlas.encoders.extract import extract
+    from headatlas.encoders.models import load_model
 
     names = ["mpnet", "distilbert", "electra"]
     result = plan(load_config(config_with(folders, names), SCHEMA))

@@ -9,7 +9,7 @@ import pytest
 from headatlas.analyses.base import REGISTRY, run_analysis
 from headatlas.analyses.clustering import (HeadDistances, distance_matrix, embed_heads, euclidean,
                                            group_structure, pairwise_js, paper_claims, stress1)
-from headatlas.store import Example
+from headatlas.store.example import Example
 
 
 def example(attn, index=0):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from headatlas.codedeps import code_files
+from headatlas.pipeline.codedeps import code_files
 
 
 def test_modules_run_by_name_count_with_their_packages_and_imports(tmp_path):

@@ -7,7 +7,7 @@ import copy
 import pytest
 import yaml
 
-from headatlas.config import MODEL_ANALYSES, ConfigError, load_config, plan
+from headatlas.pipeline.config import MODEL_ANALYSES, ConfigError, load_config, plan
 from tests.conftest import FIXTURES, ROOT
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from headatlas.config import ConfigError, built_models, default_config, load_config, plan
+from headatlas.pipeline.config import ConfigError, built_models, default_config, load_config, plan
 from tests.unit.test_config import SCHEMA, minimal
 
 

@@ -21,7 +21,7 @@ import pytest
 import headatlas.analyses
 from headatlas.analyses.base import PROVENANCE_KEYS, REGISTRY, RUN_ATTRS, Analysis, run_analysis
 from headatlas.corpora.records import Mention, Sentence, write_jsonl
-from headatlas.store import SCHEMA_VERSION
+from headatlas.store.schema import SCHEMA_VERSION
 
 MODULES = [importlib.import_module(f"headatlas.analyses.{m.name}")
            for m in pkgutil.iter_modules(headatlas.analyses.__path__)]
@@ -50,7 +50,7 @@ RECORDS = [Sentence(id=f"d{i}", doc=f"d{i}", split=split, words=w, heads=h, rels
 
 @pytest.fixture(scope="module")
 def tiny_store(tiny_model, tmp_path_factory):
-    from headatlas.extract import extract
+    from headatlas.encoders.extract import extract
 
     folder = tmp_path_factory.mktemp("contract")
     write_jsonl(folder / "corpus.jsonl", RECORDS)

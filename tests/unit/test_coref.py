@@ -20,7 +20,8 @@ from headatlas.corpora.documents import make_documents
 from headatlas.corpora.records import Mention, Sentence, write_jsonl
 from headatlas.errors import CorpusFormatError
 from headatlas.plots.coref import plot_head_accuracy
-from headatlas.store import Example, StoreWriter
+from headatlas.store.example import Example
+from headatlas.store.writer import StoreWriter
 
 ROOT = Path(__file__).resolve().parents[2]
 CONLL = ROOT / "tests" / "fixtures" / "coref" / "conll" / "test" / "nested.v4_gold_conll"

@@ -18,10 +18,12 @@ from headatlas.analyses.surface import Entropy, RelativePosition, SpecialTokens
 from headatlas.analyses.syntax import DependencyHeads, table1
 from headatlas.corpora.records import Sentence, write_jsonl
 from headatlas.errors import ModelError
-from headatlas.extract import collate, encode, extract
-from headatlas.models import (check_max_length, load_model, load_tokenizer, max_input_length,
+from headatlas.encoders.inputs import collate, encode
+from headatlas.encoders.extract import extract
+from headatlas.encoders.models import (check_max_length, load_model, load_tokenizer, max_input_length,
                               takes_token_types)
-from headatlas.store import Example, Store, token_masks
+from headatlas.store.example import Example, token_masks
+from headatlas.store.reader import Store
 from tests.conftest import FAMILIES, make_tiny_encoder
 
 PAIR = Sentence(id="p", words=["The", "cat", "sat", "."], words_b=["He", "saw", "a", "birdie", ","])
@@ -179,7 +181,7 @@ def test_extraction_in_padded_batches_equals_one_forward_each(encoders, family, 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_records_value_norms_and_serves_the_norm_view(encoders, family, tmp_path):
-    from headatlas.store import NORMS_RECORDED
+    from headatlas.store.schema import NORMS_RECORDED
 
     loaded = encoders[family]
     extract(loaded, CORPUS, tmp_path / "s.h5", max_length=64, batch_size=3, progress=False)

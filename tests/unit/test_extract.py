@@ -2,10 +2,11 @@ import numpy as np
 import pytest
 import torch
 
-from headatlas import extract as ex
+from headatlas.encoders import extract as ex
+from headatlas.encoders import inputs as inp
 from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
-from headatlas.store import Store
+from headatlas.store.reader import Store
 
 PAIR = Sentence(id="p", words=["The", "cat", "sat", "."], words_b=["It", "was", "happy", "."])
 SENTENCES = [
@@ -17,7 +18,7 @@ SENTENCES = [
 
 
 def test_pair_has_segment_ids_and_global_word_ids(tiny_model):
-    enc = ex.encode(tiny_model.tokenizer, PAIR, 0)
+    enc = inp.encode(tiny_model.tokenizer, PAIR, 0)
     tokens = tiny_model.tokenizer.convert_ids_to_tokens(enc.input_ids)
     assert tokens == ["[CLS]", "the", "cat", "sat", ".", "[SEP]", "it", "was", "happy", ".", "[SEP]"]
     assert enc.token_type_ids == [0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1]  # B [SEP] is segment 1
@@ -26,25 +27,25 @@ def test_pair_has_segment_ids_and_global_word_ids(tiny_model):
 
 
 def test_wordpieces_share_their_word(tiny_model):
-    enc = ex.encode(tiny_model.tokenizer, Sentence(id="x", words=["walked", "running"]), 0)
+    enc = inp.encode(tiny_model.tokenizer, Sentence(id="x", words=["walked", "running"]), 0)
     assert tiny_model.tokenizer.convert_ids_to_tokens(enc.input_ids) == [
         "[CLS]", "walk", "##ed", "run", "##ning", "[SEP]"]
     assert enc.word_ids == [-1, 0, 0, 1, 1, -1]
 
 
 def test_length_batches_sort_and_cap():
-    encs = [ex.Encoded(i, str(i), [0] * n, [0] * n, [0] * n, n) for i, n in enumerate([5, 2, 9, 3, 7])]
-    batches = list(ex.length_batches(encs, batch_size=2))
+    encs = [inp.Encoded(i, str(i), [0] * n, [0] * n, [0] * n, n) for i, n in enumerate([5, 2, 9, 3, 7])]
+    batches = list(inp.length_batches(encs, batch_size=2))
     assert [[len(e) for e in b] for b in batches] == [[2, 3], [5, 7], [9]]
-    capped = list(ex.length_batches(encs, batch_size=10, max_tokens=15))
+    capped = list(inp.length_batches(encs, batch_size=10, max_tokens=15))
     assert all(len(b) * max(len(e) for e in b) <= 15 for b in capped)
     assert sorted(e.index for b in capped for e in b) == [0, 1, 2, 3, 4]
 
 
 def test_collate_pads_by_hand():
-    a = ex.Encoded(0, "a", [2, 9, 3], [0, 0, 1], [-1, 0, -1], 1)
-    b = ex.Encoded(1, "b", [2, 3], [0, 0], [-1, -1], 0)
-    inputs = ex.collate([a, b], pad_id=7, device="cpu")
+    a = inp.Encoded(0, "a", [2, 9, 3], [0, 0, 1], [-1, 0, -1], 1)
+    b = inp.Encoded(1, "b", [2, 3], [0, 0], [-1, -1], 0)
+    inputs = inp.collate([a, b], pad_id=7, device="cpu")
     assert list(inputs) == ["input_ids", "token_type_ids", "attention_mask"]
     assert inputs["input_ids"].tolist() == [[2, 9, 3], [2, 3, 7]]
     assert inputs["token_type_ids"].tolist() == [[0, 0, 1], [0, 0, 0]]
@@ -55,7 +56,7 @@ def test_collate_pads_by_hand():
 def test_pad_batch_checks_its_input():
     from types import SimpleNamespace
 
-    from headatlas.batching import pad_batch
+    from headatlas.encoders.batching import pad_batch
 
     out = pad_batch([SimpleNamespace(ids=[1], tags=[5]), SimpleNamespace(ids=[1, 2], tags=[5, 6])],
                     {"ids": 0, "tags": -100}, mask=None)
@@ -74,8 +75,8 @@ def test_shard_ranges_cover_everything_once():
 
 
 def single_forward(loaded, sentence):
-    enc = ex.encode(loaded.tokenizer, sentence, 0)
-    inputs = ex.collate([enc], 0, "cpu")
+    enc = inp.encode(loaded.tokenizer, sentence, 0)
+    inputs = inp.collate([enc], 0, "cpu")
     with torch.no_grad():
         out = loaded.model(**inputs, output_attentions=True)
     return torch.stack(out.attentions, 1)[0].numpy()
@@ -149,13 +150,13 @@ def test_sdpa_model_without_attentions_fails_clearly(tiny_model_dir):
     from transformers import BertModel
 
     model = BertModel.from_pretrained(tiny_model_dir, attn_implementation="sdpa").eval()
-    enc = ex.encode(__import__("transformers").AutoTokenizer.from_pretrained(tiny_model_dir),
+    enc = inp.encode(__import__("transformers").AutoTokenizer.from_pretrained(tiny_model_dir),
                     SENTENCES[0], 0)
     try:
-        ex.batch_attentions(model, ex.collate([enc], 0, "cpu"))
+        ex.batch_attentions(model, inp.collate([enc], 0, "cpu"))
     except ModelError as err:
         assert "eager" in str(err)
     # Some transformers versions fall back to eager and do return attentions: then they must be real.
     else:
-        attn = ex.batch_attentions(model, ex.collate([enc], 0, "cpu"))
+        attn = ex.batch_attentions(model, inp.collate([enc], 0, "cpu"))
         assert attn.shape[1] == 2

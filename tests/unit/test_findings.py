@@ -3,8 +3,8 @@
 import pytest
 
 from headatlas.claims import Claim, claims_table, verdict
-from headatlas.findings import furthest, gap, summary_html
-from headatlas.scorecard import collect
+from headatlas.report.findings import furthest, gap, summary_html
+from headatlas.report.scorecard import collect
 
 
 def write(path, claims):

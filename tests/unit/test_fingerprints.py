@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from headatlas import fingerprints as fp
+from headatlas.pipeline import fingerprints as fp
 
 
 def write(path: Path, text: str, mtime: float | None = None) -> Path:

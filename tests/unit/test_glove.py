@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from headatlas.errors import HeadAtlasError
-from headatlas.glove import GloVe, load_glove
+from headatlas.corpora.glove import GloVe, load_glove
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from headatlas.analyses.gradients import (ATTENTION, KINDS, GradientSums, attent
                                           paper_claims, run_record)
 from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
-from headatlas.extract import collate, encode
+from headatlas.encoders.inputs import collate, encode
 from tests.conftest import make_tiny_model
 
 LAYERS, HEADS = 2, 2
@@ -282,7 +282,7 @@ def test_auto_loss_follows_the_tensors_not_the_architectures_field(tmp_path):
     all-mpnet-base-v2's names MPNetForMaskedLM) gets the contrastive loss, not a failure."""
     import json
 
-    from headatlas import capabilities
+    from headatlas.encoders import capabilities
 
     folder = make_tiny_model(tmp_path / "claims-a-head", LAYERS, HEADS)
     config = json.loads((folder / "config.json").read_text())
@@ -296,7 +296,7 @@ def test_auto_loss_follows_the_tensors_not_the_architectures_field(tmp_path):
 
 
 def test_the_masked_lm_model_is_loaded_through_the_checked_door(tiny_mlm_dir, monkeypatch):
-    from headatlas import models
+    from headatlas.encoders import models
 
     calls = []
     real = models.from_pretrained

@@ -1,6 +1,6 @@
 import numpy as np
 
-from headatlas.halves import widen
+from headatlas.store.halves import widen
 
 
 def test_every_half_is_widened_as_numpy_does():

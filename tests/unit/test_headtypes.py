@@ -8,7 +8,7 @@ import pytest
 
 from headatlas.analyses import headtypes as ht
 from headatlas.analyses.base import run_analysis
-from headatlas.store import Example
+from headatlas.store.example import Example
 
 # A 16-token input: [CLS] at 0, "," at 5, "." at 14, [SEP] at 15; positions 1-4 and 6-13
 # are the 12 ordinary words. L = N = 16, so window i holds distance i + 1 exactly.
@@ -104,7 +104,7 @@ def test_analysis_averages_inputs_with_equal_weight():
 
 
 def test_features_stream_a_float16_store(tmp_path):
-    from headatlas.store import StoreWriter
+    from headatlas.store.writer import StoreWriter
 
     attrs = {"n_layers": 1, "n_heads": 3, "model_name": "m", "corpus": "c", "max_length": 32}
     with StoreWriter(tmp_path / "s.h5", attrs) as writer:
@@ -456,7 +456,7 @@ def test_stability_and_figures_of_unnamed_types(tmp_path):
 
 
 def test_models_compared_when_the_first_has_no_types():
-    from headatlas.compare import shares_by_model
+    from headatlas.report.compare import shares_by_model
 
     none = ht.type_shares(pd.DataFrame({"layer": [1, 2], "head": [1, 1], "type": ht.NO_TYPES}), "gap test ...")
     named = pd.DataFrame({"type": ["dense", "vertical"], "heads": [3, 1], "share_pct": [75.0, 25.0],

@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from headatlas import htmltable
-from headatlas.htmltable import csv_page, page
+from headatlas.report import htmltable
+from headatlas.report.htmltable import csv_page, page
 
 
 def test_cells_are_escaped_and_kept_as_written(tmp_path):

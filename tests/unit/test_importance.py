@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from headatlas.tasks.importance import (HeadTask, Scorer, TaggingHeads, UnitScores, chance_gains, claims,
+from headatlas.interventions.importance import (HeadTask, Scorer, TaggingHeads, UnitScores, chance_gains, claims,
                                         compare, disable_heads, heads_table, normalise_by_layer,
                                         prunable_share, pruning_curves, pruning_order, spearman)
 from tests.conftest import make_tiny_model
@@ -135,7 +135,7 @@ def test_heads_table_compare_and_claims():
     assert found["kovaleva.s6.disabling_improves"].verdict == "does not hold"  # +1 not significant
     # The same numbers from a SQuAD model whose intact F1 is 3 (random weights): the old rule
     # said "holds" for two claims; below the floor (F1 20) every claim says the model is untrained.
-    from headatlas.ablation import UNTRAINED
+    from headatlas.interventions.ablation import UNTRAINED
 
     untrained = claims(heads, layers, curves, 3.0, "f1", 1.0, "toy", untrained_floor=20.0)
     assert [c.verdict for c in untrained] == ["not applicable"] * len(found)
@@ -186,7 +186,7 @@ def random_tagger(base, tagger_class, folder, labels):
     """A tagger with a random head on the encoder saved in ``base``, loaded as the rules load it."""
     from transformers import AutoTokenizer
 
-    from headatlas.tasks.grid import load_task_model
+    from headatlas.interventions.grid import load_task_model
 
     torch.manual_seed(0)
     tagger_class.from_pretrained(
@@ -213,7 +213,7 @@ def tagger(tmp_path_factory):
 
 
 def test_a_zero_gate_equals_pruning_the_head(tagger):
-    from headatlas.ablation import PRUNE, plan
+    from headatlas.interventions.ablation import PRUNE, plan
 
     model, test, _ = tagger
     task = TaggingHeads(model, test, test[:2], batch_size=3, cache=False)
@@ -309,8 +309,8 @@ def test_squad_heads_score_is_the_official_f1_and_targets_the_answer_tokens(tmp_
 
     from transformers import AutoConfig, BertForQuestionAnswering
 
-    from headatlas.tasks.grid import load_task_model
-    from headatlas.tasks.importance import SquadHeads
+    from headatlas.interventions.grid import load_task_model
+    from headatlas.interventions.importance import SquadHeads
     from headatlas.tasks.squad import read_squad, squad_evaluate, squad_predictions
 
     folder = make_tiny_model(tmp_path / "qa", layers=2, heads=2)

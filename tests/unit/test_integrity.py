@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from headatlas.errors import EmptyStoreError, StoreError
-from headatlas.store import SCHEMA_VERSION, Store, StoreWriter, open_stores
+from headatlas.store.schema import SCHEMA_VERSION
+from headatlas.store.reader import Store, open_stores
+from headatlas.store.writer import StoreWriter
 
 ATTRS = {"n_layers": 2, "n_heads": 2, "model_name": "m", "corpus": "c", "max_length": 64}
 LENGTHS = [40, 12, 60, 33, 50, 21, 64, 8, 45, 30] * 3

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from headatlas.errors import HeadAtlasError
-from headatlas.labelling import (freeze_maps, load_maps, packaged_labels, packaged_maps,
+from headatlas.report.labelling import (freeze_maps, load_maps, packaged_labels, packaged_maps,
                                  read_labels, sample_maps)
-from headatlas.store import Store, StoreWriter
+from headatlas.store.reader import Store
+from headatlas.store.writer import StoreWriter
 
 ATTRS = {"n_layers": 2, "n_heads": 3, "model_name": "m", "model_id": "m-src", "corpus": "c"}
 

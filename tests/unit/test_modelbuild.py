@@ -1,4 +1,4 @@
-"""Model folders assembled from part packages (headatlas.modelbuild, issue 19).
+"""Model folders assembled from part packages (headatlas.encoders.modelbuild, issue 19).
 
 The part packages are faked: a tiny zip cut into parts, each part "installed" as a distribution
 (a ``.dist-info`` folder whose RECORD lists the part file) in a temporary site folder, found
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from headatlas import modelbuild as mb
+from headatlas.encoders import modelbuild as mb
 from headatlas.errors import ModelError
 
 FILES = {  # the archive's members under its one top-level folder

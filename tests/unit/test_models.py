@@ -1,7 +1,7 @@
 import pytest
 
 from headatlas.errors import ModelError
-from headatlas.models import load_model, model_spec, resolve
+from headatlas.encoders.models import load_model, model_spec, resolve
 
 
 def test_unknown_model_names_the_choices():
@@ -76,7 +76,7 @@ def test_the_advice_for_a_pickled_checkpoint_converts_it(tiny_model_dir, tmp_pat
 
 def test_a_hub_model_records_the_commit_its_files_came_from(tmp_path):
     """`revision: main` (or none) records the commit refs/main points at, not 'main' or ''."""
-    from headatlas.models import hub_commit
+    from headatlas.encoders.models import hub_commit
 
     commit = "cd5ef92a9fb2f889e972770a36d4ed042daf221e"
     repo = tmp_path / "models--bert-base-cased"

@@ -10,7 +10,7 @@ from headatlas.analyses.base import run_analysis
 from headatlas.analyses.norms import NormReport, NormShares, norm_claims, spearman
 from headatlas.analyses.rollout import Rollout, offset_sums, rollout
 from headatlas.claims import FAILS, HOLDS, NOT_APPLICABLE
-from headatlas.store import Example
+from headatlas.store.example import Example
 
 TOKENS = ["[CLS]", "a", "[SEP]"]
 # One layer, two heads. Head 1 rows; head 2 puts (1/2, 1/4, 1/4) on every row.

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from headatlas import configdocs
+from headatlas.pipeline import configdocs
 from headatlas.cli import COMMANDS
 from tests.conftest import ROOT
 
@@ -51,7 +51,7 @@ def test_config_reference_names_every_key():
 
 
 def test_the_packaged_schema_is_the_workflows():
-    from headatlas.config import schema_path
+    from headatlas.pipeline.config import schema_path
 
     assert schema_path().read_text() == (ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text()
 

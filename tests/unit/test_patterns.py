@@ -12,7 +12,7 @@ from headatlas.analyses.patterns import (PATTERNS, AttentionPatterns, Thresholds
                                          corpus_shares, crosstab_types, example_segments,
                                          features_for, layer_shares, map_features, per_class,
                                          segments_of, tune, wilson)
-from headatlas.store import Example
+from headatlas.store.example import Example
 
 N = 16
 TWO = np.array([0] * 8 + [1] * 8)  # [CLS] A [SEP] | B [SEP]: tokens 0-7 type 0, 8-15 type 1
@@ -367,8 +367,8 @@ def test_real_maps_the_first_classifier_judged_wrongly():
     # [CLS] column, which the first classifier (top 3 columns, vertical + diagonal from 0.15 / 0.05)
     # called vertical + diagonal; x084, a MiniLM block with a [CLS] column, which it called vertical
     # (block came last, after vertical). The tuned defaults get both right.
-    from headatlas.config import default_config
-    from headatlas.labelling import load_maps, read_labels
+    from headatlas.pipeline.config import default_config
+    from headatlas.report.labelling import load_maps, read_labels
 
     labels = read_labels()
     labels = labels[labels["map"].isin(["x005", "x084"])].reset_index(drop=True)

@@ -16,7 +16,7 @@ from matplotlib.patches import Rectangle
 from headatlas.analyses.syntax import LinePanel
 from headatlas.plots import (ablation, base, clustering, coref, files, gradients, headtypes, norms, probes,
                              rollout, surface, syntax)
-from headatlas.store import Example
+from headatlas.store.example import Example
 
 CAPTION = "model tiny, corpus unit-test, N=2 segments; deviation: none"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

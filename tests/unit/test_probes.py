@@ -15,8 +15,8 @@ from headatlas.analyses.probes import (PAPER_TABLE3, AttentionProbe, FeatureSet,
                                        scored_words, table3, train_probe, uniform_maps)
 from headatlas.corpora.records import Sentence, write_jsonl
 from headatlas.errors import HeadAtlasError, StoreError
-from headatlas.glove import GloVe
-from headatlas.store import StoreWriter
+from headatlas.corpora.glove import GloVe
+from headatlas.store.writer import StoreWriter
 
 LAYERS, HEADS = 2, 2
 PLANTED = (0, 1)  # layer 1, head 2 (0-based here) points every word at its gold head

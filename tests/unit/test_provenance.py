@@ -8,7 +8,7 @@ import subprocess
 
 from headatlas.corpora.records import Sentence
 from headatlas.provenance import UNKNOWN, code_version
-from headatlas.store import Store
+from headatlas.store.reader import Store
 from tests.conftest import ROOT
 
 
@@ -53,7 +53,7 @@ def test_dirty_follows_tracked_files(tmp_path):
 
 
 def test_a_store_records_the_code(tiny_model, tmp_path):
-    from headatlas import extract as ex
+    from headatlas.encoders import extract as ex
 
     ex.extract(tiny_model, [Sentence(id="a", words=["the", "cat", "sat"])], tmp_path / "s.h5",
                max_length=16, progress=False)

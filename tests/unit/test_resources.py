@@ -1,4 +1,4 @@
-"""Cluster resources from benchmarks (headatlas.resources) and the SLURM profile that holds them."""
+"""Cluster resources from benchmarks (headatlas.pipeline.resources) and the SLURM profile that holds them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 import pytest
 import yaml
 
-from headatlas import resources as res
+from headatlas.pipeline import resources as res
 from tests.conftest import ROOT
 
 RULES = ROOT / "workflow" / "rules"

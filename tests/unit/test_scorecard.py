@@ -4,8 +4,8 @@ import pandas as pd
 import pytest
 
 from headatlas.claims import Claim, claims_table, verdict
-from headatlas.compare import shares_by_model, special_by_depth, table1_by_model
-from headatlas.scorecard import (ABSENT, by_weighting, collect, is_claims_file, model_of, models_of, own_columns,
+from headatlas.report.compare import shares_by_model, special_by_depth, table1_by_model
+from headatlas.report.scorecard import (ABSENT, by_weighting, collect, is_claims_file, model_of, models_of, own_columns,
                                  own_tally, scorecard, source_key, tally, to_html)
 
 MODELS = ["big", "small"]

@@ -25,7 +25,7 @@ from headatlas.analyses.base import run_analysis
 from headatlas.corpora.conllu_reader import read_conllu
 from headatlas.corpora.documents import join_sentences
 from headatlas.corpora.records import write_jsonl
-from headatlas.extract import extract
+from headatlas.encoders.extract import extract
 from tests.workflow.conftest import write_treebank
 
 SPLITS = ["test", "train", "dev"]  # by document number modulo 3

@@ -3,7 +3,7 @@ import hashlib
 import pytest
 
 from headatlas.errors import SourceError
-from headatlas.sources import Source, read_checksums, resolve_mirror
+from headatlas.corpora.sources import Source, read_checksums, resolve_mirror
 
 
 def digest(data: bytes) -> str:
@@ -78,7 +78,7 @@ def test_missing_file_names_the_mirror_layout_folder(tmp_path, monkeypatch):
 
 def test_a_configured_mirror_that_does_not_exist_is_named(tmp_path, monkeypatch):
     from headatlas.corpora.prepare import catalog_source
-    from headatlas.sources import mirror_setting
+    from headatlas.corpora.sources import mirror_setting
 
     monkeypatch.delenv("HEADATLAS_MIRROR", raising=False)
     monkeypatch.setattr("urllib.request.urlopen", lambda *a, **k: (_ for _ in ()).throw(OSError("offline")))

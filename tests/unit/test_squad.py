@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from headatlas.ablation import run_grid, variants
+from headatlas.interventions.ablation import plan, run_grid, variants
 from headatlas.errors import CorpusFormatError
-from headatlas.tasks.grid import load_task_model
+from headatlas.interventions.grid import load_task_model
 from headatlas.tasks.squad import (_pad_windows, ablation_evaluator, exact_match_score, f1_score,
                                    metric_max_over_ground_truths, normalize_answer, read_squad,
                                    sentence_starts, squad_evaluate, squad_task, squad_windows)
@@ -175,9 +175,9 @@ def test_squad_windows_mark_question_and_context_sentences(tiny_qa):
 def test_squad_path_end_to_end(tiny_qa):
     model, tokenizer = tiny_qa
     examples = read_squad(FIXTURES / "squad_v1.1_sample.json")
-    evaluate = squad_task(model, tokenizer, examples, batch_size=2, max_length=24, stride=8)
+    score = squad_task(model, tokenizer, examples, batch_size=2, max_length=24, stride=8)
     grid = [v for v in variants() if v.paper_id in ("1", "3", "9", "12", "19")]
-    table = run_grid(evaluate, TYPES, "f1", grid=grid, progress=False)
+    table = run_grid(lambda actions: score(plan(actions)), TYPES, "f1", grid=grid, progress=False)
     assert list(table["paper_id"]) == ["1", "3", "9", "12", "19"]
     for column in ("exact_match", "f1"):
         assert table[column].between(0, 100).all()
@@ -206,5 +206,5 @@ def test_ablation_evaluator_describes_the_windows(tiny_qa):
                                              max_length=24, stride=8)
     assert described == (f"SQuAD v1.1 ({path}), 1 questions, windows of 24 wordpieces (stride 8); "
                          "context sentences split at . ! ? before a capital")
-    scores = evaluate(torch.zeros((2, 2), dtype=torch.long))
+    scores = evaluate(plan(torch.zeros((2, 2), dtype=torch.long)))
     assert set(scores) == {"exact_match", "f1"}

@@ -3,7 +3,9 @@ import numpy as np
 import pytest
 
 from headatlas.errors import StoreError
-from headatlas.store import SCHEMA_VERSION, Store, StoreWriter, open_stores
+from headatlas.store.schema import SCHEMA_VERSION
+from headatlas.store.reader import Store, open_stores
+from headatlas.store.writer import StoreWriter
 
 ATTRS = {"n_layers": 1, "n_heads": 2, "model_name": "m", "corpus": "c"}
 
@@ -94,7 +96,7 @@ def test_shards_holding_the_same_record_are_refused(tmp_path):
 
 
 def test_pick_example_by_index_or_shortest_readable(tmp_path):
-    from headatlas.store import pick_example
+    from headatlas.store.reader import pick_example
 
     write(tmp_path / "a.h5", [30, 5], start=0)
     write(tmp_path / "b.h5", [26, 40], start=2)
@@ -109,7 +111,7 @@ def test_pick_example_by_index_or_shortest_readable(tmp_path):
 def test_docs_store_md_is_generated_from_the_schema():
     from pathlib import Path
 
-    from headatlas.store import markdown
+    from headatlas.store.schema import markdown
 
     docs = Path(__file__).resolve().parents[2] / "docs" / "store.md"
     assert docs.read_text() == markdown(), \
@@ -118,8 +120,8 @@ def test_docs_store_md_is_generated_from_the_schema():
 
 def test_an_extracted_store_has_exactly_the_documented_schema(tiny_model, tmp_path):
     from headatlas.corpora.records import Sentence
-    from headatlas.extract import extract
-    from headatlas.store import ATTRIBUTES, DATASETS, dataset_dtype
+    from headatlas.encoders.extract import extract
+    from headatlas.store.schema import ATTRIBUTES, DATASETS, dataset_dtype
 
     sentences = [Sentence(id="a", words=["the", "cat", "sat"], words_b=["it", "ran"]),
                  Sentence(id="b", words=["the", "dog"] * 40)]  # too long: skipped

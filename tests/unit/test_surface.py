@@ -11,7 +11,7 @@ from headatlas.analyses.base import REGISTRY, run_analysis
 from headatlas.analyses.surface import (classify_heads, layer_means, paper_claims,
                                         pick_example_heads, sink_tokens)
 from headatlas.claims import COLUMNS
-from headatlas.store import Example
+from headatlas.store.example import Example
 
 TOKENS_A = ["[CLS]", "a", ".", "[SEP]", "b", "[SEP]"]  # n = 6: CLS 0, punct 2, SEP 3 and 5
 TOKENS_B = ["[CLS]", "c", "[SEP]", "[SEP]"]  # n = 4: CLS 0, SEP 2 and 3

@@ -13,7 +13,7 @@ from headatlas.analyses.syntax import (DIRECTIONS, NO_UD_TWIN, OFFSETS, Dependen
 from headatlas.corpora.records import Sentence, write_jsonl
 from headatlas.errors import StoreError
 from headatlas.plots.syntax import plot_dependency_lines, plot_regimes, plot_relation_heatmap
-from headatlas.store import Example
+from headatlas.store.example import Example
 
 # "the dog chased a cat": the -> dog (det), dog -> chased (nsubj), chased = root,
 # a -> cat (det), cat -> chased (obj). Heads 1-based as in CoNLL, 0 = root.

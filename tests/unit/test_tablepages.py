@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from headatlas.tablepages import TablePages, pattern_regex
+from headatlas.report.tablepages import TablePages, pattern_regex
 
 
 def test_a_page_gets_its_csvs_category_and_labels():

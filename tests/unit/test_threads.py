@@ -12,7 +12,7 @@ CHECK = """
 import json, os, sys
 import numpy, torch
 torch.set_num_threads(4)  # a pool already running with more threads than the job has
-from headatlas.pipeline import THREAD_VARIABLES, limit_threads
+from headatlas.pipeline.jobs import THREAD_VARIABLES, limit_threads
 from threadpoolctl import threadpool_info
 limit_threads(int(sys.argv[1]))
 print(json.dumps({"torch": torch.get_num_threads(),

@@ -1,6 +1,6 @@
 """Trust: no checkpoint runs code of its own, nothing is unpickled beyond plain weights.
 
-Every loader goes through :mod:`headatlas.models` (``trust_remote_code=False``);
+Every loader goes through :mod:`headatlas.encoders.models` (``trust_remote_code=False``);
 a checkpoint whose config asks for its own code is refused before transformers
 could ask "run the custom code? [y/N]" inside a job; a pickle torch refuses is
 an error suggesting safetensors; probe files are read with ``weights_only``.
@@ -17,7 +17,7 @@ import torch
 
 from headatlas.corpora.records import Sentence
 from headatlas.errors import HeadAtlasError, ModelError
-from headatlas.models import (from_pretrained, load_config, load_masked_lm, load_model, load_tokenizer,
+from headatlas.encoders.models import (from_pretrained, load_config, load_masked_lm, load_model, load_tokenizer,
                               masked_lm_problem)
 from tests.conftest import make_tiny_encoder
 
@@ -51,7 +51,8 @@ def custom_code(tiny_model_dir, tmp_path) -> Path:
 
 
 def test_auto_map_is_refused_by_every_loader(custom_code):
-    from headatlas.tasks import grid, upos
+    from headatlas.tasks import upos
+    from headatlas.interventions import grid
 
     spec = {"path": str(custom_code)}
     reason = rf"model 'x': {custom_code} is refused: its config.json has an `auto_map` \(AutoConfig, AutoModel\)"

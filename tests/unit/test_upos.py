@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 import torch
 
-from headatlas.ablation import KEEP, NO_INTER
+from headatlas.interventions.ablation import KEEP, NO_INTER, plan
 from headatlas.corpora.records import Sentence
 from headatlas.errors import HeadAtlasError
-from headatlas.tasks.grid import load_task_model
+from headatlas.interventions.grid import load_task_model
 from headatlas.tasks.upos import (IGNORE, TuneOptions, ablation_evaluator, collate, fine_tune,
                                   fine_tune_model, label_map, pack_documents, save_checkpoint,
                                   split_sentences, tag_scores, upos_task)
@@ -96,7 +96,7 @@ def test_splits_from_labels_or_by_document():
 def test_fine_tuning_lowers_the_loss_and_saves_a_loadable_checkpoint(tmp_path):
     from transformers import AutoModelForTokenClassification
 
-    from headatlas.models import load_model
+    from headatlas.encoders.models import load_model
 
     base = make_tiny_model(tmp_path / "base", layers=2, heads=2)
     # 4 training documents pack into 8 examples: an epoch is 2 steps, dev is scored after each.
@@ -158,7 +158,7 @@ def test_upos_task_runs_on_a_tiny_tagger(tmp_path):
     examples = pack_documents(tokenizer, doc, {"A": 0, "B": 1}, max_length=16)
     evaluate = upos_task(model, examples)
     for actions in (torch.full((2, 2), KEEP), torch.full((2, 2), NO_INTER)):
-        assert 0 <= evaluate(actions)["accuracy"] <= 100
+        assert 0 <= evaluate(plan(actions))["accuracy"] <= 100
 
 
 def test_ablation_evaluator_packs_the_split_and_describes_it(tmp_path):
@@ -181,7 +181,7 @@ def test_ablation_evaluator_packs_the_split_and_describes_it(tmp_path):
     n_inputs = len(pack_documents(tokenizer, test, labels, 32))
     assert described == (f"UPOS tagging, tb test split, {n_words} words in {n_inputs} inputs of "
                          "<= 32 wordpieces, each several consecutive sentences of one document")
-    assert 0 <= evaluate(torch.full((2, 2), KEEP))["accuracy"] <= 100
+    assert 0 <= evaluate(plan(torch.full((2, 2), KEEP)))["accuracy"] <= 100
     _, unsplit = ablation_evaluator(model, tokenizer, corpus(n_docs=20, splits=False), "tb", "dev")
     assert unsplit.startswith("UPOS tagging, tb dev split (documents split by order: the corpus "
                               "has no splits), ")

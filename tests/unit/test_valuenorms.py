@@ -9,8 +9,11 @@ import torch
 
 from headatlas.corpora.records import Sentence
 from headatlas.errors import StoreError
-from headatlas.store import NORMS_OFF, NORMS_RECORDED, NORMS_UNSUPPORTED, Example, Store, StoreWriter
-from headatlas.valuenorms import (NormRecorder, _layer_norm_map_torch, gram_weights, layer_norm_map, norm_recorder,
+from headatlas.store.schema import NORMS_OFF, NORMS_RECORDED, NORMS_UNSUPPORTED
+from headatlas.store.example import Example
+from headatlas.store.reader import Store
+from headatlas.store.writer import StoreWriter
+from headatlas.encoders.valuenorms import (NormRecorder, _layer_norm_map_torch, gram_weights, layer_norm_map, norm_recorder,
                                   token_grams, value_norms_and_map)
 from headatlas.weightings import norm_weighted
 
@@ -228,7 +231,7 @@ def test_recorder_of_a_shared_layer_hooks_it_once_and_records_every_call():
 
 
 def single_norms(loaded, sentence):
-    from headatlas.extract import collate, encode
+    from headatlas.encoders.inputs import collate, encode
 
     enc = encode(loaded.tokenizer, sentence, 0)
     with NormRecorder(loaded.model) as recorder, torch.inference_mode():
@@ -238,7 +241,7 @@ def single_norms(loaded, sentence):
 
 
 def test_store_holds_the_norms_of_each_example_batched(tiny_model, tmp_path):
-    from headatlas.extract import extract
+    from headatlas.encoders.extract import extract
 
     extract(tiny_model, SENTENCES, tmp_path / "s.h5", max_length=64, batch_size=3, progress=False)
     with Store(tmp_path / "s.h5", norms=True) as store:
@@ -266,7 +269,7 @@ def test_norm_weighting_by_hand():
 
 
 def test_reader_applies_the_weighting(tiny_model, tmp_path):
-    from headatlas.extract import extract
+    from headatlas.encoders.extract import extract
 
     extract(tiny_model, SENTENCES, tmp_path / "s.h5", max_length=64, progress=False)
     with Store(tmp_path / "s.h5", norms=True) as raw, Store(tmp_path / "s.h5", weighting="norm") as weighted:
@@ -290,7 +293,7 @@ def downgrade_to_version_1(path):
 def test_version_1_store_serves_attention_and_names_the_fix_for_norms(tiny_model, tmp_path):
     from headatlas.analyses import surface  # noqa: F401
     from headatlas.analyses.base import run_analysis
-    from headatlas.extract import extract
+    from headatlas.encoders.extract import extract
 
     path = tmp_path / "old.h5"
     extract(tiny_model, SENTENCES, path, max_length=64, progress=False)
@@ -304,10 +307,10 @@ def test_version_1_store_serves_attention_and_names_the_fix_for_norms(tiny_model
 
 
 def test_norms_on_an_unsupported_model_name_its_class(tiny_model, tmp_path, monkeypatch):
-    from headatlas import valuenorms
+    from headatlas.encoders import valuenorms
     from headatlas.analyses import surface  # noqa: F401
     from headatlas.analyses.base import run_analysis
-    from headatlas.extract import extract
+    from headatlas.encoders.extract import extract
 
     monkeypatch.setattr(valuenorms, "layout_of", lambda model: None)  # as for a model type without a layout
     extract(tiny_model, SENTENCES, tmp_path / "s.h5", max_length=64, progress=False)
@@ -319,7 +322,7 @@ def test_norms_on_an_unsupported_model_name_its_class(tiny_model, tmp_path, monk
 
 
 def test_extraction_without_norms_says_how_to_get_them(tiny_model, tmp_path):
-    from headatlas.extract import extract
+    from headatlas.encoders.extract import extract
 
     extract(tiny_model, SENTENCES, tmp_path / "s.h5", max_length=64, progress=False, norms=False)
     with pytest.raises(StoreError, match="exclude norm.*snakemake --cores all --force"):
@@ -341,7 +344,7 @@ def test_writer_checks_the_norms(tmp_path):
 
 
 def test_packed_norms_are_each_example_of_the_padded_batch(tiny_model):
-    from headatlas.extract import collate, encode
+    from headatlas.encoders.inputs import collate, encode
 
     examples = [encode(tiny_model.tokenizer, s, i) for i, s in enumerate(SENTENCES)]
     lengths = [len(e) for e in examples]

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from headatlas.wordlevel import units, word_level, word_units
+from headatlas.store.wordlevel import units, word_level, word_units
 
 # Tokens: [CLS] play ##ing ball [SEP]  -> units: [CLS] playing ball [SEP]
 WORD_IDS = np.array([-1, 0, 0, 1, -1])

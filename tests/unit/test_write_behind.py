@@ -7,9 +7,9 @@ import h5py
 import numpy as np
 import pytest
 
-from headatlas import extract as ex
+from headatlas.encoders import extract as ex
 from headatlas.corpora.records import Sentence
-from headatlas.store import StoreWriter
+from headatlas.store.writer import StoreWriter
 
 WORDS = "the dog saw a cat on the red house and it ran away quickly".split()
 # 23 examples of varied length: batches of 2 give 12 batches, many more than the queue holds.

@@ -378,7 +378,7 @@ def test_the_wsj_sections_choose_the_splits(rehearsal):
 
 def test_every_store_records_its_hub_commit(rehearsal):
     """A rerun knows which weights it read: the commit, not a branch name."""
-    from headatlas.store import Store
+    from headatlas.store.reader import Store
 
     revisions = pinned_revisions()
     stores = sorted((rehearsal["work"] / "results").glob("*/*/attention/shard-*.h5"))
@@ -470,7 +470,7 @@ def test_an_unpinned_hub_model_records_the_commit_it_resolved(tmp_path, revision
     folder = hub_snapshot_folder(tmp_path, MASKED_LM_ID, "main")
     save_tiny_bert(folder, True, "mlm", 0)
     spec = {"hub": MASKED_LM_ID, **({"revision": revision} if revision else {})}
-    code = ("import json, sys; from headatlas.models import load_model; "
+    code = ("import json, sys; from headatlas.encoders.models import load_model; "
             f"print(json.dumps(load_model('m', {spec!r}, device='cpu').info['model_revision']))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env=run_environment(tmp_path), check=True)

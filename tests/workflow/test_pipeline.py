@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from headatlas.scorecard import ABSENT
-from headatlas.store import Store
+from headatlas.report.scorecard import ABSENT
+from headatlas.store.reader import Store
 from tests.conftest import ROOT
 from tests.workflow.conftest import snakemake
 

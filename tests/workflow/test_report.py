@@ -12,7 +12,7 @@ import time
 import pandas as pd
 import pytest
 
-from headatlas.scorecard import ABSENT, by_weighting, models_of, own_columns
+from headatlas.report.scorecard import ABSENT, by_weighting, models_of, own_columns
 from tests.workflow.conftest import snakemake
 from tests.workflow.test_atlas_browser import browser  # noqa: F401 (a fixture)
 

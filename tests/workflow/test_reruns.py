@@ -1,7 +1,10 @@
 """Reruns follow the code: editing a library module plans exactly the rules whose scripts import it.
 
-The expected rules come from :mod:`modulefinder` (the standard library's own import tracer), not
-from :mod:`headatlas.codedeps` which the workflow uses, so the two are checked against each other.
+The expected rules come from :mod:`modulefinder` (the standard library's own import tracer, on
+bytecode), not from :mod:`headatlas.pipeline.codedeps` which the workflow uses (on the syntax
+tree), so the two are checked against each other. Both follow what Python runs: a package imported
+as the parent of a module runs its top level only, and a module named in a string
+(``"headatlas.corpora.conllx:read_conllx"``, loaded with importlib) runs when the code runs.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import modulefinder
 import os
 import re
 from pathlib import Path
+from types import CodeType
 
 import pytest
 
@@ -41,8 +45,28 @@ def rule_scripts(workflow: Path) -> dict[str, str]:
     return scripts
 
 
+NAMED = re.compile(r"(headatlas(?:\.\w+)+)(?::\w+)?")
+
+
+class Finder(modulefinder.ModuleFinder):
+    """modulefinder, with a package's functions left unscanned (importing a module of a package
+    runs the package's top level, not its functions) and modules named in strings loaded."""
+
+    def scan_code(self, co, m):
+        if m.__path__:  # a package: blank its nested code objects, keeping the constants' indices
+            co = co.replace(co_consts=tuple(None if isinstance(c, CodeType) else c for c in co.co_consts))
+        super().scan_code(co, m)
+        for const in co.co_consts:
+            named = NAMED.fullmatch(const) if isinstance(const, str) else None
+            if named:
+                try:
+                    self.import_hook(named.group(1), m)
+                except ImportError:
+                    pass
+
+
 def imported_files(script: Path, src: Path) -> set[Path]:
-    finder = modulefinder.ModuleFinder(path=[str(src)])
+    finder = Finder(path=[str(src)])
     finder.run_script(str(script))
     return {Path(m.__file__).resolve() for name, m in finder.modules.items()
             if name.split(".")[0] == "headatlas" and m.__file__}

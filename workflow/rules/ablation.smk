@@ -5,7 +5,7 @@
 #                   `split` of the fine-tuning corpus; results/<model>_upos/ablation/
 #   task: squad  -> `model` is a SQuAD-fine-tuned model of `models:`, scored on `squad_path`
 #                   (SQuAD v1.1 JSON, exact match / F1); results/<model>/ablation/
-# The task model, head-type source and data are derived in headatlas.config (PLAN.ablation).
+# The task model, head-type source and data are derived in headatlas.pipeline.config (PLAN.ablation).
 ABLATION = config["ablation"]
 ABLATION_PLAN = PLAN.ablation or {}
 targets(

@@ -1,11 +1,11 @@
 # The head atlas (issue 22): results/<m>/heads.csv joins, one row per (weighting, layer, head),
-# every per-head table the run writes for model <m> (headatlas.atlas; nothing is recomputed), with
+# every per-head table the run writes for model <m> (headatlas.report.atlas; nothing is recomputed), with
 # its column dictionary heads_columns.csv; results/atlas.html shows every model's heads (a grid
 # coloured by any column, a sortable table, one card per head with its attention on a few real
 # examples read from the kept stores). The tables are found among the other analyses' final
-# targets when the DAG is built (headatlas.atlas.AtlasPlan), so an analysis a config leaves out
+# targets when the DAG is built (headatlas.report.atlas.AtlasPlan), so an analysis a config leaves out
 # leaves its columns out.
-from headatlas.atlas import PAGE_OPTIONS, AtlasPlan
+from headatlas.report.atlas import PAGE_OPTIONS, AtlasPlan
 
 ATLAS = AtlasPlan(FINAL_TARGETS, PLAN, MODELS, CORPORA, runs_here, store_shards)
 ATLAS_REPORT = {"category": "Head atlas", "subcategory": "{model}"}

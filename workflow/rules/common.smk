@@ -1,6 +1,6 @@
 # Helpers shared by the rules: the checked config's plan, paths, code inputs, the final targets.
 # Every value a rule needs is config[...] (defaults filled from the schema) or PLAN (derived,
-# in headatlas.config, unit-tested); rules compute nothing themselves.
+# in headatlas.pipeline.config, unit-tested); rules compute nothing themselves.
 import functools
 import hashlib
 import itertools
@@ -8,19 +8,19 @@ import re
 
 from snakemake.logging import logger
 
-from headatlas.capabilities import model_folder
-from headatlas.codedeps import code_files
-from headatlas.fingerprints import (
+from headatlas.encoders.capabilities import model_folder
+from headatlas.pipeline.codedeps import code_files
+from headatlas.pipeline.fingerprints import (
     DigestCache,
     folder_files,
     model_identity,
     write_fingerprint,
     write_if_changed,
 )
-from headatlas.config import format_name, plan
+from headatlas.pipeline.config import format_name, plan
 from headatlas.corpora.prepare import source_files
 from headatlas.plots.files import figure_files
-from headatlas.scorecard import is_claims_file
+from headatlas.report.scorecard import is_claims_file
 from headatlas.weightings import SUFFIX_PATTERN, weighting_of_suffix
 
 PLAN = plan(config)
@@ -87,7 +87,7 @@ def file_sha256(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-# Content fingerprints of what comes from outside the workflow (headatlas.fingerprints): a corpus
+# Content fingerprints of what comes from outside the workflow (headatlas.pipeline.fingerprints): a corpus
 # file or model edited and given an old mtime (cp -p, rsync -a) still reruns what it feeds.
 FINGERPRINTS = Path(".snakemake", "headatlas", "fingerprints")
 DIGESTS = DigestCache(FINGERPRINTS)
@@ -239,7 +239,7 @@ ANALYSES = {}  # analysis -> its declaration: report category, wildcard values, 
 # The caption of a result that brings none of its own: which rule, model and corpus wrote it.
 DEFAULT_CAPTION = "../report/result.rst"
 # (CSV path pattern, its report entry) of the results declared ``as_table``: rule table_page
-# writes each as <path>.html, in the CSV's report category (headatlas.htmltable).
+# writes each as <path>.html, in the CSV's report category (headatlas.report.htmltable).
 TABLE_PAGES = []
 
 

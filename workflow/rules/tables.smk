@@ -1,8 +1,8 @@
 # Key tables shown as tables in the report, not only as CSV downloads: a result declared
 # ``result(..., as_table=True)`` (common.smk) is also written as <csv>.html by this one rule, in
-# the CSV's report category with its labels (result "... (table)"; headatlas.tablepages). The
+# the CSV's report category with its labels (result "... (table)"; headatlas.report.tablepages). The
 # CSV stays the data.
-from headatlas.tablepages import TablePages
+from headatlas.report.tablepages import TablePages
 
 TABLES = TablePages(TABLE_PAGES)
 

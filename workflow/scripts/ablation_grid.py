@@ -1,8 +1,10 @@
 """Rule ablation: every head-type variant of Guan et al. Tables 2-3 on the task model -> table, chart."""
 
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+
+from headatlas.io import write_table
 from headatlas.plots.ablation import plot_ablation
-from headatlas.tasks.grid import ablation_grid
+from headatlas.interventions.grid import ablation_grid
 
 with rule_logging(snakemake) as log:
     p = snakemake.params

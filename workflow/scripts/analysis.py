@@ -10,7 +10,8 @@ Its rule takes ``code=code("analysis.py", "headatlas.analyses.<module>",
 import importlib
 
 from headatlas.analyses.base import run_analysis
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     p = snakemake.params

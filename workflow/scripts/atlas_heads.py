@@ -1,7 +1,7 @@
 """Rule atlas_heads: every per-head table of one model -> results/<m>/heads.csv + its dictionary."""
 
-from headatlas.atlas import build, write
-from headatlas.pipeline import rule_logging
+from headatlas.report.atlas import build, write
+from headatlas.pipeline.jobs import rule_logging
 
 with rule_logging(snakemake) as log:
     model = snakemake.wildcards.model

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from headatlas.atlas_page import build_page, size_report
+from headatlas.report.atlas_page import build_page, size_report
 from headatlas.io import atomic_open
-from headatlas.pipeline import rule_logging
+from headatlas.pipeline.jobs import rule_logging
 
 with rule_logging(snakemake) as log:
     p = snakemake.params

@@ -3,7 +3,8 @@
 import pandas as pd
 
 from headatlas.analyses.surface import example_heads
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 from headatlas.plots.surface import plot_attention_lines
 
 with rule_logging(snakemake) as log:

@@ -2,7 +2,8 @@
 
 from headatlas.analyses.base import run_analysis
 from headatlas.analyses.clustering import HeadDistances
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     p = snakemake.params

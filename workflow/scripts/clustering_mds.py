@@ -4,7 +4,8 @@ import pandas as pd
 
 from headatlas.analyses.clustering import mds_table
 from headatlas.analyses.surface import classify_heads
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 from headatlas.plots.clustering import plot_mds
 
 with rule_logging(snakemake) as log:

@@ -3,7 +3,8 @@
 import pandas as pd
 
 from headatlas.analyses.clustering import distance_matrix, paper_claims, structure_table
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     p = snakemake.params

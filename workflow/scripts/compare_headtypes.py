@@ -2,8 +2,9 @@
 
 import pandas as pd
 
-from headatlas.compare import caption, shares_by_model
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.report.compare import caption, shares_by_model
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 from headatlas.plots.compare import plot_shares_by_model
 
 with rule_logging(snakemake) as log:

@@ -1,7 +1,8 @@
 """Rule coref_accuracy: per-mention table -> Table 2 (ours beside the paper's), per-head CSV, heat map."""
 
 from headatlas.analyses.coref import accuracy_tables, read_mentions
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 from headatlas.plots.coref import plot_head_accuracy
 
 with rule_logging(snakemake) as log:

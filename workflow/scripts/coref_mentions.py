@@ -2,7 +2,8 @@
 
 from headatlas.analyses.base import run_analysis
 from headatlas.analyses.coref import Coreference, load_documents, summary_counts
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     documents, sources = load_documents(snakemake.input.documents, snakemake.input.sentences)

@@ -2,8 +2,10 @@
 
 import json
 
-from headatlas.pipeline import rule_logging, write_table
-from headatlas.summary import corpus_summary
+from headatlas.pipeline.jobs import rule_logging
+
+from headatlas.io import write_table
+from headatlas.store.summary import corpus_summary
 
 with rule_logging(snakemake) as log:
     with open(snakemake.input.stats) as handle:

@@ -1,10 +1,10 @@
 """Rule extract: one (model, corpus, shard) -> HDF5 attention store."""
 
 from headatlas.corpora.records import read_jsonl
-from headatlas.extract import extract
-from headatlas.models import load_model
-from headatlas.pipeline import rule_logging
-from headatlas.sources import sha256
+from headatlas.encoders.extract import extract
+from headatlas.encoders.models import load_model
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.corpora.sources import sha256
 
 with rule_logging(snakemake) as log:
     wc, params = snakemake.wildcards, snakemake.params

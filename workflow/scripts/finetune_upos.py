@@ -3,7 +3,8 @@
 from pathlib import Path
 
 from headatlas.corpora.records import read_jsonl
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 from headatlas.tasks.upos import fine_tune_model, save_checkpoint
 
 with rule_logging(snakemake) as log:

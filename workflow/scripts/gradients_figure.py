@@ -3,7 +3,7 @@
 import pandas as pd
 
 from headatlas.analyses.gradients import caption, read_run
-from headatlas.pipeline import rule_logging
+from headatlas.pipeline.jobs import rule_logging
 from headatlas.plots.gradients import plot_gradients
 
 with rule_logging(snakemake) as log:

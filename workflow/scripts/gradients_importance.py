@@ -6,7 +6,8 @@ The heavy step (the model is re-run with gradients). Writes the per-head table a
 
 from headatlas.analyses.gradients import gradient_importance, load_for_loss, run_record, write_run
 from headatlas.corpora.records import read_jsonl
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     wc, p = snakemake.wildcards, snakemake.params

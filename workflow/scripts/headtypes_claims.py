@@ -3,7 +3,8 @@
 import pandas as pd
 
 from headatlas.analyses.headtypes import paper_claims
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     claims = paper_claims(pd.read_csv(snakemake.input.types), pd.read_csv(snakemake.input.stability))

@@ -5,7 +5,8 @@ head's type and the shares table say "no distinct types", with the separation te
 """
 
 from headatlas.analyses.headtypes import FeatureSet, head_types, name_if_distinct, type_shares
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     features = FeatureSet.load(snakemake.input[0])

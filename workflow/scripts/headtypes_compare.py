@@ -4,7 +4,8 @@ import pandas as pd
 
 from headatlas.analyses.headtypes import FeatureSet, compare_types
 from headatlas.plots.headtypes import plot_type_changes
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     inp, before, after = snakemake.input, snakemake.wildcards.base, snakemake.wildcards.model

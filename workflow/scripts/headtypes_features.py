@@ -2,7 +2,7 @@
 
 from headatlas.analyses.base import run_analysis
 from headatlas.analyses.headtypes import DistanceFeatures
-from headatlas.pipeline import rule_logging
+from headatlas.pipeline.jobs import rule_logging
 
 with rule_logging(snakemake) as log:
     features = run_analysis(DistanceFeatures, snakemake.input.stores, n_windows=snakemake.params.n_windows,

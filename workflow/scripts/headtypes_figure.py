@@ -4,7 +4,7 @@ import pandas as pd
 
 from headatlas.plots import headtypes as plots
 from headatlas.analyses.headtypes import FeatureSet, figure_inputs
-from headatlas.pipeline import rule_logging
+from headatlas.pipeline.jobs import rule_logging
 
 PLOTS = {"tsne": plots.plot_tsne, "boxplot": plots.plot_feature_boxes,
          "layers": plots.plot_layer_shares, "grid": plots.plot_type_grid}

@@ -2,9 +2,10 @@
 
 import numpy as np
 from headatlas.claims import claims_table
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 from headatlas.plots.importance import plot_importance, plot_pruning, plot_single_heads
-from headatlas.tasks.importance import build_task, run_experiments
+from headatlas.interventions.importance import build_task, run_experiments
 
 with rule_logging(snakemake) as log:
     p = snakemake.params

@@ -2,9 +2,11 @@
 
 import pandas as pd
 
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+
+from headatlas.io import write_table
 from headatlas.plots.importance import plot_compare
-from headatlas.tasks.importance import compare, spearman
+from headatlas.interventions.importance import compare, spearman
 
 with rule_logging(snakemake) as log:
     heads = pd.read_csv(snakemake.input.heads)

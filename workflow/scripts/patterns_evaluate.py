@@ -1,8 +1,9 @@
 """Rule patterns_evaluate: the pattern classifier against the hand-labelled maps (held-out half)."""
 
 from headatlas.analyses.patterns import Thresholds, evaluate_labels
-from headatlas.labelling import load_maps, read_labels
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.report.labelling import load_maps, read_labels
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 from headatlas.plots.patterns import draw_contact_sheet
 
 with rule_logging(snakemake) as log:

@@ -4,7 +4,8 @@ import pandas as pd
 
 from headatlas.analyses.patterns import claims, corpus_shares, crosstab_types, layer_shares
 from headatlas.claims import claims_table
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 from headatlas.plots.patterns import plot_corpus_shares, plot_layer_shares
 
 with rule_logging(snakemake) as log:

@@ -5,8 +5,8 @@ import json
 from headatlas.corpora.documents import SPECIALS, make_documents, make_windows
 from headatlas.corpora.records import read_jsonl, write_jsonl
 from headatlas.io import atomic_open
-from headatlas.models import load_tokenizer, special_tokens_added, wordpiece_counter
-from headatlas.pipeline import rule_logging
+from headatlas.encoders.models import load_tokenizer, special_tokens_added, wordpiece_counter
+from headatlas.pipeline.jobs import rule_logging
 
 with rule_logging(snakemake) as log:
     spec, max_length = snakemake.params.spec, snakemake.params.max_length

@@ -7,8 +7,8 @@ from pathlib import Path
 from headatlas.corpora import wikipedia
 from headatlas.corpora.records import write_jsonl
 from headatlas.io import atomic_open
-from headatlas.models import load_tokenizer, special_tokens_added
-from headatlas.pipeline import rule_logging
+from headatlas.encoders.models import load_tokenizer, special_tokens_added
+from headatlas.pipeline.jobs import rule_logging
 
 with rule_logging(snakemake) as log:
     spec = snakemake.params.spec

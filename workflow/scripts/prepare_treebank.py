@@ -6,8 +6,8 @@ from pathlib import Path
 from headatlas.corpora.prepare import corpus_stats, prepare_treebank
 from headatlas.corpora.records import write_jsonl
 from headatlas.io import atomic_open
-from headatlas.pipeline import rule_logging
-from headatlas.sources import mirror_setting, resolve_mirror
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.corpora.sources import mirror_setting, resolve_mirror
 
 with rule_logging(snakemake) as log:
     corpus = snakemake.wildcards.corpus

@@ -8,7 +8,8 @@ comparison not applicable when its maps are indistinguishable from uniform (issu
 import pandas as pd
 
 from headatlas.analyses.probes import paper_claims
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     random_entropy = snakemake.input.random_entropy  # one path, or none without a surface corpus

@@ -1,7 +1,8 @@
 """Rule probe_edges: Coenen et al.'s edge classifier on attention vectors of word pairs."""
 
 from headatlas.analyses.probes import edge_runs
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     p = snakemake.params

@@ -2,7 +2,7 @@
 
 from headatlas.analyses.base import run_analysis
 from headatlas.analyses.probes import ProbeFeatures, coverage_messages
-from headatlas.pipeline import rule_logging
+from headatlas.pipeline.jobs import rule_logging
 
 with rule_logging(snakemake) as log:
     features = run_analysis(ProbeFeatures, snakemake.input.stores, corpus=snakemake.input.corpus,

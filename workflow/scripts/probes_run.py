@@ -1,8 +1,9 @@
 """Rule probe_run: train one probe with one seed on the train treebank; UAS on dev and tests."""
 
 from headatlas.analyses.probes import GLOVE_PROBES, FeatureSet, evaluation_sets, run_probe, save_probe
-from headatlas.glove import load_glove
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.corpora.glove import load_glove
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     probe, seed = snakemake.wildcards.probe, int(snakemake.wildcards.seed)

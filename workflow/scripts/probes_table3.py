@@ -7,7 +7,8 @@ model and of its random twin) put each one's attention entropy beside the rows r
 import pandas as pd
 
 from headatlas.analyses.probes import evaluations, read_runs, table3, table3_caption
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 from headatlas.plots.probes import plot_table3
 
 with rule_logging(snakemake) as log:

@@ -1,7 +1,8 @@
 """Rule probe_weights: the attn-only probe's learned weight per head and direction, per seed."""
 
 from headatlas.analyses.probes import weight_table
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 from headatlas.plots.probes import plot_probe_weights
 
 with rule_logging(snakemake) as log:

@@ -1,10 +1,11 @@
 """Rule scorecard: every paper_claims.csv of every model -> the scorecard (CSV, long CSV, HTML page
 with the two weightings as columns) and the summary the report's landing page opens on."""
 
-from headatlas.findings import summary_html
+from headatlas.report.findings import summary_html
 from headatlas.io import atomic_open
-from headatlas.pipeline import rule_logging, write_table
-from headatlas.scorecard import by_weighting, caption, collect, models_of, own_columns, scorecard, tally, to_html
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
+from headatlas.report.scorecard import by_weighting, caption, collect, models_of, own_columns, scorecard, tally, to_html
 
 with rule_logging(snakemake) as log:
     p = snakemake.params

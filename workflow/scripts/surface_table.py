@@ -3,7 +3,8 @@
 from headatlas.plots import surface as plots
 from headatlas.analyses import surface  # noqa: F401  (registers the analyses run by name)
 from headatlas.analyses.base import run_analysis
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 
 FIGURES = {
     "relative_position": plots.plot_relative_position,

@@ -1,7 +1,7 @@
 """Rule syntax_heatmaps: every head's accuracy at each key relation, layers x heads, both directions."""
 
 from headatlas.analyses.syntax import DependencyScores, absent_relation, best_offset, caption
-from headatlas.pipeline import rule_logging
+from headatlas.pipeline.jobs import rule_logging
 from headatlas.plots.base import plot_note
 from headatlas.plots.syntax import plot_relation_heatmap
 

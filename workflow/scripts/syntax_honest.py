@@ -1,7 +1,8 @@
 """Rule syntax_honest: heads chosen on one split, reported on others with bootstrap intervals."""
 
 from headatlas.analyses.syntax import honest_table, labelled_scores
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 from headatlas.plots.syntax import plot_regimes
 
 with rule_logging(snakemake) as log:

@@ -1,7 +1,8 @@
 """Rule syntax_lines: Fig. 5-style pictures of the best head for key relations, two sentences each."""
 
 from headatlas.analyses.syntax import DependencyScores, line_examples
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 from headatlas.plots.syntax import plot_dependency_lines
 
 with rule_logging(snakemake) as log:

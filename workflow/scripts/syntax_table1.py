@@ -2,7 +2,8 @@
 and the paper's findings judged row by row (paper_claims.csv)."""
 
 from headatlas.analyses.syntax import DependencyScores, paper_claims, table1
-from headatlas.pipeline import rule_logging, write_table
+from headatlas.pipeline.jobs import rule_logging
+from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     p = snakemake.params

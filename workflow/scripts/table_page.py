@@ -1,8 +1,8 @@
 """Rule table_page: a CSV declared ``as_table`` -> the same cells as an HTML page for the report."""
 
-from headatlas.htmltable import csv_page
+from headatlas.report.htmltable import csv_page
 from headatlas.io import atomic_open
-from headatlas.pipeline import rule_logging
+from headatlas.pipeline.jobs import rule_logging
 
 with rule_logging(snakemake) as log:
     source = snakemake.input.table

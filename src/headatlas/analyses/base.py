@@ -1,6 +1,6 @@
 """The analysis protocol: one accumulator interface for everything that reads a store.
 
-An analysis is a class that sees each :class:`~headatlas.store.Example` once
+An analysis is a class that sees each :class:`~headatlas.store.example.Example` once
 (:meth:`Analysis.update`) and then returns its result (:meth:`Analysis.result`).
 Streaming keeps memory independent of the corpus size, and the same class runs
 from a notebook, a test or a Snakemake rule::
@@ -36,11 +36,13 @@ from typing import Any, ClassVar, Iterable
 import numpy as np
 from tqdm.auto import tqdm
 
-from headatlas.store import Example, Store, StoreSet, open_stores
+from headatlas.store.example import Example
+
+from headatlas.store.reader import Store, StoreSet, open_stores
 from headatlas.weightings import check_weighting, weighting_note
 
 REGISTRY: dict[str, type["Analysis"]] = {}
-# Store attributes every result's provenance records (see headatlas.store.ATTRIBUTES).
+# Store attributes every result's provenance records (see headatlas.store.schema.ATTRIBUTES).
 PROVENANCE_KEYS = ("model_name", "model_id", "model_revision", "corpus", "corpus_sha256", "n_layers",
                    "n_heads", "max_length", "package_version", "schema_version", "model_class", "lowercase")
 # The model of Clark et al. (2019): what a footnote compares a run's model with (family, depth,
@@ -113,7 +115,7 @@ def run_analysis(analysis: str | type[Analysis], stores, progress: bool = True,
     ----------
     analysis : Analysis subclass, or the name of a registered one
         A name works once the module defining the analysis has been imported.
-    stores : path, list of shard paths, or list of :class:`~headatlas.store.Example`
+    stores : path, list of shard paths, or list of :class:`~headatlas.store.example.Example`
         What to analyse, streamed one example at a time.
     progress : bool
         Show a progress bar (on stderr: the rule's log).

@@ -64,7 +64,7 @@ def pairwise_js(attn: np.ndarray, smoothing: float = SMOOTHING) -> np.ndarray:
     ----------
     attn : ndarray, shape [heads, n, n]
         Attention rows (each sums to 1) of all heads of one example, e.g. an
-        :class:`~headatlas.store.Example`'s ``attn`` reshaped to ``[L*H, n, n]``.
+        :class:`~headatlas.store.example.Example`'s ``attn`` reshaped to ``[L*H, n, n]``.
     smoothing : float
         Each row becomes ``(1 - smoothing) * a + smoothing / n`` first.
 

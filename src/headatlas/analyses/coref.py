@@ -48,8 +48,8 @@ from headatlas.corpora.records import Sentence, read_jsonl
 from headatlas.errors import StoreError
 from headatlas.heads import head_names, is_head_name, parse_head_name
 from headatlas.stats import bootstrap_ratio
-from headatlas.store import Example
-from headatlas.wordlevel import word_level, word_units
+from headatlas.store.example import Example
+from headatlas.store.wordlevel import word_level, word_units
 
 log = logging.getLogger(__name__)
 MENTION_TYPES = ("pronoun", "proper", "nominal")

@@ -58,11 +58,11 @@ from headatlas.analyses.base import describe, length_text
 from headatlas.claims import PAPER_LAYERS, Claim, claims_table, depth_layers, depth_text, holds_if, span_text
 from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
-from headatlas.extract import Encoded, collate, encode, encode_corpus
+from headatlas.encoders.inputs import Encoded, collate, encode, encode_corpus
 from headatlas.heads import head_table
 from headatlas.io import atomic_open
-from headatlas.models import LoadedModel, load_masked_lm, load_model
-from headatlas.store import token_masks
+from headatlas.encoders.models import LoadedModel, load_masked_lm, load_model
+from headatlas.store.example import token_masks
 
 LOSSES = ("auto", "mlm", "contrastive")
 # Key token kinds: sep, punct and other partition the real keys ([CLS] is part of other, as in
@@ -87,7 +87,7 @@ def choose_loss(config, loss: str = "auto", masked_lm_head: bool | None = None) 
     a trained masked-LM head.
 
     ``masked_lm_head``: whether its tensors include masked-LM head weights
-    (:attr:`headatlas.capabilities.Capabilities.masked_lm_head`), which decides
+    (:attr:`headatlas.encoders.capabilities.Capabilities.masked_lm_head`), which decides
     whatever ``architectures`` says (all-mpnet-base-v2's names ``MPNetForMaskedLM``
     and has no head). Only when the tensors could not be read (None) does ``auto``
     fall back to the class the checkpoint was saved from: ``...ForMaskedLM`` /
@@ -107,14 +107,14 @@ def load_for_loss(name: str, spec: dict, loss: str = "auto",
                   device: str | None = None) -> tuple[LoadedModel, str]:
     """Load the model for ``loss``; for ``mlm`` the returned model is the ``...ForMaskedLM``.
 
-    The encoder always comes from :func:`headatlas.models.load_model` (so
+    The encoder always comes from :func:`headatlas.encoders.models.load_model` (so
     ``random_init`` and the provenance work as in extraction); for ``mlm`` it
     replaces the base model inside the checkpoint's masked-LM model.
 
     Raises :class:`~headatlas.errors.ModelError` when ``mlm`` is asked for but
     the checkpoint has no trained masked-LM head.
     """
-    from headatlas.capabilities import capabilities
+    from headatlas.encoders.capabilities import capabilities
 
     loaded = load_model(name, spec, device)
     loss = choose_loss(loaded.model.config, loss, capabilities(spec).masked_lm_head)
@@ -163,7 +163,7 @@ def key_kinds(tokens: Sequence[str], cls_token: str = "[CLS]", sep_token: str = 
 
     ``sep``, ``punct`` and ``other`` partition the tokens (``other`` = neither
     [SEP] nor . or ,, so [CLS] included); ``cls`` marks [CLS] again. Uses the
-    store's definitions (:func:`~headatlas.store.token_masks`), so
+    store's definitions (:func:`~headatlas.store.example.token_masks`), so
     "punctuation" means the same as in the surface analyses.
     """
     cls, sep, punct = token_masks(tokens, cls_token, sep_token)

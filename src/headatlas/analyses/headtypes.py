@@ -65,7 +65,8 @@ from headatlas.analyses.base import Analysis, length_text, register, without_run
 from headatlas.claims import Claim, claims_table, holds_if, pct
 from headatlas.heads import head_name, head_table
 from headatlas.io import atomic_path
-from headatlas.store import Example, StoreSet
+from headatlas.store.example import Example
+from headatlas.store.reader import StoreSet
 from headatlas.weightings import weighting_note
 
 N_WINDOWS = 16

@@ -1,7 +1,7 @@
 """Attention weighted by value-vector norms (Kobayashi et al. 2020 §4): where does it go?
 
 Head *h* adds ``α_ij f_h(x_j)`` to token *i*'s output (``f_h(x_j)``: the
-transformed value vector, :mod:`headatlas.valuenorms`). Kobayashi et al. show
+transformed value vector, :mod:`headatlas.encoders.valuenorms`). Kobayashi et al. show
 that the tokens that draw much attention in BERT (``[CLS]``, ``[SEP]``, periods
 and commas) have value vectors of small norm, so what the heads actually pass on
 from them is small: "BERT pays poor attention to special tokens".
@@ -31,7 +31,7 @@ from scipy.stats import spearmanr
 
 from headatlas.analyses.base import Analysis, describe, register
 from headatlas.claims import Claim, claims_table, holds_if, verdict
-from headatlas.store import Example, token_masks
+from headatlas.store.example import Example, token_masks
 from headatlas.weightings import row_normalised
 
 CLASSES = ("cls", "sep", "punct", "other")

@@ -59,7 +59,7 @@ column too (its columns are set aside before ``block`` is measured), while a
 vertical map's leftover grey is spread over both segments.
 
 The thresholds are chosen on half of a hand-labelled set of real maps
-(:mod:`headatlas.labelling`) by a grid search (:func:`tune`) and reported on the
+(:mod:`headatlas.report.labelling`) by a grid search (:func:`tune`) and reported on the
 other half (:func:`evaluate`).
 """
 
@@ -75,7 +75,7 @@ import pandas as pd
 from headatlas.analyses.base import Analysis, describe, register
 from headatlas.claims import Claim, verdict
 from headatlas.heads import head_table
-from headatlas.store import Example
+from headatlas.store.example import Example
 
 PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
 FEATURES = ("vertical", "diagonal", "block", "entropy", "stripes")
@@ -667,9 +667,9 @@ def evaluate_labels(maps: Sequence[np.ndarray], segments: Sequence[np.ndarray],
                     describe_store: str = "") -> LabelEvaluation:
     """Precision and recall of the classifier with ``thresholds`` on each half of the labelled set.
 
-    ``labels`` is the labelled set (:func:`headatlas.labelling.read_labels`) and ``maps`` /
+    ``labels`` is the labelled set (:func:`headatlas.report.labelling.read_labels`) and ``maps`` /
     ``segments`` its maps and their segment ids in the same order
-    (:func:`headatlas.labelling.load_maps`). The grid search (:func:`tune`) is re-run on the
+    (:func:`headatlas.report.labelling.load_maps`). The grid search (:func:`tune`) is re-run on the
     ``tune`` half so that the config's thresholds can be compared with what the search finds;
     the ``test`` half is only ever scored. Every score is given for all maps and per model
     (the ``model`` column of the labels, when it names more than one).

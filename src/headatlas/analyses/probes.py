@@ -81,8 +81,9 @@ from headatlas.corpora.records import Sentence, read_jsonl
 from headatlas.errors import HeadAtlasError, StoreError
 from headatlas.heads import head_index
 from headatlas.io import atomic_path
-from headatlas.store import Example, Store, StoreSet, corpus_order
-from headatlas.wordlevel import word_level, word_units
+from headatlas.store.example import Example
+from headatlas.store.reader import Store, StoreSet, corpus_order
+from headatlas.store.wordlevel import word_level, word_units
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ def sentence_maps(example: Example, n_words: int, how: str = "mean") -> np.ndarr
     n_words : int
         Words of the sentence (n); a word without wordpieces keeps zero rows/columns.
     how : {"mean", "first", "max"}
-        Attention *from* a split word (:func:`headatlas.wordlevel.word_level`).
+        Attention *from* a split word (:func:`headatlas.store.wordlevel.word_level`).
 
     Returns
     -------

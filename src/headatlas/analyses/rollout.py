@@ -30,7 +30,7 @@ import pandas as pd
 
 from headatlas.analyses.base import Analysis, describe, register
 from headatlas.analyses.norms import CLASS_LABELS, CLASSES, class_onehot
-from headatlas.store import Example
+from headatlas.store.example import Example
 from headatlas.weightings import row_normalised
 
 SOURCES = ("attention", "norm")

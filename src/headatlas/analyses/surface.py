@@ -31,9 +31,10 @@ from headatlas.analyses.base import Analysis, describe, register, store_provenan
 from headatlas.claims import (PAPER_LAYERS, Claim, claims_table, depth_layers, depth_text, holds_if,
                               pct, span_text, verdict)
 from headatlas.heads import head_name, head_table
-from headatlas.store import Example, pick_example
+from headatlas.store.example import Example
 
 # Thresholds of Clark's published clustering code (General_Analysis.ipynb).
+from headatlas.store.reader import pick_example
 ENTROPY_THRESHOLD = 3.8
 POSITION_THRESHOLD = 0.5
 SPECIAL_TOKEN_THRESHOLD = 0.6

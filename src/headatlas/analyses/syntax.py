@@ -1,7 +1,7 @@
 """Attention heads as dependency parsers (Clark et al. 2019 §4.2, Table 1, Fig. 5).
 
 For every head, every word gets a predicted syntactic head: the other word it
-attends to most (word-level maps, :mod:`headatlas.wordlevel`), ignoring the
+attends to most (word-level maps, :mod:`headatlas.store.wordlevel`), ignoring the
 word itself and ``[CLS]``/``[SEP]``. The special tokens are simply left out of
 the argmax, not renormalised away (the argmax is the same either way). ROOT is
 never predicted, so root words are not scored. Each head is read in two
@@ -53,8 +53,9 @@ from headatlas.errors import StoreError
 from headatlas.heads import head_name
 from headatlas.io import atomic_path
 from headatlas.stats import bootstrap_ratio
-from headatlas.store import Example, Store, StoreSet
-from headatlas.wordlevel import units, word_level, word_units
+from headatlas.store.example import Example
+from headatlas.store.reader import Store, StoreSet
+from headatlas.store.wordlevel import units, word_level, word_units
 
 DIRECTIONS = ("dep->head", "head->dep")
 OFFSETS = (-3, -2, -1, 1, 2)
@@ -118,7 +119,7 @@ def word_maps(example: Example, how: str = "mean") -> tuple[np.ndarray, np.ndarr
     example : Example
         ``attn`` ``[L, H, n, n]`` over ``[CLS] pieces [SEP]``.
     how : {"mean", "first", "max"}
-        Attention *from* a split word (see :func:`~headatlas.wordlevel.word_level`).
+        Attention *from* a split word (see :func:`~headatlas.store.wordlevel.word_level`).
 
     Returns
     -------

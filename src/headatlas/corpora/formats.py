@@ -50,11 +50,8 @@ class Format:
         """The reader function (imported only now)."""
         if self.reader is None:
             raise SourceError("this format is read from its pinned source, not from a `path:`")
-        # Every reader module, imported here by name and not only through ``self.reader``: the
-        # rules' code inputs (headatlas.codedeps) and the rerun test (modulefinder) see the
-        # modules a script runs through its import statements, so editing a reader reruns the
-        # rules that prepare its corpora. A unit test keeps this list and FORMATS in step.
-        from headatlas.corpora import conll2012, conllu_reader, conllx  # noqa: F401
+        # The rules' code inputs (headatlas.pipeline.codedeps) count the modules named in
+        # FORMATS' reader strings, so editing a reader re-prepares the corpora it reads.
         module, _, function = self.reader.partition(":")
         return getattr(importlib.import_module(module), function)
 

@@ -14,7 +14,7 @@ from headatlas.corpora.formats import FORMATS
 from headatlas.corpora.records import Sentence
 from headatlas.corpora.splits import UNASSIGNED, assign_splits
 from headatlas.errors import CorpusFormatError, SourceError
-from headatlas.sources import Source, read_checksums
+from headatlas.corpora.sources import Source, read_checksums
 
 log = logging.getLogger(__name__)
 CHECKSUMS = Path(__file__).parent / "checksums"

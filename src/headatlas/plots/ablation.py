@@ -25,7 +25,7 @@ def plot_ablation(table: pd.DataFrame, metric: str, path: str | Path, caption: s
     Parameters
     ----------
     table : DataFrame
-        :func:`headatlas.ablation.run_grid` output (row 0 = unablated), with
+        :func:`headatlas.interventions.ablation.run_grid` output (row 0 = unablated), with
         ``variant``, ``group``, ``paper_id``, ``heads_changed``, ``<metric>``,
         ``<metric>_pct_of_attention``, ``<metric>_pct_of_unablated`` and
         ``paper_f1_pct_of_unablated``.

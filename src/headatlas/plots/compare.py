@@ -1,4 +1,4 @@
-"""Cross-model figures (:mod:`headatlas.compare`): every configured model in one picture."""
+"""Cross-model figures (:mod:`headatlas.report.compare`): every configured model in one picture."""
 
 from __future__ import annotations
 

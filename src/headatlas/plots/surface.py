@@ -18,7 +18,7 @@ from headatlas.plots.base import (BEHAVIOURS, COLOURS, atomic_savefig, captioned
                                   draw_attention_lines, head_grid, head_heatmaps, layer_axis,
                                   points_by_layer)
 from headatlas.heads import head_name
-from headatlas.store import Example
+from headatlas.store.example import Example
 
 
 def plot_relative_position(rel: pd.DataFrame, path: str | Path, caption: str) -> None:

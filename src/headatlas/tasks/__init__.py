@@ -5,6 +5,6 @@
   head-type ablation;
 - :mod:`headatlas.tasks.squad`: SQuAD v1.1 (reading, windows, span prediction,
   the official exact match / F1) -- the paper's task;
-- :mod:`headatlas.tasks.grid`: a task model scored under every head-type
-  ablation (:mod:`headatlas.ablation` holds the intervention itself).
+- :mod:`headatlas.interventions.grid`: a task model scored under every head-type
+  ablation (:mod:`headatlas.interventions.ablation` holds the intervention itself).
 """

@@ -7,7 +7,7 @@ normalised answers). :func:`squad_windows` tokenises question + context into
 overlapping windows that record each token's sentence (question 0, context
 sentences 1..), :func:`squad_predictions` picks the best span per question,
 and :func:`squad_task` / :func:`ablation_evaluator` score a QA model under a
-head-type ablation (:mod:`headatlas.ablation`).
+head-type ablation (:mod:`headatlas.interventions.ablation`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Callable, Sequence
 
 import torch
 
-from headatlas.batching import pad_batch
+from headatlas.encoders.batching import pad_batch
 from headatlas.errors import CorpusFormatError
-from headatlas.models import takes_token_types
+from headatlas.encoders.models import takes_token_types
 
 log = logging.getLogger(__name__)
 
@@ -331,31 +331,33 @@ def _pad_windows(batch: Sequence[SquadWindow], pad_id: int) -> tuple[dict[str, t
     return inputs, inputs.pop("sentence_ids")
 
 
-def squad_task(model, tokenizer, examples: Sequence, batch_size: int = 32,
-               renormalise: bool = False, max_length: int = 384, stride: int = 128,
-               max_answer_length: int = 30) -> Callable[[torch.Tensor], dict[str, float]]:
-    """``evaluate(actions)`` -> official SQuAD v1.1 exact match and F1 (%) on ``examples``."""
-    from headatlas.ablation import plan
+def squad_task(model, tokenizer, examples: Sequence, batch_size: int = 32, max_length: int = 384,
+               stride: int = 128, max_answer_length: int = 30
+               ) -> Callable[[Callable | None], dict[str, float]]:
+    """``evaluate(batch_kwargs)`` -> official SQuAD v1.1 exact match and F1 (%) on ``examples``.
 
+    ``batch_kwargs(sentence_ids)`` gives each batch's extra forward arguments (an intervention's),
+    or None for the plain forward.
+    """
     windows = squad_windows(tokenizer, examples, max_length, stride)
     log.info("%d questions -> %d windows of <= %d wordpieces", len(examples), len(windows), max_length)
 
-    def evaluate(actions: torch.Tensor) -> dict[str, float]:
-        predictions = squad_predictions(model, windows, examples, batch_size,
-                                        plan(actions, renormalise), max_answer_length)
+    def evaluate(batch_kwargs: Callable | None = None) -> dict[str, float]:
+        predictions = squad_predictions(model, windows, examples, batch_size, batch_kwargs,
+                                        max_answer_length)
         return squad_evaluate(examples, predictions)
 
     return evaluate
 
 
 def ablation_evaluator(model, tokenizer, path: str | Path, max_examples: int | None = None,
-                       batch_size: int = 32, renormalise: bool = False, max_length: int = 384,
-                       stride: int = 128, max_answer_length: int = 30
-                       ) -> tuple[Callable[[torch.Tensor], dict[str, float]], str]:
+                       batch_size: int = 32, max_length: int = 384, stride: int = 128,
+                       max_answer_length: int = 30
+                       ) -> tuple[Callable[[Callable | None], dict[str, float]], str]:
     """The QA model's evaluation on the first ``max_examples`` questions of ``path``, and its description."""
     examples = read_squad(path)[:max_examples]
     data = (f"SQuAD v1.1 ({path}), {len(examples)} questions, windows of "
             f"{max_length} wordpieces (stride {stride}); context sentences "
             "split at . ! ? before a capital")
-    return squad_task(model, tokenizer, examples, batch_size, renormalise, max_length, stride,
+    return squad_task(model, tokenizer, examples, batch_size, max_length, stride,
                       max_answer_length), data

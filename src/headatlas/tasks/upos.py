@@ -39,11 +39,11 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from headatlas.batching import pad_batch
+from headatlas.encoders.batching import pad_batch
 from headatlas.corpora.records import Sentence
 from headatlas.errors import HeadAtlasError
 from headatlas.io import partial_path
-from headatlas.models import takes_token_types
+from headatlas.encoders.models import takes_token_types
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +190,7 @@ def collate(batch: Sequence[Packed], pad_id: int, token_types: bool = True
     """Model inputs (with ``labels``) and ``sentence_ids`` ``[batch, width]`` (-1 = special/pad).
 
     ``token_types``: add all-0 ``token_type_ids`` (one segment), for models that take them
-    (:func:`headatlas.models.takes_token_types`; DistilBERT's forward has no such argument).
+    (:func:`headatlas.encoders.models.takes_token_types`; DistilBERT's forward has no such argument).
     """
     inputs = pad_batch(batch, {"input_ids": pad_id, "labels": IGNORE, "sentence_ids": -1})
     sentence_ids = inputs.pop("sentence_ids")
@@ -267,7 +267,7 @@ def fine_tune(source: str, sentences: Sequence[Sentence], options: TuneOptions |
     """
     from transformers import AutoModelForTokenClassification
 
-    from headatlas.models import from_pretrained, tokenizer_from_pretrained
+    from headatlas.encoders.models import from_pretrained, tokenizer_from_pretrained
 
     options = options or TuneOptions()
     torch.manual_seed(options.seed)
@@ -379,7 +379,7 @@ def fine_tune_model(name: str, spec: dict, sentences: Iterable[Sentence], corpus
     model, its source and the corpus, then :func:`fine_tune`'s metrics, then
     every option.
     """
-    from headatlas.models import resolve
+    from headatlas.encoders.models import resolve
 
     if spec.get("random_init"):
         raise HeadAtlasError(f"model {name!r} is a random-init variant; fine-tune a pretrained one")
@@ -418,13 +418,16 @@ def save_checkpoint(model, tokenizer, folder: str | Path) -> Path:
 MAIN_METRIC = "accuracy"
 
 
-def upos_task(model, examples: Sequence[Packed], batch_size: int = 32,
-              renormalise: bool = False) -> Callable[[torch.Tensor], dict[str, float]]:
-    """``evaluate(actions)`` -> word accuracy (%) and loss of the tagger on packed ``examples``."""
-    from headatlas.ablation import plan
+def upos_task(model, examples: Sequence[Packed], batch_size: int = 32
+              ) -> Callable[[Callable | None], dict[str, float]]:
+    """``evaluate(batch_kwargs)`` -> word accuracy (%) and loss of the tagger on packed ``examples``.
 
-    def evaluate(actions: torch.Tensor) -> dict[str, float]:
-        scores = tag_scores(model, examples, batch_size, plan(actions, renormalise))
+    ``batch_kwargs(sentence_ids)`` gives each batch's extra forward arguments (an intervention's,
+    e.g. :func:`headatlas.interventions.ablation.plan`), or None for the plain forward.
+    """
+
+    def evaluate(batch_kwargs: Callable | None = None) -> dict[str, float]:
+        scores = tag_scores(model, examples, batch_size, batch_kwargs)
         return {"accuracy": scores["accuracy"], "loss": scores["loss"]}
 
     return evaluate
@@ -432,8 +435,8 @@ def upos_task(model, examples: Sequence[Packed], batch_size: int = 32,
 
 def ablation_evaluator(model, tokenizer, sentences: Sequence[Sentence], corpus: str,
                        split: str = "test", max_examples: int | None = None,
-                       max_length: int = 128, batch_size: int = 32, renormalise: bool = False
-                       ) -> tuple[Callable[[torch.Tensor], dict[str, float]], str]:
+                       max_length: int = 128, batch_size: int = 32
+                       ) -> tuple[Callable[[Callable | None], dict[str, float]], str]:
     """The tagger's evaluation on the packed ``split`` of ``sentences``, and its description.
 
     The first ``max_examples`` sentences of the split are packed as in
@@ -453,4 +456,4 @@ def ablation_evaluator(model, tokenizer, sentences: Sequence[Sentence], corpus: 
             f"{max_length} wordpieces, each several consecutive sentences of one document"
             + (f"; {stats['too_long_sentences']} sentence(s) longer than that left out"
                if stats["too_long_sentences"] else ""))
-    return upos_task(model, examples, batch_size, renormalise), data
+    return upos_task(model, examples, batch_size), data

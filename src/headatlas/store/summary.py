@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from headatlas.store import Store
+from headatlas.store.reader import Store
 
 
 def corpus_summary(stats: dict, store_paths: list[str]) -> pd.DataFrame:

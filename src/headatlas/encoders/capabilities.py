@@ -1,6 +1,6 @@
 """What a model can do, read from its files before any work: no torch, no transformers.
 
-The Snakefile imports :mod:`headatlas.config` when it is parsed, and the
+The Snakefile imports :mod:`headatlas.pipeline.config` when it is parsed, and the
 configuration is checked against each model's capabilities there, so this
 module reads only ``config.json`` (JSON) and the checkpoint's tensor names
 (the JSON header of ``model.safetensors``: an 8-byte little-endian length, then
@@ -37,7 +37,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from headatlas.layouts import (NORM_LAYOUTS, PADDING_OFFSET_TYPES, NormLayout,  # noqa: F401 (re-exported)
+from headatlas.encoders.layouts import (NORM_LAYOUTS, PADDING_OFFSET_TYPES, NormLayout,  # noqa: F401 (re-exported)
                                norm_layout_of, supported_types)
 
 # Top-level tensor-name prefixes of the masked-LM heads transformers saves (BERT and its

@@ -1,4 +1,4 @@
-"""Glue for Snakemake scripts: logging into the rule's log file, writing tables."""
+"""What every rule's script does first: log into the rule's log file, hold the job to its threads."""
 
 from __future__ import annotations
 
@@ -7,10 +7,6 @@ import logging
 import os
 import sys
 from pathlib import Path
-
-import pandas as pd
-
-from headatlas.io import atomic_open
 
 
 # The variables thread pools read when they start: OpenMP (torch, scikit-learn), BLAS, numba.
@@ -60,15 +56,3 @@ def rule_logging(snakemake):
         sys.stderr = old_stderr
         if log_path:
             handle.close()
-
-
-def write_table(table: pd.DataFrame, path: str | Path, float_format: str | None = None,
-                index: bool = False) -> None:
-    """Write a table as CSV atomically: the file appears complete or not at all.
-
-    ``float_format`` (e.g. ``"%.6g"``) fixes how floats are printed; ``index``
-    writes the row labels too (for tables whose index is a column, e.g. counts
-    by quantity).
-    """
-    with atomic_open(path) as handle:
-        table.to_csv(handle, index=index, float_format=float_format)

@@ -1,10 +1,10 @@
 """A task model scored under every head-type ablation (Guan et al. 2020, §5, Tables 2-3).
 
 :func:`ablation_grid` is the ``ablation`` rule's whole job: load the task
-model with the ablation attention (:mod:`headatlas.ablation`), read the head
+model with the ablation attention (:mod:`headatlas.interventions.ablation`), read the head
 types, build the task's evaluation (:mod:`headatlas.tasks.upos` or
 :mod:`headatlas.tasks.squad`), score every variant
-(:func:`headatlas.ablation.run_grid`) and write the caption.
+(:func:`headatlas.interventions.ablation.run_grid`) and write the caption.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from headatlas import ablation
+from headatlas.interventions import ablation
 from headatlas.analyses.headtypes import NO_TYPES
 from headatlas.errors import HeadAtlasError
 from headatlas.tasks import squad, upos
@@ -31,7 +31,7 @@ def load_task_model(task: str, source: str, revision: str | None = None, device:
     """``(model, tokenizer)``: the fine-tuned task model with the ablation attention, eval mode."""
     from transformers import AutoModelForQuestionAnswering, AutoModelForTokenClassification
 
-    from headatlas.models import from_pretrained, tokenizer_from_pretrained
+    from headatlas.encoders.models import from_pretrained, tokenizer_from_pretrained
 
     if task not in TASKS:
         raise HeadAtlasError(f"unknown ablation task {task!r}; expected one of {TASKS}")
@@ -63,7 +63,7 @@ def ablation_grid(task: str, spec: dict, data: str | Path, types_path: str | Pat
     data : path
         The prepared treebank JSONL (upos) or the SQuAD v1.1 JSON (squad).
     types_path : path
-        Per-head types (``layer, head, type``, :func:`headatlas.ablation.read_head_types`).
+        Per-head types (``layer, head, type``, :func:`headatlas.interventions.ablation.read_head_types`).
     types_source, types_own
         Where the types come from, for the caption; ``types_own`` True when
         they are the task model's own, False when its base's, None for a table given by hand.
@@ -73,20 +73,24 @@ def ablation_grid(task: str, spec: dict, data: str | Path, types_path: str | Pat
         squad: ``max_length``, ``stride``, ``max_answer_length`` of the windows.
     """
     from headatlas.corpora.records import read_jsonl
-    from headatlas.models import resolve
+    from headatlas.encoders.models import resolve
 
     source, revision = resolve(spec)
     model, tokenizer = load_task_model(task, source, revision)
     config = model.config
     types = ablation.read_head_types(types_path, config.num_hidden_layers, config.num_attention_heads)
     if task == "upos":
-        evaluate, described = upos.ablation_evaluator(
+        task_score, described = upos.ablation_evaluator(
             model, tokenizer, list(read_jsonl(data)), corpus, split, max_examples, max_length,
-            batch_size, renormalise)
+            batch_size)
     else:
         options = {"max_length": 384, "stride": 128, "max_answer_length": 30, **(squad_options or {})}
-        evaluate, described = squad.ablation_evaluator(model, tokenizer, data, max_examples,
-                                                       batch_size, renormalise, **options)
+        task_score, described = squad.ablation_evaluator(model, tokenizer, data, max_examples,
+                                                         batch_size, **options)
+
+    def evaluate(actions: torch.Tensor) -> dict[str, float]:
+        return task_score(ablation.plan(actions, renormalise))
+
     table = ablation.run_grid(evaluate, types, MAIN_METRIC[task], progress=progress)
     counts = (", ".join(f"{t} {n}" for t, n in ablation.type_counts(types).items())
               if (types != NO_TYPES).any() else f"{NO_TYPES}: only the floors scored")

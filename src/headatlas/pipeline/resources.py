@@ -192,7 +192,7 @@ def render(usage: dict[str, RuleUsage], policy: Policy, keep: dict[str, dict], s
            rules: Sequence[str], note: str = "") -> str:
     """The ``set-resources`` block, between the markers, with where each number comes from."""
     lines = [
-        f"{BEGIN}: written by `python -m headatlas.resources`; rerun it, do not edit the numbers.",
+        f"{BEGIN}: written by `python -m headatlas.pipeline.resources`; rerun it, do not edit the numbers.",
         f"# Measured in: {note or ', '.join(sources)}",
         f"# mem_mb = peak RSS x {policy.mem_headroom:g} + {policy.overhead_mb} MB (the Snakemake "
         f"processes in the job), rounded up to 100;",

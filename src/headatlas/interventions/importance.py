@@ -17,7 +17,7 @@ Three experiments on a fine-tuned task model (the UPOS tagger of
   ``x`` per model input (a packed tagging input, a SQuAD window), ``L`` the
   task's training loss on it; then normalised per layer by the l2 norm of the
   layer's scores, as the paper does after Molchanov et al. (2017). The gates are
-  :mod:`headatlas.ablation`'s attention function (``headatlas_gates``), one
+  :mod:`headatlas.interventions.ablation`'s attention function (``headatlas_gates``), one
   gate per input and head, so a single backward pass gives every input's
   gradient. (HuggingFace's ``bertology`` example sums |gradient| per *batch*;
   we follow the paper's per-example expectation.)
@@ -165,7 +165,7 @@ class TaggingHeads(HeadTask):
 
     def __init__(self, model, evaluation: Sequence, importance_data: Sequence,
                  batch_size: int = 32, cache: bool = True, description: str = ""):
-        from headatlas.models import takes_token_types
+        from headatlas.encoders.models import takes_token_types
         from headatlas.tasks.upos import IGNORE, collate
 
         super().__init__(model)
@@ -260,7 +260,7 @@ class SquadHeads(HeadTask):
 
     metric = "f1"
     unit = "questions"
-    untrained_floor = 20.0  # intact F1 below this: never learnt SQuAD (headatlas.ablation.UNTRAINED_FLOOR)
+    untrained_floor = 20.0  # intact F1 below this: never learnt SQuAD (headatlas.interventions.ablation.UNTRAINED_FLOOR)
 
     def __init__(self, model, tokenizer, examples: Sequence, batch_size: int = 32,
                  max_length: int = 384, stride: int = 128, max_answer_length: int = 30,
@@ -301,7 +301,7 @@ class SquadHeads(HeadTask):
         return (first, last) if first and last >= first else (0, 0)
 
     def importance(self, progress: bool = False) -> np.ndarray:
-        from headatlas.models import takes_token_types
+        from headatlas.encoders.models import takes_token_types
         from headatlas.tasks.squad import _pad_windows
 
         segments = takes_token_types(self.model)
@@ -505,15 +505,15 @@ def claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, base
     """Kovaleva et al.'s and Michel et al.'s claims about disabling heads, beside ours.
 
     ``untrained_floor``: the intact score below which the task model never learnt its task
-    (:attr:`SquadHeads.untrained_floor`, F1 20: :data:`headatlas.ablation.UNTRAINED_FLOOR`);
+    (:attr:`SquadHeads.untrained_floor`, F1 20: :data:`headatlas.interventions.ablation.UNTRAINED_FLOOR`);
     every claim is then not applicable, saying so, instead of a verdict on noise. Likewise when
-    the intact score is less than :data:`headatlas.ablation.MIN_CONTRIBUTION` point above the
+    the intact score is less than :data:`headatlas.interventions.ablation.MIN_CONTRIBUTION` point above the
     score with every head removed (the pruning curves' 100%): attention contributes nothing
     measurable, so every head is "harmless" and "prunable" whatever the heads do (issue 23 item 1).
     """
     from dataclasses import replace
 
-    from headatlas.ablation import MIN_CONTRIBUTION, UNTRAINED, contribution_missing
+    from headatlas.interventions.ablation import MIN_CONTRIBUTION, UNTRAINED, contribution_missing
     from headatlas.claims import NOT_APPLICABLE
 
     found = [replace(c, rule=f"{c.rule}; not applicable if the intact score is less than "
@@ -658,8 +658,8 @@ def build_task(task: str, spec: dict, data, *, corpus: str = "", split: str = "t
     are scored, packed as in fine-tuning, and the importance is estimated on ``importance_split``.
     squad: ``data`` is the SQuAD v1.1 JSON; its first ``max_examples`` questions serve both.
     """
-    from headatlas.models import resolve
-    from headatlas.tasks.grid import load_task_model
+    from headatlas.encoders.models import resolve
+    from headatlas.interventions.grid import load_task_model
 
     source, revision = resolve(spec)
     model, tokenizer = load_task_model(task, source, revision)

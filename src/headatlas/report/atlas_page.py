@@ -1,7 +1,7 @@
 """The head atlas page: ``results/atlas.html``, one self-contained file (no network, no CDN).
 
 For every model it shows a layer x head grid coloured by any column of ``heads.csv``
-(:mod:`headatlas.atlas`), a sortable and filterable head table, and on a click the head's
+(:mod:`headatlas.report.atlas`), a sortable and filterable head table, and on a click the head's
 card: its numbers beside the papers' (the column dictionary's ``reference``), its type and
 pattern, and its attention on a few real examples of each corpus, as lines (Clark's Fig. 1,
 bertviz's head view) and as a heat map, over words. A toggle switches every number and
@@ -9,7 +9,7 @@ picture between the attention weights and the norm weighting in place.
 
 The examples are read from the stores (:mod:`headatlas.store`): per (model, corpus)
 ``examples`` inputs of about ``0.6 * max_units`` words, collapsed to words with
-:func:`headatlas.wordlevel.word_level` (attention *to* a word: the sum over its pieces; *from*
+:func:`headatlas.store.wordlevel.word_level` (attention *to* a word: the sum over its pieces; *from*
 it: the mean), cut to the first ``max_units`` words when longer, and stored as one byte per
 weight (0-255, base64). The page's size is therefore about
 ``models_with_stores x corpora x examples x layers x heads x weightings x words^2 x 4/3`` bytes
@@ -29,9 +29,9 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from headatlas.atlas import PAGE_OPTIONS
-from headatlas.store import Store
-from headatlas.wordlevel import units, word_level, word_units
+from headatlas.report.atlas import PAGE_OPTIONS
+from headatlas.store.reader import Store
+from headatlas.store.wordlevel import units, word_level, word_units
 
 SPECIAL_WORD_MARKERS = "Ġ▁"
 
@@ -48,7 +48,7 @@ class ModelData:
 
 
 def unit_words(tokens: Sequence[str], word_ids: np.ndarray) -> list[str]:
-    """The text of each word unit (:func:`headatlas.wordlevel.units`): a word's pieces joined
+    """The text of each word unit (:func:`headatlas.store.wordlevel.units`): a word's pieces joined
     (``##`` continuation marks and ``Ġ``/``▁`` word-start marks dropped); special tokens as is."""
     unit = units(word_ids)
     words = [""] * (int(unit.max()) + 1 if len(unit) else 0)
@@ -182,7 +182,7 @@ def page(models: Sequence[ModelData], title: str = "headatlas: the head atlas") 
         {"name": m.name, **_table_payload(m.heads, m.columns), "examples": m.examples,
          "notes": m.notes} for m in models]}
     payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
-    template = (Path(__file__).with_name("data") / "atlas.html.tmpl").read_text(encoding="utf-8")
+    template = (Path(__file__).resolve().parents[1] / "data" / "atlas.html.tmpl").read_text(encoding="utf-8")
     return template.replace("{{TITLE}}", html.escape(title)).replace("{{DATA}}", payload)
 
 

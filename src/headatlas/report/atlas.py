@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
-import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -45,7 +43,7 @@ if TYPE_CHECKING:  # pandas is imported where used: the rules import this module
 log = logging.getLogger(__name__)
 
 KEYS = ["weighting", "layer", "head"]
-# The atlas page's examples (headatlas.atlas_page): per (model, corpus) ``examples`` inputs of
+# The atlas page's examples (headatlas.report.atlas_page): per (model, corpus) ``examples`` inputs of
 # about 0.6 * ``max_units`` words, at least ``min_units`` where any is, cut to ``max_units``.
 PAGE_OPTIONS = {"examples": 2, "max_units": 40, "min_units": 8}
 WEIGHTINGS = ("attention", "norm")
@@ -370,7 +368,7 @@ class AtlasPlan:
     the DAG is built (the rules files register their targets after this one is read).
 
     ``final_targets`` is the workflow's ``FINAL_TARGETS`` (analysis -> model -> paths), ``plan``
-    its :class:`headatlas.config.Plan`, ``runs_here(model, path)`` and ``store_shards(model,
+    its :class:`headatlas.pipeline.config.Plan`, ``runs_here(model, path)`` and ``store_shards(model,
     corpus)`` the workflow's helpers of the same names.
     """
 
@@ -539,7 +537,7 @@ def _merge(left: pd.DataFrame, right: pd.DataFrame) -> pd.DataFrame:
 
 def write(atlas: Atlas, heads_path: str | Path, columns_path: str | Path) -> None:
     """Write ``heads.csv`` and its dictionary atomically."""
-    from headatlas.pipeline import write_table
+    from headatlas.io import write_table
 
     write_table(atlas.heads, heads_path, float_format="%.6g")
     write_table(atlas.columns, columns_path)
@@ -548,7 +546,7 @@ def write(atlas: Atlas, heads_path: str | Path, columns_path: str | Path) -> Non
 # --- notebook entry points -----------------------------------------------------------------
 
 def load(results: str | Path = "results", model: str = "minilm") -> pd.DataFrame:
-    """``results/<model>/heads.csv`` as a DataFrame (``headatlas.atlas``).
+    """``results/<model>/heads.csv`` as a DataFrame (``headatlas.report.atlas``).
 
     If the run has not written it yet (an older run), the table is joined from the per-head
     tables found on disk, the same way the pipeline's ``atlas`` rule does.
@@ -583,15 +581,3 @@ def head_profile(model: str, layer: int, head: int, results: str | Path = "resul
     if weighting is not None:
         return profile[weighting].rename(f"{model} {layer}-{head} ({weighting})")
     return profile
-
-
-class _CallableModule(types.ModuleType):
-    """This module, callable: ``headatlas.atlas(results, model)`` is :func:`load`. (Importing
-    ``headatlas.atlas`` makes the package attribute this module, so a function of that name in
-    ``headatlas/__init__.py`` would be replaced by it the first time anything imports it.)"""
-
-    def __call__(self, results: str | Path = "results", model: str = "minilm") -> "pd.DataFrame":
-        return load(results, model)
-
-
-sys.modules[__name__].__class__ = _CallableModule

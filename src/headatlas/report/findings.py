@@ -19,7 +19,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from headatlas.claims import FAILS, HOLDS, NOT_APPLICABLE
-from headatlas.scorecard import ABSENT, CLAIMS_FILE, own_tally, with_weighting
+from headatlas.report.scorecard import ABSENT, CLAIMS_FILE, own_tally, with_weighting
 
 N_FINDINGS = 5
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")

@@ -1,6 +1,6 @@
 """Tables of how encoder families are built: where value norms are read, which positions are reserved.
 
-Kept apart from :mod:`headatlas.capabilities` (which reads a model's files when the
+Kept apart from :mod:`headatlas.encoders.capabilities` (which reads a model's files when the
 configuration loads) because extraction uses these tables too: the workflow reruns
 a rule when a module its script imports changes, and editing the configuration
 checks should never rerun an extraction. No torch, no transformers.

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from headatlas.capabilities import capability_problems, default_views, gradient_losses
+from headatlas.encoders.capabilities import capability_problems, default_views, gradient_losses
 from headatlas.corpora.formats import FORMATS
 from headatlas.errors import HeadAtlasError
 from headatlas.weightings import SUFFIXES
@@ -63,7 +63,7 @@ def load_config(config: dict, schema_path: str | Path) -> dict:
 
 def schema_path() -> Path:
     """The schema shipped with the library (in a clone, a link to workflow/schemas/)."""
-    return Path(__file__).resolve().parent / "data" / "config.schema.yaml"
+    return Path(__file__).resolve().parents[1] / "data" / "config.schema.yaml"
 
 
 def default_config(config: dict | None = None) -> dict:
@@ -308,7 +308,7 @@ def _ablation_problems(config: dict, check) -> list[str]:
 
 def built_models(config: dict) -> list[str]:
     """The model folders the workflow builds itself (rule build_model): ``<data>/models/<name>``."""
-    from headatlas.modelbuild import BUILDS  # standard library only: light enough here
+    from headatlas.encoders.modelbuild import BUILDS  # standard library only: light enough here
 
     return [f"{config['data']}/models/{name}" for name in BUILDS]
 
@@ -316,7 +316,7 @@ def built_models(config: dict) -> list[str]:
 def path_problems(config: dict) -> list[str]:
     """Files and folders the config names that do not exist (relative paths: from the working
     directory). A model folder under the results folder (a fine-tuned model) or a built one
-    (``<data>/models/<name>`` of :data:`headatlas.modelbuild.BUILDS`) is made by the workflow."""
+    (``<data>/models/<name>`` of :data:`headatlas.encoders.modelbuild.BUILDS`) is made by the workflow."""
     named = [(f"corpora.{c}.path", spec.get("path")) for c, spec in config["corpora"].items()]
     named += [(f"models.{m}.path", spec.get("path")) for m, spec in config["models"].items()
               if not str(spec.get("path", "")).startswith(f"{config['results']}/")
@@ -377,7 +377,7 @@ class Plan:
     # model -> the analyses whose outputs are asked for it (`models.<m>.analyses`); None = all.
     analyses: dict[str, list[str] | None] = field(default_factory=dict)
     # model -> the loss of its gradient importance (auto resolved from the checkpoint's tensors;
-    # auto where they could not be read): headatlas.capabilities.gradient_losses.
+    # auto where they could not be read): headatlas.encoders.capabilities.gradient_losses.
     gradient_losses: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -531,7 +531,7 @@ def plan(config: dict) -> Plan:
 
 def packaged_pattern_labels() -> tuple[Path, Path]:
     """The hand-labelled maps shipped with the library: label table and maps (MiniLM, Wikipedia)."""
-    data = Path(__file__).resolve().parent / "data"
+    data = Path(__file__).resolve().parents[1] / "data"
     return data / "pattern_labels.csv", data / "pattern_maps.npz"
 
 

@@ -41,8 +41,8 @@ import torch
 
 from headatlas.errors import ModelError
 # Model types whose position ids start after the padding index: one table, shared with the
-# configuration's checks (headatlas.capabilities), so the usable length is known when it loads.
-from headatlas.layouts import PADDING_OFFSET_TYPES
+# configuration's checks (headatlas.encoders.capabilities), so the usable length is known when it loads.
+from headatlas.encoders.layouts import PADDING_OFFSET_TYPES
 
 SOURCES = ("package", "path", "hub")
 # Pre-training heads that are not a masked-LM head although their class says "ForPreTraining".
@@ -374,7 +374,7 @@ def takes_token_types(model) -> bool:
 def align_input_names(tokenizer, model) -> None:
     """Make ``tokenizer.model_input_names`` say whether ``model`` takes ``token_type_ids``.
 
-    :func:`headatlas.extract.encode` reads it to decide whether segment ids
+    :func:`headatlas.encoders.extract.encode` reads it to decide whether segment ids
     are fed (and recorded) or left out (recorded as 0).
     """
     names = [n for n in tokenizer.model_input_names if n != "token_type_ids"]
@@ -402,7 +402,7 @@ def check_max_length(max_length: int, config, name: str, key: str = "extraction.
     """Refuse a ``max_length`` longer than the model can take, naming ``key``, the model and its limit.
 
     Raises :class:`~headatlas.errors.ModelError` (this module stays free of
-    :mod:`headatlas.config`, so editing the config code never reruns an extraction).
+    :mod:`headatlas.pipeline.config`, so editing the config code never reruns an extraction).
     """
     limit = max_input_length(config)
     if limit is None or max_length <= limit:

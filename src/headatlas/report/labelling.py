@@ -73,7 +73,7 @@ import numpy as np
 import pandas as pd
 
 from headatlas.errors import HeadAtlasError
-from headatlas.store import Store, open_stores
+from headatlas.store.reader import Store, open_stores
 
 PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
 HALVES = ("tune", "test")

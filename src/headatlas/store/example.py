@@ -1,0 +1,89 @@
+"""One stored example as analyses see it, and the token classes every analysis shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import numpy as np
+
+from headatlas.errors import StoreError
+from headatlas.weightings import check_weighting, norm_weighted
+
+PUNCT_TOKENS = frozenset({".", ","})
+# Markers some tokenizers put before a word-initial piece (RoBERTa, SentencePiece).
+_WORD_MARKERS = "Ġ▁"
+
+
+def token_masks(tokens: Sequence[str], cls_token: str,
+                sep_token: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Boolean ``[n]`` masks of ``[CLS]``, ``[SEP]`` and period/comma tokens.
+
+    The one definition of these token classes, shared by every analysis.
+    ``cls_token`` and ``sep_token`` are the tokenizer's own strings (the
+    store's attributes): every token equal to ``sep_token`` is a ``[SEP]``
+    (RoBERTa's ``</s></s>`` between A and B are two). A period or comma may
+    carry a word-start marker (``Ġ.``, ``▁,``).
+    """
+    cls = np.array([t == cls_token for t in tokens], dtype=bool)
+    sep = np.array([t == sep_token for t in tokens], dtype=bool)
+    punct = np.array([t.lstrip(_WORD_MARKERS) in PUNCT_TOKENS for t in tokens], dtype=bool)
+    return cls, sep, punct
+
+
+@dataclass
+class Example:
+    """One example's attention and tokens.
+
+    ``attn`` has shape ``[layers, heads, query, key]`` (float32; rows sum to 1): the
+    attention weights α, or under ``weighting == "norm"`` α_ij‖f_h(x_j)‖ renormalised
+    per row (:mod:`headatlas.weightings`). ``value_norms`` ``[layers, heads, key]``
+    (‖f_h(x_j)‖) and ``norm_map`` ``[layers, query, key]`` (‖Σ_h α^h_ij f_h(x_j)‖)
+    are set when the store was opened with ``norms=True`` (``value_norms`` also under
+    the norm weighting), else None.
+    ``cls_token``/``sep_token`` are the tokenizer's (the store's attributes);
+    the defaults, BERT's, only serve examples built by hand.
+    """
+
+    index: int
+    id: str
+    tokens: list[str]
+    input_ids: np.ndarray
+    token_type_ids: np.ndarray
+    word_ids: np.ndarray
+    attn: np.ndarray
+    cls_token: str = "[CLS]"
+    sep_token: str = "[SEP]"
+    value_norms: np.ndarray | None = None
+    norm_map: np.ndarray | None = None
+    weighting: str = "attention"
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def cls_mask(self) -> np.ndarray:
+        return token_masks(self.tokens, self.cls_token, self.sep_token)[0]
+
+    @property
+    def sep_mask(self) -> np.ndarray:
+        return token_masks(self.tokens, self.cls_token, self.sep_token)[1]
+
+    @property
+    def punct_mask(self) -> np.ndarray:
+        """Tokens that are a period or a comma (Clark et al.'s punctuation)."""
+        return token_masks(self.tokens, self.cls_token, self.sep_token)[2]
+
+    def weighted(self, weighting: str) -> "Example":
+        """This example under ``weighting`` (needs ``value_norms`` for ``norm``).
+
+        Only an example of the attention weights can be reweighted.
+        """
+        if check_weighting(weighting) == self.weighting:
+            return self
+        if self.weighting != "attention" or self.value_norms is None:
+            raise StoreError(f"example {self.id}: the norm weighting needs the attention weights "
+                             "and the value norms (open the store with norms=True)")
+        return replace(self, attn=norm_weighted(self.attn, self.value_norms), weighting=weighting)
+
