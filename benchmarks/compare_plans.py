@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,8 +38,7 @@ def configs(clone: Path, folder: Path) -> dict[str, Path]:
         config = yaml.safe_load(source.read_text())
         mirror = config.get("mirror")
         if isinstance(mirror, str) and not Path(mirror).is_absolute():
-            config["mirror"] = str((source.parent / mirror).resolve() if name == "dottest"
-                                   else (clone / mirror).resolve())
+            config["mirror"] = str((clone / mirror).resolve())
         if name == "paper":
             config["corpora"]["ptb_sd"]["path"] = str(fixtures / "formats" / "ptb_sd.conllx")
             config["corpora"]["conll2012"]["path"] = str(fixtures / "coref" / "conll")
@@ -87,7 +87,11 @@ def main(argv=None) -> int:
             plans = []
             for side, clone in (("old", args.old.resolve()), ("new", args.new.resolve())):
                 config = configs(clone, tmp / side)[name]
-                directory = clone / ".test" if name == "dottest" else None
+                directory = None
+                if name == "dottest":  # its committed inputs, without a run's outputs
+                    directory = tmp / side / "dottest-folder"
+                    shutil.copytree(clone / ".test", directory, ignore=shutil.ignore_patterns(
+                        "results", "data", "logs", ".snakemake"))
                 plans.append(plan(clone, config, tmp / side / name, directory))
             old, new = plans
             only_old, only_new = sorted(old - new), sorted(new - old)

@@ -9,6 +9,7 @@ head ``divmod(k, n_heads)`` (0-based).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -56,3 +57,61 @@ def head_table(n_layers: int, n_heads: int, /, **columns) -> pd.DataFrame:
     table = {"layer": layer, "head": head}
     table.update({name: np.asarray(values, dtype=float).ravel() for name, values in columns.items()})
     return pd.DataFrame(table)
+
+
+# --- what a per-head table adds to the head atlas ------------------------------------------
+
+# How a per-head table's values relate to the two weightings of the maps.
+WEIGHTED = "weighted"        # one table per weighting (surface/ and surface-norm/)
+ATTENTION_ONLY = "attention"  # read from the attention weights only: empty in the norm rows
+INDEPENDENT = "independent"   # a property of the head (an intervention): the same in both rows
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the head atlas: its name there (``{corpus}`` filled in for per-corpus
+    tables), the column of the table it comes from, unit, meaning, and the paper's number
+    where the papers give one (short text)."""
+
+    name: str
+    source: str
+    unit: str
+    meaning: str
+    reference: str = ""
+
+
+@dataclass(frozen=True)
+class HeadColumns:
+    """What one per-head table adds to the head atlas (``results/<m>/heads.csv``).
+
+    Each analysis module exports these beside the code that computes the table (``ATLAS``:
+    table name -> HeadColumns), and the rules declare which result is which
+    (``result(..., heads="<module>:<table>")``), so the atlas reads declarations, not paths.
+
+    ``rank`` places the table's columns among the others (lower first); ``reader``
+    (``"module:function"``, ``function(path) -> DataFrame``) turns the table's file into a
+    per-head frame with the columns' ``source`` names, for tables not already one row per head
+    (other files of its folder it reads are declared with the table in the rules,
+    ``companions=``, so the atlas waits for them). Column names and meanings may hold the
+    path's wildcards (``{corpus}``, ``{base}``). A table a run lacks is listed in the column
+    dictionary as absent, with its reason, unless ``listed_when_absent`` is False (a table that
+    exists only for some pairs of models).
+    """
+
+    title: str
+    paper: str
+    columns: tuple[Column, ...]
+    rank: float
+    weighting: str = WEIGHTED
+    per_corpus: bool = False
+    reader: str | None = None
+    listed_when_absent: bool = True
+
+    def column_name(self, column: Column, **wildcards: str) -> str:
+        """The atlas name of ``column`` with the path's wildcards filled in."""
+        return fill(column.name, wildcards)
+
+
+def fill(text: str, wildcards: dict) -> str:
+    """``text`` with each ``{name}`` of ``wildcards`` replaced by its value (others left as they are)."""
+    return re.sub(r"{(\w+)}", lambda m: str(wildcards.get(m.group(1), m.group(0))), text)

@@ -240,6 +240,10 @@ def test_paper_claims_of_the_ablation_grid(tmp_path):
                              "pruned 10.00; 85.0% above uniform attention, 30.00), 90.0% of the "
                              "unablated score, 5 heads changed")
     assert prune["verdict"] == "does not hold" and "(row 3;" in prune["paper"]
+    # The rule names every way a claim is not applicable, the registered tasks' untrained floors too.
+    assert prune["rule"].endswith(
+        "(not applicable if no head has that type, if that gap is below 1 point: attention contributes "
+        "nothing measurable, or if the unablated SQuAD model scores below EM 10 or F1 20: untrained)")
     assert c.loc["guan.ablation.prune_vertical", "verdict"] == "holds"
     assert c.loc["guan.ablation.uniform_dense", "verdict"] == "does not hold"
     assert c.loc["guan.ablation.diagonal_no_intra", "verdict"] == "not applicable"
@@ -263,6 +267,9 @@ def test_an_untrained_squad_model_makes_every_ablation_claim_not_applicable(tmp_
 
     random_model = grid([0.0, 0.0, 0.0, 0.0], [3.0, 0.0, 1.2, 3.0])
     assert (random_model["verdict"] == "not applicable").all()
+    assert random_model["note"].iloc[0].startswith(
+        f"{UNTRAINED} (unablated exact_match 0.00 < 10, f1 3.00 < 20: below the word-overlap baseline of "
+        "SQuAD v1.1, EM 13.2 / F1 20.2; the floor is EM 10 or F1 20)")
     assert random_model["note"].str.startswith(UNTRAINED).all()
     assert "f1 3.00 < 20" in random_model.loc["guan.ablation.prune_vertical", "note"]
     assert "F1 20: untrained" in random_model.loc["guan.ablation.prune_vertical", "rule"]
@@ -273,6 +280,10 @@ def test_an_untrained_squad_model_makes_every_ablation_claim_not_applicable(tmp_
     assert untrained_reason({"exact_match": 5.0, "f1": 25.0}).startswith(UNTRAINED)
     assert untrained_reason({"exact_match": 10.0, "f1": 20.0}) is None  # at the floor: judged
     assert untrained_reason({"accuracy": 3.0}) is None  # not a SQuAD score: no floor here
+    # The task given by name: its floor, whatever the scores' metrics say (the tagger has none).
+    assert untrained_reason({"f1": 3.0}, "squad").startswith(f"{UNTRAINED} (unablated f1 3.00 < 20: below the "
+                                                              "word-overlap baseline of SQuAD v1.1")
+    assert untrained_reason({"exact_match": 0.0, "f1": 3.0}, "upos") is None
     # A trained model is judged as before.
     trained = grid([80.0, 0.0, 5.0, 79.5], [88.0, 0.5, 7.0, 87.5])
     assert trained.loc["guan.ablation.prune_diagonal", "verdict"] == "holds"

@@ -12,7 +12,7 @@ import pytest
 
 import headatlas
 from headatlas.report import atlas as atlas_module
-from headatlas.report.atlas import build, planned_tables, write
+from headatlas.report.atlas import Declaration, HeadTable, absent, build, hint, write
 from headatlas.report.atlas_page import build_page, pick_examples, read_example, unit_words
 from headatlas.store.writer import StoreWriter
 
@@ -64,24 +64,49 @@ def run_tables(root):
     return r
 
 
-def test_planned_tables_follow_the_plan_and_witnesses(tmp_path):
-    r = run_tables(tmp_path)
-    planned = [f"{r}/m/wiki/surface/relative_position.svg", f"{r}/m/wiki/surface-norm/special_tokens.csv",
-               f"{r}/m/wiki/clustering/mds.svg", f"{r}/m/tb/syntax/table1.csv",
-               f"{r}/m/tb/syntax/heads.csv", f"{r}/other/wiki/surface/entropy.csv",
-               f"{r}/m/wiki/headtypes/changes_from_base.csv", f"{r}/m/wiki/headtypes/changes_from_base_by_layer.csv"]
-    tables = planned_tables(planned, r, "m")
-    assert f"{r}/m/wiki/clustering/coordinates.csv" in tables  # written beside mds.svg
-    assert f"{r}/m/wiki/surface-norm/special_tokens.csv" in tables
-    assert f"{r}/m/tb/syntax/heads.csv" in tables and f"{r}/m/tb/syntax/offsets.csv" in tables
-    assert f"{r}/m/wiki/headtypes/changes_from_base.csv" in tables
-    assert not any("other" in t or "by_layer" in t or t.endswith(".svg") for t in tables)
+SURFACE = "headatlas.analyses.surface"
+# The declarations of the rules, as workflow/rules/*.smk make them (atlas.smk: declared_heads).
+DECLARED = [
+    Declaration("results/{model}/{corpus}/surface{weighting}/{analysis}.csv", SURFACE + ":{analysis}", "surface"),
+    Declaration("results/{model}/{corpus}/clustering{weighting}/coordinates.csv",
+                "headatlas.analyses.clustering:coordinates", "clustering"),
+    Declaration("results/{model}/{corpus}/patterns/heads.csv", "headatlas.analyses.patterns:heads", "patterns"),
+    Declaration("results/{model}/{corpus}/syntax{weighting}/heads.csv", "headatlas.analyses.syntax:heads",
+                "syntax", ("offsets.csv", "table1.csv")),
+    Declaration("results/{task_model}/importance/heads.csv", "headatlas.interventions.importance:heads",
+                "importance"),
+]
+
+
+def tables_of(r, model="m"):
+    """The HeadTables the run_tables folder holds for ``model``, as atlas.smk plans them."""
+    found = []
+    if model == "m":
+        for suffix in ("", "-norm"):
+            for name in ("relative_position", "special_tokens"):
+                found.append(HeadTable(f"{r}/m/wiki/surface{suffix}/{name}.csv", f"{SURFACE}:{name}", "surface",
+                                       {"model": "m", "corpus": "wiki", "weighting": suffix, "analysis": name}))
+        found.append(HeadTable(f"{r}/m/wiki/patterns/heads.csv", "headatlas.analyses.patterns:heads", "patterns",
+                               {"model": "m", "corpus": "wiki"}))
+        found.append(HeadTable(f"{r}/m/tb/syntax/heads.csv", "headatlas.analyses.syntax:heads", "syntax",
+                               {"model": "m", "corpus": "tb", "weighting": ""}, ("offsets.csv", "table1.csv")))
+    else:
+        found.append(HeadTable(f"{r}/m_task/importance/heads.csv", "headatlas.interventions.importance:heads",
+                               "importance", {"task_model": "m_task"}))
+    return found
+
+
+def test_where_an_absent_table_would_be():
+    assert [hint(DECLARED[0], k) for k in ("entropy",)] == ["<corpus>/surface{,-norm}/entropy.csv"]
+    assert hint(DECLARED[3], "heads") == "<corpus>/syntax{,-norm}/heads.csv"
+    assert hint(DECLARED[4], "heads") == "importance/heads.csv"
 
 
 def test_build_joins_every_table_once_per_weighting(tmp_path):
     r = run_tables(tmp_path)
-    tables = list(r.joinpath("m").rglob("*.csv"))  # Table 1 and the offsets are read with the heads
-    atlas = build(tables, r, "m")
+    tables = tables_of(r)
+    assert tables[-1].companion_paths() == [f"{r}/m/tb/syntax/offsets.csv", f"{r}/m/tb/syntax/table1.csv"]
+    atlas = build(tables, r, "m", DECLARED)
     heads = atlas.heads
     assert list(heads.columns[:3]) == ["weighting", "layer", "head"]
     assert len(heads) == 2 * L * H and list(heads["weighting"].unique()) == ["attention", "norm"]
@@ -98,35 +123,51 @@ def test_build_joins_every_table_once_per_weighting(tmp_path):
     assert (got["syntax_tb_relation"], got["syntax_tb_direction"]) == (best["relation"], best["direction"])
     assert got["syntax_tb_margin"] == pytest.approx(best["margin"])
     assert got["syntax_tb_paper"].startswith({"det": "det: head 8-11", "obj": "dobj: head 8-10"}[best["relation"]])
+    # columns in the order of their entries' rank: surface, patterns, syntax
+    names = list(heads.columns)
+    assert names.index("sep") < names.index("pattern_wiki") < names.index("syntax_tb_all")
     columns = atlas.columns.set_index("column")
     assert columns.loc["prev", "weightings"] == "attention, norm"
     assert columns.loc["pattern_wiki", "weightings"] == "attention"
     assert "m/wiki/surface-norm/relative_position.csv:prev" in columns.loc["prev", "source"]
-    # what the run did not write is said, not silently dropped
-    absent = atlas.columns[atlas.columns["status"] != "present"]
-    assert any("entropy" in c for c in absent["column"]) and any("entropy" in n for n in atlas.notes)
+    # what the run did not write is said, not silently dropped: every declared table missing
+    absent_rows = atlas.columns[atlas.columns["status"] != "present"].set_index("source")
+    assert set(absent_rows.index) == {"<corpus>/surface{,-norm}/entropy.csv",
+                                      "<corpus>/clustering{,-norm}/coordinates.csv", "importance/heads.csv"}
+    assert absent_rows.loc["<corpus>/surface{,-norm}/entropy.csv", "status"] == \
+        "absent: the run wrote no entropy.csv of the surface analysis for m"
+    assert any("entropy" in n for n in atlas.notes)
+
+
+def test_absent_tables_follow_their_rank(tmp_path):
+    r = run_tables(tmp_path)
+    rows = absent(DECLARED, tables_of(r))
+    assert [row["hint"] for row in rows] == ["<corpus>/surface{,-norm}/entropy.csv",
+                                            "<corpus>/clustering{,-norm}/coordinates.csv",
+                                            "importance/heads.csv"]
 
 
 def test_independent_columns_repeat_under_both_weightings(tmp_path):
     r = run_tables(tmp_path)
-    atlas = build([r / "m_task" / "importance" / "heads.csv"], r, "m_task")
+    atlas = build(tables_of(r, "m_task"), r, "m_task")
     assert set(atlas.heads["weighting"]) == {"attention"}
-    tables = [r / "m" / "wiki" / s / "relative_position.csv" for s in ("surface", "surface-norm")]
-    with pytest.raises(ValueError, match="not a per-head table"):
-        build(tables + [r / "m_task" / "importance" / "heads.csv"], r, "m")  # another model's table
+    both = [t for t in tables_of(r) if "relative_position" in t.path] + tables_of(r, "m_task")
+    atlas = build(both, r, "m")
+    rows = atlas.heads.set_index(["weighting", "layer", "head"])
+    assert (rows.loc["attention", "disable_delta"] == rows.loc["norm", "disable_delta"]).all()
 
 
-def test_unknown_table_is_refused(tmp_path):
+def test_a_table_that_is_not_per_head_is_refused(tmp_path):
     r = run_tables(tmp_path)
+    coverage = HeadTable(f"{r}/m/tb/syntax/offsets.csv", f"{SURFACE}:entropy", "surface", {"corpus": "tb"})
     with pytest.raises(ValueError, match="not a per-head table"):
-        build([r / "m" / "tb" / "syntax" / "coverage.csv"], r, "m")
+        build([coverage], r, "m")
 
 
 def test_entry_points_doctest(tmp_path):
     """The notebook example of the README, run as a doctest."""
     r = run_tables(tmp_path)
-    tables = [p for p in r.joinpath("m").rglob("*.csv") if p.name not in ("offsets.csv", "table1.csv")]
-    write(build(tables, r, "m"), r / "m" / "heads.csv", r / "m" / "heads_columns.csv")
+    write(build(tables_of(r), r, "m"), r / "m" / "heads.csv", r / "m" / "heads_columns.csv")
     example = f'''
 >>> import headatlas
 >>> table = headatlas.atlas("{r}", "m")
@@ -153,10 +194,12 @@ def test_entry_points_doctest(tmp_path):
         headatlas.head("m", 9, 1, results=str(r))
 
 
-def test_atlas_without_heads_csv_joins_what_is_on_disk(tmp_path):
+def test_atlas_without_heads_csv_says_how_to_build_it(tmp_path):
     r = run_tables(tmp_path)
-    table = headatlas.atlas(str(r), "m")
-    assert "prev" in table.columns and "syntax_tb_relation" in table.columns
+    with pytest.raises(FileNotFoundError, match=r"snakemake --cores all .*m/heads.csv"):
+        headatlas.atlas(str(r), "m")
+    with pytest.raises(FileNotFoundError, match="no results of that model"):
+        headatlas.atlas(str(r), "other")
 
 
 def write_store(path, sentences, norms=False):
@@ -194,8 +237,7 @@ def test_examples_are_words_and_bytes(tmp_path):
 
 def test_page_is_self_contained(tmp_path):
     r = run_tables(tmp_path)
-    tables = [p for p in r.joinpath("m").rglob("*.csv") if p.name not in ("offsets.csv", "table1.csv")]
-    write(build(tables, r, "m"), r / "m" / "heads.csv", r / "m" / "heads_columns.csv")
+    write(build(tables_of(r), r, "m"), r / "m" / "heads.csv", r / "m" / "heads_columns.csv")
     store = tmp_path / "store.h5"
     write_store(store, [["the", "cats", "sat", "on", "the", "mat"] * 2])
     text, parts = build_page(["m"], r, {"m": {"c": [str(store)]}})

@@ -13,7 +13,8 @@ from headatlas.encoders import capabilities as caps_module
 from headatlas.encoders import layouts
 from headatlas.encoders.capabilities import (NORM_LAYOUTS, capabilities, norm_layout_of, safetensors_names,
                                     usable_length)
-from headatlas.pipeline.config import ConfigError, load_config, plan
+from headatlas.pipeline.config import ConfigError, load_config
+from headatlas.pipeline.plan import plan
 from tests.conftest import ROOT, make_tiny_encoder
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -204,8 +205,8 @@ def test_no_job_of_these_models_fails_for_a_reason_the_config_could_know(folders
         extract(load_model(name, spec, device="cpu"), segments, store, max_length=64, progress=False,
                 norms=result.norms(name))
         for view in result.weightings[name]:
-            assert len(run_analysis(Entropy, store, progress=False, weighting=view)) == 4
+            assert len(run_analysis(Entropy, store, progress=False, weighting=view).table) == 4
         loaded, loss = load_for_loss(name, spec, result.gradient_losses[name], device="cpu")
         assert loss == result.gradient_losses[name]
-        heads, _ = gradient_importance(loaded, loss, segments, max_length=64, batch_size=2, progress=False)
+        heads = gradient_importance(loaded, loss, segments, max_length=64, batch_size=2, progress=False).table
         assert len(heads) == 4

@@ -8,7 +8,7 @@ import pytest
 
 from headatlas.analyses.base import REGISTRY, run_analysis
 from headatlas.analyses.clustering import (HeadDistances, distance_matrix, embed_heads, euclidean,
-                                           group_structure, pairwise_js, paper_claims, stress1)
+                                           group_structure, mds_table, pairwise_js, paper_claims, stress1)
 from headatlas.store.example import Example
 
 
@@ -83,9 +83,46 @@ def test_analysis_sums_over_examples_and_averages_over_tokens():
     summed = run_analysis(HeadDistances, examples, progress=False, average=False)
     averaged = run_analysis("head_distances", examples, progress=False)
     assert "head_distances" in REGISTRY
-    assert list(summed.columns) == ["layer", "head", "1-1", "1-2", "2-1", "2-2"]
-    assert distance_matrix(summed) == pytest.approx(total, abs=1e-6)
-    assert distance_matrix(averaged) == pytest.approx(total / 7, abs=1e-6)  # 4 + 3 query tokens
+    assert list(summed.table.columns) == ["layer", "head", "1-1", "1-2", "2-1", "2-2"]
+    assert distance_matrix(summed.table) == pytest.approx(total, abs=1e-6)
+    assert distance_matrix(averaged.table) == pytest.approx(total / 7, abs=1e-6)  # 4 + 3 query tokens
+    assert averaged.attrs["n_rows"] == 7 and "mean JS divergence per token" in averaged.caption
+    assert "summed over tokens" in summed.caption
+
+
+@pytest.mark.parametrize("order", ["in corpus order", "reversed"])
+def test_merging_two_halves_is_one_pass(order):
+    # One example per instance: the merged sums are the two examples' pairwise_js added, over
+    # 4 + 3 = 7 query tokens, whichever state is folded into which.
+    rng = np.random.default_rng(1)
+    first, second = random_attention(rng, (2, 2, 4, 4)), random_attention(rng, (2, 2, 3, 3))
+    total = pairwise_js(first.reshape(4, 4, 4)) + pairwise_js(second.reshape(4, 3, 3))
+    halves = []
+    for k, attn in enumerate((first, second)):
+        acc = HeadDistances(2, 2)
+        acc.add(example(attn, k))
+        halves.append(acc)
+    into, other = halves if order == "in corpus order" else halves[::-1]
+    state = other.state()
+    assert set(state) == {"n_examples", "lengths", "sums", "n_rows"} and state["sums"].shape == (4, 4)
+    merged = into.merge(state)
+    result = merged.result()
+    assert merged.n_examples == 2 and result.attrs["n_rows"] == 7
+    assert distance_matrix(result.table) == pytest.approx(total / 7, abs=1e-6)
+    one = run_analysis(HeadDistances, [example(first), example(second, 1)], progress=False)
+    pd.testing.assert_frame_equal(result.table, one.table, check_exact=False, rtol=1e-12)
+
+
+def test_mds_table_appends_to_the_distances_caption():
+    s = math.sqrt(2)
+    dist = np.array([[0, 1, s, 1], [1, 0, 1, s], [s, 1, 0, 1], [1, s, 1, 0]])
+    distances = pd.DataFrame({"layer": [1, 1, 2, 2], "head": [1, 2, 1, 2]})
+    distances[["1-1", "1-2", "2-1", "2-2"]] = dist
+    behaviour = pd.DataFrame({"layer": [1, 1, 2, 2], "head": [1, 2, 1, 2], "behaviour": ["broad"] * 4})
+    table = mds_table(distances, behaviour, "distances caption", seed=0)
+    assert list(table.columns) == ["layer", "head", "behaviour", "x", "y"]
+    assert table.attrs["caption"] == (f"distances caption; metric MDS (random state 0), Kruskal Stress-1 = "
+                                      f"{table.attrs['stress']:.3f}; behaviours: thresholds of Clark's code")
 
 
 def test_identical_heads_are_at_distance_zero():

@@ -7,7 +7,8 @@ import copy
 import pytest
 import yaml
 
-from headatlas.pipeline.config import MODEL_ANALYSES, ConfigError, load_config, plan
+from headatlas.pipeline.config import ConfigError, load_config
+from headatlas.pipeline.plan import model_analyses, plan
 from tests.conftest import FIXTURES, ROOT
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -207,19 +208,22 @@ def test_embedded_plan_runs_everything():
     assert not p.asks("minilm_upos", "gradients") and not p.asks("minilm_random", "surface")
     assert p.asks("minilm_random", "scorecard")  # shared outputs are not a model's to leave out
     assert p.norm_models == ["minilm"] and p.suffixes("minilm_upos") == [""]
-    assert p.ablation["task_model"] == "minilm_upos"
-    assert p.ablation["types"] == "results/minilm_upos/wikipedia/headtypes/features.csv"
-    assert p.ablation["data"] == "data/corpora/gum.jsonl"
+    assert p.ablation.task_model == "minilm_upos"
+    assert (p.ablation.types_model, p.ablation.types_corpus, p.ablation.types_own) == \
+        ("minilm_upos", "wikipedia", True)
+    assert p.ablation.types_source == "minilm_upos on wikipedia"
+    assert p.ablation.data == "data/corpora/gum.jsonl"
     assert p.task_chain == {("minilm_upos", "wikipedia")}  # head types and patterns: run first
     assert p.headtype_pairs == [("minilm", "minilm_upos")]
     assert p.patterns_corpora == ["wikipedia", "gum", "ewt"]
-    assert p.patterns_labels["file"].endswith("pattern_labels.csv")
-    assert p.patterns_labels["maps"].endswith("pattern_maps.npz")
-    assert p.importance["task_model"] == "minilm_upos" and p.importance["metric"] == "accuracy"
-    assert p.importance["patterns"] == "results/minilm_upos/wikipedia/patterns/heads.csv"  # labelled kind
+    assert p.patterns_labels.file.endswith("pattern_labels.csv")
+    assert p.patterns_labels.maps.endswith("pattern_maps.npz")
+    assert p.importance.task_model == "minilm_upos" and p.importance.metric == "accuracy"
+    assert p.importance.patterns_corpus == "wikipedia"  # the kind of input the classifier was labelled on
+    assert p.importance.types_corpus == "wikipedia"
     config = embedded()
     config["patterns"]["corpora"] = ["gum"]  # no segments classified: the task's own corpus
-    assert plan(load(config)).importance["patterns"] == "results/minilm_upos/gum/patterns/heads.csv"
+    assert plan(load(config)).importance.patterns_corpus == "gum"
     assert p.documents == ["gum_docs", "gum_windows"] and p.coref_selection == {"gum_windows": "gum_docs"}
     assert p.runs_on("minilm", "gum_windows") and not p.runs_on("minilm_upos", "gum_windows")
     assert p.runs_on("minilm_upos", "gum_docs")
@@ -233,13 +237,13 @@ def test_paper_plan_runs_every_table_on_the_papers_corpora():
     assert p.documents == ["conll2012_docs"]
     assert p.honest and p.probes_on
     assert p.gradient_models == ["bert-base-cased", "bert-large-squad"]
-    assert p.ablation["task_model"] == "bert-large-squad"
-    assert p.ablation["types"] == "results/bert-large-squad/wikipedia/headtypes/features.csv"
+    assert p.ablation.task_model == "bert-large-squad"
+    assert (p.ablation.types_model, p.ablation.types_corpus) == ("bert-large-squad", "wikipedia")
     left_out = {rule for o in p.omitted for rule in o.rules}
     assert left_out == {"finetune_", "headtypes_compare"}
     assert p.patterns_corpora == ["wikipedia", "ptb_sd", "conll2012"] and p.patterns_labels
-    assert p.importance["metric"] == "f1"
-    assert p.importance["patterns"] == "results/bert-large-squad/wikipedia/patterns/heads.csv"
+    assert p.importance.metric == "f1"
+    assert p.importance.patterns_corpus == "wikipedia"
 
 
 def test_pattern_labels_and_their_maps_go_together():
@@ -303,7 +307,7 @@ def test_a_model_may_ask_for_some_analyses_only():
 def test_the_schema_lists_exactly_the_analyses_a_model_may_ask_for():
     schema = yaml.safe_load(SCHEMA.read_text())
     items = schema["properties"]["models"]["additionalProperties"]["properties"]["analyses"]["items"]
-    assert tuple(items["enum"]) == MODEL_ANALYSES
+    assert tuple(items["enum"]) == model_analyses()
 
 
 def test_plan_does_not_change_the_config():

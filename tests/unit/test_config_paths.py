@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from headatlas.pipeline.config import ConfigError, built_models, default_config, load_config, plan
+from headatlas.pipeline.config import ConfigError, built_models, default_config, load_config
+from headatlas.pipeline.plan import plan
 from tests.unit.test_config import SCHEMA, minimal
 
 

@@ -2,11 +2,13 @@
 
 Every module of :mod:`headatlas.analyses` is imported, and every registered
 :class:`~headatlas.analyses.base.Analysis` runs through ``run_analysis`` on one
-tiny store extracted by the tiny random BERT. Each must return its result with
-provenance and caption, under both weightings of the maps (the attention
-weights, and Kobayashi's norm weighting; analyses that read the norms themselves
-run once). An analysis that needs an input the fixture does not provide fails
-here until the fixture learns it (see ``INPUTS``).
+tiny store extracted by the tiny random BERT. Each must return a
+:class:`~headatlas.analyses.result.Result` with provenance and caption, under both weightings of
+the maps (the attention weights, and Kobayashi's norm weighting; analyses that read the norms
+themselves run once); take explicit options only, refusing an unknown one; and merge states:
+the state of the store's first shard merged with that of its second equals one pass over both.
+An analysis that needs an input the fixture does not provide fails here until the fixture
+learns it (see ``inputs``).
 """
 
 from __future__ import annotations
@@ -15,12 +17,16 @@ import importlib
 import inspect
 import pkgutil
 
+import numpy as np
 import pandas as pd
 import pytest
 
 import headatlas.analyses
-from headatlas.analyses.base import PROVENANCE_KEYS, REGISTRY, RUN_ATTRS, Analysis, run_analysis
+from headatlas.analyses.base import (BASE_STATE, PROVENANCE_KEYS, REGISTRY, Analysis, OptionError, finish,
+                                     run_analysis)
+from headatlas.analyses.result import Result
 from headatlas.corpora.records import Mention, Sentence, write_jsonl
+from headatlas.store.reader import open_stores
 from headatlas.store.schema import SCHEMA_VERSION
 
 MODULES = [importlib.import_module(f"headatlas.analyses.{m.name}")
@@ -54,8 +60,11 @@ def tiny_store(tiny_model, tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("contract")
     write_jsonl(folder / "corpus.jsonl", RECORDS)
-    extract(tiny_model, RECORDS, folder / "shard-0.h5", max_length=32, progress=False,
-            store_attrs={"corpus": "contract", "corpus_sha256": "0" * 64})
+    attrs = {"corpus": "contract", "corpus_sha256": "0" * 64}
+    extract(tiny_model, RECORDS, folder / "shard-0.h5", max_length=32, progress=False, store_attrs=attrs)
+    for shard in range(2):  # the same records in two shards, for the merge check
+        extract(tiny_model, RECORDS, folder / f"half-{shard}.h5", max_length=32, progress=False,
+                shard=shard, n_shards=2, store_attrs=attrs)
     return folder
 
 
@@ -71,8 +80,7 @@ def inputs(folder) -> dict:
 def required(cls: type[Analysis]) -> list[str]:
     """The constructor's parameters without a default, after ``n_layers`` and ``n_heads``."""
     params = list(inspect.signature(cls.__init__).parameters.values())[3:]
-    return [p.name for p in params if p.default is p.empty
-            and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    return [p.name for p in params if p.default is p.empty]
 
 
 def test_every_analysis_is_registered_once_by_its_name():
@@ -89,7 +97,9 @@ def test_importing_an_analysis_module_imports_no_other():
     code = ("import sys, headatlas.analyses.surface; "
             "print(sorted(m for m in sys.modules if m.startswith('headatlas.analyses.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['headatlas.analyses.base', 'headatlas.analyses.surface']"
+    # the contract (base, result) and the analysis, no other analysis
+    assert out.stdout.strip() == \
+        "['headatlas.analyses.base', 'headatlas.analyses.result', 'headatlas.analyses.surface']"
 
 
 RUNS = [(cls, weighting) for cls in CLASSES
@@ -106,30 +116,95 @@ def test_analysis_contract(cls, weighting, tiny_store):
     result = run_analysis(cls.name, [tiny_store / "shard-0.h5"], progress=False, weighting=weighting,
                           **{name: pool[name] for name in required(cls)})
 
-    # A table, or an object with a DataFrame-like attrs dict.
-    assert isinstance(result, pd.DataFrame) or isinstance(getattr(result, "attrs", None), dict)
+    assert isinstance(result, Result)
     provenance = result.attrs["provenance"]
     assert provenance["analysis"] == cls.name and provenance["n_examples"] == len(RECORDS)
     assert set(PROVENANCE_KEYS) <= set(provenance)
     assert (provenance["model_name"], provenance["corpus"], provenance["n_layers"],
             provenance["n_heads"], provenance["schema_version"]) == ("tiny", "contract", 2, 2, SCHEMA_VERSION)
-    assert set(provenance["options"]) == set(required(cls))
+    assert list(provenance["options"]) == list(cls.option_names())  # every option, defaults too
     assert provenance["weighting"] == result.attrs["weighting"] == weighting
-    caption = result.attrs["caption"]
+    caption = result.caption
     assert isinstance(caption, str) and "tiny" in caption and "contract" in caption
     if not cls.needs_norms:  # the caption says which view (norm analyses cite Kobayashi anyway)
         assert ("Kobayashi" in caption) == (weighting == "norm")
-    if isinstance(result, pd.DataFrame):
-        # per head: 1-based layer and head columns, or one "layer-head" column per head
-        assert {"layer", "head"} <= set(result.columns) or {"1-1", "2-2"} <= set(result.columns)
+    for name, table in result.tables.items():
+        assert isinstance(table, pd.DataFrame), name
+        if name == "heads":  # per head: 1-based layer and head columns
+            assert {"layer", "head"} <= set(table.columns)
 
-    # A result that saves its attrs saves neither the run's provenance nor its caption.
-    if hasattr(result, "save") and hasattr(type(result), "load"):
-        path = tiny_store / f"{cls.name}-{weighting}.saved"
-        result.save(path)
-        saved = type(result).load(path).attrs
-        assert not set(RUN_ATTRS) & set(saved)
-        assert saved.get("weighting") == weighting  # a table made from the file knows its view
+    # The result saves whole and loads back as its own class, caption and provenance included.
+    path = tiny_store / f"{cls.name}-{weighting}.npz"
+    result.save(path)
+    loaded = type(result).load(path)
+    assert type(loaded) is type(result) and loaded.caption == caption
+    assert loaded.attrs["provenance"] == provenance and loaded.claims == result.claims
+    for name, table in result.tables.items():
+        pd.testing.assert_frame_equal(loaded.tables[name], table, check_dtype=False)
+    for name, array in result.arrays.items():
+        np.testing.assert_array_equal(loaded.arrays[name], array)
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.name)
+def test_options_are_explicit_and_checked(cls):
+    """scikit-learn's discipline: options are the named keyword arguments of ``__init__`` (no
+    **kwargs), each kept as an attribute (get_params), and an unknown option is refused with the
+    close ones named."""
+    names = cls.option_names()
+    assert "kwargs" not in names and "params" not in names
+    misspelt = (names[0][:-1] + names[0][-1] * 2) if names else "max_exampels"
+    with pytest.raises(OptionError, match=f"`{misspelt}`: unknown option of {cls.name}"):
+        cls.check_options({misspelt: 1})
+    if names:
+        with pytest.raises(OptionError, match=f"did you mean `{names[0]}`"):
+            cls.check_options({misspelt: 1})
+
+
+def stream(cls: type[Analysis], paths, weighting: str, options: dict) -> Analysis:
+    """One instance of ``cls`` that has seen every example of ``paths``."""
+    stores = open_stores(paths, weighting, cls.needs_norms)
+    acc = cls(stores.n_layers, stores.n_heads, **options)
+    acc.start(stores)
+    for example in stores:
+        acc.add(example)
+    return acc
+
+
+@pytest.mark.parametrize("order", ["in corpus order", "reversed"])
+@pytest.mark.parametrize("cls, weighting", RUNS, ids=lambda x: getattr(x, "name", x))
+def test_merging_the_states_of_two_shards_is_one_pass(cls, weighting, order, tiny_store):
+    """merge(state(one shard), state(the other)) gives the result of one pass over both, in
+    either order (shards, and batches of a fused extraction, arrive in any order)."""
+    pool = inputs(tiny_store)
+    runs = {}
+    for key, paths in (("whole", ["half-0.h5", "half-1.h5"]), ("first", ["half-0.h5"]),
+                       ("second", ["half-1.h5"])):
+        options = {name: pool[name] for name in required(cls)}
+        if "path" in options:  # a cache the analysis writes: one per instance
+            options["path"] = tiny_store / f"merge-{cls.name}-{weighting}-{order[:3]}-{key}.h5"
+        runs[key] = stream(cls, [tiny_store / p for p in paths], weighting, options)
+    into, other = ("first", "second") if order == "in corpus order" else ("second", "first")
+    state = runs[other].state()
+    assert set(BASE_STATE) <= set(state)
+    assert all(isinstance(v, np.ndarray) for v in state.values()), "a state is plain numpy arrays"
+    merged = runs[into].merge(state)
+    try:
+        attrs = open_stores([tiny_store / "half-0.h5"]).attrs
+        one, two = (finish(acc, acc.result(), attrs, weighting) for acc in (runs["whole"], merged))
+    finally:
+        for acc in runs.values():
+            acc.close()
+    assert merged.n_examples == len(RECORDS)
+    assert one.caption == two.caption
+    assert list(one.tables) == list(two.tables) and list(one.arrays) == list(two.arrays)
+    for name in one.tables:
+        pd.testing.assert_frame_equal(two.tables[name], one.tables[name], check_exact=False, rtol=1e-9)
+    for name in one.arrays:
+        if np.issubdtype(one.arrays[name].dtype, np.number):
+            np.testing.assert_allclose(two.arrays[name], one.arrays[name], rtol=1e-9)
+        else:
+            np.testing.assert_array_equal(two.arrays[name], one.arrays[name])
+    assert one.claims == two.claims
 
 
 def test_an_unknown_name_says_what_to_import(tiny_store):

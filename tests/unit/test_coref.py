@@ -67,13 +67,19 @@ def anna_attention():
     return attn
 
 
+def mention_table(store, documents):
+    """The Coreference result's mention table and the documents it analysed."""
+    result = run_analysis(Coreference, store, progress=False, documents=documents)
+    assert list(result.tables) == ["mentions"] and result.table is result.tables["mentions"]
+    return result.table, result.attrs["analysed_documents"]
+
+
 def anna_document():
     return CorefDocument("doc", "test", ANNA.words, document_mentions(ANNA))
 
 
 def test_three_mention_document_heads_and_baselines():
-    table = run_analysis(Coreference, [example(ANNA_TOKENS, ANNA_WORD_IDS, anna_attention())],
-                         progress=False, documents={0: anna_document()})
+    table, _ = mention_table([example(ANNA_TOKENS, ANNA_WORD_IDS, anna_attention())], {0: anna_document()})
     # Mentions in head order: Anna (head 0), the boys (head 3, "boys" is headed by "met"), She (head 5).
     assert table["head"].tolist() == ["anna", "boys", "she"]
     assert table["kind"].tolist() == ["proper", "nominal", "pronoun"]
@@ -91,8 +97,7 @@ def test_three_mention_document_heads_and_baselines():
 
 
 def test_three_mention_table2_beside_the_paper(caplog):
-    table = run_analysis(Coreference, [example(ANNA_TOKENS, ANNA_WORD_IDS, anna_attention())],
-                         progress=False, documents={0: anna_document()})
+    table, _ = mention_table([example(ANNA_TOKENS, ANNA_WORD_IDS, anna_attention())], {0: anna_document()})
     with caplog.at_level("WARNING"):
         result = table2(table, n_boot=50).set_index("system")
     # The missing train split is said, not silently worked around.
@@ -225,7 +230,14 @@ def sentence(doc, k, words, xpos, mentions, split):
 
 @pytest.fixture
 def counted(tmp_path):
-    """Four documents, one wordpiece per word, max_length 8 (budget 6 words).
+    """The documents of :func:`counted_store` analysed: (sources, mention table, analysed documents)."""
+    sources, docs, store = counted_store(tmp_path)
+    return (sources, *mention_table(store, docs))
+
+
+def counted_store(tmp_path):
+    """Four documents, one wordpiece per word, max_length 8 (budget 6 words): (sources,
+    documents, store examples).
 
     d1 (train): 3 + 3 words kept, the third sentence (1 mention) cut by truncation.
     d2 (test): first sentence has 9 words -> dropped (1 mention).
@@ -251,13 +263,41 @@ def counted(tmp_path):
                  np.full((1, 2, 8, 8), 1 / 8), index=0, id="d1")
     d3 = example(["[CLS]", "kim", "met", ".", "[SEP]"], [-1, 0, 1, 3, -1],  # word 2 has no piece
                  np.full((1, 2, 5, 5), 1 / 5), index=1, id="d3")
-    table = run_analysis(Coreference, [d1, d3], progress=False, documents=docs)
-    return sources, table
+    return sources, docs, [d1, d3]
+
+
+@pytest.mark.parametrize("order", ["in corpus order", "reversed"])
+def test_merging_two_halves_is_one_pass(tmp_path, order):
+    """The state of d1 merged with the state of d3, either way round, is the one pass over both:
+    the rows go back to corpus order (d1's, then d3's) and so do the analysed documents."""
+    sources, docs, store = counted_store(tmp_path)
+    one = run_analysis(Coreference, store, progress=False, documents=docs)
+    halves = []
+    for example_ in store:
+        acc = Coreference(1, 2, docs)
+        acc.add(example_)
+        halves.append(acc)
+    into, other = halves if order == "in corpus order" else halves[::-1]
+    state = other.state()
+    assert all(isinstance(v, np.ndarray) for v in state.values())
+    assert state["correct"].shape == (len(state["mention_example"]), 2)
+    merged = into.merge(state)
+    assert merged.n_examples == 2 and sorted(merged.lengths) == [5, 8]
+    two = merged.result()
+    # d1: Anna (no antecedent), She (-> Anna, evaluated); d3: Kim, Kim (its head has no piece).
+    assert two.table[["doc", "head", "evaluated"]].values.tolist() == [
+        ["d1", "anna", False], ["d1", "she", True], ["d3", "kim", False], ["d3", "kim", False]]
+    assert two.attrs["analysed_documents"] == one.attrs["analysed_documents"] == ["d1", "d3"]
+    pd.testing.assert_frame_equal(two.table, one.table)
+    # An instance that has seen nothing merges (and is merged) as nothing.
+    empty = Coreference(1, 2, docs)
+    pd.testing.assert_frame_equal(empty.merge(halves[0].state()).result().table, halves[0].result().table)
+    assert Coreference(1, 2, docs).result().table.empty
 
 
 def test_every_mention_is_counted_once(counted):
-    sources, table = counted
-    counts = summary_counts(sources, table, table.attrs["analysed_documents"])
+    sources, table, analysed = counted
+    counts = summary_counts(sources, table, analysed)
     expected = {  # all, train (d1), test (d2, d3, d4)
         "documents": (4, 1, 3),
         "documents_left_out_malformed_coreference": (0, 0, 0),
@@ -304,8 +344,8 @@ def test_a_document_left_out_of_coreference_is_counted_and_logged(tmp_path, capl
     assert "d9 is left out of coreference" in caplog.text and "x.conllu:3" in caplog.text
     store = [example(["[CLS]", "al", "ran", "[SEP]"], [-1, 0, 1, -1], np.full((1, 2, 4, 4), 0.25), 0, "d8"),
              example(["[CLS]", "bo", "ran", "[SEP]"], [-1, 0, 1, -1], np.full((1, 2, 4, 4), 0.25), 1, "d9")]
-    table = run_analysis(Coreference, store, progress=False, documents=docs)
-    counts = summary_counts(sources, table, table.attrs["analysed_documents"])
+    table, analysed = mention_table(store, docs)
+    counts = summary_counts(sources, table, analysed)
     assert counts.loc["documents_left_out_malformed_coreference", "all"] == 1
     # d9 went through the store but its coreference was left out: not counted as analysed too
     assert counts.loc["documents_analysed", "all"] == 1 and counts.loc["mentions_read", "all"] == 1
@@ -318,8 +358,8 @@ def test_a_document_left_out_of_coreference_is_counted_and_logged(tmp_path, capl
 def test_every_left_out_document_is_named_and_the_documents_add_up(counted):
     """Issue 21, item 7: d2 (first sentence too long) and d4 (skipped at extraction) are named with
     their reasons, and documents = left out + dropped + skipped + analysed, overall and per split."""
-    sources, table = counted
-    counts = summary_counts(sources, table, table.attrs["analysed_documents"])
+    sources, table, analysed = counted
+    counts = summary_counts(sources, table, analysed)
     left_out = counts.attrs["left_out"]
     assert list(zip(left_out["doc"], left_out["fate"])) == [
         ("d2", "documents_dropped_first_sentence_too_long"), ("d4", "documents_skipped_at_extraction")]
@@ -332,13 +372,12 @@ def test_every_left_out_document_is_named_and_the_documents_add_up(counted):
 
 
 def test_counts_refuse_mentions_that_vanish(counted):
-    sources, table = counted
+    sources, table, analysed = counted
     with pytest.raises(ValueError, match="accounted"):
-        summary_counts(sources, table.iloc[1:], table.attrs["analysed_documents"])
+        summary_counts(sources, table.iloc[1:], analysed)
 
 
-def test_store_must_match_the_documents_file(counted):
-    sources, table = counted
+def test_store_must_match_the_documents_file():
     docs = {0: anna_document()}
     with pytest.raises(Exception, match="not the document"):
         run_analysis(Coreference, [example(ANNA_TOKENS, ANNA_WORD_IDS, anna_attention(), id="other")],
@@ -403,8 +442,7 @@ def test_document_intervals_by_hand():
 
 
 def test_mentions_round_trip_and_heat_map(tmp_path):
-    table = run_analysis(Coreference, [example(ANNA_TOKENS, ANNA_WORD_IDS, anna_attention())],
-                         progress=False, documents={0: anna_document()})
+    table, _ = mention_table([example(ANNA_TOKENS, ANNA_WORD_IDS, anna_attention())], {0: anna_document()})
     table.to_csv(tmp_path / "m.csv", index=False)
     back = read_mentions(tmp_path / "m.csv")
     assert back["entity"].tolist() == ["1", "2", "1"] and back["1-1"].isna().sum() == 2
@@ -429,7 +467,7 @@ def test_conll2012_fixture_end_to_end(tmp_path):
         writer.add(0, documents[0].id, ["[CLS]", *words, "[SEP]"], np.zeros(n), np.zeros(n),
                    [-1, *range(len(words)), -1], attn)
     docs, sources = load_documents(tmp_path / "documents.jsonl", tmp_path / "sentences.jsonl")
-    table = run_analysis(Coreference, tmp_path / "s.h5", progress=False, documents=docs)
+    table, analysed = mention_table(tmp_path / "s.h5", docs)
     # Evaluated: him (-> John's friend), She (-> the sister ...), him (-> him, John's friend).
     # nearest: a baker, Paris, She -> 0/3; head match: only the second him -> 1/3;
     # rule-based: the first him and She agree with nearer "a baker" / Paris; the second him
@@ -437,7 +475,7 @@ def test_conll2012_fixture_end_to_end(tmp_path):
     evaluated = table[table["evaluated"]]
     assert evaluated["head"].tolist() == ["him", "she", "him"]
     assert evaluated[["nearest", "head_match", "rule_based"]].sum().tolist() == [0, 1, 1]
-    assert summary_counts(sources, table, table.attrs["analysed_documents"]).loc["mentions_read", "all"] == 9
+    assert summary_counts(sources, table, analysed).loc["mentions_read", "all"] == 9
     assert len(table2(table, n_boot=20)) == 5  # test split only: 3 baselines, 1 head, neural
 
 
@@ -488,12 +526,12 @@ def test_windows_score_every_mention_once_with_antecedents_across_the_overlap(tm
     ids = [-1, 0, 1, 2, 3, 4, 5, -1]
     store = [example(tokens, ids, np.full((1, 1, 8, 8), 1 / 8), index=k, id=w.id)
              for k, w in enumerate(windows)]
-    table = run_analysis(Coreference, store, progress=False, documents=docs)
+    table, analysed = mention_table(store, docs)
     # Anna and the first She in window 0; the second She in window 1 (the first She there is
     # in the shared words: already scored, an antecedent only).
     assert table[["window", "head", "n_antecedents", "evaluated"]].values.tolist() == [
         [0, "anna", 0, False], [0, "she", 1, True], [1, "she", 1, True]]
-    counts = summary_counts(sources, table, table.attrs["analysed_documents"])
+    counts = summary_counts(sources, table, analysed)
     assert counts.loc["mentions_read", "all"] == 3 and counts.loc["mentions_analysed", "all"] == 3
     # uniform attention: the argmax ties go to the leftmost other word, the previous She / Anna
     assert table.loc[table["evaluated"], "1-1"].tolist() == [1.0, 1.0]
@@ -568,3 +606,27 @@ def test_paper_claims_of_table2_by_hand():
     # A table written before the paired columns: not applicable, never a verdict.
     c = paper_claims(table.drop(columns=[k for k in table if k.startswith("vs_")]), "docs")
     assert set(c.loc[c["id"].str.contains("head_beats"), "verdict"]) == {"not applicable"}
+
+
+def test_atlas_columns_and_their_reader(tmp_path):
+    from headatlas.analyses.coref import ATLAS, atlas_head_accuracy
+
+    spec = ATLAS["head_accuracy"]
+    assert (spec.title, spec.paper, spec.rank, spec.per_corpus) == \
+        ("coreference", "Clark et al. 2019 §4.3, Table 2", 60, True)
+    assert spec.reader == "headatlas.analyses.coref:atlas_head_accuracy"
+    assert [spec.column_name(c, corpus="gum") for c in spec.columns] == [
+        "coref_gum", "coref_gum_split", "coref_gum_pronoun", "coref_gum_proper", "coref_gum_nominal"]
+    # head_accuracy.csv as accuracy_tables writes it: the held-out split first, the evaluation
+    # split last (the one the atlas reports), by mention type on the latter.
+    pd.DataFrame({"layer": [1, 1], "head": [1, 2], "acc_train": [50.0, 10.0], "n_train": 4,
+                  "acc_test": [20.0, 80.0], "n_test": 5, "acc_test_pronoun": [0.0, 100.0],
+                  "acc_test_proper": [25.0, 75.0], "acc_test_nominal": [np.nan, 50.0]}
+                 ).to_csv(tmp_path / "head_accuracy.csv", index=False)
+    per_head = atlas_head_accuracy(tmp_path / "head_accuracy.csv")
+    assert list(per_head.columns) == ["layer", "head"] + [c.source for c in spec.columns]
+    assert per_head[["accuracy", "split", "pronoun", "proper"]].values.tolist() == [
+        [20.0, "test", 0.0, 25.0], [80.0, "test", 100.0, 75.0]]
+    with pytest.raises(ValueError, match="no acc_<split> column"):
+        pd.DataFrame({"layer": [1], "head": [1]}).to_csv(tmp_path / "bad.csv", index=False)
+        atlas_head_accuracy(tmp_path / "bad.csv")

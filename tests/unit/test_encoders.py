@@ -142,7 +142,7 @@ def test_special_tokens_with_roberta_separators_by_hand():
     n = len(tokens)
     example = Example(0, "x", tokens, np.zeros(n), np.zeros(n), np.array([-1, 0, -1, -1, 1, -1]), attn,
                       cls_token="<s>", sep_token="</s>")
-    row = run_analysis(SpecialTokens, [example], progress=False).iloc[0]
+    row = run_analysis(SpecialTokens, [example], progress=False).table.iloc[0]
     assert row["cls"] == pytest.approx(1 / 6)
     assert row["sep"] == pytest.approx(4 / 6)  # rows a, </s>, </s>, </s>
     assert row["sep_from_sep"] == pytest.approx(1.0)  # three separator queries, all on separators
@@ -189,7 +189,7 @@ def test_every_family_records_value_norms_and_serves_the_norm_view(encoders, fam
         assert store.attrs["norms"] == NORMS_RECORDED
         example = next(iter(store))
         assert example.value_norms.shape == (2, 2, example.n_tokens) and np.isfinite(example.norm_map).all()
-    table = run_analysis(Entropy, tmp_path / "s.h5", progress=False, weighting="norm")
+    table = run_analysis(Entropy, tmp_path / "s.h5", progress=False, weighting="norm").table
     assert len(table) == 4 and not table.drop(columns=["layer", "head"]).isna().any().any()
 
 
@@ -198,15 +198,15 @@ def test_surface_analyses_and_table1_run(encoders, family, tmp_path):
     loaded = encoders[family]
     extract(loaded, CORPUS, tmp_path / "wiki.h5", max_length=64, progress=False)
     for analysis in (RelativePosition, SpecialTokens, Entropy):
-        table = run_analysis(analysis, tmp_path / "wiki.h5", progress=False)
+        table = run_analysis(analysis, tmp_path / "wiki.h5", progress=False).table
         assert len(table) == 4 and not table.drop(columns=["layer", "head"]).isna().any().any()
-    special = run_analysis(SpecialTokens, tmp_path / "wiki.h5", progress=False)
+    special = run_analysis(SpecialTokens, tmp_path / "wiki.h5", progress=False).table
     assert ((special["cls"] + special["sep"] + special["punct"]) <= 1 + 1e-3).all()
 
     write_jsonl(tmp_path / "tb.jsonl", TREEBANK)
     extract(loaded, TREEBANK, tmp_path / "tb.h5", max_length=64, progress=False)
     scores = run_analysis(DependencyHeads, tmp_path / "tb.h5", corpus=tmp_path / "tb.jsonl", progress=False)
-    coverage = scores.tables()["coverage"]
+    coverage = scores.tables["coverage"]
     assert "unaligned" not in set(coverage.get("reason", pd.Series(dtype=str)))
     table = table1(scores, min_count=1)
     assert {"det", "nsubj", "obj", "all"} <= set(table["relation"])

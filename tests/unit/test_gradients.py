@@ -5,10 +5,11 @@ import pandas as pd
 import pytest
 import torch
 
-from headatlas.analyses.gradients import (ATTENTION, KINDS, GradientSums, attention_gradients, choose_loss,
-                                          contrastive_loss, gradient_importance, key_kinds,
+from headatlas.analyses.gradients import (ATLAS, ATTENTION, KINDS, GradientSums, attention_gradients, caption,
+                                          choose_loss, contrastive_loss, gradient_importance, key_kinds,
                                           layer_table, load_for_loss, mask_tokens, mlm_loss,
                                           paper_claims, run_record)
+from headatlas.analyses.result import Result
 from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
 from headatlas.encoders.inputs import collate, encode
@@ -67,15 +68,19 @@ def test_mlm_on_a_model_without_the_head_is_refused(tiny_model_dir):
 @pytest.mark.parametrize("which", ["tiny_mlm", "tiny_encoder"])
 def test_both_losses_give_finite_gradients_per_head(which, request):
     loaded, loss = request.getfixturevalue(which)
-    heads, stats = gradient_importance(loaded, loss, segments(), max_length=32, batch_size=2,
-                                       progress=False)
+    result = gradient_importance(loaded, loss, segments(), max_length=32, batch_size=2, progress=False)
+    assert isinstance(result, Result) and list(result.tables) == ["heads"]
+    heads = result.table
     assert list(heads.columns) == ["layer", "head", *KINDS, *ATTENTION] and len(heads) == LAYERS * HEADS
     assert np.isfinite(heads[list(KINDS)].to_numpy()).all()
     # sep, punct and other partition the keys: each query's attention on them sums to 1.
     assert heads[["attn_sep", "attn_punct", "attn_other"]].sum(axis=1).to_numpy() == pytest.approx(1, abs=1e-5)
     assert (heads[["sep", "other"]].to_numpy() > 0).all()
-    assert heads.attrs["n_examples"] == 3 and heads.attrs["loss"] == loss and stats["used"] == 3
-    assert heads.attrs["lengths"].startswith("lengths: median")  # of the segments, for the caption
+    attrs = result.attrs
+    assert attrs["n_examples"] == 3 and attrs["loss"] == attrs["loss_asked"] == loss
+    assert attrs["stats"]["used"] == 3
+    assert attrs["lengths"].startswith("lengths: median")  # of the segments, for the caption
+    assert result.caption == caption(run_record(result)) and attrs["lengths"] in result.caption
 
 
 def test_gradients_have_the_attention_shape(tiny_mlm):
@@ -177,7 +182,7 @@ def test_gradient_sums_by_hand():
     kinds = torch.tensor(np.concatenate([key_kinds(["[CLS]", "a", "[SEP]"]), np.zeros((1, 4), bool)])[None])
     sums = GradientSums(1, 1)
     sums.add([-grad], queries, kinds, [attn])  # signs do not matter: magnitudes
-    row = sums.result().iloc[0]
+    row = sums.result().table.iloc[0]
     # sep: (3 + 5 + 1) / 3 = 3; other = [CLS] and a: (1 + 2 + 1 + 4 + 3 + 6) / 6 = 17/6;
     # cls alone: (1 + 1 + 3) / 3 = 5/3; punct: none.
     assert row["sep"] == pytest.approx(3) and row["other"] == pytest.approx(17 / 6)
@@ -185,6 +190,40 @@ def test_gradient_sums_by_hand():
     # Attention per query, same three rows: to [SEP] (0.25 + 0.5 + 0.5) / 3; other (0.75 + 0.5 + 0.5) / 3.
     assert row["attn_sep"] == pytest.approx(1.25 / 3) and row["attn_other"] == pytest.approx(1.75 / 3)
     assert row["attn_cls"] == pytest.approx(0.75 / 3) and row["attn_punct"] == 0
+
+
+def test_merging_the_sums_of_two_halves_is_one_pass():
+    # Two batches of one query each, 1 layer x 1 head, keys [CLS] [SEP] ".":
+    # batch 1 |grad| 1, 2, 4 and attention .5, .25, .25; batch 2 |grad| 3, 6, 8, attention .25, .5, .25.
+    # One pass: cls (1 + 3) / 2 = 2, sep (2 + 6) / 2 = 4, punct (4 + 8) / 2 = 6, other = [CLS]: 2;
+    # attention per query: cls .375, sep .375, punct .25.
+    kinds = torch.tensor(key_kinds(["[CLS]", "[SEP]", "."])[None])
+    queries = torch.ones((1, 1))
+    batches = [(torch.tensor([[[[1.0, 2.0, 4.0]]]]), torch.tensor([[[[0.5, 0.25, 0.25]]]])),
+               (torch.tensor([[[[3.0, 6.0, 8.0]]]]), torch.tensor([[[[0.25, 0.5, 0.25]]]]))]
+    one, halves = GradientSums(1, 1), []
+    for grad, attn in batches:
+        one.add([grad], queries, kinds, [attn])
+        halves.append(GradientSums(1, 1))
+        halves[-1].add([grad], queries, kinds, [attn])
+    state = halves[1].state()
+    assert set(state) == {"sums", "counts", "attention", "queries"}
+    assert all(isinstance(v, np.ndarray) for v in state.values())
+    for a, b in (halves, halves[::-1]):
+        merged = GradientSums(1, 1).merge(a.state()).merge(b.state())
+        pd.testing.assert_frame_equal(merged.result().table, one.result().table, check_exact=False, rtol=1e-12)
+    row = one.result().table.iloc[0]
+    assert row[["cls", "sep", "punct", "other"]].tolist() == [2.0, 4.0, 6.0, 2.0]
+    assert row[["attn_cls", "attn_sep", "attn_punct"]].tolist() == [0.375, 0.375, 0.25]
+
+
+def test_atlas_columns():
+    spec = ATLAS["heads"]
+    assert (spec.title, spec.paper, spec.rank, spec.weighting) == ("gradients", "Clark et al. 2019 §3.2", 70,
+                                                                    "attention")
+    assert [(c.name, c.source) for c in spec.columns] == [
+        ("grad_sep", "sep"), ("grad_punct", "punct"), ("grad_cls", "cls"), ("grad_other", "other")]
+    assert spec.reader is None and not spec.per_corpus  # heads.csv is one row per head
 
 
 def test_contrastive_needs_pairs(tiny_encoder):
@@ -335,11 +374,12 @@ def test_batches_split_only_beyond_the_memory_budget():
 
 def test_the_mlm_result_does_not_depend_on_the_budget(tiny_mlm):
     loaded, loss = tiny_mlm
-    whole, stats = gradient_importance(loaded, loss, segments(), max_length=32, batch_size=4, progress=False)
-    budget, split_stats = gradient_importance(loaded, loss, segments(), max_length=32, batch_size=4,
-                                              max_batch_tokens=16, progress=False)
-    assert split_stats["batches"] > stats["batches"]
-    np.testing.assert_allclose(budget[list(KINDS)].to_numpy(), whole[list(KINDS)].to_numpy(), rtol=1e-4, atol=1e-9)
+    whole = gradient_importance(loaded, loss, segments(), max_length=32, batch_size=4, progress=False)
+    budget = gradient_importance(loaded, loss, segments(), max_length=32, batch_size=4,
+                                 max_batch_tokens=16, progress=False)
+    assert budget.attrs["stats"]["batches"] > whole.attrs["stats"]["batches"]
+    np.testing.assert_allclose(budget.table[list(KINDS)].to_numpy(), whole.table[list(KINDS)].to_numpy(),
+                               rtol=1e-4, atol=1e-9)
 
 
 def test_footnotes_compare_what_matters_not_the_model_id():
@@ -361,11 +401,15 @@ def test_the_run_record_says_what_the_footnote_needs(tiny_encoder):
     from headatlas.analyses.base import paper_deviations
 
     loaded, loss = tiny_encoder
-    heads, stats = gradient_importance(loaded, loss, segments(), max_length=32, batch_size=2, progress=False)
-    record = run_record(loaded, "wiki", loss, heads, stats, loss_asked="auto", batch_size=2, seed=0,
-                        max_length=32, max_batch_tokens=4096)
+    result = gradient_importance(loaded, loss, segments(), corpus="wiki", loss_asked="auto", max_length=32,
+                                 batch_size=2, max_batch_tokens=4096, progress=False)
+    record = run_record(result)
+    assert list(record) == [*loaded.info, "corpus", "lengths", "n_layers", "n_heads", "loss", "loss_asked",
+                            "n_examples", "batch_size", "seed", "max_length", "max_batch_tokens",
+                            "model_class", "lowercase", "mean_loss", "n_skipped_too_long"]
+    assert (record["corpus"], record["loss"], record["loss_asked"]) == ("wiki", "contrastive", "auto")
     assert record["model_class"] == "BertModel" and record["lowercase"] is True
-    assert record["max_batch_tokens"] == 4096
+    assert record["max_batch_tokens"] == 4096 and record["n_skipped_too_long"] == 0
     assert paper_deviations(record) == [f"{LAYERS}x{HEADS}", "uncased"]
 
 

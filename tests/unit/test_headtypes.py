@@ -112,22 +112,67 @@ def test_features_stream_a_float16_store(tmp_path):
             writer.add(i, str(i), TOKENS16, np.arange(16), np.zeros(16), np.arange(16), three_heads())
     fs = run_analysis(ht.DistanceFeatures, tmp_path / "s.h5", max_examples=2, progress=False)
     assert fs.features.shape == (2, 3, 21) and fs.example_index.tolist() == [0, 1]
-    assert fs.attrs["model_name"] == "m" and fs.lengths.tolist() == [16, 16]
-    assert fs.attrs["provenance"]["n_examples"] == 2
-    assert fs.attrs["caption"].startswith("model m (None), corpus c, N = 2 inputs")
+    assert fs.provenance["model_name"] == "m" and fs.lengths.tolist() == [16, 16]
+    assert fs.provenance["n_examples"] == 2
+    assert fs.caption.startswith("model m (None), corpus c, N = 2 inputs")
     # Stored as float16 (1/16 is exact), renormalised rows: the hand values of the test above.
     assert fs.features[1, 0, IDX["win01"]] == pytest.approx(12 / 16)
     np.testing.assert_allclose(fs.features.sum(axis=-1), 1, atol=1e-6)
 
 
-def test_feature_set_round_trip(tmp_path):
-    fs = run_analysis(ht.DistanceFeatures, [example(TOKENS16, three_heads())], progress=False)
-    fs.attrs["model_name"] = "m"
+def test_input_features_round_trip(tmp_path):
+    fs = run_analysis(ht.DistanceFeatures, [example(TOKENS16, three_heads())], progress=False,
+                      weighting="attention")
     fs.save(tmp_path / "f.npz")
-    back = ht.FeatureSet.load(tmp_path / "f.npz")
-    # the run's provenance and caption are not saved; the weighting is (figures' footnotes say it)
-    assert back.features.shape == (1, 3, 21) and back.attrs == {"model_name": "m", "weighting": "attention"}
+    back = ht.InputFeatures.load(tmp_path / "f.npz")
+    # the caption and provenance travel with the features: a figure's footnote needs no store
+    assert type(back) is ht.InputFeatures and back.features.shape == (1, 3, 21)
+    assert (back.n_layers, back.n_heads, back.n_windows, back.n_inputs) == (1, 3, 16, 1)
+    assert back.caption == fs.caption
+    assert back.caption.startswith("model None (None), corpus None, N = 1 inputs")
+    assert "1x3 = 3 heads" in back.caption and back.provenance["options"] == {"n_windows": 16}
     pd.testing.assert_frame_equal(back.head_table(), fs.head_table())
+
+
+@pytest.mark.parametrize("order", ["in corpus order", "reversed"])
+def test_merging_two_halves_is_one_pass(order):
+    # Input 0: the 16-token hand input; input 1: 32 tokens ([CLS] + 30 words + [SEP]). Merged in
+    # either order, the inputs come back in corpus order, each with its own length, and the
+    # per-head means are those of one pass: the uniform head's [CLS] share (1/16 + 1/32) / 2 = 3/64.
+    long_tokens = ["[CLS]"] + ["w"] * 30 + ["[SEP]"]
+    examples = [example(TOKENS16, three_heads(16), 0), example(long_tokens, three_heads(32), 1)]
+    halves = []
+    for part in examples:
+        acc = ht.DistanceFeatures(1, 3)
+        acc.add(part)
+        halves.append(acc)
+    into, other = halves if order == "in corpus order" else halves[::-1]
+    state = other.state()
+    assert state["features"].shape == (1, 3, 21) and state["example_index"].dtype == np.int64
+    merged = into.merge(state).result()
+    assert merged.example_index.tolist() == [0, 1] and merged.lengths.tolist() == [16, 32]
+    assert merged.features[0, 1, IDX["cls"]] == 1.0
+    assert merged.features[1, 2, IDX["cls"]] == pytest.approx(1 / 32)
+    assert merged.head_table().loc[2, "cls"] == pytest.approx(3 / 64)
+    one = run_analysis(ht.DistanceFeatures, examples, progress=False)
+    np.testing.assert_array_equal(merged.features, one.features)
+    pd.testing.assert_frame_equal(merged.head_table(), one.head_table())
+    empty = ht.DistanceFeatures(1, 3, n_windows=4).state()
+    assert empty["features"].shape == (0, 3, 9) and empty["example_index"].shape == (0,)
+
+
+def test_atlas_reads_the_type_changes(tmp_path):
+    changes = pd.DataFrame({"layer": [1, 1], "head": [1, 2], "before": ["dense", "vertical"],
+                            "after": ["dense", "dense"], "changed": [False, True]})
+    changes.to_csv(tmp_path / "changes_from_base.csv", index=False)
+    read = ht.atlas_changes(tmp_path / "changes_from_base.csv")
+    assert read["type_before"].tolist() == ["dense", "vertical"] and read["changed"].tolist() == [False, True]
+    atlas = ht.ATLAS["changes"]
+    names = [atlas.column_name(c, base="bert") for c in atlas.columns]
+    assert names == ["type_in_bert", "type_changed_from_bert"]
+    assert {c.source for c in atlas.columns} <= set(read.columns)
+    assert [c.name for c in ht.ATLAS["features"].columns][:3] == ["type", "cluster", "guan_cls"]
+    assert len(ht.ATLAS["features"].columns) == 2 + 21
 
 
 PROTOTYPES = {  # planted 21-d profiles, one per type (each sums to 1)
@@ -262,8 +307,8 @@ def test_stability_score_by_hand_and_the_papers_procedure_first():
     assert ht.stability(same, k=4, n_fits=3, seed=0, resample="inputs").score == 1.0
     assert ht.RESAMPLE[0] == ht.HEADLINE == "heads"
     types = ht.head_types(head_table(feats[0]), k=4)
-    table, heads = ht.stability_tables(ht.FeatureSet(feats, np.arange(6), np.full(6, 10), 2, 20, 16, {}),
-                                       types, n_fits=3)
+    features = ht.InputFeatures.from_arrays(feats, np.arange(6), np.full(6, 10), 2, 20)
+    table, heads = ht.stability_tables(features, types, n_fits=3)
     assert table["resample"].tolist() == ["heads", "inputs"]
     assert table.loc[0, "reading"] == "the paper's procedure"
     assert "consistent_heads" in heads and "by construction" in table.loc[1, "note"]
@@ -443,8 +488,7 @@ def test_stability_and_figures_of_unnamed_types(tmp_path):
     rng = np.random.default_rng(3)
     profile = np.array([PROTOTYPES["dense"].get(n, 0.0) for n in NAMES]) + 0.01
     per_input = rng.dirichlet(profile / profile.sum() * 20000, size=(3, 40))
-    fs = ht.FeatureSet(per_input.astype(np.float32), np.arange(3), np.full(3, 20), 10, 4, 16,
-                       {"model_name": "m", "n_layers": 10, "n_heads": 4})
+    fs = ht.InputFeatures.from_arrays(per_input.astype(np.float32), np.arange(3), np.full(3, 20), 10, 4)
     types, _ = ht.name_if_distinct(ht.head_types(fs.head_table(), k=4, seed=0), n_references=20)
     assert not ht.has_types(types)
     table, heads = ht.stability_tables(fs, types, n_fits=2)

@@ -137,12 +137,12 @@ def test_heads_table_compare_and_claims():
     # said "holds" for two claims; below the floor (F1 20) every claim says the model is untrained.
     from headatlas.interventions.ablation import UNTRAINED
 
-    untrained = claims(heads, layers, curves, 3.0, "f1", 1.0, "toy", untrained_floor=20.0)
+    untrained = claims(heads, layers, curves, 3.0, "f1", 1.0, "toy", task="squad")
     assert [c.verdict for c in untrained] == ["not applicable"] * len(found)
     assert all(c.note.startswith(f"{UNTRAINED} (intact f1 3.00 < 20") for c in untrained)
     measured = [c.ours.replace("accuracy", "f1").split("; 1 point")[0] for c in found.values()]
     assert [c.ours for c in untrained] == measured  # measured (the tolerance's scale needs intact > floor)
-    trained = claims(heads, layers, curves, 99, "f1", 1.0, "toy", untrained_floor=20.0)
+    trained = claims(heads, layers, curves, 99, "f1", 1.0, "toy", task="squad")
     assert [c.verdict for c in trained] == [c.verdict for c in found.values()]
 
 
@@ -337,3 +337,75 @@ def test_squad_heads_score_is_the_official_f1_and_targets_the_answer_tokens(tmp_
     assert covered == set(range(len(examples)))  # every answer lies in some window
     importance = task.importance()
     assert importance.shape == (2, 2) and np.isfinite(importance).all() and (importance >= 0).all()
+
+
+# ----------------------------------------------------------------------------
+# the registered tasks, the rule's result
+# ----------------------------------------------------------------------------
+
+def test_every_registered_task_has_a_head_scorer_that_takes_its_settings():
+    import inspect
+
+    from headatlas.interventions.importance import HEAD_TASKS
+    from headatlas.tasks import SETTINGS, TASKS
+    from tests.unit.test_tasks import ablation_schema
+
+    assert set(HEAD_TASKS) == set(TASKS)
+    for name, kind in HEAD_TASKS.items():
+        task = TASKS[name]
+        assert kind.definition is task and kind.metric == task.metric and kind.unit == task.unit
+        takes = {p.name for p in inspect.signature(kind.from_records).parameters.values()
+                 if p.kind is p.KEYWORD_ONLY}
+        assert set(kind.settings) <= takes and set(kind.settings) <= set(SETTINGS)
+        if task.options:
+            assert set(ablation_schema()[task.options]["properties"]) <= takes
+
+
+def test_run_experiments_returns_one_result_with_its_tables_claims_and_caption(tmp_path):
+    from headatlas.analyses.result import Result
+    from headatlas.interventions.importance import run_experiments
+
+    result = run_experiments(ToyTask(), [0, 0.5, 1.0], [0], n_boot=50, name="toy", progress=False)
+    assert list(result.tables) == ["heads", "layers", "curves", "summary"]
+    assert result.table is result.tables["heads"] and len(result.table) == 4
+    assert result.attrs["metric"] == "accuracy" and result.attrs["task"] is None
+    assert result.caption.startswith("Task model toy, ; intact accuracy 99.00%.")
+    assert result.tables["summary"]["value"].iloc[0] == 99.0
+    assert [c.id for c in result.claims] == ["kovaleva.s6.disabling_improves", "michel.s3.single_heads_harmless",
+                                             "michel.s4.prunable_share", "michel.s4.importance_beats_random"]
+    result.save(tmp_path / "importance.npz")
+    back = Result.load(tmp_path / "importance.npz")
+    assert back.caption == result.caption and back.claims == result.claims
+    pd.testing.assert_frame_equal(back.tables["layers"], result.tables["layers"], check_dtype=False)
+
+
+def test_build_task_reads_and_describes_each_task(tmp_path):
+    from pathlib import Path
+
+    from transformers import AutoConfig, BertForQuestionAnswering, BertForTokenClassification
+
+    from headatlas.corpora.records import write_jsonl
+    from headatlas.interventions.importance import SquadHeads, build_task
+    from headatlas.tasks.upos import label_map
+
+    sentences = corpus()
+    data = tmp_path / "tb.jsonl"
+    write_jsonl(data, sentences)
+    base = make_tiny_model(tmp_path / "base", layers=2, heads=2)
+    random_tagger(base, BertForTokenClassification, tmp_path / "tagger", label_map(sentences))
+    task = build_task("upos", {"path": str(tmp_path / "tagger")}, data, corpus="tb", max_examples=3,
+                      max_length=24, batch_size=3)
+    assert isinstance(task, TaggingHeads) and task.n_units == 3  # the first 3 test sentences
+    words = int(task.sizes.sum())
+    assert task.description == (f"UPOS tagging, tb test split ({words} words, 3 sentences, the first 3 "
+                                "sentences), importance on the dev split")
+    assert words == sum(len(s.words) for s in [s for s in sentences if s.split == "test"][:3])
+
+    folder = make_tiny_model(tmp_path / "qa", layers=2, heads=2)
+    BertForQuestionAnswering(AutoConfig.from_pretrained(folder)).save_pretrained(folder)
+    squad = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "squad_v1.1_sample.json"
+    qa = build_task("squad", {"path": str(folder)}, squad, max_examples=1, batch_size=2,
+                    options={"max_length": 48, "stride": 16})
+    assert isinstance(qa, SquadHeads) and len(qa.examples) == 1
+    assert max(len(w.input_ids) for w in qa.windows) <= 48
+    assert qa.description == f"SQuAD v1.1 F1 on 1 questions of {squad} (importance on the same)"

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from headatlas.analyses.base import run_analysis
-from headatlas.analyses.norms import NormReport, NormShares, norm_claims, spearman
+from headatlas.analyses.norms import NormShares, norm_claims, spearman
 from headatlas.analyses.rollout import Rollout, offset_sums, rollout
-from headatlas.claims import FAILS, HOLDS, NOT_APPLICABLE
+from headatlas.claims import FAILS, HOLDS, NOT_APPLICABLE, claims_table
 from headatlas.store.example import Example
 
 TOKENS = ["[CLS]", "a", "[SEP]"]
@@ -25,9 +25,21 @@ def example(attn=ALPHA, value_norms=VALUE_NORMS, norm_map=NORM_MAP, index=0):
                    attn, value_norms=value_norms, norm_map=norm_map)
 
 
+def merged(cls, halves, **options):
+    """One instance per half (a list of examples), the second's state merged into the first."""
+    accs = []
+    for half in halves:
+        acc = cls(half[0].attn.shape[0], half[0].attn.shape[1], **options)
+        for e in half:
+            acc.add(e)
+        accs.append(acc)
+    return accs[0].merge(accs[1].state())
+
+
 def test_shares_under_the_three_views_by_hand():
     report = run_analysis(NormShares, [example()], progress=False, pairs_per_example=1000)
-    shares = report.shares.set_index("class")
+    assert list(report.tables) == ["shares", "correlation"]
+    shares = report.tables["shares"].set_index("class")
     # alpha: head 1 puts 1.0 / 1.5 / 0.5 on [CLS] / [SEP] / a over its 3 rows, head 2 1.5 / 0.75 / 0.75;
     # mean over heads / 3 queries.
     np.testing.assert_allclose(shares.loc[["cls", "sep", "punct", "other"], "attention"],
@@ -47,7 +59,7 @@ def test_shares_under_the_three_views_by_hand():
 
 def test_correlation_of_alpha_and_value_norm_by_hand():
     report = run_analysis(NormShares, [example()], progress=False, pairs_per_example=1000)
-    corr = report.correlation.set_index("class")
+    corr = report.tables["correlation"].set_index("class")
     # [CLS] key: alpha (0.5, 0.5, 0 | 0.5, 0.5, 0.5) with ||f|| (2, 2, 2 | 1, 1, 1):
     # ranks (4, 4, 1, 4, 4, 4) and (5, 5, 5, 2, 2, 2) -> rho = -4.5 / sqrt(7.5 * 13.5) = -1/sqrt(5)
     assert corr.loc["cls", "spearman"] == pytest.approx(-1 / np.sqrt(5))
@@ -60,11 +72,11 @@ def test_correlation_of_alpha_and_value_norm_by_hand():
 def test_pairs_are_sampled_up_to_the_budget():
     report = run_analysis(NormShares, [example(index=i) for i in range(3)], progress=False,
                           pairs_per_example=4)
-    n_pairs = report.correlation.set_index("class")["n_pairs"]
+    n_pairs = report.tables["correlation"].set_index("class")["n_pairs"]
     assert n_pairs["cls"] == 3 * 4 and n_pairs["other"] == 3 * 4  # 6 pairs each, 4 drawn
     again = run_analysis(NormShares, [example(index=i) for i in range(3)], progress=False,
                          pairs_per_example=4)
-    pd.testing.assert_frame_equal(report.correlation, again.correlation)  # seeded
+    pd.testing.assert_frame_equal(report.tables["correlation"], again.tables["correlation"])  # seeded
 
 
 def shares_table(attention, norm, layer_norm, sep=None):
@@ -92,17 +104,22 @@ def correlation_table(rho_cls, rho_sep=0.1, n_layers=3, per_layer=None):
     return table
 
 
+def judged(shares: pd.DataFrame, correlation: pd.DataFrame) -> pd.DataFrame:
+    """:func:`norm_claims` of two tables as a claims table indexed by id."""
+    return claims_table(norm_claims(shares, correlation)).set_index("id")
+
+
 def test_claims_by_hand():
     # [CLS] draws 40% and 30% of alpha in layers 2-3 (the sink layers, >= 20%), 10% in layer 1.
     shares = shares_table(attention=[0.1, 0.4, 0.3], norm=[0.1, 0.05, 0.15], layer_norm=[0.1, 0.3, 0.1])
-    claims = norm_claims(NormReport(shares, correlation_table(-0.3))).set_index("id")
+    claims = judged(shares, correlation_table(-0.3))
     collapse = claims.loc["kobayashi.s4.special_collapse"]
     assert collapse["verdict"] == HOLDS  # 5% <= 20% and 15% <= 15%
     assert collapse["ours"] == "[CLS]: α 30-40% in layers 2-3 -> ‖αf(x)‖ (per head) 5-15%"
     assert claims.loc["kobayashi.s4.special_collapse_layer", "verdict"] == FAILS  # 30% > 20%
     assert claims.loc["kobayashi.s4.alpha_fx_negative", "verdict"] == HOLDS
     assert claims.loc["kobayashi.s4.sep_collapse", "verdict"] == NOT_APPLICABLE  # [SEP] never a sink
-    positive = norm_claims(NormReport(shares, correlation_table(0.3))).set_index("id")
+    positive = judged(shares, correlation_table(0.3))
     assert positive.loc["kobayashi.s4.alpha_fx_negative", "verdict"] == FAILS
 
 
@@ -113,22 +130,19 @@ def test_the_alpha_norm_correlation_is_judged_within_the_sink_layers():
     # the new one asks ρ <= -0.3 in each sink layer: does not hold.
     shares = shares_table(attention=[0.1, 0.4, 0.3], norm=[0.1, 0.05, 0.15], layer_norm=[0.1, 0.3, 0.1])
     pooled_only = correlation_table(-0.53, per_layer={"cls": [-0.6, -0.02, 0.01]})
-    row = norm_claims(NormReport(shares, pooled_only)).set_index("id").loc["kobayashi.s4.alpha_fx_negative"]
+    row = judged(shares, pooled_only).loc["kobayashi.s4.alpha_fx_negative"]
     assert row["verdict"] == FAILS
     assert row["ours"].startswith("[CLS] in layers 2-3: Spearman ρ within each layer -0.02, 0.01; "
                                   "pooled over all layers [CLS] -0.53")
     # Layer 1 (not a sink layer) does not count: -0.6 there changes nothing. Both sink layers at
     # -0.35 and -0.4 (<= -0.3): holds; one at -0.29: does not hold.
     ok = correlation_table(0.1, per_layer={"cls": [0.5, -0.35, -0.4]})
-    assert norm_claims(NormReport(shares, ok)).set_index("id").loc[
-        "kobayashi.s4.alpha_fx_negative", "verdict"] == HOLDS
+    assert judged(shares, ok).loc["kobayashi.s4.alpha_fx_negative", "verdict"] == HOLDS
     weak = correlation_table(-0.5, per_layer={"cls": [-0.9, -0.29, -0.4]})
-    assert norm_claims(NormReport(shares, weak)).set_index("id").loc[
-        "kobayashi.s4.alpha_fx_negative", "verdict"] == FAILS
+    assert judged(shares, weak).loc["kobayashi.s4.alpha_fx_negative", "verdict"] == FAILS
     # A sink layer whose ρ is undefined (constant α or norms): not applicable.
     undefined = correlation_table(-0.5, per_layer={"cls": [-0.9, np.nan, -0.4]})
-    assert norm_claims(NormReport(shares, undefined)).set_index("id").loc[
-        "kobayashi.s4.alpha_fx_negative", "verdict"] == NOT_APPLICABLE
+    assert judged(shares, undefined).loc["kobayashi.s4.alpha_fx_negative", "verdict"] == NOT_APPLICABLE
 
 
 def test_the_sink_is_each_layers_own():
@@ -140,7 +154,7 @@ def test_the_sink_is_each_layers_own():
     shares = shares_table(attention=[0.6] * 3 + [0.25] * 3, norm=[0.1] * 3 + [0.2] * 3,
                           layer_norm=[0.1] * 6, sep=[(0.1, 0.05, 0.05)] * 3 + [(0.5, 0.1, 0.1)] * 3)
     per_layer = {"cls": [-0.5] * 3 + [0.0] * 3, "sep": [0.0] * 3 + [-0.6] * 3}
-    claims = norm_claims(NormReport(shares, correlation_table(-0.5, -0.4, 6, per_layer))).set_index("id")
+    claims = judged(shares, correlation_table(-0.5, -0.4, 6, per_layer))
     collapse = claims.loc["kobayashi.s4.special_collapse"]
     assert collapse["verdict"] == HOLDS
     assert collapse["ours"] == ("[CLS] (layers 1-3) / [SEP] (layers 4-6): α 50-60% in layers 1-6 -> "
@@ -155,7 +169,7 @@ def test_the_sink_is_each_layers_own():
 def test_sep_claim_when_sep_is_a_sink():
     shares = shares_table(attention=[0.1, 0.1], norm=[0.1, 0.1], layer_norm=[0.1, 0.1],
                           sep=[(0.5, 0.1, 0.1), (0.2, 0.15, 0.05)])
-    claims = norm_claims(NormReport(shares, correlation_table(0.1, -0.5))).set_index("id")
+    claims = judged(shares, correlation_table(0.1, -0.5))
     assert claims.loc["kobayashi.s4.special_collapse", "ours"].startswith("[SEP]: α 20-50% in layers 1-2")
     assert claims.loc["kobayashi.s4.sep_collapse", "verdict"] == FAILS  # 15% > 0.5 x 20%
 
@@ -182,7 +196,8 @@ def test_rollout_analysis_from_both_sources_by_hand():
     norm_map = np.array([[[2, 0, 0], [1, 1, 0], [0, 0, 3]], [[0, 1, 1], [0, 0, 2], [5, 0, 0]]], np.float32)
     report = run_analysis(Rollout, [example(attn, np.ones((2, 1, 3), np.float32), norm_map)],
                           progress=False, max_offset=3)
-    shares = report.shares.set_index(["source", "layer"])
+    assert list(report.tables) == ["shares", "profile"]
+    shares = report.tables["shares"].set_index(["source", "layer"])
     # attention, layer 2: rows (0.625, 0.375, 0), (0.125, 0.375, 0.5), (0.5, 0, 0.5) over [CLS] a [SEP]
     np.testing.assert_allclose(shares.loc[("attention", 2), ["cls", "sep", "punct", "other", "special"]],
                                [1.25 / 3, 1 / 3, 0, 0.25, 1.25 / 3 + 1 / 3])
@@ -192,9 +207,29 @@ def test_rollout_analysis_from_both_sources_by_hand():
                                [1.1875 / 3, 1.25 / 3, 0.5625 / 3])
     np.testing.assert_allclose(shares.loc[("norm", 1), ["cls", "sep", "other"]],
                                shares.loc[("attention", 1), ["cls", "sep", "other"]])
-    profile = report.profile.set_index(["source", "layer", "offset"])["mass"]
+    profile = report.tables["profile"].set_index(["source", "layer", "offset"])["mass"]
     assert profile[("attention", 2, 1)] == pytest.approx(0.4375)
     assert np.isnan(profile[("attention", 2, 3)])  # no key three tokens away in a 3-token input
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_rollout_merging_two_halves_is_one_pass(order):
+    """The 2-layer example of the test above twice, one per half: every sum doubles, so the shares
+    and the profile are that example's (layer 2 under α: [CLS] 1.25 / 3, [SEP] 1 / 3; offset +1
+    0.4375); merged in either order it is the one pass over both."""
+    attn = np.array([[A1], [A2]], dtype=np.float32)
+    norm_map = np.array([[[2, 0, 0], [1, 1, 0], [0, 0, 3]], [[0, 1, 1], [0, 0, 2], [5, 0, 0]]], np.float32)
+    halves = [[example(attn, np.ones((2, 1, 3), np.float32), norm_map, index)] for index in (0, 1)]
+    both = merged(Rollout, [halves[k] for k in order], max_offset=3).result()
+    shares = both.tables["shares"].set_index(["source", "layer"])
+    np.testing.assert_allclose(shares.loc[("attention", 2), ["cls", "sep", "punct", "other"]],
+                               [1.25 / 3, 1 / 3, 0, 0.25])
+    np.testing.assert_allclose(shares.loc[("norm", 2), ["cls", "sep", "other"]], [1.1875 / 3, 1.25 / 3, 0.5625 / 3])
+    assert both.tables["profile"].set_index(["source", "layer", "offset"]).loc[("attention", 2, 1), "mass"] == \
+        pytest.approx(0.4375)
+    one = run_analysis(Rollout, halves[0] + halves[1], progress=False, max_offset=3)
+    for name in one.tables:
+        pd.testing.assert_frame_equal(both.tables[name], one.tables[name], check_exact=False, rtol=1e-12)
 
 
 def test_the_sample_does_not_depend_on_the_order_of_the_examples():
@@ -208,5 +243,37 @@ def test_the_sample_does_not_depend_on_the_order_of_the_examples():
     examples = [distinct(i) for i in range(6)]
     forward, shuffled = (run_analysis(NormShares, order, progress=False, pairs_per_example=2)
                          for order in (examples, [examples[i] for i in (4, 1, 5, 0, 3, 2)]))
-    pd.testing.assert_frame_equal(forward.correlation, shuffled.correlation)
-    assert forward.correlation.set_index("class").at["other", "n_pairs"] == 6 * 2  # sampled, not all 6
+    pd.testing.assert_frame_equal(forward.tables["correlation"], shuffled.tables["correlation"])
+    assert forward.tables["correlation"].set_index("class").at["other", "n_pairs"] == 6 * 2  # sampled, not all 6
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_merging_two_halves_is_one_pass(order):
+    """The same 3-token example twice (corpus positions 0 and 1), one per half: the sums double, so
+    the shares are those of one example; the sampled pairs double (6 -> 12 for [CLS]) and ρ stays
+    -1/sqrt(5) (duplicating the pairs maps their average ranks r to 2r - 1/2). Merged in either
+    order, it is the one pass over both."""
+    halves = [[example(index=0)], [example(index=1)]]
+    both = merged(NormShares, [halves[k] for k in order], pairs_per_example=1000).result()
+    shares = both.tables["shares"].set_index("class")
+    np.testing.assert_allclose(shares.loc[["cls", "sep", "punct", "other"], "attention"],
+                               [1.25 / 3, 1.125 / 3, 0, 0.625 / 3], rtol=1e-6)
+    np.testing.assert_allclose(shares.loc[["cls", "sep", "other"], "value_norm"], [1.5, 1.5, 1.0])
+    corr = both.tables["correlation"].set_index("class")
+    assert corr.loc["cls", "n_pairs"] == 12 and corr.loc["cls", "spearman"] == pytest.approx(-1 / np.sqrt(5))
+    one = run_analysis(NormShares, halves[0] + halves[1], progress=False, pairs_per_example=1000)
+    for name in one.tables:
+        pd.testing.assert_frame_equal(both.tables[name], one.tables[name], check_exact=False, rtol=1e-12)
+    assert both.claims == one.claims and len(both.claims) == 4
+
+
+def test_merged_samples_are_the_one_pass_sample():
+    """Pairs drawn per example (seeded by its corpus position) and kept per example: three
+    examples against three, merged either way round, give the one pass's ρ exactly."""
+    rng = np.random.default_rng(2)
+    examples = [example(rng.dirichlet(np.ones(3), size=(1, 2, 3)).astype(np.float32),
+                        rng.uniform(0.5, 2, (1, 2, 3)).astype(np.float32), NORM_MAP, i) for i in range(6)]
+    one = run_analysis(NormShares, examples, progress=False, pairs_per_example=2).tables["correlation"]
+    for halves in ([examples[:3], examples[3:]], [examples[3:], examples[:3]], [examples[::2], examples[1::2]]):
+        both = merged(NormShares, halves, pairs_per_example=2).result().tables["correlation"]
+        pd.testing.assert_frame_equal(both, one, check_exact=True)

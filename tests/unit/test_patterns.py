@@ -197,8 +197,9 @@ def test_analysis_shares_per_head():
     # less 4 (key 0), 4 (key 15), 3 (key 1) /256 -> 29/169. Block map: (28/66 - 29/169) / (140/169).
     above = (28 / 66 - 29 / 169) / (1 - 29 / 169)
     assert above_chance(map_features(block_map(), TWO, 3), TWO, 3)[2] == pytest.approx(above)
-    table = run_analysis(AttentionPatterns, [example(first, TWO, 0), example(second, TWO, 1)],
-                         progress=False, thresholds={**T.as_dict(), "block": 0.3})
+    result = run_analysis(AttentionPatterns, [example(first, TWO, 0), example(second, TWO, 1)],
+                          progress=False, thresholds={**T.as_dict(), "block": 0.3})
+    table = result.table
     assert table["vertical"].tolist() == [1.0, 0.0]
     assert table["diagonal"].tolist() == [0.0, 0.5] and table["block"].tolist() == [0.0, 0.5]
     assert table["dominant"].tolist() == ["vertical", "diagonal"]  # tie: first in PATTERNS order
@@ -208,7 +209,35 @@ def test_analysis_shares_per_head():
     shares = corpus_shares(table, "toy").set_index("pattern")["share_pct"]
     assert shares["vertical"] == 50 and shares["diagonal"] == 25 and shares["block"] == 25
     assert layer_shares(table).loc[0, "vertical"] == 50
-    assert "thresholds" in table.attrs and "toy" not in table.attrs["caption"]
+    assert result.attrs["thresholds"] == {**T.as_dict(), "block": 0.3} and "toy" not in result.caption
+    assert result.provenance["options"] == {"thresholds": {**T.as_dict(), "block": 0.3}}
+
+
+@pytest.mark.parametrize("order", ["in corpus order", "reversed"])
+def test_merging_two_halves_is_one_pass(order):
+    # The two inputs of the test above, one per instance: merged in either order, the counts and
+    # sums add up to one pass. Head 1 is vertical twice (share 1); head 2 diagonal once and block
+    # once (0.5 each); both inputs have two segments.
+    first = example(np.stack([vertical_map(15), np.eye(N)])[None], TWO, 0)
+    second = example(np.stack([vertical_map(15), block_map()])[None], TWO, 1)
+    settings = {**T.as_dict(), "block": 0.3}
+    halves = []
+    for part in (first, second):
+        acc = AttentionPatterns(1, 2, thresholds=settings)
+        acc.add(part)
+        halves.append(acc)
+    into, other = halves if order == "in corpus order" else halves[::-1]
+    state = other.state()
+    # maps per pattern [layer, head, pattern]: head 2 is diagonal on the first input, block on the second
+    head_2 = [0, 1, 0, 0, 0] if other is halves[0] else [0, 0, 0, 1, 0]
+    assert state["counts"].tolist() == [[[1, 0, 0, 0, 0], head_2]]
+    merged = into.merge(state)
+    assert merged.n_examples == 2 and int(merged.state()["block_inputs"]) == 2
+    table = merged.result().table
+    assert table["vertical"].tolist() == [1.0, 0.0] and table["diagonal"].tolist() == [0.0, 0.5]
+    assert table["block"].tolist() == [0.0, 0.5] and table["two_segment_inputs"].tolist() == [2, 2]
+    one = run_analysis(AttentionPatterns, [first, second], progress=False, thresholds=settings).table
+    pd.testing.assert_frame_equal(table, one, check_exact=False, rtol=1e-12)
 
 
 def test_crosstab_against_head_types():

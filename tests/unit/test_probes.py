@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import h5py
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
 from headatlas.analyses.base import run_analysis
-from headatlas.analyses.probes import (PAPER_TABLE3, AttentionProbe, FeatureSet, ProbeFeatures,
+from headatlas.analyses.probes import (ATLAS, PAPER_TABLE3, AttentionProbe, ProbeCache, ProbeFeatures,
                                        ProbeSentence, UniformMaps, attn_only_weights, collate,
-                                       distance_features, edge_pairs, evaluate, pair_features,
-                                       right_branching, run_edge_probe, run_probe, save_probe,
-                                       scored_words, table3, train_probe, uniform_maps)
+                                       distance_features, edge_pairs, evaluate, head_weights,
+                                       pair_features, right_branching, run_edge_probe, run_probe,
+                                       save_probe, scored_words, table3, train_probe, uniform_maps)
 from headatlas.corpora.records import Sentence, write_jsonl
 from headatlas.errors import HeadAtlasError, StoreError
 from headatlas.corpora.glove import GloVe
+from headatlas.heads import ATTENTION_ONLY
+from headatlas.store.reader import open_stores
 from headatlas.store.writer import StoreWriter
 
 LAYERS, HEADS = 2, 2
@@ -79,7 +84,7 @@ def planted(tmp_path_factory):
                  for i, split in enumerate(splits)]
     store, corpus = write_corpus(folder, sentences, lambda s: planted_attention(s.heads, rng))
     build_cache([store], corpus, folder / "features.h5", progress=False)
-    return FeatureSet(folder / "features.h5")
+    return ProbeCache(folder / "features.h5")
 
 
 def test_attn_only_learns_the_planted_head(planted, tmp_path):
@@ -139,7 +144,7 @@ def test_distances_probe_learns_right_branching_trees(tmp_path):
     rng = np.random.default_rng(1)
     store, corpus = write_corpus(tmp_path, sentences, lambda s: planted_attention(s.heads, rng, False))
     build_cache([store], corpus, tmp_path / "f.h5", progress=False)
-    features = FeatureSet(tmp_path / "f.h5")
+    features = ProbeCache(tmp_path / "f.h5")
     glove = GloVe(["w0"], np.ones((1, 2), np.float32))
     model, _ = train_probe("distances_glove", features, features, glove, seed=0, epochs=3,
                            lr=0.02, progress=False)
@@ -208,13 +213,96 @@ def test_feature_cache_word_level_order(tmp_path):
         w.add(0, "x", ["[CLS]", "a", "##b", "c", "[SEP]"], np.arange(5), np.zeros(5),
               [-1, 0, 0, 1, -1], attn)
     build_cache([tmp_path / "s.h5"], tmp_path / "c.jsonl", tmp_path / "f.h5", progress=False)
-    maps = FeatureSet(tmp_path / "f.h5").sentence(0).maps[0]
+    maps = ProbeCache(tmp_path / "f.h5").sentence(0).maps[0]
     a = attn[0, 0].astype(np.float16).astype(np.float32)
     # [CLS] -> ab is the sum over its pieces; ab -> c is the mean of the pieces' rows.
     assert maps[0, 2] == pytest.approx(a[0, 1] + a[0, 2], abs=1e-3)
     assert maps[2, 3] == pytest.approx((a[1, 3] + a[2, 3]) / 2, abs=1e-3)
     assert maps[1, 1] == pytest.approx(a[4, 4], abs=1e-3)  # [SEP] -> [SEP]
     np.testing.assert_allclose(maps.sum(1), 1, atol=1e-2)
+
+
+def test_the_result_names_the_cache_and_its_coverage(tmp_path):
+    sentences = [tree_sentence(i, [0, 1], split) for i, split in enumerate(["train", "test"])]
+    store, corpus = write_corpus(tmp_path, sentences, lambda s: np.full((LAYERS, HEADS, 4, 4), 0.25))
+    result = build_cache([store], corpus, tmp_path / "f.h5")
+    assert result.attrs["path"] == str(tmp_path / "f.h5") and not result.tables
+    assert result.attrs["coverage"] == {"corpus": {"train": 1, "test": 1}, "cached": {"train": 1, "test": 1},
+                                        "unaligned_words": 0}
+    assert ProbeCache(result.attrs["path"]).coverage == result.attrs["coverage"]
+    assert "N = 2 sentences" in result.caption
+
+
+def cache_contents(path) -> dict:
+    """Every dataset and attribute of a feature cache, as plain values."""
+    with h5py.File(path, "r") as f:
+        return {**{k: f[k][()] for k in f}, **{f"attr/{k}": v for k, v in f.attrs.items()}}
+
+
+@pytest.mark.parametrize("order", ["in corpus order", "reversed"])
+def test_merging_two_halves_is_one_pass(tmp_path, order):
+    """Sentences 0 and 2 in one shard, 1 in the other; each half cached by its own instance and
+    one state merged into the other: the cache holds the three in corpus order, as one pass."""
+    sentences = [tree_sentence(i, heads, split) for i, (heads, split) in
+                 enumerate([([2, 0], "train"), ([0, 1, 2], "dev"), ([0, 1], "test")])]
+    write_jsonl(tmp_path / "tb.jsonl", sentences)
+    attrs = {"model_name": "hand", "model_id": "hand", "corpus": "tb", "n_layers": 1, "n_heads": 1}
+    # example i's token attention: 100 i + 10 row + column (float16 keeps these integers)
+    for shard, members in (("a", [0, 2]), ("b", [1])):
+        with StoreWriter(tmp_path / f"{shard}.h5", attrs) as writer:
+            for i in members:
+                n = len(sentences[i].words)
+                attn = (100 * i + 10 * np.arange(n + 2)[:, None] + np.arange(n + 2))[None, None].astype(float)
+                writer.add(i, sentences[i].id, ["[CLS]", *sentences[i].words, "[SEP]"], np.arange(n + 2),
+                           np.zeros(n + 2), [-1, *range(n), -1], attn)
+
+    def instance(shards, name):
+        stores = open_stores([tmp_path / s for s in shards])
+        acc = ProbeFeatures(1, 1, tmp_path / "tb.jsonl", tmp_path / name)
+        acc.start(stores)
+        for example in stores:
+            acc.add(example)
+        return acc
+
+    one = instance(["a.h5", "b.h5"], "one.h5").result()
+    a, b = instance(["a.h5"], "a-cache.h5"), instance(["b.h5"], "b-cache.h5")
+    state = (b if order == "in corpus order" else a).state()
+    assert state["index"].tolist() == ([1] if order == "in corpus order" else [0, 2])
+    # K (n + 2)^2 values per sentence: 5^2 for sentence 1, 4^2 each for sentences 0 and 2
+    assert state["maps"].dtype == np.float16 and state["maps"].size == (25 if order == "in corpus order" else 32)
+    into = a if order == "in corpus order" else b
+    both = into.merge(state).result()
+    (b if into is a else a).close()
+    assert both.attrs["coverage"] == one.attrs["coverage"] == {
+        "corpus": {"train": 1, "dev": 1, "test": 1}, "cached": {"train": 1, "dev": 1, "test": 1},
+        "unaligned_words": 0}
+    merged, single = cache_contents(both.attrs["path"]), cache_contents(one.attrs["path"])
+    assert merged.keys() == single.keys()
+    for key in single:
+        np.testing.assert_array_equal(merged[key], single[key], err_msg=key)
+    cache = ProbeCache(both.attrs["path"])
+    assert cache.split.tolist() == ["train", "dev", "test"] and cache.n_words.tolist() == [2, 3, 2]
+    # Sentence 1 (three words): tokens [CLS] w0 w1 w2 [SEP] -> units [CLS], [SEP], w0, w1, w2.
+    maps = cache.sentence(1).maps[0]
+    assert maps[0, 0] == 100 and maps[0, 1] == 104  # [CLS] -> [CLS], [CLS] -> [SEP] (token 4)
+    assert maps[2, 4] == 113 and maps[1, 2] == 141  # w0 -> w2 (tokens 1 -> 3), [SEP] -> w0
+    assert cache.sentence(2).maps[0, 3, 1] == 223 and cache.tree(0).heads.tolist() == [2, 0]
+    cache.close()
+    assert sorted(p.name for p in tmp_path.glob("*cache.h5")) == [Path(both.attrs["path"]).name]
+
+
+def test_the_atlas_reads_the_mean_weight_per_head_and_direction(tmp_path):
+    weights = pd.DataFrame({"direction": ["dep->head", "head->dep"] * 4, "layer": [1] * 8,
+                            "head": [1, 1, 2, 2] * 2, "weight": [1.0, -1.0, 2.0, 0.0, 3.0, -3.0, 4.0, 1.0],
+                            "seed": [0] * 4 + [1] * 4})
+    weights.to_csv(tmp_path / "w.csv", index=False)
+    table = head_weights(tmp_path / "w.csv")
+    # head 1-1: dep->head (1 + 3) / 2 = 2, head->dep (-1 - 3) / 2 = -2; head 1-2: 3 and 0.5.
+    assert table[["layer", "head", "w_dep", "w_head"]].values.tolist() == [[1, 1, 2.0, -2.0], [1, 2, 3.0, 0.5]]
+    columns = ATLAS["attn_only_weights"]
+    assert (columns.rank, columns.weighting, columns.per_corpus) == (80, ATTENTION_ONLY, True)
+    assert [columns.column_name(c, corpus="gum") for c in columns.columns] == ["probe_gum_dep", "probe_gum_head"]
+    assert {c.source for c in columns.columns} <= set(table.columns)
 
 
 def test_store_and_corpus_out_of_sync(tmp_path):
@@ -306,7 +394,7 @@ def test_edge_pairs_by_hand(tmp_path):
         w.add(0, "x", ["[CLS]", "a", "b", "c", "[SEP]"], np.arange(5), np.zeros(5), [-1, 0, 1, 2, -1],
               attn)
     build_cache([tmp_path / "s.h5"], tmp_path / "c.jsonl", tmp_path / "f.h5", progress=False)
-    X, y = edge_pairs(FeatureSet(tmp_path / "f.h5"), "train", np.random.default_rng(0))
+    X, y = edge_pairs(ProbeCache(tmp_path / "f.h5"), "train", np.random.default_rng(0))
     assert sorted(y.tolist()) == [0, 1]
     # Non-edge {a, c}: tokens a = 1, c = 3, so [a(a->c), a(c->a)] = [attn[1, 3], attn[3, 1]] = [8, 16].
     assert X[y == 0].tolist() == [[8.0, 16.0]]

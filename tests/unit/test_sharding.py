@@ -81,8 +81,8 @@ def both(analysis, corpora, store="tb", **options):
 @pytest.mark.parametrize("analysis", ["relative_position", "special_tokens", "entropy"])
 def test_surface_tables(corpora, analysis):
     one, sharded = both(analysis, corpora)
-    assert one.attrs["provenance"]["n_examples"] == sharded.attrs["provenance"]["n_examples"] == 36
-    assert_same_table(one, sharded)
+    assert one.provenance["n_examples"] == sharded.provenance["n_examples"] == 36
+    assert_same_table(one.table, sharded.table)
 
 
 @pytest.fixture(scope="module")
@@ -96,8 +96,8 @@ KEYS = ["relation", "direction", "layer", "head", "offset", "split"]
 
 def test_syntax_tables_hold_the_same_numbers(syntax_scores):
     one, sharded = syntax_scores
-    for name, table in one.tables().items():  # heads, offsets, coverage
-        assert_same_table(table, sharded.tables()[name], sort_by=[k for k in KEYS if k in table.columns])
+    for name, table in one.tables.items():  # heads, offsets, coverage, relations, sentences, unscored
+        assert_same_table(table, sharded.tables[name], sort_by=[k for k in KEYS if k in table.columns])
     for subset in (None, ["train"], ["test"]):  # Table 1 on everything and on each regime's split
         a, b = (s if subset is None else s.subset(subset) for s in (one, sharded))
         assert_same_table(*(without_intervals(syntax.table1(s, min_count=1)) for s in (a, b)))
@@ -109,8 +109,8 @@ def test_syntax_table1_intervals(syntax_scores):
 
 def test_syntax_tables_in_the_same_row_order(syntax_scores):
     one, sharded = syntax_scores
-    for name, table in one.tables().items():
-        assert_same_table(table, sharded.tables()[name])
+    for name, table in one.tables.items():
+        assert_same_table(table, sharded.tables[name])
 
 
 def honest(scores):
@@ -131,23 +131,23 @@ def coref_tables(corpora):
     _, docs, paths = corpora
     documents = {i: coref.CorefDocument(d.id, d.split, d.words, coref.document_mentions(d))
                  for i, d in enumerate(docs)}
-    mentions = both("coref", corpora, store="docs", documents=documents)
-    accuracy = [coref.accuracy_tables(m, paths["docs", k], select_split="train", eval_split="test",
+    results = both("coref", corpora, store="docs", documents=documents)
+    accuracy = [coref.accuracy_tables(r.table, paths["docs", k], select_split="train", eval_split="test",
                                       n_boot=200, seed=0, max_length=64)
-                for m, k in zip(mentions, (1, N_SHARDS))]
-    return mentions, accuracy
+                for r, k in zip(results, (1, N_SHARDS))]
+    return results, accuracy
 
 
 def test_coref_tables_hold_the_same_numbers(coref_tables):
     (one, sharded), ((table2_one, heads_one), (table2_sharded, heads_sharded)) = coref_tables
-    assert len(one) > 20 and sorted(one.attrs["analysed_documents"]) == sorted(sharded.attrs["analysed_documents"])
-    assert_same_table(one, sharded, sort_by=["doc", "window", "mention"])
+    assert len(one.table) > 20 and one.attrs["analysed_documents"] == sharded.attrs["analysed_documents"]
+    assert_same_table(one.table, sharded.table, sort_by=["doc", "window", "mention"])
     assert_same_table(without_intervals(table2_one), without_intervals(table2_sharded), "%.4g", index=True)
     assert_same_table(heads_one, heads_sharded, "%.4g", index=True)
 
 
 def test_coref_mentions_in_the_same_row_order(coref_tables):
-    assert_same_table(*coref_tables[0])
+    assert_same_table(*(r.table for r in coref_tables[0]))
 
 
 def test_coref_table2_intervals(coref_tables):
@@ -167,13 +167,14 @@ def test_headtypes_tables(corpora):
 
 
 def test_clustering_distances(corpora):
-    assert_same_table(*both("head_distances", corpora))
+    assert_same_table(*(result.table for result in both("head_distances", corpora)))
 
 
 def test_probe_scores(corpora, tmp_path):
     folder = corpora[0]
-    caches = [run_analysis("probe_features", corpora[2]["tb", k], corpus=folder / "tb.jsonl",
-                           path=tmp_path / f"features-{k}.h5", progress=False) for k in (1, N_SHARDS)]
+    caches = [probes.ProbeCache(run_analysis("probe_features", corpora[2]["tb", k], corpus=folder / "tb.jsonl",
+                                             path=tmp_path / f"features-{k}.h5", progress=False).attrs["path"])
+              for k in (1, N_SHARDS)]
     runs = [probes.run_probe("attn_only", f, {"tb_test": (f, "test")}, seed=0, epochs=1, batch_size=1,
                              progress=False) for f in caches]
     assert_same_table(*(scores.drop(columns="train_seconds") for scores, _ in runs))

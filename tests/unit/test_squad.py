@@ -202,8 +202,8 @@ def test_pad_windows_by_hand(tiny_qa):
 def test_ablation_evaluator_describes_the_windows(tiny_qa):
     model, tokenizer = tiny_qa
     path = FIXTURES / "squad_v1.1_sample.json"
-    evaluate, described = ablation_evaluator(model, tokenizer, path, max_examples=1, batch_size=2,
-                                             max_length=24, stride=8)
+    evaluate, described = ablation_evaluator(model, tokenizer, read_squad(path), source=path, max_examples=1,
+                                             batch_size=2, max_length=24, stride=8)
     assert described == (f"SQuAD v1.1 ({path}), 1 questions, windows of 24 wordpieces (stride 8); "
                          "context sentences split at . ! ? before a capital")
     scores = evaluate(plan(torch.zeros((2, 2), dtype=torch.long)))

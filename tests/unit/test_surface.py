@@ -51,7 +51,22 @@ def two(one):
 
 
 def run(name, examples):
-    return run_analysis(name, examples, progress=False)
+    return run_analysis(name, examples, progress=False).table
+
+
+@pytest.mark.parametrize("name", ["relative_position", "special_tokens", "entropy"])
+def test_merging_two_halves_is_one_pass(name, two):
+    """State of the first example merged with the state of the second = both in one pass."""
+    cls = REGISTRY[name]
+    halves = []
+    for part in ([two[0]], [two[1]]):
+        acc = cls(1, 2)
+        for example in part:
+            acc.add(example)
+        halves.append(acc)
+    merged = halves[0].merge(halves[1].state())
+    assert merged.n_examples == 2 and sorted(merged.lengths) == [4, 6]
+    pd.testing.assert_frame_equal(merged.result().table, run(name, two), check_exact=False, rtol=1e-12)
 
 
 def test_registered():

@@ -1,12 +1,15 @@
 """Heads as dependency parsers (Clark §4.2) on hand-built sentences with hand-computed answers."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from headatlas.analyses.base import REGISTRY, run_analysis
-from headatlas.analyses.syntax import (DIRECTIONS, NO_UD_TWIN, OFFSETS, DependencyHeads,
-                                       DependencyScores, best_heads, best_offsets,
+from headatlas.analyses.result import Result
+from headatlas.analyses.syntax import (ATLAS, DIRECTIONS, NO_UD_TWIN, OFFSETS, DependencyHeads,
+                                       DependencyScores, atlas_heads, best_heads, best_offsets, caption,
                                        dependencies, example_sentences,
                                        honest_table, line_panel, offset_correct, paper_claims, table1,
                                        table1_relations)
@@ -193,13 +196,16 @@ def test_unaligned_words_are_counted_not_scored(tmp_path):
 
 def test_skipped_and_stale_sentences(corpus):
     acc = DependencyHeads(1, 1, corpus=corpus)
-    acc.update(example(0, [HEAD_A]))
-    scores = acc.scores(skipped_ids=["s1"])  # s1 was too long for extraction
+    acc.start(SimpleNamespace(skipped_ids=["s1"], attrs={}))  # s1 was too long for extraction
+    acc.add(example(0, [HEAD_A]))
+    scores = acc.result()
     assert scores.unscored[["id", "reason"]].values.tolist() == [["s1", "skipped_by_extraction"]]
-    cov = scores.coverage_table().set_index("split")
+    cov = scores.tables["coverage"].set_index("split")
     assert cov.loc["total", ["sentences", "scored", "skipped_by_extraction"]].tolist() == [2, 1, 1]
     with pytest.raises(StoreError, match="another version of the corpus"):
-        acc.update(example(1, [HEAD_A], id_="not-s1"))
+        acc.add(example(1, [HEAD_A], id_="not-s1"))
+    with pytest.raises(ValueError, match="word-level mode 'avg'"):
+        DependencyHeads(1, 1, corpus=corpus, how="avg")
 
 
 def test_honest_regime_refuses_a_selection_without_those_splits(corpus, tmp_path):
@@ -216,15 +222,82 @@ def test_honest_regime_refuses_a_selection_without_those_splits(corpus, tmp_path
 
 def test_save_load_subset(corpus, tmp_path):
     scores = scores_of([example(0, [HEAD_A, HEAD_B]), example(1, [HEAD_B, HEAD_A])], corpus)
+    assert isinstance(scores, Result) and list(scores.tables) == ["heads", "offsets", "coverage",
+                                                                   "relations", "sentences", "unscored"]
+    pd.testing.assert_frame_equal(scores.table, scores.head_table())
+    pd.testing.assert_frame_equal(scores.tables["relations"], scores.counts())
     path = tmp_path / "scores.npz"
     scores.save(path)
     loaded = DependencyScores.load(path)
+    assert type(loaded) is DependencyScores and loaded.relations == ["all", "det", "nsubj", "obj"]
     pd.testing.assert_frame_equal(loaded.head_table(), scores.head_table())
+    for name, table in scores.tables.items():
+        pd.testing.assert_frame_equal(loaded.tables[name], table, check_dtype=False)
+    # The caption travels with the scores: a later rule captions its figure without the store.
+    assert loaded.caption == scores.caption == caption(loaded)
+    assert scores.caption.startswith("model ? (), corpus ?, N = 2 sentences, 8 dependencies")
     test = loaded.subset(["test"])
-    assert test.sentences["id"].tolist() == ["s1"]
+    assert test.sentences["id"].tolist() == ["s1"] and "N = 1 sentences" in test.caption
     # on s1 head 1 is HEAD_B: dep->head all = 3/4
     row = test.head_table().query("relation == 'all' and direction == 'dep->head' and head == 1")
     assert row["accuracy"].item() == 3 / 4
+
+
+def streamed(corpus, examples):
+    """A DependencyHeads instance that has seen ``examples`` (in that order)."""
+    acc = DependencyHeads(1, 2, corpus=corpus)
+    for ex in examples:
+        acc.add(ex)
+    return acc
+
+
+# "cat chased the dog": cat -> chased (nsubj), chased = root, the -> dog (det), dog -> chased (obj).
+# Its first relation is nsubj, where "the dog chased a cat" has det.
+CAT_WORDS, CAT_HEADS, CAT_RELS = ["cat", "chased", "the", "dog"], [2, 0, 4, 2], ["nsubj", "root", "det", "obj"]
+
+
+@pytest.mark.parametrize("order", ["in corpus order", "reversed"])
+def test_merging_two_halves_is_one_pass(tmp_path, order):
+    # s0 "the dog chased a cat" (train), s1 "cat chased the dog" (test). One pass numbers the
+    # relations by first appearance: all, det (s0 word 0), nsubj (s0 word 1), obj (s0 word 4).
+    # The half holding s1 alone sees nsubj, det, obj; merged in either order the relations, the
+    # sentences and the rows are put back in corpus order: every table equals one pass's.
+    path = tmp_path / "corpus.jsonl"
+    write_jsonl(path, [sentence(0, "train"),
+                       sentence(1, "test", words=CAT_WORDS, heads=CAT_HEADS, rels=CAT_RELS)])
+    cat = np.full((2, 6, 6), 1 / 6)  # 2 heads, uniform: argmax ties go to the leftmost word
+    examples = [example(0, [HEAD_A, HEAD_B]),
+                example(1, cat, tokens=["[CLS]", *CAT_WORDS, "[SEP]"], word_ids=[-1, 0, 1, 2, 3, -1])]
+    one = streamed(path, examples).result()
+    halves = [streamed(path, [ex]) for ex in examples]
+    assert halves[1].result().relations == ["all", "nsubj", "det", "obj"]
+    into, other = halves if order == "in corpus order" else halves[::-1]
+    merged = into.merge(other.state())
+    assert merged.n_examples == 2 and sorted(merged.lengths) == [6, 7]
+    two = merged.result()
+    assert one.relations == two.relations == ["all", "det", "nsubj", "obj"]
+    assert two.sentences["index"].tolist() == [0, 1]
+    # Rows: s0's all, det, nsubj, obj, then s1's all, det, nsubj, obj (sentence, then relation).
+    assert two.row_sentence.tolist() == [0] * 4 + [1] * 4 and two.row_relation.tolist() == [0, 1, 2, 3] * 2
+    for name in one.arrays:
+        np.testing.assert_array_equal(two.arrays[name], one.arrays[name])
+    for name in one.tables:
+        pd.testing.assert_frame_equal(two.tables[name], one.tables[name])
+    # s1 by hand: words cat chased the dog, uniform rows -> each word's argmax is the leftmost
+    # other word: cat -> chased (nsubj right), the -> cat (det wrong), dog -> cat (obj wrong);
+    # columns likewise: head->dep also gives the leftmost other word. Both heads 1/3 on s1;
+    # det over both sentences, head 1 dep->head: 1/2 (s0) + 0/1 = 1/3.
+    det = two.head_table().query("relation == 'det' and direction == 'dep->head'")
+    assert det["n"].tolist() == [3, 3] and det["correct"].tolist() == [1, 2]
+
+
+def test_state_is_plain_arrays(corpus):
+    state = streamed(corpus, [example(0, [HEAD_A, HEAD_B])]).state()
+    assert all(isinstance(v, np.ndarray) for v in state.values())
+    assert state["relations"].tolist() == ["all", "det", "nsubj", "obj"]
+    assert state["relation_first"].tolist() == [[-1, -1], [0, 0], [0, 1], [0, 4]]
+    assert state["sentences"].tolist() == [[0, 0, 1]]  # s0: no unaligned word, one root
+    assert state["row_index"].tolist() == [0] * 4 and state["row_correct"].shape == (4, 2, 1, 2)
 
 
 def test_best_heads_ties_and_order():
@@ -418,3 +491,25 @@ def test_a_stanford_dependencies_treebank_is_matched_by_the_papers_own_labels():
     assert keyed.loc["dobj", "paper_acc"] == 86.8 and keyed.loc["pobj", "paper_direction"] == "head->dep"
     ud = paper_table1(["all", "det", "obj", "case"]).set_index("relation", drop=False)
     assert "obj" in ud.index and "dobj" not in ud.index  # a UD treebank keeps the twins
+
+
+def test_atlas_columns_and_their_reader(corpus, tmp_path):
+    scores = scores_of([example(0, [HEAD_A, HEAD_B]), example(1, [HEAD_B, HEAD_A])], corpus)
+    for name in ("heads", "offsets"):
+        scores.tables[name].to_csv(tmp_path / f"{name}.csv", index=False)
+    table1(scores, min_count=1, n_boot=10).to_csv(tmp_path / "table1.csv", index=False)
+    spec = ATLAS["heads"]
+    assert (spec.title, spec.paper, spec.rank, spec.per_corpus) == \
+        ("dependency heads", "Clark et al. 2019 §4.2, Table 1", 50, True)
+    assert spec.reader == "headatlas.analyses.syntax:atlas_heads"
+    assert spec.column_name(spec.columns[0], corpus="gum") == "syntax_gum_all"
+    per_head = atlas_heads(tmp_path / "heads.csv")
+    assert {c.source for c in spec.columns} <= set(per_head.columns)
+    # all, dep->head: 3/4 of s0 and 3/4 of s1 for both heads (A then B, B then A).
+    # Over both sentences each head gets nsubj dep->head 2/2, as does its best offset (+1): the
+    # largest margin (0; det 3/4 and obj 1/2 are below their offsets' 4/4 and 2/2).
+    assert per_head[["layer", "head"]].values.tolist() == [[1, 1], [1, 2]]
+    assert per_head["all"].tolist() == [0.75, 0.75]
+    assert per_head[["relation", "direction", "accuracy", "baseline", "baseline_offset", "margin", "n"]
+                    ].values.tolist() == [["nsubj", "dep->head", 1.0, 1.0, 1, 0.0, 2]] * 2
+    assert per_head["paper"].iloc[0] == "nsubj: head 8-2 58.5% vs baseline 45.5% (+1) (BERT-base, PTB/SD)"

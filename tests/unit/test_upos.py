@@ -172,7 +172,7 @@ def test_ablation_evaluator_packs_the_split_and_describes_it(tmp_path):
         id2label={i: t for t, i in labels.items()}).save_pretrained(tmp_path / "tagger")
     AutoTokenizer.from_pretrained(folder).save_pretrained(tmp_path / "tagger")
     model, tokenizer = load_task_model("upos", str(tmp_path / "tagger"), device="cpu")
-    evaluate, described = ablation_evaluator(model, tokenizer, sentences, "tb", "test",
+    evaluate, described = ablation_evaluator(model, tokenizer, sentences, corpus="tb", split="test",
                                              max_examples=4, max_length=32)
     # The first 4 test sentences (document d5), one wordpiece per word: 3-7 words each, so they
     # pack into inputs of <= 30 words between [CLS] and [SEP].
@@ -182,14 +182,14 @@ def test_ablation_evaluator_packs_the_split_and_describes_it(tmp_path):
     assert described == (f"UPOS tagging, tb test split, {n_words} words in {n_inputs} inputs of "
                          "<= 32 wordpieces, each several consecutive sentences of one document")
     assert 0 <= evaluate(plan(torch.full((2, 2), KEEP)))["accuracy"] <= 100
-    _, unsplit = ablation_evaluator(model, tokenizer, corpus(n_docs=20, splits=False), "tb", "dev")
+    _, unsplit = ablation_evaluator(model, tokenizer, corpus(n_docs=20, splits=False), corpus="tb", split="dev")
     assert unsplit.startswith("UPOS tagging, tb dev split (documents split by order: the corpus "
                               "has no splits), ")
     odd = [Sentence(s.id, s.words, doc=s.doc, split=s.split, upos=["ODD"] * len(s.words))
            for s in sentences]
     with pytest.raises(HeadAtlasError, match=r"tags \['ODD'\] are not in the tagger's label map; "
                                              "was it fine-tuned on tb"):
-        ablation_evaluator(model, tokenizer, odd, "tb")
+        ablation_evaluator(model, tokenizer, odd, corpus="tb")
 
 
 def test_a_model_without_token_types_fine_tunes_and_is_scored(tmp_path):
@@ -203,3 +203,41 @@ def test_a_model_without_token_types_fine_tunes_and_is_scored(tmp_path):
     inputs, _ = collate(pack_documents(result.tokenizer, corpus()[:2], result.model.config.label2id, 32), 0,
                         token_types=False)
     assert "token_type_ids" not in inputs
+
+
+def test_ablation_grid_scores_the_registered_task_into_one_result(tmp_path):
+    """The rule's whole job on a tiny tagger: the task's reader and evaluator, every variant, a
+    caption naming the task's deviation from the paper; one Result that saves and loads."""
+    import pandas as pd
+    from transformers import AutoTokenizer, BertForTokenClassification
+
+    from headatlas.analyses.result import Result
+    from headatlas.corpora.records import write_jsonl
+    from headatlas.interventions.grid import ablation_grid
+
+    sentences = corpus()
+    labels = label_map(sentences)
+    write_jsonl(tmp_path / "tb.jsonl", sentences)
+    folder = make_tiny_model(tmp_path / "base")
+    BertForTokenClassification.from_pretrained(
+        folder, num_labels=len(labels), label2id=labels,
+        id2label={i: t for t, i in labels.items()}).save_pretrained(tmp_path / "tagger")
+    AutoTokenizer.from_pretrained(folder).save_pretrained(tmp_path / "tagger")
+    pd.DataFrame({"layer": [1, 1, 2, 2], "head": [1, 2, 1, 2],
+                  "type": ["diagonal", "dense", "dense", "vertical"]}).to_csv(tmp_path / "types.csv", index=False)
+    result = ablation_grid("upos", {"path": str(tmp_path / "tagger")}, tmp_path / "tb.jsonl",
+                           tmp_path / "types.csv", "tiny_upos", types_source="tiny on tb", types_own=True,
+                           corpus="tb", max_examples=4, max_length=32, batch_size=4, progress=False)
+    assert list(result.tables) == ["ablation"] and result.attrs == {
+        "task": "upos", "metric": "accuracy", "caption": result.caption}
+    table = result.table
+    assert table["variant"].iloc[0] == "unablated" and table["accuracy"].between(0, 100).all()
+    assert {"accuracy", "loss", "accuracy_pct_of_attention"} <= set(table.columns)
+    assert result.caption.startswith(f"Task model tiny_upos ({tmp_path / 'tagger'}, 2x2 heads); UPOS tagging, "
+                                     "tb test split, ")
+    assert "(the task model itself). Removed weights not renormalised. Floors: accuracy " in result.caption
+    assert result.caption.endswith("; deviations: UPOS tagging instead of SQuAD, a smaller model.")
+    result.save(tmp_path / "grid.npz")
+    back = Result.load(tmp_path / "grid.npz")
+    assert back.caption == result.caption and back.attrs["metric"] == "accuracy"
+    assert back.table["variant"].tolist() == table["variant"].tolist()

@@ -298,8 +298,8 @@ def test_version_1_store_serves_attention_and_names_the_fix_for_norms(tiny_model
     path = tmp_path / "old.h5"
     extract(tiny_model, SENTENCES, path, max_length=64, progress=False)
     downgrade_to_version_1(path)
-    table = run_analysis("entropy", path, progress=False)
-    assert table.attrs["provenance"]["schema_version"] == 1 and len(table) == 4
+    result = run_analysis("entropy", path, progress=False)
+    assert result.provenance["schema_version"] == 1 and len(result.table) == 4
     with pytest.raises(StoreError) as err:
         run_analysis("entropy", path, progress=False, weighting="norm")
     assert str(path) in str(err.value) and f"snakemake --cores all --force {path}" in str(err.value)
@@ -316,7 +316,7 @@ def test_norms_on_an_unsupported_model_name_its_class(tiny_model, tmp_path, monk
     extract(tiny_model, SENTENCES, tmp_path / "s.h5", max_length=64, progress=False)
     with h5py.File(tmp_path / "s.h5", "r") as f:
         assert f.attrs["norms"] == NORMS_UNSUPPORTED and "value_norms" not in f
-    assert len(run_analysis("entropy", tmp_path / "s.h5", progress=False)) == 4
+    assert len(run_analysis("entropy", tmp_path / "s.h5", progress=False).table) == 4
     with pytest.raises(StoreError, match="norms are unsupported for BertModel"):
         run_analysis("entropy", tmp_path / "s.h5", progress=False, weighting="norm")
 

@@ -1,10 +1,13 @@
-"""Issue 18 item 8: a new analysis is three files (library module, plot module, rules file).
+"""A new analysis is three files (library module, plot module, rules file): issue 18 item 8, and
+issue 31's checklist (docs/development.md "Add an analysis").
 
 In a temporary copy of the workflow a toy analysis is added by writing only
-``src/headatlas/analyses/toy.py``, ``src/headatlas/plots/toy.py`` and ``workflow/rules/toy.smk``
-(its rule runs the generic ``workflow/scripts/analysis.py`` and brings no caption of its own). It
-must be planned, built, asked for by ``rule all``, in the report, and rerun when its library
-module is edited.
+``src/headatlas/analyses/toy.py`` (the analysis: explicit options, a state that merges, a
+``Result`` with its per-head table and a claim, and its atlas columns beside the code),
+``src/headatlas/plots/toy.py`` and ``workflow/rules/toy.smk`` (``use rule store_analysis``,
+the generic script, no caption of its own). It must be planned, built, asked for by ``rule
+all``, in the report, its columns in the model's ``heads.csv`` and on the atlas page, its claim
+in the scorecard, and rerun when its library module is edited.
 """
 
 from __future__ import annotations
@@ -25,23 +28,41 @@ LIBRARY = '''"""A toy analysis: each head's mean attention to the first token.""
 import numpy as np
 
 from headatlas.analyses.base import Analysis, register
-from headatlas.heads import head_table
+from headatlas.analyses.result import Result
+from headatlas.claims import Claim, verdict
+from headatlas.heads import Column, HeadColumns, head_table
 
 
 @register
 class FirstToken(Analysis):
     name = "first_token"
 
-    def __init__(self, n_layers, n_heads, **params):
-        super().__init__(n_layers, n_heads, **params)
+    def __init__(self, n_layers, n_heads, threshold=0.5):
+        super().__init__(n_layers, n_heads)
+        self.threshold = threshold
         self._sum, self._rows = np.zeros((n_layers, n_heads)), 0
 
     def update(self, example):
         self._sum += example.attn[:, :, :, 0].sum(axis=-1, dtype=np.float64)
         self._rows += example.n_tokens
 
+    def _state(self):
+        return {"sum": self._sum, "rows": np.asarray(self._rows)}
+
+    def _merge(self, state):
+        self._sum = self._sum + state["sum"]
+        self._rows += int(state["rows"])
+
     def result(self):
-        return head_table(self.n_layers, self.n_heads, first=self._sum / self._rows)
+        first = self._sum / self._rows
+        claim = Claim("toy.first_token", "a toy paper", "some head attends mostly to the first token",
+                      f"> {self.threshold}", f"{first.max():.2f}", verdict(first.max() > self.threshold),
+                      f"largest mean attention to the first token > {self.threshold}")
+        return Result({"heads": head_table(self.n_layers, self.n_heads, first=first)}, claims=[claim])
+
+
+ATLAS = {"first_token": HeadColumns("first token", "a toy paper", rank=99, columns=(
+    Column("toy_first", "first", "share", "mean attention to the first token"),))}
 '''
 
 PLOT = '''"""The toy analysis's figure."""
@@ -56,26 +77,29 @@ def plot_first_token(table, path, caption):
 '''
 
 RULES = '''# A toy analysis (tests/workflow/test_declarations.py): attention to the first token.
-TOY_DIR = f"{RESULTS}/{{model}}/{{corpus}}/toy{{weighting}}"
-targets("toy", category="Toy analysis", corpus=[PLAN.surface_corpus])
+TOY = Results(
+    "toy",
+    f"{RESULTS}/{{model}}/{{corpus}}/toy{{weighting}}",
+    category="Toy analysis",
+    corpus=[PLAN.surface_corpus],
+)
 
 
-rule toy:
+use rule store_analysis as toy with:
     input:
         stores=stores,
-        code=code("analysis.py", "headatlas.analyses.toy", "headatlas.plots.toy"),
+        code=analysis_code("toy"),
     output:
-        table=result("toy", f"{TOY_DIR}/first_token.csv"),
-        figure=result("toy", f"{TOY_DIR}/first_token.svg"),
+        heads=TOY.heads("first_token.csv", "headatlas.analyses.toy:first_token"),
+        claims=TOY.claims("paper_claims.csv"),
+        figure=TOY.figure("first_token.svg"),
     log:
-        f"{LOGS}/toy{{weighting}}/{{model}}/{{corpus}}.log",
+        logs("toy{weighting}/{model}/{corpus}"),
+    benchmark:
+        benchmarks("toy{weighting}/{model}/{corpus}")
     params:
         module="toy",
         analysis="first_token",
-        options={},
-        weighting=weighting,
-    script:
-        "../scripts/analysis.py"
 '''
 
 
@@ -116,17 +140,30 @@ def test_an_analysis_is_three_files(tmp_path):
         result = pd.read_csv(root / table)
         assert len(result) == 4 and result["first"].between(0, 1).all()  # 2 layers x 2 heads
         assert (root / table.replace(".csv", ".svg")).read_bytes().startswith(b"<?xml")
+    # its per-head table joins the head atlas under both weightings, its columns described
+    heads = pd.read_csv(root / "results" / "tiny" / "heads.csv")
+    assert "toy_first" in heads.columns and set(heads["weighting"]) == {"attention", "norm"}
+    first = pd.read_csv(root / tables[0])
+    joined = heads[heads["weighting"] == "attention"].set_index(["layer", "head"])["toy_first"]
+    assert joined.to_numpy() == pytest.approx(first.set_index(["layer", "head"])["first"].to_numpy(), rel=1e-5)
+    columns = pd.read_csv(root / "results" / "tiny" / "heads_columns.csv").set_index("column")
+    assert columns.loc["toy_first", "paper"] == "a toy paper"
+    assert "toy_first" in (root / "results" / "atlas.html").read_text()
+    # its claim joins the scorecard
+    scorecard = pd.read_csv(root / "results" / "scorecard.csv")
+    assert "toy.first_token" in set(scorecard["id"])
 
     snakemake(root, "--report", "report.html")
     report = (root / "report.html").read_text()
     assert "Toy analysis" in report and "first_token.csv" in report
     assert "Written by rule" in report  # the generic caption: the toy brings none
 
-    # Editing the library module reruns the toy rule (its code input), and only it.
+    # Editing the library module reruns the toy rule (its code input) and what reads its
+    # results (the atlas, the scorecard), and nothing else.
     module = root / "src" / "headatlas" / "analyses" / "toy.py"
     module.write_text(LIBRARY + "\n# edited\n")
     os.utime(module)
     plan = snakemake(root, "-n", "--cores", "1").stdout
     assert "rule toy:" in plan
     rules = {line.split()[1].rstrip(":") for line in plan.splitlines() if line.startswith("rule ")}
-    assert rules == {"toy", "all"}
+    assert rules <= {"toy", "all", "atlas_heads", "atlas_page", "scorecard"}

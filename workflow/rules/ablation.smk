@@ -5,46 +5,39 @@
 #                   `split` of the fine-tuning corpus; results/<model>_upos/ablation/
 #   task: squad  -> `model` is a SQuAD-fine-tuned model of `models:`, scored on `squad_path`
 #                   (SQuAD v1.1 JSON, exact match / F1); results/<model>/ablation/
-# The task model, head-type source and data are derived in headatlas.pipeline.config (PLAN.ablation).
+# The task model, head-type source and data are derived in headatlas.pipeline.plan
+# (PLAN.ablation, None when the ablation is off: then TASK_MODELS is empty and no job matches).
 ABLATION = config["ablation"]
-ABLATION_PLAN = PLAN.ablation or {}
-targets(
+TASK_MODELS = [PLAN.ablation.task_model] if PLAN.ablation else []
+ABLATIONS = Results(
     "ablation",
+    f"{RESULTS}/{{task_model}}/ablation",
+    labels=lambda text: {"model": "{task_model}", "result": text},
     category="Head-type ablation (Guan §5)",
     subcategory="{task_model}",
-    task_model=lambda model: (
-        [ABLATION_PLAN["task_model"]]
-        if PLAN.ablation and model == ABLATION["model"]
-        else []
-    ),
+    task_model=lambda model: TASK_MODELS if model == ABLATION["model"] else [],
 )
 
 
 rule ablation:
     input:
         model=task_model_inputs,
-        types=ABLATION_PLAN.get("types", []),
-        data=ABLATION_PLAN.get("data") or [],
+        types=ablation_types,
+        data=lambda wildcards: PLAN.ablation.data or [],
         code=code("ablation_grid.py"),
     output:
-        table=result(
-            "ablation",
-            f"{RESULTS}/{{task_model}}/ablation/ablation.csv",
-            caption="../report/ablation_table.rst",
-            labels={"model": "{task_model}", "result": "Tables 2-3: ours vs paper"},
+        table=ABLATIONS.table(
+            "ablation.csv", "ablation_table", "Tables 2-3: ours vs paper"
         ),
-        figure=figure(
-            "ablation",
-            f"{RESULTS}/{{task_model}}/ablation/ablation.svg",
-            caption="../report/ablation_table.rst",
-            labels={"model": "{task_model}", "result": "Tables 2-3 as a chart"},
+        figure=ABLATIONS.figure(
+            "ablation.svg", "ablation_table", "Tables 2-3 as a chart"
         ),
     log:
-        f"{LOGS}/ablation/{{task_model}}.log",
+        logs("ablation/{task_model}"),
     benchmark:
-        f"{LOGS}/benchmarks/ablation/{{task_model}}.tsv"
+        benchmarks("ablation/{task_model}")
     wildcard_constraints:
-        task_model=one_of([ABLATION_PLAN["task_model"]] if PLAN.ablation else []),
+        task_model=one_of(TASK_MODELS),
     priority: CHAIN_PRIORITY
     conda:
         ENV
@@ -53,16 +46,16 @@ rule ablation:
         mem_mb=2000,  # measured: 0.93 GB peak for the MiniLM-L6 tagger
     params:
         task=ABLATION["task"],
-        base=ABLATION_PLAN.get("base"),
-        spec=ABLATION_PLAN.get("spec"),
-        types_source=ABLATION_PLAN.get("types_source"),
-        types_own=ABLATION_PLAN.get("types_own"),
-        corpus=ABLATION_PLAN.get("corpus"),
+        base=ablation_plan("base"),
+        spec=ablation_plan("spec"),
+        types_source=ablation_plan("types_source"),
+        types_own=ablation_plan("types_own"),
+        corpus=ablation_plan("corpus"),
         split=ABLATION["split"],
         renormalise=ABLATION["renormalise"],
         batch_size=ABLATION["batch_size"],
         max_examples=ABLATION["max_examples"],
-        max_length=ABLATION_PLAN.get("max_length"),
+        max_length=ablation_plan("max_length"),
         squad=ABLATION["squad"],
     script:
         "../scripts/ablation_grid.py"
@@ -73,18 +66,13 @@ rule ablation_claims:
         table=rules.ablation.output.table,
         code=code("ablation_claims.py"),
     output:
-        result(
-            "ablation",
-            f"{RESULTS}/{{task_model}}/ablation/paper_claims.csv",
-            caption="../report/ablation_claims.rst",
-            labels={"model": "{task_model}", "result": "claims vs paper"},
-        ),
+        ABLATIONS.claims("paper_claims.csv", "ablation_claims", "claims vs paper"),
     log:
-        f"{LOGS}/ablation/{{task_model}}.claims.log",
+        logs("ablation/{task_model}.claims"),
     benchmark:
-        f"{LOGS}/benchmarks/ablation/{{task_model}}.claims.tsv"
+        benchmarks("ablation/{task_model}.claims")
     wildcard_constraints:
-        task_model=one_of([ABLATION_PLAN["task_model"]] if PLAN.ablation else []),
+        task_model=one_of(TASK_MODELS),
     conda:
         ENV
     script:

@@ -1,13 +1,21 @@
 # The head atlas (issue 22): results/<m>/heads.csv joins, one row per (weighting, layer, head),
-# every per-head table the run writes for model <m> (headatlas.report.atlas; nothing is recomputed), with
-# its column dictionary heads_columns.csv; results/atlas.html shows every model's heads (a grid
-# coloured by any column, a sortable table, one card per head with its attention on a few real
-# examples read from the kept stores). The tables are found among the other analyses' final
-# targets when the DAG is built (headatlas.report.atlas.AtlasPlan), so an analysis a config leaves out
-# leaves its columns out.
-from headatlas.report.atlas import PAGE_OPTIONS, AtlasPlan
+# every per-head table the run writes for model <m> (headatlas.report.atlas; nothing is
+# recomputed), with its column dictionary heads_columns.csv; results/atlas.html shows every
+# model's heads (a grid coloured by any column, a sortable table, one card per head with its
+# attention on a few real examples read from the kept stores). The tables are the results the
+# other rules declare with heads="<module>:<table>" (common.smk), found when the DAG is built, so
+# an analysis a config leaves out leaves its columns out.
+from headatlas.report.atlas import PAGE_OPTIONS, AtlasPlan, Declaration, HeadTable
 
-ATLAS = AtlasPlan(FINAL_TARGETS, PLAN, MODELS, CORPORA, runs_here, store_shards)
+ATLAS = AtlasPlan(
+    PLAN,
+    MODELS,
+    CORPORA,
+    declared_heads,
+    lambda model: planned_heads().get(model, []),
+    planned_paths,
+    store_shards,
+)
 ATLAS_REPORT = {"category": "Head atlas", "subcategory": "{model}"}
 # The page's examples (PAGE_OPTIONS): per (model, corpus) 2, each at most 40 words. The page's
 # size is about models with stores x corpora x examples x layers x heads x 2 weightings x
@@ -16,8 +24,8 @@ ATLAS_REPORT = {"category": "Head atlas", "subcategory": "{model}"}
 
 rule atlas_heads:
     input:
-        tables=lambda wildcards: ATLAS.tables(wildcards.model),
-        code=code("atlas_heads.py"),
+        tables=lambda wildcards: ATLAS.inputs(wildcards.model),
+        code=lambda wildcards: code("atlas_heads.py", *ATLAS.modules()),
     output:
         heads=report(
             f"{RESULTS}/{{model}}/heads.csv",
@@ -32,14 +40,16 @@ rule atlas_heads:
             **ATLAS_REPORT,
         ),
     log:
-        f"{LOGS}/atlas/{{model}}/heads.log",
+        logs("atlas/{model}/heads"),
     benchmark:
-        f"{LOGS}/benchmarks/atlas/{{model}}/heads.tsv"
+        benchmarks("atlas/{model}/heads")
     wildcard_constraints:
         model=one_of(ATLAS.candidates),
     conda:
         ENV
     params:
+        tables=lambda wildcards: [vars(t) for t in ATLAS.tables(wildcards.model)],
+        declared=lambda wildcards: [vars(d) for d in declared_heads()],
         results=lambda wildcards, output: str(Path(output.heads).parents[1]),
     script:
         "../scripts/atlas_heads.py"
@@ -58,9 +68,9 @@ rule atlas_page:
         # links to it, beside the report in the results folder.
         f"{RESULTS}/atlas.html",
     log:
-        f"{LOGS}/atlas/page.log",
+        logs("atlas/page"),
     benchmark:
-        f"{LOGS}/benchmarks/atlas/page.tsv"
+        benchmarks("atlas/page")
     conda:
         ENV
     params:

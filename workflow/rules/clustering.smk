@@ -3,79 +3,54 @@
 # square table. Options: `clustering:` in the config schema. Under each weighting: clustering/
 # (attention weights) and clustering-norm/ (Kobayashi's norm weighting).
 CLUSTERING = config["clustering"]
-CLUSTERING_DIR = f"{RESULTS}/{{model}}/{{corpus}}/clustering{{weighting}}"
-targets(
+HEAD_CLUSTERS = Results(
     "clustering",
+    f"{RESULTS}/{{model}}/{{corpus}}/clustering{{weighting}}",
     category="Head clustering (Clark §6)",
     corpus=[PLAN.surface_corpus] if PLAN.surface_corpus is not None else [],
 )
 
 
-rule clustering_distances:
+use rule store_analysis as clustering_distances with:
     input:
         stores=stores,
-        code=code("clustering_distances.py"),
+        code=analysis_code("clustering"),
     output:
-        result(
-            "clustering",
-            f"{CLUSTERING_DIR}/distances.csv",
-            caption="../report/clustering_distances.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                result="head distances (JS)",
-            ),
-            final=False,
+        table=HEAD_CLUSTERS.table(
+            "distances.csv", "clustering_distances", "head distances (JS)", final=False
         ),
     log:
-        f"{LOGS}/clustering{{weighting}}/{{model}}/{{corpus}}/distances.log",
+        logs("clustering{weighting}/{model}/{corpus}/distances"),
     benchmark:
-        f"{LOGS}/benchmarks/clustering{{weighting}}/{{model}}/{{corpus}}/distances.tsv"
-    conda:
-        ENV
+        benchmarks("clustering{weighting}/{model}/{corpus}/distances")
     resources:
         mem_mb=1000,
     params:
-        average=CLUSTERING["average"],
-        smoothing=CLUSTERING["smoothing"],
+        module="clustering",
+        analysis="head_distances",
+        options={k: CLUSTERING[k] for k in ("average", "smoothing")},
         max_examples=CLUSTERING["max_examples"],
-        weighting=weighting,
-    script:
-        "../scripts/clustering_distances.py"
 
 
 rule clustering_mds:
     input:
         unpack(surface_tables),
-        distances=rules.clustering_distances.output[0],
+        distances=rules.clustering_distances.output.table,
         stores=stores,
         code=code("clustering_mds.py"),
     output:
-        coordinates=result(
-            "clustering",
-            f"{CLUSTERING_DIR}/coordinates.csv",
-            caption="../report/clustering_mds.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                result="MDS coordinates",
-            ),
+        coordinates=HEAD_CLUSTERS.heads(
+            "coordinates.csv",
+            "headatlas.analyses.clustering:coordinates",
+            "clustering_mds",
+            "MDS coordinates",
             final=False,
         ),
-        figure=figure(
-            "clustering",
-            f"{CLUSTERING_DIR}/mds.svg",
-            caption="../report/clustering_mds.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                result="Fig. 6: heads in 2-D",
-            ),
-        ),
+        figure=HEAD_CLUSTERS.figure("mds.svg", "clustering_mds", "Fig. 6: heads in 2-D"),
     log:
-        f"{LOGS}/clustering{{weighting}}/{{model}}/{{corpus}}/mds.log",
+        logs("clustering{weighting}/{model}/{corpus}/mds"),
     benchmark:
-        f"{LOGS}/benchmarks/clustering{{weighting}}/{{model}}/{{corpus}}/mds.tsv"
+        benchmarks("clustering{weighting}/{model}/{corpus}/mds")
     conda:
         ENV
     params:
@@ -89,34 +64,20 @@ rule clustering_mds:
 
 rule clustering_structure:
     input:
-        distances=rules.clustering_distances.output[0],
+        distances=rules.clustering_distances.output.table,
         coordinates=rules.clustering_mds.output.coordinates,
         code=code("clustering_structure.py"),
     output:
-        structure=result(
-            "clustering",
-            f"{CLUSTERING_DIR}/structure.csv",
-            caption="../report/clustering_structure.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                result="within vs between layers",
-            ),
+        structure=HEAD_CLUSTERS.table(
+            "structure.csv", "clustering_structure", "within vs between layers"
         ),
-        claims=result(
-            "clustering",
-            f"{CLUSTERING_DIR}/paper_claims.csv",
-            caption="../report/clustering_structure.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                result="paper vs ours",
-            ),
+        claims=HEAD_CLUSTERS.claims(
+            "paper_claims.csv", "clustering_structure", "paper vs ours"
         ),
     log:
-        f"{LOGS}/clustering{{weighting}}/{{model}}/{{corpus}}/structure.log",
+        logs("clustering{weighting}/{model}/{corpus}/structure"),
     benchmark:
-        f"{LOGS}/benchmarks/clustering{{weighting}}/{{model}}/{{corpus}}/structure.tsv"
+        benchmarks("clustering{weighting}/{model}/{corpus}/structure")
     conda:
         ENV
     params:

@@ -1,15 +1,19 @@
-# Helpers shared by the rules: the checked config's plan, paths, code inputs, the final targets.
-# Every value a rule needs is config[...] (defaults filled from the schema) or PLAN (derived,
-# in headatlas.pipeline.config, unit-tested); rules compute nothing themselves.
+# Helpers shared by the rules: the checked config's plan, paths, code inputs, result declarations
+# and the template of a store analysis. Every value a rule needs is config[...] (defaults filled
+# from the schema) or PLAN (derived in headatlas.pipeline.plan, unit-tested); rules compute
+# nothing themselves.
 import functools
 import hashlib
 import itertools
 import re
+from dataclasses import dataclass
 
 from snakemake.logging import logger
 
+from headatlas.corpora.prepare import source_files
 from headatlas.encoders.capabilities import model_folder
-from headatlas.pipeline.codedeps import code_files
+from headatlas.pipeline.codedeps import code_files, module_file
+from headatlas.pipeline.config import format_name
 from headatlas.pipeline.fingerprints import (
     DigestCache,
     folder_files,
@@ -17,10 +21,8 @@ from headatlas.pipeline.fingerprints import (
     write_fingerprint,
     write_if_changed,
 )
-from headatlas.pipeline.config import format_name, plan
-from headatlas.corpora.prepare import source_files
+from headatlas.pipeline.plan import plan
 from headatlas.plots.files import figure_files
-from headatlas.report.scorecard import is_claims_file
 from headatlas.weightings import SUFFIX_PATTERN, weighting_of_suffix
 
 PLAN = plan(config)
@@ -61,6 +63,16 @@ def one_of(names):
     return "|".join(map(re.escape, names)) if names else "(?!x)x"
 
 
+def logs(name):
+    """A job's log, ``<logs>/<name>.log`` (``name`` holds the rule's wildcards)."""
+    return f"{LOGS}/{name}.log"
+
+
+def benchmarks(name):
+    """A job's time and memory, ``<logs>/benchmarks/<name>.tsv``."""
+    return f"{LOGS}/benchmarks/{name}.tsv"
+
+
 # One small file per script (and modules it runs by name) stands for its code inputs: the sha256
 # of every library file it imports, transitively. It is rewritten when the Snakefile is parsed
 # and one of those files changed, with the newest file's mtime, so editing a module reruns
@@ -76,10 +88,21 @@ def code(script, *modules):
         Path(f) for f in code_files(WORKFLOW_DIR / "scripts" / script, LIBRARY, modules)
     ]
     digest = "".join(f"{file_sha256(f)}  {f.relative_to(LIBRARY)}\n" for f in files)
-    target = CODE_DIGESTS / f"{'+'.join([Path(script).stem, *modules])}.sha256"
+    name = "+".join([Path(script).stem, *modules])
+    if len(name) > 120:  # many modules (the atlas): name them by a digest of their list
+        name = f"{Path(script).stem}+{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+    target = CODE_DIGESTS / f"{name}.sha256"
     newest = max((f.stat().st_mtime_ns for f in files), default=0)
     write_if_changed(target, digest, mtime_ns=newest)
     return str(target)
+
+
+def analysis_code(module):
+    """The code input of a store analysis run by the generic script (the template store_analysis):
+    headatlas.analyses.<module> and its figures, headatlas.plots.<module> (where there are).
+    """
+    modules = [f"headatlas.{p}.{module}" for p in ("analyses", "plots")]
+    return code("analysis.py", *(m for m in modules if module_file(m, LIBRARY)))
 
 
 @functools.cache  # read once per parse: scripts share most of their library files
@@ -87,8 +110,8 @@ def file_sha256(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-# Content fingerprints of what comes from outside the workflow (headatlas.pipeline.fingerprints): a corpus
-# file or model edited and given an old mtime (cp -p, rsync -a) still reruns what it feeds.
+# Content fingerprints of what comes from outside the workflow (headatlas.pipeline.fingerprints):
+# a corpus file or model edited and given an old mtime (cp -p, rsync -a) still reruns what it feeds.
 FINGERPRINTS = Path(".snakemake", "headatlas", "fingerprints")
 DIGESTS = DigestCache(FINGERPRINTS)
 
@@ -137,15 +160,6 @@ def model_inputs(wildcards):
     return loaded_from(wildcards.model)
 
 
-def task_model_inputs(wildcards):
-    """The ablation's task model: the fine-tuned tagger's config.json, or what the configured
-    (SQuAD) model is loaded from."""
-    task = PLAN.ablation["task_model"]
-    if PLAN.ablation["model_inputs"] or task not in MODELS:
-        return PLAN.ablation["model_inputs"]
-    return loaded_from(task)
-
-
 def corpus_file(wildcards):
     """The prepared corpus an extraction reads; segments/documents are per model (tokenizer)."""
     if CORPORA[wildcards.corpus]["kind"] in ("segments", "documents"):
@@ -164,56 +178,10 @@ def stores(wildcards):
     return store_shards(wildcards.model, wildcards.corpus)
 
 
-# The surface tables (one per analysis; the schema lists them): read by later analyses too,
-# under the same weighting.
-SURFACE_DIR = f"{RESULTS}/{{model}}/{{corpus}}/surface{{weighting}}"
-SURFACE_TABLES = list(config["surface"]["options"])
-SURFACE_TABLE = f"{SURFACE_DIR}/{{analysis}}.csv"
-
-
-def surface_tables(wildcards):
-    folder = {k: getattr(wildcards, k) for k in ("model", "corpus", "weighting")}
-    return {
-        name: SURFACE_TABLE.format(analysis=name, **folder) for name in SURFACE_TABLES
-    }
-
-
-# Probes read word-level attention caches; 'random_attn_glove' reads the random twin's.
-PROBES_FEATURES = f"{RESULTS}/{{model}}/{{corpus}}/probes/features.h5"
-
-
-def probe_attention(wildcards):
-    """The model whose attention a probe reads."""
-    if wildcards.probe == "random_attn_glove":
-        return config["probes"]["random_model"]
-    return wildcards.model
-
-
-def probe_features(model, corpora):
-    return [PROBES_FEATURES.format(model=model, corpus=c) for c in corpora]
-
-
-def probes_entropy(model):
-    """The surface entropy table of `model`, when there is a surface corpus: Table 3 puts it
-    beside the rows reading its attention (a random twin with uniform maps says nothing).
-    """
-    return optional(
-        PLAN.surface_corpus
-        and SURFACE_TABLE.format(
-            model=model, corpus=PLAN.surface_corpus, weighting="", analysis="entropy"
-        )
-    )
-
-
 def optional(path):
     """An input that may be absent: a list of one path or none, which the script reads as
     ``input.<name>[0]`` when given (a lone path would reach it as a str)."""
     return [path] if path else []
-
-
-def patterns_corpora(model):
-    """The corpora of `patterns.corpora` that are extracted for ``model``."""
-    return [c for c in PLAN.patterns_corpora if PLAN.runs_on(model, c)]
 
 
 # The fine-tuned task model's chain (finetune -> its stores, head types, patterns -> ablation,
@@ -228,26 +196,41 @@ def chain_priority(wildcards):
     return CHAIN_PRIORITY if job in PLAN.task_chain else 0
 
 
-# Results are declared once, where their rules write them: ``result(analysis, path, ...)`` in
-# an `output:` makes the path a report entry (unless ``in_report=False``) and a final output of
-# the analysis (unless ``final=False``). ``targets(analysis, ...)``, once per rules file, gives the
-# analysis's report category and the values of its paths' wildcards for a model; {model} is the
-# model and {weighting} each of its suffixes (PLAN.suffixes). Downstream rules read
-# ``rules.<rule>.output.<name>``. FINAL_TARGETS: analysis -> (model -> [final outputs]).
-FINAL_TARGETS = {}
+# --- results, declared once where their rules write them --------------------------------------
+# ``result(analysis, path, ...)`` in an `output:` makes the path a report entry (unless
+# ``in_report=False``) and a final output of the analysis (unless ``final=False``), and says
+# what it is: a table, a per-head table of the head atlas (``heads="<module>:<table>"``, the
+# module's ATLAS entry), ``claims(...)`` a claims table of the scorecard, ``figure(...)`` a
+# figure. ``targets(analysis, ...)``, once per rules file, gives the analysis's report category
+# and the values of its paths' wildcards for a model; {model} is the model and {weighting} each
+# of its suffixes (PLAN.suffixes). The atlas and the scorecard read these declarations, never
+# paths; downstream rules read ``rules.<rule>.output.<name>``.
+TABLE, HEADS, CLAIMS, FIGURE = "table", "heads", "claims", "figure"
 ANALYSES = {}  # analysis -> its declaration: report category, wildcard values, results
-# The caption of a result that brings none of its own: which rule, model and corpus wrote it.
-DEFAULT_CAPTION = "../report/result.rst"
+FINAL_TARGETS = {}  # analysis -> (model -> [final outputs])
 # (CSV path pattern, its report entry) of the results declared ``as_table``: rule table_page
-# writes each as <path>.html, in the CSV's report category (headatlas.report.htmltable).
+# writes each as <path>.html, in the CSV's report category (headatlas.report.tablepages).
 TABLE_PAGES = []
+REPORT = "../report"  # captions: <name> is ../report/<name>.rst
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One declared result: its analysis, path pattern, kind, atlas entry and finality."""
+
+    analysis: str
+    pattern: str
+    kind: str = TABLE
+    heads: str | None = None  # "<dotted module>:<table>" of a per-head table
+    final: object = True  # True, False, or a function of the model
+    companions: tuple = ()  # other files of its folder the atlas entry's reader reads
 
 
 def targets(name, /, category=None, subcategory="{model}", where=None, **values):
     """Declare analysis ``name``. ``values``: wildcard -> list, or function of the model giving
     one (an empty list: nothing for that model); ``where(wildcards)`` (a dict of a path's
-    wildcards) may drop a combination. Its final outputs for a model are its final results' paths, each expanded over
-    the wildcards it names."""
+    wildcards) may drop a combination. Its final outputs for a model are its final results'
+    paths, each expanded over the wildcards it names."""
     ANALYSES[name] = {
         "report": {"category": category or name, "subcategory": subcategory},
         "values": values,
@@ -257,33 +240,45 @@ def targets(name, /, category=None, subcategory="{model}", where=None, **values)
     FINAL_TARGETS[name] = lambda model: final_outputs(name, model)
 
 
+def caption_file(caption):
+    """A caption given by name (``"surface_table"``) or as a path."""
+    return caption if caption.endswith(".rst") else f"{REPORT}/{caption}.rst"
+
+
 def result(
     analysis,
     path,
-    caption=DEFAULT_CAPTION,
+    caption="result",
     labels=None,
     category=None,
     subcategory=None,
     final=True,
     in_report=True,
     as_table=False,
+    heads=None,
+    kind=TABLE,
+    companions=(),
 ):
-    """``path`` as a rule's output: registered as a final output of ``analysis`` (``final``:
-    True, False, or a function of the model) and returned as a report entry with ``caption``
-    and ``labels`` (default: the path's wildcards and file name), in the analysis's category
-    unless ``category``/``subcategory`` are given; or as the plain path (``in_report=False``).
+    """``path`` as a rule's output: declared a result of ``analysis`` (a table; ``heads``: a
+    per-head table with that atlas entry) and returned as a report entry with ``caption`` (a
+    name under workflow/report/) and ``labels`` (default: the path's wildcards and file name),
+    in the analysis's category unless ``category``/``subcategory`` are given; or as the plain
+    path (``in_report=False``). ``final``: True, False, or a function of the model.
     ``as_table``: a CSV also shown as a table in the report, ``<path>.html`` (rule table_page).
+    ``companions``: the other files of its folder a per-head table's atlas reader reads.
     """
     declared = ANALYSES[analysis]
-    if final:
-        declared["results"].append((path, final))
+    kind = HEADS if heads else kind
+    declared["results"].append(
+        Declared(analysis, path, kind, heads, final, tuple(companions))
+    )
     if labels is None:
         labels = {
             **{w: f"{{{w}}}" for w in wildcard_names(path)},
             "result": Path(path).name,
         }
     entry = {
-        "caption": caption,
+        "caption": caption_file(caption),
         "labels": labels,
         "category": category or declared["report"]["category"],
         "subcategory": subcategory or declared["report"]["subcategory"],
@@ -291,12 +286,16 @@ def result(
     if as_table:
         TABLE_PAGES.append((path, entry))
         if final:
-            declared["results"].append((f"{path}.html", final))
+            declared["results"].append(
+                Declared(analysis, f"{path}.html", TABLE, None, final)
+            )
     return report(path, **entry) if in_report else path
 
 
-def wildcard_names(path):
-    return list(dict.fromkeys(re.findall(r"{(\w+)(?:,[^}]*)?}", path)))
+def claims(analysis, path, **entry):
+    """A claims table (headatlas.claims.Claim rows) as a rule's output: ``result`` of kind
+    claims, which the scorecard collects for every model."""
+    return result(analysis, path, kind=CLAIMS, **entry)
 
 
 def figure(analysis, path, **entry):
@@ -307,45 +306,124 @@ def figure(analysis, path, **entry):
     """
     primary, *copies = figure_files(path, config["plots"]["formats"])
     final = entry.get("final", True)
-    return [result(analysis, primary, **entry)] + [
-        result(analysis, copy, final=final, in_report=False) for copy in copies
+    return [result(analysis, primary, kind=FIGURE, **entry)] + [
+        result(analysis, copy, kind=FIGURE, final=final, in_report=False)
+        for copy in copies
     ]
 
 
-def final_outputs(analysis, model):
-    """The final outputs of ``analysis`` for ``model``: its results expanded over the values of
-    their wildcards, {weighting} outermost, then in the order `targets` gives them."""
+class Results:
+    """One analysis's results, declared in its rules file: ``targets`` (report category, the
+    values of its paths' wildcards) and a folder, so each output is one line:
+    ``.table(file, caption, label)``, ``.heads(file, spec, caption, label)``, ``.claims(...)``,
+    ``.figure(...)`` (``result``, ``claims`` and ``figure`` with the path in the folder; any of
+    their other arguments as keywords). ``labels(text)`` gives a result's report labels from its
+    label text (by default the folder's model and corpus and ``result: text``, with the
+    weighting beside them when the folder has one); ``entry`` holds arguments every result of
+    the folder shares (e.g. ``final``)."""
+
+    def __init__(self, name, folder, labels=None, entry=None, **declaration):
+        targets(name, **declaration)
+        self.name, self.folder = name, folder
+        self.labels, self.entry = labels or self.default_labels, entry or {}
+
+    def at(self, folder, labels=None, **entry):
+        """The same analysis's results in another folder (declared once, by this one)."""
+        other = object.__new__(Results)
+        other.name, other.folder = self.name, folder
+        other.labels, other.entry = labels or other.default_labels, entry
+        return other
+
+    def default_labels(self, text):
+        labels = {
+            w: f"{{{w}}}" for w in ("model", "corpus") if f"{{{w}}}" in self.folder
+        }
+        labels["result"] = text
+        return labelled(**labels) if "{weighting}" in self.folder else labels
+
+    def _entry(self, caption, label, entry):
+        entry = {**self.entry, **entry, "caption": caption}
+        if label is not None:
+            entry["labels"] = (
+                label
+                if callable(label) or isinstance(label, dict)
+                else self.labels(label)
+            )
+        return entry
+
+    def table(self, file, caption="result", label=None, **entry):
+        return result(
+            self.name, f"{self.folder}/{file}", **self._entry(caption, label, entry)
+        )
+
+    def heads(self, file, spec, caption="result", label=None, **entry):
+        return self.table(file, caption, label, heads=spec, **entry)
+
+    def claims(self, file, caption="result", label=None, **entry):
+        return claims(
+            self.name, f"{self.folder}/{file}", **self._entry(caption, label, entry)
+        )
+
+    def figure(self, file, caption="result", label=None, **entry):
+        return figure(
+            self.name, f"{self.folder}/{file}", **self._entry(caption, label, entry)
+        )
+
+
+def wildcard_names(path):
+    return list(dict.fromkeys(re.findall(r"{(\w+)(?:,[^}]*)?}", path)))
+
+
+def planned_results(analysis, model, finals_only=True):
+    """(path, Declared, wildcards) of ``analysis``'s results for ``model``: each result expanded
+    over the values of its wildcards, {weighting} outermost, then in the order `targets` gives
+    them; its final ones, or (``finals_only=False``) every declared one."""
     declared = ANALYSES[analysis]
     values = {"model": [model], "weighting": PLAN.suffixes(model)}
     for key, given in declared["values"].items():
         values[key] = given(model) if callable(given) else given
     where = declared["where"] or (lambda wildcards: True)
-    paths = []
-    for path, final in declared["results"]:
-        if callable(final) and not final(model):
+    found = []
+    for item in declared["results"]:
+        final = item.final(model) if callable(item.final) else item.final
+        if finals_only and not final:
             continue
-        names = [key for key in values if key in wildcard_names(path)]
+        names = [key for key in values if key in wildcard_names(item.pattern)]
         for combination in itertools.product(*(values[key] for key in names)):
             wildcards = dict(zip(names, combination))
             if where(wildcards):
-                paths.append(path.format(**wildcards))
-    return paths
+                found.append((item.pattern.format(**wildcards), item, wildcards))
+    return found
+
+
+def final_outputs(analysis, model):
+    """The final outputs of ``analysis`` for ``model`` (:func:`planned_results`)."""
+    return [path for path, _, _ in planned_results(analysis, model)]
 
 
 def all_outputs():
     """Every final output, once (targets shared by all models, e.g. the scorecard, appear once),
     except those of a corpus restricted to other models and of analyses a model's `analyses`
     does not ask for."""
-    return list(
-        dict.fromkeys(
-            path
-            for model in MODELS
-            for analysis, targets in FINAL_TARGETS.items()
-            if PLAN.asks(model, analysis)
-            for path in targets(model)
-            if runs_here(model, path)
-        )
-    )
+    return list(dict.fromkeys(path for path, _ in all_results()))
+
+
+def all_results():
+    """(path, Declared) of every final output of every analysis (atlas included), as
+    :func:`all_outputs` lists them."""
+    found = []
+    for model in MODELS:
+        for analysis, outputs in FINAL_TARGETS.items():
+            if not PLAN.asks(model, analysis):
+                continue
+            declared = planned_results(analysis, model) if analysis in ANALYSES else []
+            kinds = {path: item for path, item, _ in declared}
+            found += [
+                (path, kinds.get(path))
+                for path in outputs(model)
+                if runs_here(model, path)
+            ]
+    return found
 
 
 def runs_here(model, path):
@@ -354,6 +432,243 @@ def runs_here(model, path):
 
 
 def claims_files(wildcards):
-    """Every claims table (paper_claims.csv) the included analyses write, for every model; read at
-    DAG time, so analyses included after the scorecard's rules join it too."""
-    return [path for path in all_outputs() if is_claims_file(path)]
+    """Every claims table the included analyses declare, for every model; read when the DAG is
+    built, so analyses included after the scorecard's rules join it too."""
+    return list(
+        dict.fromkeys(
+            path for path, item in all_results() if item and item.kind == CLAIMS
+        )
+    )
+
+
+def output_of(rule, name, **wildcards):
+    """The path of output ``name`` of ``rule`` for these wildcards: a result's path is written
+    once, in its rule, and read from there (when the DAG is built: any rules file may define it).
+    """
+    return getattr(getattr(rules, rule).output, name).format(**wildcards)
+
+
+def surface_tables(wildcards):
+    """The three surface tables of the job's model, corpus and weighting (read by clustering,
+    the attention lines and the claims)."""
+    folder = {k: getattr(wildcards, k) for k in ("model", "corpus", "weighting")}
+    return {
+        name: output_of("surface_table", "table", analysis=name, **folder)
+        for name in config["surface"]["options"]
+    }
+
+
+# --- coreference (coref.smk) -----------------------------------------------------------------------
+
+
+def coref_selection(wildcards):
+    """Windows over part of a treebank: the mentions of its truncated twin, on which the
+    held-out head may be chosen (attention weights), or none."""
+    twin = PLAN.coref_selection.get(wildcards.corpus)
+    if twin is None:
+        return []
+    at = {"model": wildcards.model, "corpus": twin, "weighting": ""}
+    return [rules.coref_mentions.output.mentions.format(**at)]
+
+
+# --- the attention patterns (patterns.smk) ---------------------------------------------------------
+
+
+def patterns_corpora(model):
+    """The corpora of `patterns.corpora` that are extracted for ``model``."""
+    return [c for c in PLAN.patterns_corpora if PLAN.runs_on(model, c)]
+
+
+def pattern_tables(wildcards):
+    """The per-head pattern tables of the model's corpora, and its head types on the surface
+    corpus when the patterns were classified there (the cross-tabulation)."""
+    corpora = patterns_corpora(wildcards.model)
+    at = {"model": wildcards.model, "weighting": ""}
+    return {
+        "heads": [
+            output_of("patterns_heads", "heads", corpus=c, **at) for c in corpora
+        ],
+        "types": optional(
+            PLAN.surface_corpus in corpora
+            and output_of(
+                "headtypes_cluster", "features", corpus=PLAN.surface_corpus, **at
+            )
+        ),
+    }
+
+
+# --- the probes (probes.smk) -----------------------------------------------------------------------
+
+
+def probe_attention(wildcards):
+    """The model whose attention a probe reads ('random_attn_glove': the random twin's)."""
+    if wildcards.probe == "random_attn_glove":
+        return PROBES["random_model"]
+    return wildcards.model
+
+
+def probe_features(model, corpora):
+    return [PROBES_FEATURES.format(model=model, corpus=c) for c in corpora]
+
+
+def probes_entropy(model):
+    """The surface entropy table of `model`, when there is a surface corpus: Table 3 puts it
+    beside the rows reading its attention (a random twin with uniform maps says nothing).
+    """
+    if PLAN.surface_corpus is None:
+        return []
+    return [
+        output_of(
+            "surface_table",
+            "table",
+            model=model,
+            corpus=PLAN.surface_corpus,
+            weighting="",
+            analysis="entropy",
+        )
+    ]
+
+
+# --- the ablation's task model and head types (ablation.smk) ---------------------------------------
+
+
+def task_model_inputs(wildcards):
+    """What the task model is loaded from: the fine-tuned tagger's config.json, or what the
+    configured (SQuAD) model is loaded from."""
+    task = PLAN.ablation
+    if task.model_inputs or task.task_model not in MODELS:
+        return list(task.model_inputs)
+    return loaded_from(task.task_model)
+
+
+def ablation_types(wildcards):
+    """The head types the ablation reads: a table given by hand, or the headtypes analysis of
+    the plan's model on its corpus (the attention weights' view)."""
+    task = PLAN.ablation
+    return task.types_csv or output_of(
+        "headtypes_cluster",
+        "features",
+        model=task.types_model,
+        corpus=task.types_corpus,
+        weighting="",
+    )
+
+
+def ablation_plan(attribute):
+    """A param read from PLAN.ablation when a job needs it (the plan is None when off)."""
+    return lambda wildcards: getattr(PLAN.ablation, attribute)
+
+
+# --- which heads matter: the tables beside the importance (importance.smk) -------------------------
+
+
+def importance_tables(wildcards=None):
+    """The task model's head types and patterns set beside its importance (those planned):
+    {"types": [...], "patterns": [...]}, each a list of one table or none."""
+    task = PLAN.importance
+    at = {"model": task.task_model, "weighting": ""}
+    return {
+        "types": optional(
+            task.types_corpus
+            and output_of(
+                "headtypes_cluster", "features", corpus=task.types_corpus, **at
+            )
+        ),
+        "patterns": optional(
+            task.patterns_corpus
+            and output_of("patterns_heads", "heads", corpus=task.patterns_corpus, **at)
+        ),
+    }
+
+
+def importance_output(name, file, label):
+    """Output ``name`` of the importance rule, a figure, the claims, the per-head table of the head
+    atlas, or a table."""
+    if file.endswith(".svg"):
+        return HEADS_MATTER.figure(file, "importance", label)
+    if name == "claims":
+        return HEADS_MATTER.claims(file, "importance", label)
+    if name == "heads":
+        return HEADS_MATTER.heads(
+            file, "headatlas.interventions.importance:heads", "importance", label
+        )
+    return HEADS_MATTER.table(file, "importance", label)
+
+
+# --- the cross-model comparisons (scorecard.smk) ---------------------------------------------------
+
+
+def compared(name, caption, label, final):
+    """A cross-model table (a file) and its figure (a report entry), in results/compare/."""
+    return {
+        "table": COMPARED.table(f"{name}.csv", final=final, in_report=False),
+        "figure": COMPARED.figure(f"{name}.svg", caption, label, final=final),
+    }
+
+
+# --- the head atlas: its tables, found from the declarations (atlas.smk) ---------------------------
+
+
+def declared_heads():
+    """Every per-head table the rules declare."""
+    return [
+        Declaration(item.pattern, item.heads, item.analysis, item.companions)
+        for declared in ANALYSES.values()
+        for item in declared["results"]
+        if item.kind == HEADS
+    ]
+
+
+@functools.cache
+def planned_paths():
+    """Every final output of every model's analyses but the atlas, and the tables the task
+    model's importance reads (written although its `analyses` may not ask for them)."""
+    paths = [
+        path
+        for model in MODELS
+        for analysis in ANALYSES
+        if PLAN.asks(model, analysis)
+        for path in final_outputs(analysis, model)
+        if runs_here(model, path)
+    ]
+    if PLAN.importance:
+        paths += [path for paths in importance_tables().values() for path in paths]
+    return list(dict.fromkeys(paths))
+
+
+def unconstrained(pattern):
+    """An output pattern without its wildcards' constraints ({model,a|b} -> {model})."""
+    return re.sub(r"{(\w+),[^}]*}", r"{\1}", str(pattern))
+
+
+@functools.cache
+def planned_heads():
+    """model -> the per-head tables the run writes for it: each declared one that a planned job
+    writes or reads (found through the rules that write the planned outputs, with their own
+    wildcards), so a table built only for a later rule (gradients' heads.csv, read by the
+    figure's rule) joins the atlas as one built beside a final figure does."""
+    declared = {d.pattern: d for d in declared_heads()}
+    touching = {}  # a rule -> the declared tables among its outputs and (fixed) inputs
+    for each in workflow.rules:
+        files = [*each.output, *(f for f in each.input if isinstance(f, str))]
+        found = [declared[p] for p in map(unconstrained, files) if p in declared]
+        if found:
+            touching[each] = found
+    tables = {}
+    for path in planned_paths():
+        for writer, items in touching.items():
+            if not writer.is_producer(path):
+                continue
+            values = dict(writer.get_wildcards(path))
+            for item in items:
+                try:
+                    table = item.pattern.format(**values)
+                    spec = item.spec.format(**values)
+                except KeyError:  # read with fewer wildcards than it is written with
+                    continue
+                owner = values.get("model", values.get("task_model"))
+                tables.setdefault(owner, {}).setdefault(
+                    table,
+                    HeadTable(table, spec, item.analysis, values, item.companions),
+                )
+    return {model: list(found.values()) for model, found in tables.items()}

@@ -2,8 +2,14 @@
 # coref_mentions streams the store once (the heavy step); coref_accuracy only reads its table.
 # Under each weighting: coref/ (attention weights) and coref-norm/ (Kobayashi's norm weighting).
 COREF = config["coref"]
-COREF_DIR = f"{RESULTS}/{{model}}/{{corpus}}/coref{{weighting}}"
-targets("coref", category="Coreference (Clark §4.3)", corpus=PLAN.documents)
+COREFERENCE = Results(
+    "coref",
+    f"{RESULTS}/{{model}}/{{corpus}}/coref{{weighting}}",
+    labels=lambda text: labelled(model="{model}", corpus="{corpus}", table=text),
+    category="Coreference (Clark §4.3)",
+    corpus=PLAN.documents,
+)
+DOCUMENTS = {"corpus": one_of(PLAN.documents)}
 
 
 rule coref_mentions:
@@ -13,34 +19,22 @@ rule coref_mentions:
         sentences=lambda wc: f"{DATA}/corpora/{CORPORA[wc.corpus]['from']}.jsonl",
         code=code("coref_mentions.py"),
     output:
-        mentions=result(
-            "coref",
-            f"{COREF_DIR}/mentions.csv",
-            caption="../report/coref_mentions.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                table="coref: per mention",
-            ),
+        mentions=COREFERENCE.table(
+            "mentions.csv",
+            "coref_mentions",
+            "coref: per mention",
             final=False,
             in_report=False,  # 0.6-0.7 MB per table: a file only, for the report's 15 MB budget
         ),
-        summary=result(
-            "coref",
-            f"{COREF_DIR}/summary_counts.csv",
-            caption="../report/coref_summary.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                table="coref: mention counts",
-            ),
+        summary=COREFERENCE.table(
+            "summary_counts.csv", "coref_summary", "coref: mention counts"
         ),
     log:
-        f"{LOGS}/coref{{weighting}}/{{model}}/{{corpus}}/mentions.log",
+        logs("coref{weighting}/{model}/{corpus}/mentions"),
     benchmark:
-        f"{LOGS}/benchmarks/coref{{weighting}}/{{model}}/{{corpus}}/mentions.tsv"
+        benchmarks("coref{weighting}/{model}/{corpus}/mentions")
     wildcard_constraints:
-        corpus=one_of(PLAN.documents),
+        **DOCUMENTS,
     conda:
         ENV
     params:
@@ -53,54 +47,30 @@ rule coref_mentions:
 rule coref_accuracy:
     input:
         mentions=rules.coref_mentions.output.mentions,
-        # windows over part of a treebank: the held-out head may be chosen on its truncated twin
-        selection=lambda wc: (
-            [
-                f"{RESULTS}/{wc.model}/{PLAN.coref_selection[wc.corpus]}/coref/mentions.csv"
-            ]
-            if wc.corpus in PLAN.coref_selection
-            else []
-        ),
+        selection=coref_selection,
         stores=stores,
         code=code("coref_accuracy.py"),
     output:
-        table=result(
-            "coref",
-            f"{COREF_DIR}/accuracy.csv",
-            caption="../report/coref_accuracy.rst",
-            as_table=True,
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                table="coref: Table 2",
-            ),
+        table=COREFERENCE.table(
+            "accuracy.csv", "coref_accuracy", "coref: Table 2", as_table=True
         ),
-        heads=result(
-            "coref",
-            f"{COREF_DIR}/head_accuracy.csv",
-            caption="../report/coref_heads.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                table="coref: per head",
-            ),
+        heads=COREFERENCE.heads(
+            "head_accuracy.csv",
+            "headatlas.analyses.coref:head_accuracy",
+            "coref_heads",
+            "coref: per head",
         ),
-        heatmap=figure(
-            "coref",
-            f"{COREF_DIR}/head_accuracy.svg",
-            caption="../report/coref_heads.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                figure="coref: per head",
-            ),
+        heatmap=COREFERENCE.figure(
+            "head_accuracy.svg",
+            "coref_heads",
+            labelled(model="{model}", corpus="{corpus}", figure="coref: per head"),
         ),
     log:
-        f"{LOGS}/coref{{weighting}}/{{model}}/{{corpus}}/accuracy.log",
+        logs("coref{weighting}/{model}/{corpus}/accuracy"),
     benchmark:
-        f"{LOGS}/benchmarks/coref{{weighting}}/{{model}}/{{corpus}}/accuracy.tsv"
+        benchmarks("coref{weighting}/{model}/{corpus}/accuracy")
     wildcard_constraints:
-        corpus=one_of(PLAN.documents),
+        **DOCUMENTS,
     conda:
         ENV
     params:
@@ -121,18 +91,13 @@ rule coref_claims:
         table=rules.coref_accuracy.output.table,
         code=code("coref_claims.py"),
     output:
-        result(
-            "coref",
-            f"{COREF_DIR}/paper_claims.csv",
-            caption="../report/coref_claims.rst",
-            labels=labelled(model="{model}", corpus="{corpus}", table="coref: claims"),
-        ),
+        COREFERENCE.claims("paper_claims.csv", "coref_claims", "coref: claims"),
     log:
-        f"{LOGS}/coref{{weighting}}/{{model}}/{{corpus}}/claims.log",
+        logs("coref{weighting}/{model}/{corpus}/claims"),
     benchmark:
-        f"{LOGS}/benchmarks/coref{{weighting}}/{{model}}/{{corpus}}/claims.tsv"
+        benchmarks("coref{weighting}/{model}/{corpus}/claims")
     wildcard_constraints:
-        corpus=one_of(PLAN.documents),
+        **DOCUMENTS,
     conda:
         ENV
     script:

@@ -9,9 +9,9 @@ rule prepare_treebank:
         corpus=f"{DATA}/corpora/{{corpus}}.jsonl",
         stats=f"{DATA}/corpora/{{corpus}}.stats.json",
     log:
-        f"{LOGS}/prepare/{{corpus}}.log",
+        logs("prepare/{corpus}"),
     benchmark:
-        f"{LOGS}/benchmarks/prepare/{{corpus}}.tsv"
+        benchmarks("prepare/{corpus}")
     wildcard_constraints:
         corpus=one_of(PLAN.treebanks),
     conda:
@@ -33,9 +33,9 @@ rule prepare_segments:
         corpus=f"{DATA}/corpora/{{corpus}}/{{model}}.jsonl",
         stats=f"{DATA}/corpora/{{corpus}}/{{model}}.stats.json",
     log:
-        f"{LOGS}/prepare/{{corpus}}.{{model}}.log",
+        logs("prepare/{corpus}.{model}"),
     benchmark:
-        f"{LOGS}/benchmarks/prepare/{{corpus}}.{{model}}.tsv"
+        benchmarks("prepare/{corpus}.{model}")
     wildcard_constraints:
         corpus=one_of(PLAN.segments),
     priority: chain_priority
@@ -58,9 +58,9 @@ rule prepare_documents:
         corpus=f"{DATA}/corpora/{{corpus}}/{{model}}.jsonl",
         stats=f"{DATA}/corpora/{{corpus}}/{{model}}.stats.json",
     log:
-        f"{LOGS}/prepare/{{corpus}}.{{model}}.log",
+        logs("prepare/{corpus}.{model}"),
     benchmark:
-        f"{LOGS}/benchmarks/prepare/{{corpus}}.{{model}}.tsv"
+        benchmarks("prepare/{corpus}.{model}")
     wildcard_constraints:
         corpus=one_of(PLAN.documents),
     conda:

@@ -3,7 +3,13 @@
 # Two rules, one job: `extract` for the models of `extraction.keep_stores` (their stores stay on
 # disk), `extract_temp` for the others (their stores are temp(): deleted once every job reading
 # them has run; README "Disk").
-targets("corpora", category="Corpora", corpus=list(CORPORA))
+CORPUS_SUMMARY = Results(
+    "corpora",
+    f"{RESULTS}/{{model}}/{{corpus}}",
+    labels=lambda text: {"model": "{model}", "corpus": "{corpus}", "table": text},
+    category="Corpora",
+    corpus=list(CORPORA),
+)
 
 
 rule extract:
@@ -14,9 +20,9 @@ rule extract:
     output:
         store=STORE,
     log:
-        f"{LOGS}/extract/{{model}}/{{corpus}}/shard-{{shard}}.log",
+        logs("extract/{model}/{corpus}/shard-{shard}"),
     benchmark:
-        f"{LOGS}/benchmarks/extract/{{model}}/{{corpus}}/shard-{{shard}}.tsv"
+        benchmarks("extract/{model}/{corpus}/shard-{shard}")
     wildcard_constraints:
         model=one_of(PLAN.kept_stores),
     priority: chain_priority
@@ -50,20 +56,11 @@ rule corpus_summary:
         stores=stores,
         code=code("corpus_summary.py"),
     output:
-        result(
-            "corpora",
-            f"{RESULTS}/{{model}}/{{corpus}}/corpus_summary.csv",
-            caption="../report/corpus_summary.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "table": "corpus summary",
-            },
-        ),
+        CORPUS_SUMMARY.table("corpus_summary.csv", "corpus_summary", "corpus summary"),
     log:
-        f"{LOGS}/summary/{{model}}/{{corpus}}.log",
+        logs("summary/{model}/{corpus}"),
     benchmark:
-        f"{LOGS}/benchmarks/summary/{{model}}/{{corpus}}.tsv"
+        benchmarks("summary/{model}/{corpus}")
     conda:
         ENV
     script:

@@ -4,9 +4,9 @@
 # a model like any other once the config names it, e.g.
 #   models: {minilm_upos: {path: results/finetune/minilm/upos/model}}
 FINETUNE = config["finetune"]
-FINETUNE_DIR = f"{RESULTS}/finetune/{{model}}/upos"
-targets(
+TAGGER = Results(
     "finetune",
+    f"{RESULTS}/finetune/{{model}}/upos",
     category="Head-type ablation (Guan §5)",
     where=lambda w: w["model"] in PLAN.finetune_models,
 )
@@ -21,23 +21,15 @@ rule finetune_upos:
         base=model_inputs,
         code=code("finetune_upos.py"),
     output:
-        model=result("finetune", f"{FINETUNE_DIR}/model/config.json", in_report=False),
-        metrics=result(
-            "finetune",
-            f"{FINETUNE_DIR}/metrics.csv",
-            caption="../report/finetune_metrics.rst",
-            labels={"model": "{model}", "result": "UPOS tagger: test accuracy"},
+        model=TAGGER.table("model/config.json", in_report=False),
+        metrics=TAGGER.table(
+            "metrics.csv", "finetune_metrics", "UPOS tagger: test accuracy"
         ),
-        curve=result(
-            "finetune",
-            f"{FINETUNE_DIR}/curve.csv",
-            caption="../report/finetune_curve.rst",
-            labels={"model": "{model}", "result": "UPOS tagger: training curve"},
-        ),
+        curve=TAGGER.table("curve.csv", "finetune_curve", "UPOS tagger: training curve"),
     log:
-        f"{LOGS}/finetune/{{model}}/upos.log",
+        logs("finetune/{model}/upos"),
     benchmark:
-        f"{LOGS}/benchmarks/finetune/{{model}}/upos.tsv"
+        benchmarks("finetune/{model}/upos")
     wildcard_constraints:
         model=one_of(PLAN.finetune_models),
     priority: CHAIN_PRIORITY

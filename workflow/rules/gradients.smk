@@ -2,9 +2,9 @@
 # loss, per layer, for attention to [SEP], to . and , and to other tokens. Needs gradients, so it
 # re-runs the model on the segment corpus (not the store). Options: `gradients:` in the schema.
 GRADIENTS = config["gradients"]
-GRADIENTS_DIR = f"{RESULTS}/{{model}}/{{corpus}}/gradients"
-targets(
+GRADIENT_IMPORTANCE = Results(
     "gradients",
+    f"{RESULTS}/{{model}}/{{corpus}}/gradients",
     category="Gradient importance (Clark §3.2)",
     corpus=lambda model: (
         [PLAN.surface_corpus] if model in PLAN.gradient_models else []
@@ -18,18 +18,18 @@ rule gradients_importance:
         model=model_inputs,
         code=code("gradients_importance.py"),
     output:
-        heads=result(
-            "gradients",
-            f"{GRADIENTS_DIR}/heads.csv",
-            caption="../report/gradients_importance.rst",
-            labels={"model": "{model}", "corpus": "{corpus}", "result": "per head"},
+        heads=GRADIENT_IMPORTANCE.heads(
+            "heads.csv",
+            "headatlas.analyses.gradients:heads",
+            "gradients_importance",
+            "per head",
             final=False,
         ),
-        meta=f"{GRADIENTS_DIR}/run.json",
+        meta=f"{GRADIENT_IMPORTANCE.folder}/run.json",
     log:
-        f"{LOGS}/gradients/{{model}}/{{corpus}}/importance.log",
+        logs("gradients/{model}/{corpus}/importance"),
     benchmark:
-        f"{LOGS}/benchmarks/gradients/{{model}}/{{corpus}}/importance.tsv"
+        benchmarks("gradients/{model}/{corpus}/importance")
     wildcard_constraints:
         corpus=one_of(PLAN.segments),
     conda:
@@ -54,16 +54,13 @@ rule gradients_figure:
         **rules.gradients_importance.output,
         code=code("gradients_figure.py"),
     output:
-        figure=figure(
-            "gradients",
-            f"{GRADIENTS_DIR}/gradients.svg",
-            caption="../report/gradients_importance.rst",
-            labels={"model": "{model}", "corpus": "{corpus}", "result": "Fig. 3"},
+        figure=GRADIENT_IMPORTANCE.figure(
+            "gradients.svg", "gradients_importance", "Fig. 3"
         ),
     log:
-        f"{LOGS}/gradients/{{model}}/{{corpus}}/figure.log",
+        logs("gradients/{model}/{corpus}/figure"),
     benchmark:
-        f"{LOGS}/benchmarks/gradients/{{model}}/{{corpus}}/figure.tsv"
+        benchmarks("gradients/{model}/{corpus}/figure")
     conda:
         ENV
     script:
@@ -75,30 +72,16 @@ rule gradients_claims:
         **rules.gradients_importance.output,
         code=code("gradients_claims.py"),
     output:
-        layers=result(
-            "gradients",
-            f"{GRADIENTS_DIR}/layers.csv",
-            caption="../report/gradients_claims.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "per layer vs paper",
-            },
+        layers=GRADIENT_IMPORTANCE.table(
+            "layers.csv", "gradients_claims", "per layer vs paper"
         ),
-        claims=result(
-            "gradients",
-            f"{GRADIENTS_DIR}/paper_claims.csv",
-            caption="../report/gradients_claims.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "paper vs ours",
-            },
+        claims=GRADIENT_IMPORTANCE.claims(
+            "paper_claims.csv", "gradients_claims", "paper vs ours"
         ),
     log:
-        f"{LOGS}/gradients/{{model}}/{{corpus}}/claims.log",
+        logs("gradients/{model}/{corpus}/claims"),
     benchmark:
-        f"{LOGS}/benchmarks/gradients/{{model}}/{{corpus}}/claims.tsv"
+        benchmarks("gradients/{model}/{corpus}/claims")
     conda:
         ENV
     script:

@@ -4,12 +4,12 @@
 # Under each weighting: headtypes/ (attention weights) and headtypes-norm/ (Kobayashi's norm
 # weighting); the ablation uses the types of the attention weights.
 HEADTYPES = config["headtypes"]
-HEADTYPES_DIR = f"{RESULTS}/{{model}}/{{corpus}}/headtypes{{weighting}}"
 HEADTYPES_CLUSTER = {key: HEADTYPES[key] for key in ("k", "method", "n_init", "seed")}
 # t-SNE (Fig. 2), features per type (Fig. 1), types per layer (Fig. 3), type of every head.
 HEADTYPES_FIGURES = ["tsne", "boxplot", "layers", "grid"]
-targets(
+HEAD_TYPES = Results(
     "headtypes",
+    f"{RESULTS}/{{model}}/{{corpus}}/headtypes{{weighting}}",
     category="Head types (Guan et al.)",
     corpus=[PLAN.surface_corpus] if PLAN.surface_corpus is not None else [],
     figure=HEADTYPES_FIGURES,
@@ -21,58 +21,46 @@ targets(
 )
 
 
-rule headtypes_features:
+use rule store_analysis as headtypes_features with:
     input:
         stores=stores,
-        code=code("headtypes_features.py"),
+        code=analysis_code("headtypes"),
     output:
-        f"{HEADTYPES_DIR}/per_input.npz",
+        result=f"{HEAD_TYPES.folder}/per_input.npz",
     log:
-        f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/features.log",
+        logs("headtypes{weighting}/{model}/{corpus}/features"),
     benchmark:
-        f"{LOGS}/benchmarks/headtypes{{weighting}}/{{model}}/{{corpus}}/features.tsv"
+        benchmarks("headtypes{weighting}/{model}/{corpus}/features")
     priority: chain_priority
-    conda:
-        ENV
     resources:
         mem_mb=1000,
     params:
-        n_windows=HEADTYPES["n_windows"],
-        weighting=weighting,
-    script:
-        "../scripts/headtypes_features.py"
+        module="headtypes",
+        analysis="distance_features",
+        options={"n_windows": HEADTYPES["n_windows"]},
 
 
 rule headtypes_cluster:
     input:
-        rules.headtypes_features.output[0],
+        rules.headtypes_features.output.result,
         code=code("headtypes_cluster.py"),
     output:
-        features=result(
-            "headtypes",
-            f"{HEADTYPES_DIR}/features.csv",
-            caption="../report/headtypes_features.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                result="features and type per head",
-            ),
+        features=HEAD_TYPES.heads(
+            "features.csv",
+            "headatlas.analyses.headtypes:features",
+            "headtypes_features",
+            "features and type per head",
         ),
-        shares=result(
-            "headtypes",
-            f"{HEADTYPES_DIR}/type_shares.csv",
-            caption="../report/headtypes_shares.rst",
+        shares=HEAD_TYPES.table(
+            "type_shares.csv",
+            "headtypes_shares",
+            "type shares vs paper",
             as_table=True,
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                result="type shares vs paper",
-            ),
         ),
     log:
-        f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/cluster.log",
+        logs("headtypes{weighting}/{model}/{corpus}/cluster"),
     benchmark:
-        f"{LOGS}/benchmarks/headtypes{{weighting}}/{{model}}/{{corpus}}/cluster.tsv"
+        benchmarks("headtypes{weighting}/{model}/{corpus}/cluster")
     priority: chain_priority
     conda:
         ENV
@@ -84,25 +72,23 @@ rule headtypes_cluster:
 
 rule headtypes_stability:
     input:
-        features=rules.headtypes_features.output[0],
+        features=rules.headtypes_features.output.result,
         types=rules.headtypes_cluster.output.features,
         code=code("headtypes_stability.py"),
     output:
-        table=result(
-            "headtypes",
-            f"{HEADTYPES_DIR}/stability.csv",
-            caption="../report/headtypes_stability.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                result="stability vs paper",
-            ),
+        table=HEAD_TYPES.table(
+            "stability.csv", "headtypes_stability", "stability vs paper"
         ),
-        heads=f"{HEADTYPES_DIR}/stability_heads.csv",
+        heads=HEAD_TYPES.heads(
+            "stability_heads.csv",
+            "headatlas.analyses.headtypes:stability_heads",
+            final=False,
+            in_report=False,
+        ),
     log:
-        f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/stability.log",
+        logs("headtypes{weighting}/{model}/{corpus}/stability"),
     benchmark:
-        f"{LOGS}/benchmarks/headtypes{{weighting}}/{{model}}/{{corpus}}/stability.tsv"
+        benchmarks("headtypes{weighting}/{model}/{corpus}/stability")
     conda:
         ENV
     params:
@@ -119,18 +105,11 @@ rule headtypes_claims:
         stability=rules.headtypes_stability.output.table,
         code=code("headtypes_claims.py"),
     output:
-        result(
-            "headtypes",
-            f"{HEADTYPES_DIR}/paper_claims.csv",
-            caption="../report/headtypes_claims.rst",
-            labels=labelled(
-                model="{model}", corpus="{corpus}", result="claims vs paper"
-            ),
-        ),
+        HEAD_TYPES.claims("paper_claims.csv", "headtypes_claims", "claims vs paper"),
     log:
-        f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/claims.log",
+        logs("headtypes{weighting}/{model}/{corpus}/claims"),
     benchmark:
-        f"{LOGS}/benchmarks/headtypes{{weighting}}/{{model}}/{{corpus}}/claims.tsv"
+        benchmarks("headtypes{weighting}/{model}/{corpus}/claims")
     conda:
         ENV
     script:
@@ -139,7 +118,7 @@ rule headtypes_claims:
 
 rule headtypes_figure:
     input:
-        features=rules.headtypes_features.output[0],
+        features=rules.headtypes_features.output.result,
         types=rules.headtypes_cluster.output.features,
         # Only the grid marks unstable heads: the other figures need not wait for stability.
         stability=lambda wc: (
@@ -149,16 +128,11 @@ rule headtypes_figure:
         ),
         code=code("headtypes_figure.py"),
     output:
-        figure=figure(
-            "headtypes",
-            f"{HEADTYPES_DIR}/{{figure}}.svg",
-            caption="../report/headtypes_figure.rst",
-            labels=labelled(model="{model}", corpus="{corpus}", result="{figure}"),
-        ),
+        figure=HEAD_TYPES.figure("{figure}.svg", "headtypes_figure", "{figure}"),
     log:
-        f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/{{figure}}.log",
+        logs("headtypes{weighting}/{model}/{corpus}/{figure}"),
     benchmark:
-        f"{LOGS}/benchmarks/headtypes{{weighting}}/{{model}}/{{corpus}}/{{figure}}.tsv"
+        benchmarks("headtypes{weighting}/{model}/{corpus}/{figure}")
     wildcard_constraints:
         figure=one_of(HEADTYPES_FIGURES),
     conda:
@@ -175,35 +149,28 @@ rule headtypes_compare:
         # the same tables of the model {base}
         before=rules.headtypes_cluster.output.features.replace("{model}", "{base}"),
         after=rules.headtypes_cluster.output.features,
-        before_features=rules.headtypes_features.output[0].replace("{model}", "{base}"),
-        after_features=rules.headtypes_features.output[0],
+        before_features=rules.headtypes_features.output.result.replace(
+            "{model}", "{base}"
+        ),
+        after_features=rules.headtypes_features.output.result,
         code=code("headtypes_compare.py"),
     output:
-        heads=result(
-            "headtypes",
-            f"{HEADTYPES_DIR}/changes_from_{{base}}.csv",
-            caption="../report/headtypes_compare.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                result="type changes from {base}",
-            ),
+        heads=HEAD_TYPES.heads(
+            "changes_from_{base}.csv",
+            "headatlas.analyses.headtypes:changes",
+            "headtypes_compare",
+            "type changes from {base}",
         ),
-        layers=f"{HEADTYPES_DIR}/changes_from_{{base}}_by_layer.csv",
-        figure=figure(
-            "headtypes",
-            f"{HEADTYPES_DIR}/changes_from_{{base}}.svg",
-            caption="../report/headtypes_compare.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                result="type changes from {base} (figure)",
-            ),
+        layers=f"{HEAD_TYPES.folder}/changes_from_{{base}}_by_layer.csv",
+        figure=HEAD_TYPES.figure(
+            "changes_from_{base}.svg",
+            "headtypes_compare",
+            "type changes from {base} (figure)",
         ),
     log:
-        f"{LOGS}/headtypes{{weighting}}/{{model}}/{{corpus}}/changes_from_{{base}}.log",
+        logs("headtypes{weighting}/{model}/{corpus}/changes_from_{base}"),
     benchmark:
-        f"{LOGS}/benchmarks/headtypes{{weighting}}/{{model}}/{{corpus}}/changes_from_{{base}}.tsv"
+        benchmarks("headtypes{weighting}/{model}/{corpus}/changes_from_{base}")
     wildcard_constraints:
         base=one_of(MODELS),
     conda:

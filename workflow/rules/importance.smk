@@ -4,17 +4,14 @@
 # sets the importance beside Guan's head types and Kovaleva's patterns of the task model.
 # Options: `importance:` in the schema; the task model and its data come from `ablation`.
 IMPORTANCE = config["importance"]
-IMPORTANCE_PLAN = PLAN.importance or {}
-IMPORTANCE_DIR = f"{RESULTS}/{{task_model}}/importance"
-targets(
+IMPORTANCE_MODELS = [PLAN.importance.task_model] if PLAN.importance else []
+HEADS_MATTER = Results(
     "importance",
+    f"{RESULTS}/{{task_model}}/importance",
+    labels=lambda text: {"model": "{task_model}", "result": text},
     category="Which heads matter (Kovaleva §6, Michel et al.)",
     subcategory="{task_model}",
-    task_model=lambda model: (
-        [IMPORTANCE_PLAN["task_model"]]
-        if IMPORTANCE_PLAN and model == ABLATION["model"]
-        else []
-    ),
+    task_model=lambda model: IMPORTANCE_MODELS if model == ABLATION["model"] else [],
 )
 
 
@@ -34,24 +31,19 @@ IMPORTANCE_RESULTS = {
 rule importance:
     input:
         model=task_model_inputs,
-        data=ABLATION_PLAN.get("data") or [],
+        data=lambda wildcards: PLAN.ablation.data or [],
         code=code("importance.py"),
     output:
         **{
-            name: (figure if file.endswith(".svg") else result)(
-                "importance",
-                f"{IMPORTANCE_DIR}/{file}",
-                caption="../report/importance.rst",
-                labels={"model": "{task_model}", "result": label},
-            )
+            name: importance_output(name, file, label)
             for name, (file, label) in IMPORTANCE_RESULTS.items()
         },
     log:
-        f"{LOGS}/importance/{{task_model}}.log",
+        logs("importance/{task_model}"),
     benchmark:
-        f"{LOGS}/benchmarks/importance/{{task_model}}.tsv"
+        benchmarks("importance/{task_model}")
     wildcard_constraints:
-        task_model=one_of([IMPORTANCE_PLAN["task_model"]] if IMPORTANCE_PLAN else []),
+        task_model=one_of(IMPORTANCE_MODELS),
     priority: CHAIN_PRIORITY
     conda:
         ENV
@@ -60,11 +52,11 @@ rule importance:
         mem_mb=3000,
     params:
         task=ABLATION["task"],
-        spec=ABLATION_PLAN.get("spec"),
-        corpus=ABLATION_PLAN.get("corpus"),
+        spec=ablation_plan("spec"),
+        corpus=ablation_plan("corpus"),
         split=ABLATION["split"],
         importance_split=IMPORTANCE["importance_split"],
-        max_length=ABLATION_PLAN.get("max_length"),
+        max_length=ablation_plan("max_length"),
         squad=ABLATION["squad"],
         step=IMPORTANCE["step"],
         seeds=IMPORTANCE["seeds"],
@@ -78,39 +70,26 @@ rule importance:
 
 rule importance_compare:
     input:
+        unpack(importance_tables),
         heads=rules.importance.output.heads,
-        types=optional(IMPORTANCE_PLAN.get("types")),
-        patterns=optional(IMPORTANCE_PLAN.get("patterns")),
         code=code("importance_compare.py"),
     output:
-        table=result(
-            "importance",
-            f"{IMPORTANCE_DIR}/compare.csv",
-            caption="../report/importance_compare.rst",
-            labels={
-                "model": "{task_model}",
-                "result": "importance by head type and pattern",
-            },
+        table=HEADS_MATTER.table(
+            "compare.csv", "importance_compare", "importance by head type and pattern"
         ),
-        figure=figure(
-            "importance",
-            f"{IMPORTANCE_DIR}/compare.svg",
-            caption="../report/importance_compare.rst",
-            labels={
-                "model": "{task_model}",
-                "result": "importance vs change, by pattern",
-            },
+        figure=HEADS_MATTER.figure(
+            "compare.svg", "importance_compare", "importance vs change, by pattern"
         ),
     log:
-        f"{LOGS}/importance/{{task_model}}_compare.log",
+        logs("importance/{task_model}_compare"),
     benchmark:
-        f"{LOGS}/benchmarks/importance/{{task_model}}_compare.tsv"
+        benchmarks("importance/{task_model}_compare")
     wildcard_constraints:
-        task_model=one_of([IMPORTANCE_PLAN["task_model"]] if IMPORTANCE_PLAN else []),
+        task_model=one_of(IMPORTANCE_MODELS),
     conda:
         ENV
     params:
-        patterns_corpus=IMPORTANCE_PLAN.get("patterns_corpus"),
-        metric=IMPORTANCE_PLAN.get("metric"),
+        patterns_corpus=lambda wildcards: PLAN.importance.patterns_corpus,
+        metric=lambda wildcards: PLAN.importance.metric,
     script:
         "../scripts/importance_compare.py"

@@ -17,9 +17,9 @@ rule build_model:
     output:
         folder=directory(f"{DATA}/models/{{name}}"),
     log:
-        f"{LOGS}/models/{{name}}.log",
+        logs("models/{name}"),
     benchmark:
-        f"{LOGS}/benchmarks/models/{{name}}.tsv"
+        benchmarks("models/{name}")
     wildcard_constraints:
         name=one_of(BUILDS),
     conda:

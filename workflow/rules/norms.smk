@@ -2,113 +2,57 @@
 # 2020) on the surface corpus, for every model whose `weightings` include norm. Each streams the
 # store (with its value norms) once. Options: `norms:` in the config schema.
 NORMS = config["norms"]
-targets(
+NORM_SHARES = Results(
     "norms",
+    f"{RESULTS}/{{model}}/{{corpus}}/norms",
     category="Value norms (Kobayashi) and rollout",
     corpus=lambda model: [PLAN.surface_corpus] if model in PLAN.norm_models else [],
 )
+ROLLOUT = NORM_SHARES.at(f"{RESULTS}/{{model}}/{{corpus}}/rollout")
 NORM_MODELS = {"model": one_of(PLAN.norm_models)}
 
 
-rule norm_shares:
+use rule store_analysis as norm_shares with:
     input:
         stores=stores,
-        code=code("norm_shares.py"),
+        code=analysis_code("norms"),
     output:
-        shares=result(
-            "norms",
-            f"{RESULTS}/{{model}}/{{corpus}}/norms/shares.csv",
-            caption="../report/norm_shares.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "shares per layer",
-            },
-        ),
-        correlation=result(
-            "norms",
-            f"{RESULTS}/{{model}}/{{corpus}}/norms/correlation.csv",
-            caption="../report/norm_shares.rst",
-            labels={"model": "{model}", "corpus": "{corpus}", "result": "α vs ‖f(x)‖"},
-        ),
-        figure=figure(
-            "norms",
-            f"{RESULTS}/{{model}}/{{corpus}}/norms/norms.svg",
-            caption="../report/norm_shares.rst",
-            labels={"model": "{model}", "corpus": "{corpus}", "result": "figure"},
-        ),
-        claims=result(
-            "norms",
-            f"{RESULTS}/{{model}}/{{corpus}}/norms/paper_claims.csv",
-            caption="../report/norm_claims.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "paper vs ours",
-            },
-        ),
+        shares=NORM_SHARES.table("shares.csv", "norm_shares", "shares per layer"),
+        correlation=NORM_SHARES.table("correlation.csv", "norm_shares", "α vs ‖f(x)‖"),
+        figure=NORM_SHARES.figure("norms.svg", "norm_shares", "figure"),
+        claims=NORM_SHARES.claims("paper_claims.csv", "norm_claims", "paper vs ours"),
     log:
-        f"{LOGS}/norms/{{model}}/{{corpus}}/shares.log",
+        logs("norms/{model}/{corpus}/shares"),
     benchmark:
-        f"{LOGS}/benchmarks/norms/{{model}}/{{corpus}}/shares.tsv"
+        benchmarks("norms/{model}/{corpus}/shares")
     wildcard_constraints:
         **NORM_MODELS,
-    conda:
-        ENV
     resources:
         mem_mb=1000,
     params:
-        pairs_per_example=NORMS["pairs_per_example"],
-        seed=NORMS["seed"],
-    script:
-        "../scripts/norm_shares.py"
+        module="norms",
+        analysis="norm_shares",
+        options={k: NORMS[k] for k in ("pairs_per_example", "seed")},
+        weighting="attention",  # it weighs α by the norms itself
+        float_formats={"correlation": "%.4g", "claims": None},
 
 
-rule rollout:
+use rule store_analysis as rollout with:
     input:
         stores=stores,
-        code=code("rollout.py"),
+        code=analysis_code("rollout"),
     output:
-        shares=result(
-            "norms",
-            f"{RESULTS}/{{model}}/{{corpus}}/rollout/shares.csv",
-            caption="../report/rollout.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "rollout shares",
-            },
-        ),
-        profile=result(
-            "norms",
-            f"{RESULTS}/{{model}}/{{corpus}}/rollout/relative_position.csv",
-            caption="../report/rollout.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "rollout by offset",
-            },
-        ),
-        figure=figure(
-            "norms",
-            f"{RESULTS}/{{model}}/{{corpus}}/rollout/rollout.svg",
-            caption="../report/rollout.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "rollout figure",
-            },
-        ),
+        shares=ROLLOUT.table("shares.csv", "rollout", "rollout shares"),
+        profile=ROLLOUT.table("relative_position.csv", "rollout", "rollout by offset"),
+        figure=ROLLOUT.figure("rollout.svg", "rollout", "rollout figure"),
     log:
-        f"{LOGS}/rollout/{{model}}/{{corpus}}.log",
+        logs("rollout/{model}/{corpus}"),
     benchmark:
-        f"{LOGS}/benchmarks/rollout/{{model}}/{{corpus}}.tsv"
+        benchmarks("rollout/{model}/{corpus}")
     wildcard_constraints:
         **NORM_MODELS,
-    conda:
-        ENV
     params:
-        max_offset=NORMS["max_offset"],
-        residual=NORMS["residual"],
-    script:
-        "../scripts/rollout.py"
+        module="rollout",
+        analysis="rollout",
+        options={k: NORMS[k] for k in ("max_offset", "residual")},
+        weighting="attention",

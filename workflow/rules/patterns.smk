@@ -5,124 +5,85 @@
 # with Guan's head types); patterns_evaluate scores the classifier on the hand-labelled maps.
 # Options: `patterns:` in the schema.
 PATTERNS = config["patterns"]
-PATTERNS_DIR = f"{RESULTS}/{{model}}/{{corpus}}/patterns"
-targets(
+
+
+HEAD_PATTERNS = Results(
     "patterns",
+    f"{RESULTS}/{{model}}/{{corpus}}/patterns",
     category="Attention patterns (Kovaleva et al.)",
     corpus=PLAN.patterns_corpora,
 )
+# A model's corpora side by side (none for a model without them), and the classifier's check.
+MODEL_PATTERNS = HEAD_PATTERNS.at(
+    f"{RESULTS}/{{model}}/patterns", final=patterns_corpora
+)
+CLASSIFIER = HEAD_PATTERNS.at(
+    f"{RESULTS}/patterns", subcategory="classifier", final=bool(PLAN.patterns_labels)
+)
+LABELS = PLAN.patterns_labels  # None: the evaluation is off
 
 
-rule patterns_heads:
+use rule store_analysis as patterns_heads with:
     input:
         stores=stores,
-        code=code("patterns_heads.py"),
+        code=analysis_code("patterns"),
     output:
-        heads=result(
-            "patterns",
-            f"{PATTERNS_DIR}/heads.csv",
-            caption="../report/patterns_heads.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "pattern shares per head",
-            },
+        heads=HEAD_PATTERNS.heads(
+            "heads.csv",
+            "headatlas.analyses.patterns:heads",
+            "patterns_heads",
+            "pattern shares per head",
         ),
-        figure=figure(
-            "patterns",
-            f"{PATTERNS_DIR}/heads.svg",
-            caption="../report/patterns_heads.rst",
-            labels={
-                "model": "{model}",
-                "corpus": "{corpus}",
-                "result": "pattern shares per head (figure)",
-            },
+        figure=HEAD_PATTERNS.figure(
+            "heads.svg", "patterns_heads", "pattern shares per head (figure)"
         ),
     log:
-        f"{LOGS}/patterns/{{model}}/{{corpus}}/heads.log",
+        logs("patterns/{model}/{corpus}/heads"),
     benchmark:
-        f"{LOGS}/benchmarks/patterns/{{model}}/{{corpus}}/heads.tsv"
+        benchmarks("patterns/{model}/{corpus}/heads")
     wildcard_constraints:
         corpus=one_of(PLAN.patterns_corpora),
     priority: chain_priority
-    conda:
-        ENV
     resources:
         mem_mb=1000,
     params:
-        thresholds=PATTERNS["thresholds"],
+        module="patterns",
+        analysis="patterns",
+        options={"thresholds": PATTERNS["thresholds"]},
         max_examples=PATTERNS["max_examples"],
-    script:
-        "../scripts/patterns_heads.py"
+        weighting="attention",
 
 
 rule patterns_summary:
     input:
-        heads=lambda wc: [
-            rules.patterns_heads.output.heads.format(model=wc.model, corpus=c)
-            for c in patterns_corpora(wc.model)
-        ],
-        types=lambda wc: (
-            [
-                rules.headtypes_cluster.output.features.format(
-                    model=wc.model, corpus=PLAN.surface_corpus, weighting=""
-                )
-            ]
-            if PLAN.surface_corpus in patterns_corpora(wc.model)
-            else []
-        ),
+        unpack(pattern_tables),
         code=code("patterns_summary.py"),
     output:
-        shares=result(
-            "patterns",
-            f"{RESULTS}/{{model}}/patterns/shares.csv",
+        shares=MODEL_PATTERNS.table(
+            "shares.csv",
+            "patterns_shares",
+            "pattern shares per corpus (table)",
             as_table=True,
-            caption="../report/patterns_shares.rst",
-            labels={"model": "{model}", "result": "pattern shares per corpus (table)"},
-            final=patterns_corpora,  # a model with none has no summary
         ),
-        figure=figure(
-            "patterns",
-            f"{RESULTS}/{{model}}/patterns/shares.svg",
-            caption="../report/patterns_shares.rst",
-            labels={
-                "model": "{model}",
-                "result": "pattern shares per corpus (Fig. 2)",
-            },
-            final=patterns_corpora,
+        figure=MODEL_PATTERNS.figure(
+            "shares.svg", "patterns_shares", "pattern shares per corpus (Fig. 2)"
         ),
-        layers=result(
-            "patterns",
-            f"{RESULTS}/{{model}}/patterns/layers.csv",
-            caption="../report/patterns_layers.rst",
-            labels={"model": "{model}", "result": "pattern shares per layer (table)"},
-            final=patterns_corpora,
+        layers=MODEL_PATTERNS.table(
+            "layers.csv", "patterns_layers", "pattern shares per layer (table)"
         ),
-        layers_figure=figure(
-            "patterns",
-            f"{RESULTS}/{{model}}/patterns/layers.svg",
-            caption="../report/patterns_layers.rst",
-            labels={"model": "{model}", "result": "pattern shares per layer"},
-            final=patterns_corpora,
+        layers_figure=MODEL_PATTERNS.figure(
+            "layers.svg", "patterns_layers", "pattern shares per layer"
         ),
-        types=result(
-            "patterns",
-            f"{RESULTS}/{{model}}/patterns/head_types.csv",
-            caption="../report/patterns_types.rst",
-            labels={"model": "{model}", "result": "patterns by Guan's head type"},
-            final=patterns_corpora,
+        types=MODEL_PATTERNS.table(
+            "head_types.csv", "patterns_types", "patterns by Guan's head type"
         ),
-        claims=result(
-            "patterns",
-            f"{RESULTS}/{{model}}/patterns/paper_claims.csv",
-            caption="../report/patterns_claims.rst",
-            labels={"model": "{model}", "result": "paper vs ours"},
-            final=patterns_corpora,
+        claims=MODEL_PATTERNS.claims(
+            "paper_claims.csv", "patterns_claims", "paper vs ours"
         ),
     log:
-        f"{LOGS}/patterns/{{model}}/summary.log",
+        logs("patterns/{model}/summary"),
     benchmark:
-        f"{LOGS}/benchmarks/patterns/{{model}}/summary.tsv"
+        benchmarks("patterns/{model}/summary")
     conda:
         ENV
     params:
@@ -133,60 +94,36 @@ rule patterns_summary:
         "../scripts/patterns_summary.py"
 
 
-LABELS = PLAN.patterns_labels or {}
-EVALUATION_DIR = f"{RESULTS}/patterns"
-
-
 rule patterns_evaluate:
     input:
-        labels=LABELS.get("file", []),
-        maps=LABELS.get("maps", []),
+        labels=LABELS.file if LABELS else [],
+        maps=LABELS.maps if LABELS else [],
         code=code("patterns_evaluate.py"),
     output:
-        table=result(
-            "patterns",
-            f"{EVALUATION_DIR}/evaluation.csv",
-            caption="../report/patterns_evaluation.rst",
-            labels={"result": "classifier precision / recall (hand labels)"},
-            subcategory="classifier",
-            final=bool(LABELS),
-        ),
-        agreement=result(
-            "patterns",
-            f"{EVALUATION_DIR}/agreement.csv",
-            caption="../report/patterns_evaluation.rst",
-            labels={"result": "classifier accuracy and Cohen's kappa (hand labels)"},
-            subcategory="classifier",
-            final=bool(LABELS),
-        ),
-        confusion=result(
-            "patterns",
-            f"{EVALUATION_DIR}/confusion.csv",
-            caption="../report/patterns_evaluation.rst",
-            labels={"result": "classifier confusion matrix"},
-            subcategory="classifier",
-            final=bool(LABELS),
-        ),
-        thresholds=result(
-            "patterns",
-            f"{EVALUATION_DIR}/thresholds.csv",
-            caption="../report/patterns_evaluation.rst",
-            labels={"result": "thresholds: config vs tuned"},
-            subcategory="classifier",
-            final=bool(LABELS),
-        ),
-        errors=figure(
-            "patterns",
-            f"{EVALUATION_DIR}/errors.png",
-            caption="../report/patterns_errors.rst",
-            labels={"result": "held-out maps the classifier gets wrong"},
-            subcategory="classifier",
-            final=bool(LABELS),
-        ),
+        **{
+            name: (CLASSIFIER.figure if name == "errors" else CLASSIFIER.table)(
+                file,
+                "patterns_errors" if name == "errors" else "patterns_evaluation",
+                {"result": label},
+            )
+            for name, (file, label) in {
+                "table": (
+                    "evaluation.csv",
+                    "classifier precision / recall (hand labels)",
+                ),
+                "agreement": (
+                    "agreement.csv",
+                    "classifier accuracy and Cohen's kappa (hand labels)",
+                ),
+                "confusion": ("confusion.csv", "classifier confusion matrix"),
+                "thresholds": ("thresholds.csv", "thresholds: config vs tuned"),
+                "errors": ("errors.png", "held-out maps the classifier gets wrong"),
+            }.items()
+        },
     log:
-        f"{LOGS}/patterns/evaluate.log",
+        logs("patterns/evaluate"),
     benchmark:
-        f"{LOGS}/benchmarks/patterns/evaluate.tsv"
+        benchmarks("patterns/evaluate")
     conda:
         ENV
     params:

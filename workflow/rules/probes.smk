@@ -5,14 +5,22 @@
 # probe job, and temp(): deleted once the last probe job has read it (~1.1 GB for MiniLM on GUM;
 # no table reads it, and it is rebuilt from the store in about a minute when a probe reruns).
 PROBES = config["probes"]
-PROBES_DIR = f"{RESULTS}/{{model}}/{{corpus}}/probes"
-targets(
+PROBING = Results(
     "probes",
+    f"{RESULTS}/{{model}}/{{corpus}}/probes",
+    # the report's labels: model, result and what it is (a table unless said otherwise)
+    labels=lambda text, kind="table": {
+        "model": "{model}",
+        "result": text,
+        "kind": kind,
+    },
     category="Probing classifiers (Clark §5)",
     corpus=lambda model: (
         [PROBES["train"]] if PLAN.probes_on and model == PROBES["model"] else []
     ),
 )
+# word-level attention caches, one per (model, treebank)
+PROBES_FEATURES = f"{PROBING.folder}/features.h5"
 
 
 rule probes_features:
@@ -23,9 +31,9 @@ rule probes_features:
     output:
         temp(PROBES_FEATURES),
     log:
-        f"{LOGS}/probes/{{model}}/{{corpus}}/features.log",
+        logs("probes/{model}/{corpus}/features"),
     benchmark:
-        f"{LOGS}/benchmarks/probes/{{model}}/{{corpus}}/features.tsv"
+        benchmarks("probes/{model}/{corpus}/features")
     wildcard_constraints:
         corpus=one_of(PLAN.labelled_treebanks),
     conda:
@@ -40,18 +48,16 @@ rule probes_features:
 
 rule probes_run:
     input:
-        train=lambda wc: PROBES_FEATURES.format(
-            model=probe_attention(wc), corpus=wc.corpus
-        ),
+        train=lambda wc: probe_features(probe_attention(wc), [wc.corpus])[0],
         tests=lambda wc: probe_features(probe_attention(wc), PROBES["test"]),
         code=code("probes_run.py"),
     output:
-        scores=f"{PROBES_DIR}/runs/{{probe}}-seed{{seed}}.csv",
-        state=f"{PROBES_DIR}/runs/{{probe}}-seed{{seed}}.pt",
+        scores=f"{PROBING.folder}/runs/{{probe}}-seed{{seed}}.csv",
+        state=f"{PROBING.folder}/runs/{{probe}}-seed{{seed}}.pt",
     log:
-        f"{LOGS}/probes/{{model}}/{{corpus}}/{{probe}}-seed{{seed}}.log",
+        logs("probes/{model}/{corpus}/{probe}-seed{seed}"),
     benchmark:
-        f"{LOGS}/benchmarks/probes/{{model}}/{{corpus}}/{{probe}}-seed{{seed}}.tsv"
+        benchmarks("probes/{model}/{corpus}/{probe}-seed{seed}")
     wildcard_constraints:
         probe=one_of([probe for probe, _ in PLAN.probe_runs]),
         seed=r"\d+",
@@ -82,23 +88,16 @@ rule probes_table3:
         random_entropy=lambda wc: probes_entropy(PROBES["random_model"]),
         code=code("probes_table3.py"),
     output:
-        table=result(
-            "probes",
-            f"{PROBES_DIR}/table3.csv",
-            as_table=True,
-            caption="../report/probes_table3.rst",
-            labels={"model": "{model}", "result": "Table 3 (UAS)", "kind": "table"},
+        table=PROBING.table(
+            "table3.csv", "probes_table3", "Table 3 (UAS)", as_table=True
         ),
-        figure=figure(
-            "probes",
-            f"{PROBES_DIR}/table3.svg",
-            caption="../report/probes_table3.rst",
-            labels={"model": "{model}", "result": "Table 3 (UAS)", "kind": "figure"},
+        figure=PROBING.figure(
+            "table3.svg", "probes_table3", PROBING.labels("Table 3 (UAS)", "figure")
         ),
     log:
-        f"{LOGS}/probes/{{model}}/{{corpus}}/table3.log",
+        logs("probes/{model}/{corpus}/table3"),
     benchmark:
-        f"{LOGS}/benchmarks/probes/{{model}}/{{corpus}}/table3.tsv"
+        benchmarks("probes/{model}/{corpus}/table3")
     conda:
         ENV
     params:
@@ -122,30 +121,21 @@ rule probes_weights:
         ),
         code=code("probes_weights.py"),
     output:
-        table=result(
-            "probes",
-            f"{PROBES_DIR}/attn_only_weights.csv",
-            caption="../report/probes_weights.rst",
-            labels={
-                "model": "{model}",
-                "result": "attn-only weights",
-                "kind": "table",
-            },
+        table=PROBING.heads(
+            "attn_only_weights.csv",
+            "headatlas.analyses.probes:attn_only_weights",
+            "probes_weights",
+            "attn-only weights",
         ),
-        figure=figure(
-            "probes",
-            f"{PROBES_DIR}/attn_only_weights.svg",
-            caption="../report/probes_weights.rst",
-            labels={
-                "model": "{model}",
-                "result": "attn-only weights",
-                "kind": "figure",
-            },
+        figure=PROBING.figure(
+            "attn_only_weights.svg",
+            "probes_weights",
+            PROBING.labels("attn-only weights", "figure"),
         ),
     log:
-        f"{LOGS}/probes/{{model}}/{{corpus}}/weights.log",
+        logs("probes/{model}/{corpus}/weights"),
     benchmark:
-        f"{LOGS}/benchmarks/probes/{{model}}/{{corpus}}/weights.tsv"
+        benchmarks("probes/{model}/{corpus}/weights")
     conda:
         ENV
     params:
@@ -162,20 +152,13 @@ rule probes_edges:
         + probe_features(PROBES["random_model"], PROBES["test"]),
         code=code("probes_edges.py"),
     output:
-        result(
-            "probes",
-            f"{PROBES_DIR}/edges.csv",
-            caption="../report/probes_edges.rst",
-            labels={
-                "model": "{model}",
-                "result": "edge classifier (Coenen et al.)",
-                "kind": "table",
-            },
+        table=PROBING.table(
+            "edges.csv", "probes_edges", "edge classifier (Coenen et al.)"
         ),
     log:
-        f"{LOGS}/probes/{{model}}/{{corpus}}/edges.log",
+        logs("probes/{model}/{corpus}/edges"),
     benchmark:
-        f"{LOGS}/benchmarks/probes/{{model}}/{{corpus}}/edges.tsv"
+        benchmarks("probes/{model}/{corpus}/edges")
     conda:
         ENV
     resources:
@@ -192,21 +175,16 @@ rule probes_edges:
 rule probes_claims:
     input:
         table=rules.probes_table3.output.table,
-        edges=rules.probes_edges.output[0],
+        edges=rules.probes_edges.output.table,
         # The random twin's attention entropy: its Table 3 row says nothing if its maps are uniform.
         random_entropy=lambda wc: probes_entropy(PROBES["random_model"]),
         code=code("probes_claims.py"),
     output:
-        result(
-            "probes",
-            f"{PROBES_DIR}/paper_claims.csv",
-            caption="../report/probes_claims.rst",
-            labels={"model": "{model}", "result": "claims vs papers", "kind": "table"},
-        ),
+        PROBING.claims("paper_claims.csv", "probes_claims", "claims vs papers"),
     log:
-        f"{LOGS}/probes/{{model}}/{{corpus}}/claims.log",
+        logs("probes/{model}/{corpus}/claims"),
     benchmark:
-        f"{LOGS}/benchmarks/probes/{{model}}/{{corpus}}/claims.tsv"
+        benchmarks("probes/{model}/{corpus}/claims")
     conda:
         ENV
     script:

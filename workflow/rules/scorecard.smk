@@ -1,11 +1,15 @@
 # The scorecard: every paper claim of every configured model in one table (results/scorecard.csv;
 # scorecard.html shows it with the two weightings as columns), the summary the report's landing
-# page embeds (findings.html), and the cross-model figures. The scorecard reads every
-# paper_claims.csv that the included analyses declare as final results: an analysis joins it
-# by writing its claims (headatlas.claims.Claim rows) to a file of that name.
-COMPARE_DIR = f"{RESULTS}/compare"
-for _name in ("scorecard", "compare"):
-    targets(_name, category="Scorecard and models compared", subcategory="all models")
+# page embeds (findings.html), and the cross-model figures. The scorecard reads every final result
+# the included analyses declare with claims(...) (common.smk): an analysis joins it by declaring
+# its claims table (headatlas.claims.Claim rows) so.
+SHARED = {"category": "Scorecard and models compared", "subcategory": "all models"}
+SCORECARD = Results(
+    "scorecard", RESULTS, labels=lambda text: {"result": text}, **SHARED
+)
+COMPARED = Results(
+    "compare", f"{RESULTS}/compare", labels=lambda text: {"result": text}, **SHARED
+)
 
 
 rule scorecard:
@@ -13,29 +17,16 @@ rule scorecard:
         claims=claims_files,
         code=code("scorecard.py"),
     output:
-        table=result(
-            "scorecard",
-            f"{RESULTS}/scorecard.csv",
-            caption="../report/scorecard.rst",
-            labels={"result": "scorecard (CSV)"},
-        ),
+        table=SCORECARD.table("scorecard.csv", "scorecard", "scorecard (CSV)"),
         long=f"{RESULTS}/scorecard_long.csv",
-        html=result(
-            "scorecard",
-            f"{RESULTS}/scorecard.html",
-            caption="../report/scorecard.rst",
-            labels={"result": "scorecard (table)"},
-        ),
-        summary=result(
-            "scorecard",
-            f"{RESULTS}/findings.html",
-            caption="../report/findings.rst",
-            labels={"result": "what was found (the landing page's summary)"},
+        html=SCORECARD.table("scorecard.html", "scorecard", "scorecard (table)"),
+        summary=SCORECARD.table(
+            "findings.html", "findings", "what was found (the landing page's summary)"
         ),
     log:
-        f"{LOGS}/scorecard/scorecard.log",
+        logs("scorecard/scorecard"),
     benchmark:
-        f"{LOGS}/benchmarks/scorecard/scorecard.tsv"
+        benchmarks("scorecard/scorecard")
     conda:
         ENV
     params:
@@ -47,8 +38,10 @@ rule scorecard:
 
 rule compare_special_tokens:
     input:
-        tables=[
-            SURFACE_TABLE.format(
+        tables=lambda wildcards: [
+            output_of(
+                "surface_table",
+                "table",
                 model=m,
                 corpus=PLAN.surface_corpus,
                 weighting="",
@@ -58,23 +51,16 @@ rule compare_special_tokens:
         ],
         code=code("compare_special_tokens.py"),
     output:
-        table=result(
-            "compare",
-            f"{COMPARE_DIR}/special_tokens_depth.csv",
-            final=PLAN.surface_corpus is not None,
-            in_report=False,
-        ),
-        figure=figure(
-            "compare",
-            f"{COMPARE_DIR}/special_tokens_depth.svg",
-            final=PLAN.surface_corpus is not None,
-            caption="../report/compare_special_tokens.rst",
-            labels={"result": "attention to special tokens by depth"},
+        **compared(
+            "special_tokens_depth",
+            "compare_special_tokens",
+            "attention to special tokens by depth",
+            PLAN.surface_corpus is not None,
         ),
     log:
-        f"{LOGS}/compare/special_tokens.log",
+        logs("compare/special_tokens"),
     benchmark:
-        f"{LOGS}/benchmarks/compare/special_tokens.tsv"
+        benchmarks("compare/special_tokens")
     conda:
         ENV
     params:
@@ -86,31 +72,23 @@ rule compare_special_tokens:
 
 rule compare_table1:
     input:
-        # syntax.smk is included after this file: its rules are known when the DAG is built
         tables=lambda wildcards: [
-            rules.syntax_table1.output.table.format(model=m, corpus=c, weighting="")
+            output_of("syntax_table1", "table", model=m, corpus=c, weighting="")
             for m in MODELS
             for c in PLAN.labelled_treebanks
         ],
         code=code("compare_table1.py"),
     output:
-        table=result(
-            "compare",
-            f"{COMPARE_DIR}/table1.csv",
-            final=bool(PLAN.labelled_treebanks),
-            in_report=False,
-        ),
-        figure=figure(
-            "compare",
-            f"{COMPARE_DIR}/table1.svg",
-            final=bool(PLAN.labelled_treebanks),
-            caption="../report/compare_table1.rst",
-            labels={"result": "Table 1, models side by side"},
+        **compared(
+            "table1",
+            "compare_table1",
+            "Table 1, models side by side",
+            bool(PLAN.labelled_treebanks),
         ),
     log:
-        f"{LOGS}/compare/table1.log",
+        logs("compare/table1"),
     benchmark:
-        f"{LOGS}/benchmarks/compare/table1.tsv"
+        benchmarks("compare/table1")
     conda:
         ENV
     params:
@@ -121,31 +99,28 @@ rule compare_table1:
 
 rule compare_headtypes:
     input:
-        tables=[
-            rules.headtypes_cluster.output.shares.format(
-                model=m, corpus=PLAN.surface_corpus, weighting=""
+        tables=lambda wildcards: [
+            output_of(
+                "headtypes_cluster",
+                "shares",
+                model=m,
+                corpus=PLAN.surface_corpus,
+                weighting="",
             )
             for m in MODELS
         ],
         code=code("compare_headtypes.py"),
     output:
-        table=result(
-            "compare",
-            f"{COMPARE_DIR}/headtype_shares.csv",
-            final=PLAN.surface_corpus is not None,
-            in_report=False,
-        ),
-        figure=figure(
-            "compare",
-            f"{COMPARE_DIR}/headtype_shares.svg",
-            final=PLAN.surface_corpus is not None,
-            caption="../report/compare_headtypes.rst",
-            labels={"result": "head-type shares per model"},
+        **compared(
+            "headtype_shares",
+            "compare_headtypes",
+            "head-type shares per model",
+            PLAN.surface_corpus is not None,
         ),
     log:
-        f"{LOGS}/compare/headtypes.log",
+        logs("compare/headtypes"),
     benchmark:
-        f"{LOGS}/benchmarks/compare/headtypes.tsv"
+        benchmarks("compare/headtypes")
     conda:
         ENV
     params:

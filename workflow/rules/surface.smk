@@ -1,43 +1,44 @@
 # Surface patterns (Clark et al. §3): one job per analysis, each streams the store once.
 # Under each weighting: surface/ (attention weights) and surface-norm/ (Kobayashi's norm weighting).
+SURFACE_DIR = f"{RESULTS}/{{model}}/{{corpus}}/surface{{weighting}}"
 targets(
     "surface",
     category="Surface patterns (Clark §3)",
     corpus=[PLAN.surface_corpus] if PLAN.surface_corpus is not None else [],
-    analysis=SURFACE_TABLES,
+    analysis=list(config["surface"]["options"]),
 )
 
 
-rule surface_table:
+use rule store_analysis as surface_table with:
     input:
         stores=stores,
-        code=code("surface_table.py"),
+        code=analysis_code("surface"),
     output:
         table=result(
             "surface",
-            SURFACE_TABLE,
-            caption="../report/surface_table.rst",
+            f"{SURFACE_DIR}/{{analysis}}.csv",
+            caption="surface_table",
             labels=labelled(model="{model}", analysis="{analysis}", kind="table"),
+            heads="headatlas.analyses.surface:{analysis}",
         ),
         figure=figure(
             "surface",
             f"{SURFACE_DIR}/{{analysis}}.svg",
-            caption="../report/surface_table.rst",
+            caption="surface_table",
             labels=labelled(model="{model}", analysis="{analysis}", kind="figure"),
         ),
     log:
-        f"{LOGS}/surface{{weighting}}/{{model}}/{{corpus}}/{{analysis}}.log",
+        logs("surface{weighting}/{model}/{corpus}/{analysis}"),
     benchmark:
-        f"{LOGS}/benchmarks/surface{{weighting}}/{{model}}/{{corpus}}/{{analysis}}.tsv"
+        benchmarks("surface{weighting}/{model}/{corpus}/{analysis}")
     wildcard_constraints:
-        analysis=one_of(SURFACE_TABLES),
-    conda:
-        ENV
+        analysis=one_of(config["surface"]["options"]),
     params:
-        options=lambda wc: config["surface"]["options"][wc.analysis],
-        weighting=weighting,
-    script:
-        "../scripts/surface_table.py"
+        module="surface",
+        analysis=lambda wc: wc.analysis,
+        max_examples=lambda wc: config["surface"]["options"][wc.analysis][
+            "max_examples"
+        ],
 
 
 rule surface_claims:
@@ -45,16 +46,16 @@ rule surface_claims:
         unpack(surface_tables),
         code=code("paper_claims.py"),
     output:
-        result(
+        claims(
             "surface",
             f"{SURFACE_DIR}/paper_claims.csv",
-            caption="../report/paper_claims.rst",
+            caption="paper_claims",
             labels=labelled(model="{model}", analysis="paper vs ours", kind="table"),
         ),
     log:
-        f"{LOGS}/surface{{weighting}}/{{model}}/{{corpus}}/paper_claims.log",
+        logs("surface{weighting}/{model}/{corpus}/paper_claims"),
     benchmark:
-        f"{LOGS}/benchmarks/surface{{weighting}}/{{model}}/{{corpus}}/paper_claims.tsv"
+        benchmarks("surface{weighting}/{model}/{corpus}/paper_claims")
     conda:
         ENV
     script:
@@ -71,16 +72,16 @@ rule surface_lines:
         figure=figure(
             "surface",
             f"{SURFACE_DIR}/attention_lines.svg",
-            caption="../report/attention_lines.rst",
+            caption="attention_lines",
             in_report=False,  # 1.9 MB each at 128 tokens: the atlas has line views
             labels=labelled(
                 model="{model}", analysis="example heads (Fig. 1)", kind="figure"
             ),
         ),
     log:
-        f"{LOGS}/surface{{weighting}}/{{model}}/{{corpus}}/attention_lines.log",
+        logs("surface{weighting}/{model}/{corpus}/attention_lines"),
     benchmark:
-        f"{LOGS}/benchmarks/surface{{weighting}}/{{model}}/{{corpus}}/attention_lines.tsv"
+        benchmarks("surface{weighting}/{model}/{corpus}/attention_lines")
     conda:
         ENV
     params:

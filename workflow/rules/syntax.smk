@@ -3,15 +3,19 @@
 # the tables and figures read that file. Options: `syntax:` in the config schema.
 # Under each weighting: syntax/ (attention weights) and syntax-norm/ (Kobayashi's norm weighting).
 SYNTAX = config["syntax"]
-SYNTAX_DIR = f"{RESULTS}/{{model}}/{{corpus}}/syntax{{weighting}}"
-SYNTAX_HONEST_DIR = f"{RESULTS}/{{model}}/syntax{{weighting}}"
-targets(
+DEPENDENCIES = Results(
     "syntax",
+    f"{RESULTS}/{{model}}/{{corpus}}/syntax{{weighting}}",
     category="Dependency syntax (Clark §4.2)",
     corpus=PLAN.labelled_treebanks,
 )
+# The honest regime: heads chosen on one corpus, scored on others.
+HONEST = DEPENDENCIES.at(
+    f"{RESULTS}/{{model}}/syntax{{weighting}}",
+    lambda text: labelled(model="{model}", corpus="selection vs test", result=text),
+)
 SYNTAX_CORPORA = {"corpus": one_of(PLAN.labelled_treebanks)}
-SYNTAX_SCORES = f"{SYNTAX_DIR}/scores.npz"
+SCORES = f"{DEPENDENCIES.folder}/scores.npz"
 
 
 rule syntax_scores:
@@ -20,38 +24,21 @@ rule syntax_scores:
         corpus=corpus_file,
         code=code("syntax_scores.py"),
     output:
-        scores=SYNTAX_SCORES,
-        heads=result(
-            "syntax",
-            f"{SYNTAX_DIR}/heads.csv",
-            caption="../report/syntax_heads.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                result="every head (long table)",
-            ),
+        scores=SCORES,
+        heads=DEPENDENCIES.heads(
+            "heads.csv",
+            "headatlas.analyses.syntax:heads",
+            "syntax_heads",
+            "every head (long table)",
+            companions=["offsets.csv", "table1.csv"],
             in_report=False,  # 0.3 MB per table: a file only, for the report's 15 MB budget
         ),
-        offsets=result(
-            "syntax",
-            f"{SYNTAX_DIR}/offsets.csv",
-            caption="../report/syntax_offsets.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                result="offset baselines",
-            ),
-        ),
-        coverage=result(
-            "syntax",
-            f"{SYNTAX_DIR}/coverage.csv",
-            caption="../report/syntax_coverage.rst",
-            labels=labelled(model="{model}", corpus="{corpus}", result="coverage"),
-        ),
+        offsets=DEPENDENCIES.table("offsets.csv", "syntax_offsets", "offset baselines"),
+        coverage=DEPENDENCIES.table("coverage.csv", "syntax_coverage", "coverage"),
     log:
-        f"{LOGS}/syntax{{weighting}}/{{model}}/{{corpus}}/scores.log",
+        logs("syntax{weighting}/{model}/{corpus}/scores"),
     benchmark:
-        f"{LOGS}/benchmarks/syntax{{weighting}}/{{model}}/{{corpus}}/scores.tsv"
+        benchmarks("syntax{weighting}/{model}/{corpus}/scores")
     wildcard_constraints:
         **SYNTAX_CORPORA,
     conda:
@@ -67,28 +54,19 @@ rule syntax_scores:
 
 rule syntax_table1:
     input:
-        scores=SYNTAX_SCORES,
+        scores=SCORES,
         code=code("syntax_table1.py"),
     output:
-        table=result(
-            "syntax",
-            f"{SYNTAX_DIR}/table1.csv",
-            caption="../report/syntax_table1.rst",
-            as_table=True,
-            labels=labelled(model="{model}", corpus="{corpus}", result="Table 1"),
+        table=DEPENDENCIES.table(
+            "table1.csv", "syntax_table1", "Table 1", as_table=True
         ),
-        claims=result(
-            "syntax",
-            f"{SYNTAX_DIR}/paper_claims.csv",
-            caption="../report/syntax_claims.rst",
-            labels=labelled(
-                model="{model}", corpus="{corpus}", result="Table 1 claims"
-            ),
+        claims=DEPENDENCIES.claims(
+            "paper_claims.csv", "syntax_claims", "Table 1 claims"
         ),
     log:
-        f"{LOGS}/syntax{{weighting}}/{{model}}/{{corpus}}/table1.log",
+        logs("syntax{weighting}/{model}/{corpus}/table1"),
     benchmark:
-        f"{LOGS}/benchmarks/syntax{{weighting}}/{{model}}/{{corpus}}/table1.tsv"
+        benchmarks("syntax{weighting}/{model}/{corpus}/table1")
     wildcard_constraints:
         **SYNTAX_CORPORA,
     conda:
@@ -103,26 +81,19 @@ rule syntax_table1:
 
 rule syntax_heatmaps:
     input:
-        scores=SYNTAX_SCORES,
+        scores=SCORES,
         code=code("syntax_heatmaps.py"),
     output:
         **{
-            slug: figure(
-                "syntax",
-                f"{SYNTAX_DIR}/heatmap_{slug}.svg",
-                caption="../report/syntax_heatmap.rst",
-                labels=labelled(
-                    model="{model}",
-                    corpus="{corpus}",
-                    result=f"heat map {relation}",
-                ),
+            slug: DEPENDENCIES.figure(
+                f"heatmap_{slug}.svg", "syntax_heatmap", f"heat map {relation}"
             )
             for slug, relation in PLAN.syntax_heatmaps.items()
         },
     log:
-        f"{LOGS}/syntax{{weighting}}/{{model}}/{{corpus}}/heatmaps.log",
+        logs("syntax{weighting}/{model}/{corpus}/heatmaps"),
     benchmark:
-        f"{LOGS}/benchmarks/syntax{{weighting}}/{{model}}/{{corpus}}/heatmaps.tsv"
+        benchmarks("syntax{weighting}/{model}/{corpus}/heatmaps")
     wildcard_constraints:
         **SYNTAX_CORPORA,
     conda:
@@ -135,26 +106,17 @@ rule syntax_heatmaps:
 
 rule syntax_lines:
     input:
-        scores=SYNTAX_SCORES,
+        scores=SCORES,
         stores=stores,
         corpus=corpus_file,
         code=code("syntax_lines.py"),
     output:
-        examples=f"{SYNTAX_DIR}/lines.csv",
-        figure=figure(
-            "syntax",
-            f"{SYNTAX_DIR}/lines.svg",
-            caption="../report/syntax_lines.rst",
-            labels=labelled(
-                model="{model}",
-                corpus="{corpus}",
-                result="Fig. 5 example heads",
-            ),
-        ),
+        examples=f"{DEPENDENCIES.folder}/lines.csv",
+        figure=DEPENDENCIES.figure("lines.svg", "syntax_lines", "Fig. 5 example heads"),
     log:
-        f"{LOGS}/syntax{{weighting}}/{{model}}/{{corpus}}/lines.log",
+        logs("syntax{weighting}/{model}/{corpus}/lines"),
     benchmark:
-        f"{LOGS}/benchmarks/syntax{{weighting}}/{{model}}/{{corpus}}/lines.tsv"
+        benchmarks("syntax{weighting}/{model}/{corpus}/lines")
     wildcard_constraints:
         **SYNTAX_CORPORA,
     conda:
@@ -169,45 +131,27 @@ rule syntax_honest:
     input:
         # the scores of these corpora, for the job's model and weighting
         select=(
-            expand(
-                SYNTAX_SCORES, corpus=SYNTAX["selection"]["corpus"], allow_missing=True
-            )[0]
+            expand(SCORES, corpus=SYNTAX["selection"]["corpus"], allow_missing=True)[0]
             if PLAN.honest
             else []
         ),
         evaluate=expand(
-            SYNTAX_SCORES,
+            SCORES,
             corpus=[e["corpus"] for e in SYNTAX["evaluation"]],
             allow_missing=True,
         ),
         code=code("syntax_honest.py"),
     output:
-        table=result(
-            "syntax",
-            f"{SYNTAX_HONEST_DIR}/honest.csv",
-            caption="../report/syntax_honest.rst",
-            final=PLAN.honest,
-            labels=labelled(
-                model="{model}",
-                corpus="selection vs test",
-                result="honest regime",
-            ),
+        table=HONEST.table(
+            "honest.csv", "syntax_honest", "honest regime", final=PLAN.honest
         ),
-        figure=figure(
-            "syntax",
-            f"{SYNTAX_HONEST_DIR}/honest.svg",
-            caption="../report/syntax_honest.rst",
-            final=PLAN.honest,
-            labels=labelled(
-                model="{model}",
-                corpus="selection vs test",
-                result="both regimes",
-            ),
+        figure=HONEST.figure(
+            "honest.svg", "syntax_honest", "both regimes", final=PLAN.honest
         ),
     log:
-        f"{LOGS}/syntax{{weighting}}/{{model}}/honest.log",
+        logs("syntax{weighting}/{model}/honest"),
     benchmark:
-        f"{LOGS}/benchmarks/syntax{{weighting}}/{{model}}/honest.tsv"
+        benchmarks("syntax{weighting}/{model}/honest")
     conda:
         ENV
     params:

@@ -14,15 +14,15 @@ rule table_page:
     output:
         report(
             "{table}.csv.html",
-            caption="../report/table_page.rst",
+            caption="table_page",
             category=TABLES.field("category"),
             subcategory=TABLES.field("subcategory"),
             labels=TABLES.field("labels"),
         ),
     log:
-        f"{LOGS}/tables/{{table}}.log",
+        logs("tables/{table}"),
     benchmark:
-        f"{LOGS}/benchmarks/tables/{{table}}.tsv"
+        benchmarks("tables/{table}")
     conda:
         ENV
     params:

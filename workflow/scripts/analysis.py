@@ -1,25 +1,34 @@
-"""A store analysis that needs no script of its own: ``params.module`` names its library module
-``headatlas.analyses.<module>`` (which registers ``params.analysis``) and its plot module
-``headatlas.plots.<module>`` (``plot_<analysis>(table, path, caption)``). Output ``table`` gets
-the analysis's result, output ``figure`` (if the rule has one) its plot.
+"""A store analysis's rule: stream the store through one analysis and write its result.
 
-Its rule takes ``code=code("analysis.py", "headatlas.analyses.<module>",
-"headatlas.plots.<module>")``, so editing either module reruns it (docs/development.md).
+``params.module`` names its library module ``headatlas.analyses.<module>`` (importing it
+registers ``params.analysis``), ``params.options`` its options from the config, and
+``params.weighting`` the view of the maps. Every other input but ``stores`` and ``code`` is an
+option too, by its name (a corpus file an analysis joins the store with). The outputs are
+written from the result by name (:func:`headatlas.pipeline.outputs.write_outputs`): a table
+of the result, ``table``, ``claims``, ``result`` (the whole result saved), and ``figure``, drawn
+by ``headatlas.plots.<module>.plot_<analysis>``; ``params.float_formats`` may set how an
+output's floats are printed.
+
+Its rule is ``use rule store_analysis as <rule> with:`` and takes
+``code=analysis_code("<module>")``, so editing either module reruns it (docs/development.md).
 """
 
 import importlib
 
 from headatlas.analyses.base import run_analysis
 from headatlas.pipeline.jobs import rule_logging
-from headatlas.io import write_table
+from headatlas.pipeline.outputs import write_outputs
 
 with rule_logging(snakemake) as log:
     p = snakemake.params
     importlib.import_module(f"headatlas.analyses.{p.module}")  # registers the analysis
-    table = run_analysis(p.analysis, snakemake.input.stores, weighting=p.weighting, **p.options)
-    write_table(table, snakemake.output.table, float_format="%.6g")
-    if "figure" in snakemake.output.keys():
-        plots = importlib.import_module(f"headatlas.plots.{p.module}")
-        getattr(plots, f"plot_{p.analysis}")(table, snakemake.output.figure, table.attrs["caption"])
-    log.info("%s over %d examples -> %s", p.analysis, table.attrs["provenance"]["n_examples"],
-             snakemake.output.table)
+    files = {k: v for k, v in snakemake.input.items() if k not in ("stores", "code")}
+    result = run_analysis(p.analysis, snakemake.input.stores, weighting=p.weighting,
+                          max_examples=p.max_examples, **p.options, **files)
+    write_outputs(result, dict(snakemake.output.items()), p.module, p.analysis, p.float_formats)
+    log.info("%s over %d examples: %s", p.analysis, result.provenance["n_examples"], result.caption)
+    for name, table in result.tables.items():
+        log.info("%s: %d rows x %d columns%s", name, *table.shape,
+                 "\n" + table.to_string(index=False) if len(table) <= 60 else "")
+    for claim in result.claims:
+        log.info("claim %s: %s (%s)", claim.id, claim.ours, claim.verdict)

@@ -1,8 +1,13 @@
-"""Rule clustering_mds: heads in 2-D by metric MDS, coloured by behaviour (Clark Fig. 6)."""
+"""Rule clustering_mds: heads in 2-D by metric MDS, coloured by behaviour (Clark Fig. 6).
+
+The caption starts with the distances' own (model, corpus, N, how a distance is computed); the
+rule gives the distances as CSV only, so that part is rebuilt from the store here.
+"""
 
 import pandas as pd
 
-from headatlas.analyses.clustering import mds_table
+from headatlas.analyses.base import store_provenance
+from headatlas.analyses.clustering import distance_caption, mds_table
 from headatlas.analyses.surface import classify_heads
 from headatlas.pipeline.jobs import rule_logging
 from headatlas.io import write_table
@@ -12,8 +17,10 @@ with rule_logging(snakemake) as log:
     inp, p = snakemake.input, snakemake.params
     behaviour = classify_heads(*(pd.read_csv(inp[k]) for k in ("relative_position", "special_tokens",
                                                                  "entropy")))
-    table = mds_table(pd.read_csv(inp.distances), behaviour, inp.stores, seed=p.seed,
-                      average=p.average, max_examples=p.max_examples, weighting=p.weighting)
+    provenance = store_provenance(inp.stores, p.weighting)
+    n = provenance["n_examples"] if p.max_examples is None else min(provenance["n_examples"], p.max_examples)
+    table = mds_table(pd.read_csv(inp.distances), behaviour, distance_caption(provenance, n, p.average),
+                      seed=p.seed)
     write_table(table, snakemake.output.coordinates, float_format="%.6g")
     plot_mds(table, snakemake.output.figure, table.attrs["caption"])
     log.info("MDS of %d heads: Stress-1 %.3f; behaviours %s", len(table), table.attrs["stress"],

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from headatlas.analyses.headtypes import FeatureSet, compare_types
+from headatlas.analyses.headtypes import InputFeatures, compare_types
 from headatlas.plots.headtypes import plot_type_changes
 from headatlas.pipeline.jobs import rule_logging
 from headatlas.io import write_table
@@ -10,8 +10,8 @@ from headatlas.io import write_table
 with rule_logging(snakemake) as log:
     inp, before, after = snakemake.input, snakemake.wildcards.base, snakemake.wildcards.model
     changes, by_layer = compare_types(pd.read_csv(inp.before), pd.read_csv(inp.after),
-                                      FeatureSet.load(inp.before_features),
-                                      FeatureSet.load(inp.after_features))
+                                      InputFeatures.load(inp.before_features),
+                                      InputFeatures.load(inp.after_features))
     write_table(changes, snakemake.output.heads, float_format="%.4g")
     write_table(by_layer, snakemake.output.layers, float_format="%.4g")
     plot_type_changes(changes, by_layer, (before, after), snakemake.output.figure,

@@ -3,7 +3,7 @@
 import pandas as pd
 
 from headatlas.plots import headtypes as plots
-from headatlas.analyses.headtypes import FeatureSet, figure_inputs
+from headatlas.analyses.headtypes import InputFeatures, figure_inputs
 from headatlas.pipeline.jobs import rule_logging
 
 PLOTS = {"tsne": plots.plot_tsne, "boxplot": plots.plot_feature_boxes,
@@ -12,7 +12,7 @@ PLOTS = {"tsne": plots.plot_tsne, "boxplot": plots.plot_feature_boxes,
 with rule_logging(snakemake) as log:
     inp, figure = snakemake.input, snakemake.wildcards.figure
     stability = pd.read_csv(inp.stability[0]) if inp.stability else None
-    inputs = figure_inputs(figure, FeatureSet.load(inp.features), pd.read_csv(inp.types), stability,
+    inputs = figure_inputs(figure, InputFeatures.load(inp.features), pd.read_csv(inp.types), stability,
                            seed=snakemake.params.seed, perplexity=snakemake.params.perplexity)
     PLOTS[figure](path=snakemake.output.figure, **inputs)
     log.info("%s -> %s", figure, snakemake.output.figure)

@@ -2,13 +2,13 @@
 
 import pandas as pd
 
-from headatlas.analyses.headtypes import FeatureSet, stability_tables
+from headatlas.analyses.headtypes import InputFeatures, stability_tables
 from headatlas.pipeline.jobs import rule_logging
 from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     p = snakemake.params
-    table, heads = stability_tables(FeatureSet.load(snakemake.input.features),
+    table, heads = stability_tables(InputFeatures.load(snakemake.input.features),
                                     pd.read_csv(snakemake.input.types), **p.cluster,
                                     n_fits=p.n_fits, fraction=p.fraction)
     write_table(table, snakemake.output.table)

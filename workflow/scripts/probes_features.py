@@ -5,7 +5,7 @@ from headatlas.analyses.probes import ProbeFeatures, coverage_messages
 from headatlas.pipeline.jobs import rule_logging
 
 with rule_logging(snakemake) as log:
-    features = run_analysis(ProbeFeatures, snakemake.input.stores, corpus=snakemake.input.corpus,
-                            path=snakemake.output[0], how=snakemake.params.how)
-    for level, message in coverage_messages(features.coverage):
+    result = run_analysis(ProbeFeatures, snakemake.input.stores, corpus=snakemake.input.corpus,
+                          path=snakemake.output[0], how=snakemake.params.how)
+    for level, message in coverage_messages(result.attrs["coverage"]):
         log.log(level, "%s", message)

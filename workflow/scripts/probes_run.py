@@ -1,13 +1,13 @@
 """Rule probe_run: train one probe with one seed on the train treebank; UAS on dev and tests."""
 
-from headatlas.analyses.probes import GLOVE_PROBES, FeatureSet, evaluation_sets, run_probe, save_probe
+from headatlas.analyses.probes import GLOVE_PROBES, ProbeCache, evaluation_sets, run_probe, save_probe
 from headatlas.corpora.glove import load_glove
 from headatlas.pipeline.jobs import rule_logging
 from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     probe, seed = snakemake.wildcards.probe, int(snakemake.wildcards.seed)
-    train = FeatureSet(snakemake.input.train)
+    train = ProbeCache(snakemake.input.train)
     evals = evaluation_sets(train, snakemake.wildcards.corpus, snakemake.params.tests,
                             snakemake.input.tests)
     glove = load_glove() if probe in GLOVE_PROBES else None

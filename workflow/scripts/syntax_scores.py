@@ -3,16 +3,16 @@
 from headatlas.analyses.base import run_analysis
 from headatlas.analyses.syntax import DependencyHeads
 from headatlas.pipeline.jobs import rule_logging
-from headatlas.io import write_table
+from headatlas.pipeline.outputs import write_outputs
 
 with rule_logging(snakemake) as log:
+    out = snakemake.output
     scores = run_analysis(DependencyHeads, snakemake.input.stores, corpus=snakemake.input.corpus,
                           how=snakemake.params.how, weighting=snakemake.params.weighting)
-    scores.save(snakemake.output.scores)
-    tables = scores.tables()
-    for name, table in tables.items():
-        write_table(table, snakemake.output[name], float_format="%.6g")
+    # scores.npz (the whole result, read by the later rules) and its published tables.
+    write_outputs(scores, {"result": out.scores, "heads": out.heads, "offsets": out.offsets,
+                           "coverage": out.coverage}, "syntax", DependencyHeads.name)
     log.info("coverage (word-level 'from' = %s):\n%s", snakemake.params.how,
-             tables["coverage"].to_string(index=False))
+             scores.tables["coverage"].to_string(index=False))
     for problem in scores.problems():
         log.warning("%s", problem)

@@ -1,33 +1,40 @@
-"""The analysis protocol: one accumulator interface for everything that reads a store.
+"""The analysis contract: one accumulator interface for everything that reads attention maps.
 
 An analysis is a class that sees each :class:`~headatlas.store.example.Example` once
-(:meth:`Analysis.update`) and then returns its result (:meth:`Analysis.result`).
-Streaming keeps memory independent of the corpus size, and the same class runs
-from a notebook, a test or a Snakemake rule::
+(:meth:`Analysis.add`, which calls its :meth:`~Analysis.update`) and then returns its
+:class:`~headatlas.analyses.result.Result` (:meth:`Analysis.result`). Streaming keeps memory
+independent of the corpus size, and the same class runs from a notebook, a test or a rule::
 
     from headatlas.analyses import surface  # importing a module registers its analyses
 
-    table = run_analysis("entropy", ["results/minilm/wikipedia/attention/shard-0.h5"])
-    table.attrs["caption"]      # figure footnote: model, corpus, N, deviations
-    table.attrs["provenance"]   # analysis, options, N, model and corpus of the store
+    result = run_analysis("entropy", ["results/minilm/wikipedia/attention/shard-0.h5"])
+    result.table                     # the per-head table
+    result.caption                   # figure footnote: model, corpus, N, deviations
+    result.provenance                # analysis, options, N, model and corpus of the store
 
-Every analysis of the attention maps gains a second view without changing its
-code: ``run_analysis(..., weighting="norm")`` hands it α_ij‖f_h(x_j)‖
-renormalised per row (Kobayashi et al. 2020) in ``example.attn`` instead of α
-(:mod:`headatlas.weightings`); the provenance and the caption say which.
-Analyses that read the norms themselves set ``needs_norms = True``.
+scikit-learn's discipline for options: an analysis's options are the explicit keyword
+arguments of its ``__init__`` (after ``n_layers`` and ``n_heads``), each stored as the
+attribute of the same name; :meth:`Analysis.get_params` reads them back from the signature,
+and an unknown option is an error with a did-you-mean (:meth:`Analysis.check_options`), never
+silently recorded.
 
-A result is a per-head table (a DataFrame with 1-based ``layer`` and ``head``
-columns, as in the papers) or, where a table would not hold it, an object with
-an ``attrs`` dict like a DataFrame's (the syntax scores, the head-type
-features, the probes' feature cache). Either way :func:`run_analysis` puts
-``attrs["provenance"]`` and ``attrs["caption"]`` on it; objects that save
-their ``attrs`` leave these two out (:data:`RUN_ATTRS`), so files do not change
-with them.
+**State.** What an analysis has accumulated is its :meth:`~Analysis.state`: plain numpy arrays
+(counts, sums, per-example rows), which :meth:`~Analysis.merge` folds into another instance of
+the same analysis with the same options. Merging the states of two halves of a corpus gives the
+result of one pass over the whole (a unit test per analysis), so shards can be analysed apart
+and joined. The base class keeps ``n_examples`` and the examples' lengths in the state too.
+
+Every analysis of the attention maps gains a second view without changing its code:
+``run_analysis(..., weighting="norm")`` hands it α_ij‖f_h(x_j)‖ renormalised per row
+(Kobayashi et al. 2020) in ``example.attn`` instead of α (:mod:`headatlas.weightings`); the
+provenance and the caption say which. Analyses that read the norms themselves set
+``needs_norms = True``.
 """
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import itertools
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -36,8 +43,9 @@ from typing import Any, ClassVar, Iterable
 import numpy as np
 from tqdm.auto import tqdm
 
+from headatlas.analyses.result import Result
+from headatlas.errors import HeadAtlasError
 from headatlas.store.example import Example
-
 from headatlas.store.reader import Store, StoreSet, open_stores
 from headatlas.weightings import check_weighting, weighting_note
 
@@ -50,17 +58,25 @@ PROVENANCE_KEYS = ("model_name", "model_id", "model_revision", "corpus", "corpus
 PAPER_MODEL = {"id": "bert-base-cased", "family": "BERT", "n_layers": 12, "n_heads": 12, "lowercase": False}
 # The attrs run_analysis adds to a result.
 RUN_ATTRS = ("provenance", "caption")
+# The state the base class keeps for every analysis (beside the analysis's own arrays).
+BASE_STATE = ("n_examples", "lengths")
+
+
+class OptionError(HeadAtlasError, TypeError):
+    """An analysis was given an option it does not have; the message names the close ones."""
 
 
 class Analysis(ABC):
-    """Base class: subclasses set ``name`` and implement ``update`` and ``result``.
+    """Base class: subclasses set ``name`` and implement ``update``, ``_state``, ``_merge`` and
+    ``result``.
 
     Parameters
     ----------
     n_layers, n_heads : int
         The model's shape (every example's ``attn`` is ``[n_layers, n_heads, n, n]``).
-    **params
-        The analysis's options, recorded in the result's provenance.
+
+    A subclass's options are explicit keyword arguments of its ``__init__`` after these two,
+    each kept as the attribute of the same name (:meth:`get_params`).
 
     Optional hooks: :meth:`start` (sees the stores before the first example),
     :meth:`close` (releases what ``start`` took when a run stops early),
@@ -74,10 +90,40 @@ class Analysis(ABC):
     unit: ClassVar[str] = "segments"
     needs_norms: ClassVar[bool] = False
 
-    def __init__(self, n_layers: int, n_heads: int, **params):
+    def __init__(self, n_layers: int, n_heads: int):
         self.n_layers, self.n_heads = n_layers, n_heads
-        self.params = params
         self.n_examples = 0
+        self.lengths: list[int] = []  # tokens of every example seen, for the caption
+
+    # --- options ---------------------------------------------------------------------------
+
+    @classmethod
+    def option_names(cls) -> tuple[str, ...]:
+        """The analysis's options: its ``__init__``'s parameters after ``n_layers``, ``n_heads``."""
+        params = list(inspect.signature(cls.__init__).parameters.values())[3:]
+        if any(p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) for p in params):
+            raise TypeError(f"{cls.__name__}.__init__ takes **kwargs: name every option explicitly")
+        return tuple(p.name for p in params)
+
+    def get_params(self) -> dict[str, Any]:
+        """The options this instance runs with (scikit-learn's ``get_params``)."""
+        return {name: getattr(self, name) for name in self.option_names()}
+
+    @classmethod
+    def check_options(cls, options: dict) -> None:
+        """Raise :class:`OptionError` for an option the analysis does not have, naming the close ones."""
+        known = cls.option_names()
+        problems = []
+        for name in options:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f" (did you mean `{close[0]}`?)" if close else ""
+                problems.append(f"`{name}`: unknown option of {cls.name}{hint}")
+        if problems:
+            allowed = ", ".join(known) if known else "none"
+            raise OptionError("; ".join(problems) + f"; its options: {allowed}")
+
+    # --- streaming -------------------------------------------------------------------------
 
     def start(self, stores: StoreSet | None) -> None:
         """Called once before the first example with the stores being read.
@@ -85,30 +131,67 @@ class Analysis(ABC):
         ``stores`` is None when examples are passed directly. Default: nothing.
         """
 
+    def add(self, example: Example) -> None:
+        """Fold one example in (:meth:`update`) and count it."""
+        self.update(example)
+        self.n_examples += 1
+        self.lengths.append(example.n_tokens)
+
     @abstractmethod
     def update(self, example: Example) -> None:
         """Fold one example into the running statistics."""
 
-    @abstractmethod
-    def result(self):
-        """The finished result: a DataFrame, or an object with an ``attrs`` dict."""
-
     def close(self) -> None:
         """Release what :meth:`start` acquired (files); called after every run. Default: nothing."""
 
-    def caption(self, result, provenance: dict) -> str:
+    # --- state -----------------------------------------------------------------------------
+
+    def state(self) -> dict[str, np.ndarray]:
+        """Everything accumulated so far, as plain numpy arrays (the analysis's own and
+        :data:`BASE_STATE`): what :meth:`merge` folds into another instance."""
+        own = self._state()
+        clash = set(own) & set(BASE_STATE)
+        if clash:
+            raise KeyError(f"{self.name}: state names {sorted(clash)} are the base class's")
+        return {"n_examples": np.asarray(self.n_examples, np.int64),
+                "lengths": np.asarray(self.lengths, np.int64), **own}
+
+    def merge(self, state: dict[str, np.ndarray]) -> "Analysis":
+        """Fold the ``state`` of another instance (same analysis, model shape and options) into
+        this one: afterwards this instance is as if it had also seen that one's examples."""
+        self.n_examples += int(state["n_examples"])
+        self.lengths += np.asarray(state["lengths"]).tolist()
+        self._merge({k: v for k, v in state.items() if k not in BASE_STATE})
+        return self
+
+    @abstractmethod
+    def _state(self) -> dict[str, np.ndarray]:
+        """The analysis's own accumulated arrays (see :meth:`state`)."""
+
+    @abstractmethod
+    def _merge(self, state: dict[str, np.ndarray]) -> None:
+        """Fold another instance's :meth:`_state` into this one."""
+
+    # --- the result ------------------------------------------------------------------------
+
+    @abstractmethod
+    def result(self) -> Result:
+        """The finished :class:`~headatlas.analyses.result.Result`."""
+
+    def caption(self, result: Result, provenance: dict) -> str:
         """Figure footnote of ``result``: model, corpus, N and the deviations from the paper."""
         return describe(provenance, provenance["n_examples"], self.unit)
 
 
 def register(cls: type[Analysis]) -> type[Analysis]:
-    """Class decorator: make an analysis available by name to rules and tests."""
+    """Class decorator: make an analysis available by name to rules and tests (the contract test,
+    tests/unit/test_contract.py, checks every registered class)."""
     REGISTRY[cls.name] = cls
     return cls
 
 
 def run_analysis(analysis: str | type[Analysis], stores, progress: bool = True,
-                 max_examples: int | None = None, weighting: str = "attention", **params):
+                 max_examples: int | None = None, weighting: str = "attention", **options) -> Result:
     """Stream ``stores`` through one analysis and return its result with provenance and caption.
 
     Parameters
@@ -126,39 +209,47 @@ def run_analysis(analysis: str | type[Analysis], stores, progress: bool = True,
         renormalised per row (Kobayashi et al. 2020). ``norm`` needs a store with
         value norms (schema version 2, a model with a norm layout); analyses with
         ``needs_norms`` take only ``attention``.
-    **params
-        The analysis's options.
+    **options
+        The analysis's options (:meth:`Analysis.option_names`); an unknown one is an
+        :class:`OptionError`.
 
     Returns
     -------
-    The analysis's result, with ``attrs["weighting"]``, ``attrs["provenance"]``
-    (``analysis``, ``options``, ``weighting``, ``n_examples`` and the store's
-    :data:`PROVENANCE_KEYS`) and ``attrs["caption"]`` (:meth:`Analysis.caption`).
+    The analysis's :class:`~headatlas.analyses.result.Result`, with ``attrs["weighting"]``,
+    ``attrs["provenance"]`` (``analysis``, ``options``, ``weighting``, ``n_examples``, the
+    store's :data:`PROVENANCE_KEYS` and ``lengths``) and ``attrs["caption"]``
+    (:meth:`Analysis.caption`).
     """
-    cls = _analysis_class(analysis)
+    cls = analysis_class(analysis)
     check_weighting(weighting)
+    cls.check_options(options)
     if cls.needs_norms and weighting != "attention":
         raise ValueError(f"{cls.name} reads the value norms itself and weighs the attention as it "
                          "needs: run it with weighting='attention'")
     examples, store_set, n_layers, n_heads, total = _examples(stores, weighting, cls.needs_norms)
     if max_examples is not None:
         examples, total = itertools.islice(examples, max_examples), min(total, max_examples)
-    acc = cls(n_layers, n_heads, **params)
-    lengths = []
+    acc = cls(n_layers, n_heads, **options)
     try:
         acc.start(store_set)
         for example in tqdm(examples, total=total, desc=cls.name, disable=not progress, mininterval=2):
-            acc.update(example)
-            acc.n_examples += 1
-            lengths.append(example.n_tokens)
+            acc.add(example)
         result = acc.result()
     finally:
         acc.close()
     attrs = store_set.attrs if store_set is not None else {"n_layers": n_layers, "n_heads": n_heads}
-    provenance = {"analysis": cls.name, "options": {k: _plain(v) for k, v in params.items()},
+    return finish(acc, result, attrs, weighting)
+
+
+def finish(acc: Analysis, result: Result, store_attrs: dict, weighting: str) -> Result:
+    """Put ``weighting``, ``provenance`` and ``caption`` on ``acc``'s ``result``: what every run of
+    an analysis ends with, whether it streamed a store or merged states."""
+    if not isinstance(result, Result):
+        raise TypeError(f"{acc.name}.result() returned a {type(result).__name__}, not a Result")
+    provenance = {"analysis": acc.name, "options": {k: _plain(v) for k, v in acc.get_params().items()},
                   "weighting": weighting, "n_examples": acc.n_examples,
-                  **{k: attrs.get(k) for k in PROVENANCE_KEYS}, "lengths": length_text(lengths)}
-    result.attrs["weighting"] = weighting  # saved with results that save their attrs
+                  **{k: store_attrs.get(k) for k in PROVENANCE_KEYS}, "lengths": length_text(acc.lengths)}
+    result.attrs["weighting"] = weighting
     result.attrs["provenance"] = provenance
     result.attrs["caption"] = acc.caption(result, provenance)
     return result
@@ -256,7 +347,8 @@ def _known(value, default: str):
     return default if value is None else value
 
 
-def _analysis_class(analysis: str | type[Analysis]) -> type[Analysis]:
+def analysis_class(analysis: str | type[Analysis]) -> type[Analysis]:
+    """The class of ``analysis`` (a class, or the name of a registered one)."""
     if not isinstance(analysis, str):
         return analysis
     if analysis not in REGISTRY:

@@ -25,9 +25,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from headatlas.analyses.base import Analysis, describe, register, store_provenance
+from headatlas.analyses.base import Analysis, describe, register
+from headatlas.analyses.result import Result
 from headatlas.claims import Claim, claims_table, holds_if
-from headatlas.heads import head_name, head_names, head_table
+from headatlas.heads import Column, HeadColumns, head_name, head_names, head_table
 
 SMOOTHING = 0.001  # Clark's code: 0.999 * a + 0.001 / n
 # The permutation test's default; the brief asks for at least 1,000.
@@ -96,20 +97,28 @@ def pairwise_js(attn: np.ndarray, smoothing: float = SMOOTHING) -> np.ndarray:
 class HeadDistances(Analysis):
     """Distances between all pairs of heads (Fig. 6): a square per-head table.
 
-    Columns ``layer``, ``head`` and one column per head named ``"layer-head"``
-    (rows and columns in the same order, layer-major). A cell is the JS
-    divergence of the two heads summed over all query tokens, divided by the
-    number of query tokens when ``average`` (the default).
+    Parameters
+    ----------
+    average : bool
+        Divide the summed divergences by the number of query tokens (default True, the
+        paper's caption); False keeps Clark's code's raw sum.
+    smoothing : float
+        Rows become ``(1 - smoothing) a + smoothing / n`` first (default 0.001).
 
-    Parameters (keyword): ``average`` (bool, default True), ``smoothing``
-    (default 0.001).
+    The result's ``heads`` table: ``layer``, ``head`` and one column per head named
+    ``"layer-head"`` (rows and columns in the same order, layer-major). A cell is the JS
+    divergence of the two heads summed over all query tokens, divided by the number of
+    query tokens when ``average``. ``attrs["n_rows"]``: those query tokens.
+
+    State (merging adds): ``sums`` ``[layers * heads, layers * heads]`` (the divergences
+    summed over every query token) and ``n_rows`` (query tokens).
     """
 
     name = "head_distances"
 
     def __init__(self, n_layers: int, n_heads: int, average: bool = True,
-                 smoothing: float = SMOOTHING, **params):
-        super().__init__(n_layers, n_heads, **params)
+                 smoothing: float = SMOOTHING):
+        super().__init__(n_layers, n_heads)
         if not 0 <= smoothing < 1:
             raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
         self.average, self.smoothing = average, smoothing
@@ -122,16 +131,22 @@ class HeadDistances(Analysis):
         self._sums += pairwise_js(attn, self.smoothing)
         self._n_rows += n
 
-    def result(self) -> pd.DataFrame:
+    def _state(self) -> dict[str, np.ndarray]:
+        return {"sums": self._sums.copy(), "n_rows": np.asarray(self._n_rows, np.int64)}
+
+    def _merge(self, state: dict[str, np.ndarray]) -> None:
+        self._sums += state["sums"]
+        self._n_rows += int(state["n_rows"])
+
+    def result(self) -> Result:
         if self._n_rows == 0:
             raise ValueError("no examples were seen; the distances are undefined")
         dist = self._sums / self._n_rows if self.average else self._sums
         names = head_names(self.n_layers, self.n_heads)
         table = head_table(self.n_layers, self.n_heads, **{name: dist[:, k] for k, name in enumerate(names)})
-        table.attrs["n_rows"] = self._n_rows
-        return table
+        return Result({"heads": table}, attrs={"n_rows": self._n_rows})
 
-    def caption(self, result, provenance: dict) -> str:
+    def caption(self, result: Result, provenance: dict) -> str:
         return distance_caption(provenance, provenance["n_examples"], self.average, self.smoothing)
 
 
@@ -270,9 +285,8 @@ def group_structure(dist: np.ndarray, labels, n_permutations: int = N_PERMUTATIO
     return table
 
 
-def mds_table(distances: pd.DataFrame, behaviour: pd.DataFrame, stores, seed: int = 0,
-              average: bool = True, max_examples: int | None = None,
-              weighting: str = "attention") -> pd.DataFrame:
+def mds_table(distances: pd.DataFrame, behaviour: pd.DataFrame, caption: str,
+              seed: int = 0) -> pd.DataFrame:
     """Fig. 6's points: every head placed in 2-D by metric MDS of its distances.
 
     Parameters
@@ -281,10 +295,11 @@ def mds_table(distances: pd.DataFrame, behaviour: pd.DataFrame, stores, seed: in
         A :class:`HeadDistances` table (read back from CSV).
     behaviour : DataFrame
         ``layer``, ``head``, ``behaviour`` (:func:`headatlas.analyses.surface.classify_heads`).
-    stores : path or list of paths
-        The store the distances came from (for the caption's model, corpus and N).
-    seed, average, max_examples : the MDS random state and the distance options used.
-    weighting : the view of the maps the distances were computed on (for the caption).
+    caption : str
+        The distances' caption (:func:`distance_caption`: model, corpus, N, how a distance
+        is computed), which the MDS's own is appended to.
+    seed : int
+        The MDS random state.
 
     Returns
     -------
@@ -294,13 +309,22 @@ def mds_table(distances: pd.DataFrame, behaviour: pd.DataFrame, stores, seed: in
     coords, stress = embed_heads(distance_matrix(distances), seed=seed)
     table = distances[["layer", "head"]].merge(behaviour, on=["layer", "head"], how="left")
     table["x"], table["y"] = coords[:, 0], coords[:, 1]
-    provenance = store_provenance(stores, weighting)
-    n = provenance["n_examples"] if max_examples is None else min(provenance["n_examples"], max_examples)
     table.attrs["stress"] = stress
-    table.attrs["caption"] = (f"{distance_caption(provenance, n, average)}; metric MDS (random state "
-                              f"{seed}), Kruskal Stress-1 = {stress:.3f}; behaviours: thresholds of "
-                              "Clark's code")
+    table.attrs["caption"] = (f"{caption}; metric MDS (random state {seed}), Kruskal Stress-1 = "
+                              f"{stress:.3f}; behaviours: thresholds of Clark's code")
     return table
+
+
+# What the MDS coordinates add to the head atlas (headatlas.report.atlas), by table name.
+ATLAS = {
+    "coordinates": HeadColumns("MDS coordinates", "Clark et al. 2019 §6", rank=20, columns=(
+        Column("mds_x", "x", "JS distance", "2-D metric MDS of the Jensen-Shannon distances between heads, "
+               "first axis", "heads of one layer sit close together"),
+        Column("mds_y", "y", "JS distance", "second axis"),
+        Column("behaviour", "behaviour", "label", "Clark's Fig. 6 colour (broad, next, previous, [CLS], "
+               "[SEP], punctuation, other)"),
+    )),
+}
 
 
 def structure_table(dist: np.ndarray, coords: pd.DataFrame, n_permutations: int = N_PERMUTATIONS,

@@ -44,12 +44,13 @@ import numpy as np
 import pandas as pd
 
 from headatlas.analyses.base import Analysis, describe, register, store_provenance
+from headatlas.analyses.result import Result
 from headatlas.corpora.records import Sentence, read_jsonl
 from headatlas.errors import StoreError
-from headatlas.heads import head_names, is_head_name, parse_head_name
+from headatlas.heads import Column, HeadColumns, head_names, is_head_name, parse_head_name
 from headatlas.stats import bootstrap_ratio
 from headatlas.store.example import Example
-from headatlas.store.wordlevel import word_level, word_units
+from headatlas.store.wordlevel import FROM_MODES, word_level, word_units
 
 log = logging.getLogger(__name__)
 MENTION_TYPES = ("pronoun", "proper", "nominal")
@@ -343,23 +344,32 @@ class Coreference(Analysis):
     ----------
     documents : dict of int -> CorefDocument
         By position in the documents JSONL (``Example.index``); see :func:`load_documents`.
-    how : str
+    how : {"mean", "first", "max"}
         Word-level ``from`` mode (the paper: mean).
 
-    ``result()`` has one row per mention of every analysed document (columns
-    of :func:`mention_rows`, then one ``layer-head`` column per head);
-    ``attrs["analysed_documents"]`` lists the documents seen.
+    ``result()`` has one table, ``mentions``: one row per mention of every analysed
+    document, in corpus order (columns :data:`MENTION_COLUMNS`, then one ``layer-head``
+    column per head); ``attrs["analysed_documents"]`` lists the source documents seen, in
+    corpus order.
+
+    State: the rows of the mentions scored so far, by column (``mention/<column>`` for
+    :data:`MENTION_COLUMNS`, strings as unicode), ``correct`` ``[M, layers * heads]`` (the
+    head columns), ``mention_example`` ``[M]`` (each row's corpus position) and ``examples``
+    (the corpus positions of every document seen, mentions or not).
     """
 
     name = "coref"
     unit = "documents"
 
     def __init__(self, n_layers: int, n_heads: int, documents: dict[int, CorefDocument],
-                 how: str = "mean", **params):
-        super().__init__(n_layers, n_heads, **params)
+                 how: str = "mean"):
+        super().__init__(n_layers, n_heads)
+        if how not in FROM_MODES:
+            raise ValueError(f"word-level mode {how!r}; choose one of {FROM_MODES}")
         self.documents, self.how = documents, how
-        self._tables: list[pd.DataFrame] = []
-        self.analysed: list[str] = []
+        self._tables: list[pd.DataFrame] = []  # per document (or merged state): its mention rows
+        self._rows_of: list[np.ndarray] = []  # ... and each row's corpus position
+        self._examples: list[int] = []
 
     def update(self, example: Example) -> None:
         doc = self._document(example)
@@ -372,9 +382,12 @@ class Coreference(Analysis):
             rows.loc[~rows["evaluated"], list(BASELINES)] = np.nan
             correct = head_correct(doc, example, rows["evaluated"].to_numpy(), self.how)
             heads = pd.DataFrame(correct, columns=head_names(self.n_layers, self.n_heads))
-            self._tables.append(pd.concat([rows, heads], axis=1)[owned].reset_index(drop=True))
-        if doc.source not in self.analysed:
-            self.analysed.append(doc.source)
+            self._add(pd.concat([rows, heads], axis=1)[owned].reset_index(drop=True), example.index)
+        self._examples.append(example.index)
+
+    def _add(self, table: pd.DataFrame, index: np.ndarray | int) -> None:
+        self._tables.append(table)
+        self._rows_of.append(np.broadcast_to(np.asarray(index, np.int64), len(table)))
 
     def _document(self, example: Example) -> CorefDocument:
         doc = self.documents.get(example.index)
@@ -385,12 +398,40 @@ class Coreference(Analysis):
             raise StoreError(f"store example {example.id} has more words than its document")
         return doc
 
-    def result(self) -> pd.DataFrame:
-        columns = list(MENTION_COLUMNS) + head_names(self.n_layers, self.n_heads)
-        table = (pd.concat(self._tables, ignore_index=True) if self._tables
-                 else pd.DataFrame(columns=columns))
-        table.attrs["analysed_documents"] = list(self.analysed)
-        return table
+    def _rows(self) -> tuple[pd.DataFrame, np.ndarray]:
+        """Every mention row so far, in the order added, and each row's corpus position."""
+        if not self._tables:
+            columns = list(MENTION_COLUMNS) + head_names(self.n_layers, self.n_heads)
+            return pd.DataFrame(columns=columns), np.zeros(0, np.int64)
+        return pd.concat(self._tables, ignore_index=True), np.concatenate(self._rows_of)
+
+    def _state(self) -> dict[str, np.ndarray]:
+        table, where = self._rows()
+        state = {"examples": np.asarray(self._examples, np.int64), "mention_example": where,
+                 "correct": table[head_names(self.n_layers, self.n_heads)].to_numpy(float)}
+        for column in MENTION_COLUMNS:
+            values = table[column].to_numpy()
+            state[f"mention/{column}"] = values.astype(str) if values.dtype == object else values
+        return state
+
+    def _merge(self, state: dict[str, np.ndarray]) -> None:
+        self._examples += state["examples"].tolist()
+        if len(state["mention_example"]):
+            columns = {}
+            for column in MENTION_COLUMNS:
+                values = state[f"mention/{column}"]
+                # text as Python strings: the column gets the dtype update() gives it
+                columns[column] = values.tolist() if values.dtype.kind == "U" else values
+            heads = pd.DataFrame(state["correct"], columns=head_names(self.n_layers, self.n_heads))
+            self._add(pd.concat([pd.DataFrame(columns), heads], axis=1), state["mention_example"])
+
+    def result(self) -> Result:
+        """The mentions in corpus order (by document, then as listed), however the documents
+        were streamed or merged."""
+        table, where = self._rows()
+        table = table.iloc[np.argsort(where, kind="stable")].reset_index(drop=True)
+        sources = [self.documents[i].source for i in sorted(self._examples)]
+        return Result({"mentions": table}, attrs={"analysed_documents": list(dict.fromkeys(sources))})
 
 
 # ----------------------------------------------------------------------------
@@ -853,3 +894,38 @@ def paper_claims(table: pd.DataFrame, corpus: str) -> pd.DataFrame:
         f"head {PAPER_HEAD} 65 vs 69", f"{label} {text(chosen)} vs {text(rule_based)}",
         holds_if(head < value(rule_based)[0]), "the head's accuracy below the rule-based system's", note))
     return claims_table(claims)
+
+
+# --- the head atlas -----------------------------------------------------------------------
+
+def atlas_head_accuracy(path: Path) -> pd.DataFrame:
+    """Per head: accuracy (%) on the split the table reports last (the evaluation split), and
+    by mention type where the table has it: the atlas's reader of ``head_accuracy``
+    (:data:`ATLAS`, the per-head table of :func:`accuracy_tables`)."""
+    table = pd.read_csv(path)
+    scopes = [c[4:] for c in table.columns if re.fullmatch(r"acc_[^_]+", c)]
+    if not scopes:
+        raise ValueError(f"{path}: no acc_<split> column")
+    scope = scopes[-1]
+    out = table[["layer", "head"]].assign(accuracy=table[f"acc_{scope}"], split=scope)
+    for kind in MENTION_TYPES:
+        column = next((c for c in table.columns if c.startswith("acc_") and c.endswith(f"_{kind}")), None)
+        if column:
+            out[kind] = table[column]
+    return out
+
+
+# What the per-head accuracies (head_accuracy.csv) add to the head atlas (headatlas.report.atlas).
+ATLAS = {
+    "head_accuracy": HeadColumns(
+        "coreference", CLARK_T2, rank=60, per_corpus=True,
+        reader="headatlas.analyses.coref:atlas_head_accuracy",
+        columns=(
+            Column("coref_{corpus}", "accuracy", "%",
+                   "share of mentions (evaluation split) whose head word attends most to an "
+                   "antecedent's head word", "best head 5-4: 65% (BERT-base, CoNLL-2012)"),
+            Column("coref_{corpus}_split", "split", "split", "the split that accuracy is on"),
+        ) + tuple(Column(f"coref_{{corpus}}_{kind}", kind, "%", f"... {kind} mentions only", reference)
+                  for kind, reference in (("pronoun", "head 5-4: 64%"), ("proper", "head 5-4: 73%"),
+                                          ("nominal", "head 5-4: 58%")))),
+}

@@ -55,11 +55,12 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from headatlas.analyses.base import describe, length_text
+from headatlas.analyses.result import Result
 from headatlas.claims import PAPER_LAYERS, Claim, claims_table, depth_layers, depth_text, holds_if, span_text
 from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
 from headatlas.encoders.inputs import Encoded, collate, encode, encode_corpus
-from headatlas.heads import head_table
+from headatlas.heads import ATTENTION_ONLY, Column, HeadColumns, head_table
 from headatlas.io import atomic_open
 from headatlas.encoders.models import LoadedModel, load_masked_lm, load_model
 from headatlas.store.example import token_masks
@@ -215,7 +216,14 @@ def contrastive_loss(out, attention_mask: torch.Tensor, scale: float = SCALE) ->
 
 
 class GradientSums:
-    """Running sums of |gradient| and of attention per head and key kind; memory independent of the corpus."""
+    """Running sums of |gradient| and of attention per head and key kind; memory independent of the corpus.
+
+    Its :meth:`state` (the four sums as numpy arrays) merges into another instance's
+    (:meth:`merge`), as an analysis's does (:mod:`headatlas.analyses.base`): batches, or
+    parts of a corpus run apart, add up to the sums of one run over all of them.
+    """
+
+    STATE = ("sums", "counts", "attention", "queries")
 
     def __init__(self, n_layers: int, n_heads: int):
         self.n_layers, self.n_heads = n_layers, n_heads
@@ -243,15 +251,27 @@ class GradientSums:
             self.attention[layer] += torch.einsum("bhqk,bq,bkc->hc", attn.to(q.dtype), q, k).double().cpu().numpy()
         self.queries += float(q.sum())
 
-    def result(self) -> pd.DataFrame:
-        """Per head: mean |dL/da| over the weights on each kind of key (NaN if none seen), and
-        ``attn_<kind>``: the mean attention mass a query puts on keys of that kind."""
+    def state(self) -> dict[str, np.ndarray]:
+        """The sums so far: ``sums`` and ``attention`` ``[L, H, len(KINDS)]``, ``counts``
+        ``[len(KINDS)]``, ``queries`` (a 0-d array)."""
+        return {name: np.asarray(getattr(self, name), np.float64) for name in self.STATE}
+
+    def merge(self, state: dict[str, np.ndarray]) -> "GradientSums":
+        """Add another instance's :meth:`state` (same model shape) to this one's sums."""
+        for name in self.STATE:
+            setattr(self, name, getattr(self, name) + state[name])
+        self.queries = float(self.queries)
+        return self
+
+    def result(self) -> Result:
+        """``heads``, per head: mean |dL/da| over the weights on each kind of key (NaN if none
+        seen), and ``attn_<kind>``: the mean attention mass a query puts on keys of that kind."""
         with np.errstate(invalid="ignore", divide="ignore"):
             means = np.where(self.counts > 0, self.sums / self.counts, np.nan)
             attention = self.attention / self.queries if self.queries else np.full_like(self.attention, np.nan)
-        return head_table(self.n_layers, self.n_heads,
-                          **{kind: means[..., c] for c, kind in enumerate(KINDS)},
-                          **{name: attention[..., c] for c, name in enumerate(ATTENTION)})
+        return Result({"heads": head_table(self.n_layers, self.n_heads,
+                                           **{kind: means[..., c] for c, kind in enumerate(KINDS)},
+                                           **{name: attention[..., c] for c, name in enumerate(ATTENTION)})})
 
 
 def _batches(examples: list, batch_size: int, max_tokens: int | None = None, rows: int = 1,
@@ -313,9 +333,9 @@ def _contrastive_batch(batch, sentences, tokenizer, device):
 
 
 def gradient_importance(loaded: LoadedModel, loss: str, sentences: Sequence[Sentence], *,
-                        max_length: int = 128, batch_size: int = 16, max_examples: int | None = None,
-                        seed: int = 0, max_batch_tokens: int | None = None,
-                        progress: bool = True) -> tuple[pd.DataFrame, Counter]:
+                        corpus: str = "", loss_asked: str | None = None, max_length: int = 128,
+                        batch_size: int = 16, max_examples: int | None = None, seed: int = 0,
+                        max_batch_tokens: int | None = None, progress: bool = True) -> Result:
     """Mean |dL/d attention| per head and key kind over a corpus of segments.
 
     Parameters
@@ -323,6 +343,8 @@ def gradient_importance(loaded: LoadedModel, loss: str, sentences: Sequence[Sent
     loaded : the model from :func:`load_for_loss` (a ``...ForMaskedLM`` for ``mlm``).
     loss : ``mlm`` or ``contrastive`` (as returned by :func:`load_for_loss`).
     sentences : the corpus; ``contrastive`` needs segment pairs (``words_b``).
+    corpus : the corpus's name, for the run record and the caption.
+    loss_asked : the loss the config asked for (``auto``, ...), for the run record; default ``loss``.
     max_length : segments whose ``[CLS] A [SEP] B [SEP]`` encoding is longer are
         skipped (counted), exactly as in extraction, so N matches the store.
     max_examples : use the first this many (in corpus order) of the segments kept.
@@ -336,11 +358,13 @@ def gradient_importance(loaded: LoadedModel, loss: str, sentences: Sequence[Sent
 
     Returns
     -------
-    table : DataFrame, one row per head: ``layer``, ``head``, the mean
-        |dL/da| on keys of each kind in :data:`KINDS`, and the mean attention on
-        them (:data:`ATTENTION`) on the same inputs; ``attrs`` carries
-        ``n_examples`` and ``loss``.
-    stats : Counter of kept / skipped examples and the summed loss.
+    :class:`~headatlas.analyses.result.Result` with one table, ``heads``, one row per
+    head: ``layer``, ``head``, the mean |dL/da| on keys of each kind in :data:`KINDS`,
+    and the mean attention on them (:data:`ATTENTION`) on the same inputs. Its ``attrs``
+    are the run record (:func:`run_record`: model provenance, ``corpus``, ``lengths``,
+    shape, ``loss``, ``loss_asked``, ``n_examples``, the options, ``mean_loss``,
+    ``n_skipped_too_long``), then ``stats`` (kept and skipped examples, batches, the
+    summed loss) and ``caption`` (:func:`caption`).
     """
     if loss not in ("mlm", "contrastive"):
         raise ValueError(f"loss must be 'mlm' or 'contrastive' here, got {loss!r}")
@@ -368,30 +392,32 @@ def gradient_importance(loaded: LoadedModel, loss: str, sentences: Sequence[Sent
         sums.add(grads, inputs["attention_mask"], kinds, attentions)
         stats["loss_sum"] += float(value)
         del value, grads, attentions, inputs, kinds  # freed before the next batch's forward pass
-    table = sums.result()
-    table.attrs.update(n_examples=len(kept), loss=loss)
     stats["used"] = len(kept)
     stats["batches"] = len(batches)
-    table.attrs["lengths"] = length_text([len(e) for e in kept])
-    return table, stats
+    # What run.json records, in its order.
+    n = len(kept)
+    record = {**loaded.info, "corpus": corpus, "lengths": length_text([len(e) for e in kept]),
+              "n_layers": config.num_hidden_layers, "n_heads": config.num_attention_heads,
+              "loss": loss, "loss_asked": loss if loss_asked is None else loss_asked,
+              "n_examples": n, "batch_size": batch_size, "seed": seed, "max_length": max_length,
+              "max_batch_tokens": max_batch_tokens,
+              "model_class": type(getattr(model, "base_model", model)).__name__,
+              "lowercase": getattr(tokenizer, "do_lower_case", None),
+              "mean_loss": stats["loss_sum"] / n, "n_skipped_too_long": stats["too_long"]}
+    result = sums.result()
+    result.attrs = {**record, "stats": dict(stats), "caption": caption(record)}
+    return result
 
 
-def run_record(loaded: LoadedModel, corpus: str, loss: str, heads: pd.DataFrame, stats: Counter, *,
-               loss_asked: str, batch_size: int, seed: int, max_length: int,
-               max_batch_tokens: int | None = None) -> dict:
+RESULT_ATTRS = ("stats", "caption")  # the attrs of gradient_importance's result not in run.json
+
+
+def run_record(result: Result) -> dict:
     """What a :func:`gradient_importance` run used and gave (``run.json``): the model's
     provenance, the corpus, the shape, the loss (and the one asked for), N, the
-    options, the mean loss per example and the segments skipped for length."""
-    config = loaded.model.config
-    n = heads.attrs["n_examples"]
-    return {**loaded.info, "corpus": corpus, "lengths": heads.attrs.get("lengths", ""),
-            "n_layers": config.num_hidden_layers,
-            "n_heads": config.num_attention_heads, "loss": loss, "loss_asked": loss_asked,
-            "n_examples": n, "batch_size": batch_size, "seed": seed, "max_length": max_length,
-            "max_batch_tokens": max_batch_tokens,
-            "model_class": type(getattr(loaded.model, "base_model", loaded.model)).__name__,
-            "lowercase": getattr(loaded.tokenizer, "do_lower_case", None),
-            "mean_loss": stats["loss_sum"] / n, "n_skipped_too_long": stats["too_long"]}
+    options, the mean loss per example and the segments skipped for length: its
+    result's ``attrs`` but ``stats`` and ``caption``."""
+    return {k: v for k, v in result.attrs.items() if k not in RESULT_ATTRS}
 
 
 def write_run(record: dict, path: str | Path) -> None:
@@ -574,3 +600,15 @@ def paper_claims(layers: pd.DataFrame, loss: str) -> pd.DataFrame:
 def _layers_list(part: pd.DataFrame) -> str:
     layers = [int(x) for x in part["layer"]]
     return ("layer " if len(layers) == 1 else "layers ") + ", ".join(map(str, layers))
+
+
+# What the per-head gradients (heads.csv) add to the head atlas (headatlas.report.atlas).
+ATLAS = {
+    "heads": HeadColumns("gradients", CLARK_S32, rank=70, weighting=ATTENTION_ONLY, columns=(
+        Column("grad_sep", "sep", "|dL/dα|", "gradient magnitude of the loss w.r.t. attention to [SEP]",
+               "very small from layer 5 on (BERT-base)"),
+        Column("grad_punct", "punct", "|dL/dα|", "... to '.' and ','"),
+        Column("grad_cls", "cls", "|dL/dα|", "... to [CLS]"),
+        Column("grad_other", "other", "|dL/dα|", "... to other tokens"),
+    )),
+}

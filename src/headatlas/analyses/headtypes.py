@@ -53,7 +53,6 @@ ablation) treats the types as not applicable.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -61,12 +60,12 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
-from headatlas.analyses.base import Analysis, length_text, register, without_run_attrs
+
+from headatlas.analyses.base import Analysis, length_text, register
+from headatlas.analyses.result import Result
 from headatlas.claims import Claim, claims_table, holds_if, pct
-from headatlas.heads import head_name, head_table
-from headatlas.io import atomic_path
+from headatlas.heads import Column, HeadColumns, head_name, head_table
 from headatlas.store.example import Example
-from headatlas.store.reader import StoreSet
 from headatlas.weightings import weighting_note
 
 N_WINDOWS = 16
@@ -174,68 +173,104 @@ def distance_features(attn: np.ndarray, bins: np.ndarray, n_bins: int | None = N
 class DistanceFeatures(Analysis):
     """Guan et al.'s 21-d distance feature of every head and input, streamed over a store.
 
-    ``result()`` is a :class:`FeatureSet`: every input's ``[layers * heads, 21]``
-    feature (float32: 1,000 inputs x 72 heads is 6 MB), for the per-head table
-    (:meth:`FeatureSet.head_table`, inputs averaged with equal weight) and the
-    stability analysis. Parameter ``n_windows`` (default 16).
+    ``result()`` is an :class:`InputFeatures`: every input's ``[layers * heads, 21]``
+    feature (float32: 1,000 inputs x 72 heads is 6 MB), in corpus order, for the per-head
+    table (:meth:`InputFeatures.head_table`, inputs averaged with equal weight) and the
+    stability analysis.
+
+    Parameters
+    ----------
+    n_windows : int
+        ``N``, the number of distance windows (default 16).
+
+    State: ``features`` float32 ``[inputs, layers * heads, 4 + 1 + n_windows]`` and
+    ``example_index`` int ``[inputs]`` (each input's corpus position), in the order seen;
+    merging appends, and :meth:`result` sorts by ``example_index``.
     """
 
     name = "distance_features"
     unit = "inputs"
 
-    def __init__(self, n_layers: int, n_heads: int, n_windows: int = N_WINDOWS, **params):
-        super().__init__(n_layers, n_heads, **params)
+    def __init__(self, n_layers: int, n_heads: int, n_windows: int = N_WINDOWS):
+        super().__init__(n_layers, n_heads)
         if n_windows < 1:
             raise ValueError(f"n_windows must be >= 1, got {n_windows}")
         self.n_windows = n_windows
-        self._features: list[np.ndarray] = []
-        self.example_index: list[int] = []
-        self.lengths: list[int] = []
-        self._attrs: dict = {}
+        self._features: list[np.ndarray] = []  # per input [layers * heads, n_features]
+        self._example_index: list[int] = []  # in step with them and with the base class's lengths
 
-    def start(self, stores: StoreSet | None) -> None:
-        if stores is not None:
-            self._attrs = {k: stores.attrs.get(k) for k in STORE_ATTRS}
+    @property
+    def n_features(self) -> int:
+        return len(SPECIAL) + 1 + self.n_windows
 
     def update(self, example: Example) -> None:
         bins = key_bins(example.n_tokens, special_masks(example), self.n_windows)
-        feats = distance_features(example.attn, bins, len(SPECIAL) + 1 + self.n_windows)
+        feats = distance_features(example.attn, bins, self.n_features)
         self._features.append(feats.reshape(self.n_layers * self.n_heads, -1))
-        self.example_index.append(example.index)
-        self.lengths.append(example.n_tokens)
+        self._example_index.append(example.index)
 
-    def result(self) -> "FeatureSet":
+    def _state(self) -> dict[str, np.ndarray]:
+        shape = (0, self.n_layers * self.n_heads, self.n_features)
+        return {"features": np.stack(self._features) if self._features else np.zeros(shape, np.float32),
+                "example_index": np.asarray(self._example_index, np.int64)}
+
+    def _merge(self, state: dict[str, np.ndarray]) -> None:
+        self._features += list(state["features"])
+        self._example_index += state["example_index"].tolist()
+
+    def result(self) -> "InputFeatures":
         if not self._features:
             raise ValueError("no input was analysed")
-        return FeatureSet(np.stack(self._features), np.asarray(self.example_index, np.int64),
-                          np.asarray(self.lengths, np.int32), self.n_layers, self.n_heads,
-                          self.n_windows, dict(self._attrs))
+        order = np.argsort(self._example_index, kind="stable")  # corpus order, however merged
+        return InputFeatures.from_arrays(np.stack(self._features)[order],
+                                         np.asarray(self._example_index, np.int64)[order],
+                                         np.asarray(self.lengths, np.int64)[order],
+                                         self.n_layers, self.n_heads, self.n_windows)
 
-    def caption(self, result: "FeatureSet", provenance: dict) -> str:
-        return caption(result.attrs, result.n_inputs, result.lengths)
-
-
-# Store attributes a FeatureSet keeps (and saves).
-STORE_ATTRS = ("model_name", "model_id", "corpus", "n_layers", "n_heads", "max_length", "random_init")
+    def caption(self, result: "InputFeatures", provenance: dict) -> str:
+        return caption(provenance, result.n_inputs, result.lengths)
 
 
-@dataclass
-class FeatureSet:
-    """Per-input distance features of one (model, corpus) and what they came from.
+class InputFeatures(Result):
+    """Per-input distance features of one (model, corpus): :class:`DistanceFeatures`'s result.
 
-    ``features`` is float32 ``[inputs, layers * heads, n_features]``, heads in
-    layer-major order; ``attrs`` holds the store's attributes (model, corpus,
-    shape, max_length), saved with the features (but not a run's provenance
-    and caption).
+    ``arrays``: ``features`` float32 ``[inputs, layers * heads, n_features]`` (heads in
+    layer-major order), ``example_index`` int ``[inputs]`` (corpus positions, ascending) and
+    ``lengths`` int ``[inputs]`` (tokens); ``attrs``: ``n_layers``, ``n_heads``,
+    ``n_windows``, and once run, the provenance and caption (saved with it:
+    :meth:`~headatlas.analyses.result.Result.save`, ``per_input.npz``).
     """
 
-    features: np.ndarray
-    example_index: np.ndarray
-    lengths: np.ndarray
-    n_layers: int
-    n_heads: int
-    n_windows: int
-    attrs: dict
+    @classmethod
+    def from_arrays(cls, features: np.ndarray, example_index, lengths, n_layers: int, n_heads: int,
+                    n_windows: int = N_WINDOWS) -> "InputFeatures":
+        return cls(arrays={"features": np.asarray(features), "example_index": np.asarray(example_index),
+                           "lengths": np.asarray(lengths)},
+                   attrs={"n_layers": int(n_layers), "n_heads": int(n_heads), "n_windows": int(n_windows)})
+
+    @property
+    def features(self) -> np.ndarray:
+        return self.arrays["features"]
+
+    @property
+    def example_index(self) -> np.ndarray:
+        return self.arrays["example_index"]
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return self.arrays["lengths"]
+
+    @property
+    def n_layers(self) -> int:
+        return self.attrs["n_layers"]
+
+    @property
+    def n_heads(self) -> int:
+        return self.attrs["n_heads"]
+
+    @property
+    def n_windows(self) -> int:
+        return self.attrs["n_windows"]
 
     @property
     def n_inputs(self) -> int:
@@ -245,21 +280,6 @@ class FeatureSet:
         """Per head: ``layer``, ``head`` (1-based) and the input-averaged features."""
         means = self.features.mean(axis=0, dtype=np.float64)
         return head_table(self.n_layers, self.n_heads, **dict(zip(feature_names(self.n_windows), means.T)))
-
-    def save(self, path: str | Path) -> None:
-        """Write to ``.npz`` atomically (the file appears complete or not at all)."""
-        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-            np.savez_compressed(handle, features=self.features, example_index=self.example_index,
-                                lengths=self.lengths, shape=np.array([self.n_layers, self.n_heads,
-                                                                      self.n_windows]),
-                                meta=np.array(json.dumps(without_run_attrs(self.attrs))))
-
-    @classmethod
-    def load(cls, path: str | Path) -> "FeatureSet":
-        with np.load(path) as data:
-            n_layers, n_heads, n_windows = (int(x) for x in data["shape"])
-            return cls(data["features"], data["example_index"], data["lengths"], n_layers, n_heads,
-                       n_windows, json.loads(str(data["meta"])))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -420,7 +440,7 @@ def stability(per_input: np.ndarray, reference: np.ndarray | None = None, k: int
     Parameters
     ----------
     per_input : float array [inputs, heads, features]
-        Each input's distance features (:attr:`FeatureSet.features`).
+        Each input's distance features (:attr:`InputFeatures.features`).
     reference : int array [heads], optional
         Labels every fit is matched to (default: a fit on all inputs).
     resample : ``"heads"`` or ``"inputs"``
@@ -619,7 +639,7 @@ def changes_by_layer(changes: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"heads": g.size(), "changed": g.sum(), "share": g.mean()}).reset_index()
 
 
-def stability_tables(features: FeatureSet, types: pd.DataFrame, k: int = 4, method: str = "kmeans",
+def stability_tables(features: InputFeatures, types: pd.DataFrame, k: int = 4, method: str = "kmeans",
                      n_init: int = 10, seed: int = 0, n_fits: int = 10,
                      fraction: float = 0.5) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`stability` resampling inputs and resampling heads, matched to the reported types.
@@ -913,7 +933,7 @@ def paper_claims(types: pd.DataFrame, stability: pd.DataFrame, n_references: int
 FIGURES = ("tsne", "boxplot", "layers", "grid")
 
 
-def figure_inputs(figure: str, features: FeatureSet, types: pd.DataFrame,
+def figure_inputs(figure: str, features: InputFeatures, types: pd.DataFrame,
                   stability_heads: pd.DataFrame | None = None, seed: int = 0,
                   perplexity: float | None = None) -> dict:
     """What the plot of one head-type figure (:data:`FIGURES`) is drawn from, with its caption.
@@ -922,9 +942,9 @@ def figure_inputs(figure: str, features: FeatureSet, types: pd.DataFrame,
     types alone; ``grid``: also ``consistent``, the heads that stayed in their
     cluster in every stability fit of the paper's procedure (``stability_heads``,
     from :func:`stability_tables`). Returns the keyword arguments of the plot
-    function: ``types``, ``caption`` and those extras.
+    function: ``types``, ``caption`` (the features' own, saved with them) and those extras.
     """
-    text = caption(features.attrs, features.n_inputs, features.lengths)
+    text = features.caption
     if figure == "tsne":
         xy = tsne_embedding(feature_matrix(types), seed=seed, perplexity=perplexity)
         how = "min(30, (heads - 1) / 3)" if perplexity is None else str(perplexity)
@@ -940,19 +960,18 @@ def figure_inputs(figure: str, features: FeatureSet, types: pd.DataFrame,
     raise ValueError(f"unknown head-type figure {figure!r}; choose one of {FIGURES}")
 
 
-def compare_types(before: pd.DataFrame, after: pd.DataFrame, before_features: FeatureSet,
-                  after_features: FeatureSet) -> tuple[pd.DataFrame, pd.DataFrame]:
+def compare_types(before: pd.DataFrame, after: pd.DataFrame, before_features: InputFeatures,
+                  after_features: InputFeatures) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Which heads changed type between two models, per head and per layer.
 
-    ``before``/``after`` are :func:`head_types` tables, the features those
-    types came from give the caption. Returns :func:`type_changes` (with
+    ``before``/``after`` are :func:`head_types` tables; the captions of the features
+    those types came from make the caption. Returns :func:`type_changes` (with
     ``attrs["caption"]``) and :func:`changes_by_layer`.
     """
     changes = type_changes(before, after)
     why = changes.attrs.get("not_applicable")
     changes.attrs["caption"] = ((f"{why.upper()[:1]}{why[1:]}. " if why else "")
-                                + " | ".join(caption(f.attrs, f.n_inputs, f.lengths)
-                                             for f in (before_features, after_features))
+                                + " | ".join(f.caption for f in (before_features, after_features))
                                 + "; types are clustered and named per model independently")
     return changes, changes_by_layer(changes)
 
@@ -967,3 +986,34 @@ def caption(meta: dict, n_inputs: int, lengths=None) -> str:
             f"SQuAD-fine-tuned whole-word-masking checkpoint, on 1,000 SQuAD samples; this is "
             f"{meta.get('n_layers')}x{meta.get('n_heads')} = {heads} heads on segments of "
             f"<= {meta.get('max_length')} wordpieces{spread}{weighting_note(meta)}")
+
+
+# --- the head atlas -----------------------------------------------------------------------
+
+def atlas_changes(path: Path) -> pd.DataFrame:
+    """Per head: its type in the model before fine-tuning (``type_before``), and whether it
+    changed (``changed``): the atlas's reader of ``changes_from_{base}.csv`` (:data:`ATLAS`)."""
+    return pd.read_csv(path).rename(columns={"before": "type_before"})
+
+
+# What the head-type tables add to the head atlas (headatlas.report.atlas), by table name:
+# features.csv and stability_heads.csv of headtypes_cluster / headtypes_stability, and
+# changes_from_{base}.csv of headtypes_compare (only for the pairs of models compared).
+ATLAS = {
+    "features": HeadColumns("head type", GUAN, rank=30, columns=(
+        Column("type", "type", "label", "Guan et al.'s type of the head (k-means, k = 4)",
+               "BERT-large: dense 26.0%, diagonal 25.6%, dense&vertical 34.1%, vertical 13.3%"),
+        Column("cluster", "cluster", "id", "its k-means cluster"),
+    ) + tuple(Column(f"guan_{f}", f, "share", f"distance feature '{f}' (21-d, Guan et al.)")
+              for f in feature_names())),
+    "stability_heads": HeadColumns("type stability", f"{GUAN} (von Luxburg 2010)", rank=31, columns=(
+        Column("type_fits", "fits_in_type_heads", "fits of 10",
+               "fits on half of the heads that gave the head its type", "95.98% of heads stable"),
+    )),
+    "changes": HeadColumns(
+        "type before fine-tuning ({base})", GUAN, rank=31.5, listed_when_absent=False,
+        reader="headatlas.analyses.headtypes:atlas_changes", columns=(
+            Column("type_in_{base}", "type_before", "label", "the head's type in {base}"),
+            Column("type_changed_from_{base}", "changed", "bool", "whether its type differs from {base}'s"),
+        )),
+}

@@ -16,21 +16,20 @@ query's row that goes to the class under three views:
 
 plus the mean ‖f_h(x)‖ of each class, and the rank correlation (Spearman) of
 α_ij with ‖f_h(x_j)‖ over (head, query, key) pairs whose key is in the class.
-:func:`norm_claims` turns the tables into the claims table. Averages are
-token-weighted (every query of every example counts once), as in
+:func:`norm_claims` judges Kobayashi et al.'s claims on the two tables (the result's
+``claims``). Averages are token-weighted (every query of every example counts once), as in
 :mod:`headatlas.analyses.surface`.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
 from headatlas.analyses.base import Analysis, describe, register
-from headatlas.claims import Claim, claims_table, holds_if, verdict
+from headatlas.analyses.result import Result
+from headatlas.claims import Claim, holds_if, verdict
 from headatlas.store.example import Example, token_masks
 from headatlas.weightings import row_normalised
 
@@ -82,29 +81,6 @@ def class_shares(attn: np.ndarray, value_norms: np.ndarray, norm_map: np.ndarray
     ])
 
 
-@dataclass
-class NormReport:
-    """What :class:`NormShares` returns.
-
-    Attributes
-    ----------
-    shares : DataFrame, one row per (layer, class)
-        ``layer`` (1-based), ``class`` (cls, sep, punct, other), ``label``, the shares
-        ``attention``, ``norm``, ``layer_norm`` (each class's shares of a layer sum to 1),
-        and ``value_norm`` (mean ‖f_h(x_j)‖ over heads and the class's tokens).
-    correlation : DataFrame, one row per class
-        ``class``, ``label``, ``spearman`` (all layers pooled), ``n_pairs``, and
-        ``layer_<l>`` (Spearman within layer l).
-    attrs : dict
-        ``provenance`` and ``caption`` once :func:`~headatlas.analyses.base.run_analysis`
-        returns it.
-    """
-
-    shares: pd.DataFrame
-    correlation: pd.DataFrame
-    attrs: dict = field(default_factory=dict)
-
-
 @register
 class NormShares(Analysis):
     """Kobayashi et al.'s shares of [CLS], [SEP], ./, and other tokens under α and ‖αf(x)‖.
@@ -116,15 +92,34 @@ class NormShares(Analysis):
         (head, query, key) pairs per example, layer and token class, drawn
         uniformly without replacement (all of them when there are fewer).
     seed : int
-        Seed of that draw.
+        Seed of that draw (with the example's corpus position: the sample does not depend on
+        the order examples arrive in).
+
+    The result's tables, in this order:
+
+    ``shares``, one row per (layer, class)
+        ``layer`` (1-based), ``class`` (cls, sep, punct, other), ``label``, the shares
+        ``attention``, ``norm``, ``layer_norm`` (each class's shares of a layer sum to 1),
+        and ``value_norm`` (mean ‖f_h(x_j)‖ over heads and the class's tokens).
+    ``correlation``, one row per class
+        ``class``, ``label``, ``spearman`` (all layers pooled), ``n_pairs``, and
+        ``layer_<l>`` (Spearman within layer l).
+
+    Its ``claims`` are :func:`norm_claims` of the two.
+
+    State: the sums ``shares [3, L, C]``, ``norm_sums [L, C]``, ``class_tokens [C]``,
+    ``n_queries`` (merging adds them), and the sampled pairs: ``pair_alpha``, ``pair_norm``
+    (float32, every example's sample, class-major then layer within an example),
+    ``pair_counts [E, C, L]`` (pairs of each example, class and layer) and ``pair_example [E]``
+    (the examples' corpus positions; merging concatenates, :meth:`result` puts examples in
+    corpus order).
     """
 
     name = "norm_shares"
     needs_norms = True
 
-    def __init__(self, n_layers: int, n_heads: int, pairs_per_example: int = 256, seed: int = 0,
-                 **params):
-        super().__init__(n_layers, n_heads, pairs_per_example=pairs_per_example, seed=seed, **params)
+    def __init__(self, n_layers: int, n_heads: int, pairs_per_example: int = 256, seed: int = 0):
+        super().__init__(n_layers, n_heads)
         if pairs_per_example < 1:
             raise ValueError(f"pairs_per_example must be >= 1, got {pairs_per_example}")
         self.pairs_per_example = pairs_per_example
@@ -133,8 +128,12 @@ class NormShares(Analysis):
         self._norm_sums = np.zeros((n_layers, len(CLASSES)))
         self._class_tokens = np.zeros(len(CLASSES))
         self._n_queries = 0
-        # per (layer, class): sampled alpha and ||f(x)|| values
-        self._pairs = [[([], []) for _ in CLASSES] for _ in range(n_layers)]
+        # per example: its corpus position, its sampled alpha and ||f(x)|| values, and how many
+        # of them fall in each (class, layer)
+        self._pair_example: list[int] = []
+        self._pair_alpha: list[np.ndarray] = []
+        self._pair_norm: list[np.ndarray] = []
+        self._pair_counts: list[np.ndarray] = []
 
     def update(self, example: Example) -> None:
         attn, norms, norm_map = example.attn, example.value_norms, example.norm_map
@@ -149,11 +148,13 @@ class NormShares(Analysis):
         # One generator per example, seeded by its corpus position: the sample does not depend on
         # the order the store (or its shards) yields examples in.
         rng = np.random.default_rng([self.seed, example.index])
-        self._sample_pairs(attn, norms, onehot.astype(bool), rng)
+        self._sample_pairs(example.index, attn, norms, onehot.astype(bool), rng)
 
-    def _sample_pairs(self, attn: np.ndarray, norms: np.ndarray, onehot: np.ndarray,
+    def _sample_pairs(self, index: int, attn: np.ndarray, norms: np.ndarray, onehot: np.ndarray,
                       rng: np.random.Generator) -> None:
         n_heads, n = attn.shape[1], attn.shape[2]
+        alphas, fx = [], []
+        counts = np.zeros((len(CLASSES), self.n_layers), np.int64)
         for c in range(len(CLASSES)):
             keys = np.flatnonzero(onehot[:, c])
             size = n_heads * n * len(keys)
@@ -163,11 +164,36 @@ class NormShares(Analysis):
                 picks = np.arange(size) if size <= self.pairs_per_example else \
                     rng.choice(size, self.pairs_per_example, replace=False)
                 head, query, k = np.unravel_index(picks, (n_heads, n, len(keys)))
-                alphas, fx = self._pairs[layer][c]
                 alphas.append(attn[layer, head, query, keys[k]])
                 fx.append(norms[layer, head, keys[k]])
+                counts[c, layer] = len(picks)
+        self._pair_example.append(index)
+        self._pair_alpha.append(np.concatenate(alphas or [np.zeros(0, np.float32)]))
+        self._pair_norm.append(np.concatenate(fx or [np.zeros(0, np.float32)]))
+        self._pair_counts.append(counts)
 
-    def result(self) -> NormReport:
+    def _state(self) -> dict[str, np.ndarray]:
+        empty = np.zeros(0, np.float32)
+        return {"shares": self._shares, "norm_sums": self._norm_sums, "class_tokens": self._class_tokens,
+                "n_queries": np.asarray(self._n_queries, np.int64),
+                "pair_example": np.asarray(self._pair_example, np.int64),
+                "pair_alpha": np.concatenate([empty, *self._pair_alpha]),
+                "pair_norm": np.concatenate([empty, *self._pair_norm]),
+                "pair_counts": np.asarray(self._pair_counts, np.int64).reshape(-1, len(CLASSES), self.n_layers)}
+
+    def _merge(self, state: dict[str, np.ndarray]) -> None:
+        self._shares = self._shares + state["shares"]
+        self._norm_sums = self._norm_sums + state["norm_sums"]
+        self._class_tokens = self._class_tokens + state["class_tokens"]
+        self._n_queries += int(state["n_queries"])
+        counts = state["pair_counts"]
+        bounds = np.cumsum([0, *counts.reshape(len(counts), -1).sum(axis=1)])  # each example's pairs
+        self._pair_example += state["pair_example"].tolist()
+        self._pair_alpha += [state["pair_alpha"][a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        self._pair_norm += [state["pair_norm"][a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        self._pair_counts += list(counts)
+
+    def result(self) -> Result:
         shares = self._shares / self._n_queries if self._n_queries else np.full_like(self._shares, np.nan)
         with np.errstate(invalid="ignore", divide="ignore"):
             value_norm = self._norm_sums / (self.n_heads * self._class_tokens)
@@ -175,13 +201,26 @@ class NormShares(Analysis):
                  **{view: shares[v, layer, c] for v, view in enumerate(VIEWS)},
                  "value_norm": value_norm[layer, c]}
                 for layer in range(self.n_layers) for c, name in enumerate(CLASSES)]
-        return NormReport(pd.DataFrame(rows), self._correlation())
+        shares, correlation = pd.DataFrame(rows), self._correlation()
+        return Result({"shares": shares, "correlation": correlation},
+                      claims=norm_claims(shares, correlation, self.n_layers))
+
+    def _pairs(self) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+        """``[class][layer]``: the sampled (α, ‖f(x)‖) values, examples in corpus order."""
+        state = self._state()
+        counts = state["pair_counts"].reshape(-1, len(CLASSES) * self.n_layers)  # [E, C * L]
+        cells = np.repeat(np.tile(np.arange(counts.shape[1]), len(counts)), counts.ravel())
+        example = np.repeat(state["pair_example"], counts.sum(axis=1))
+        # by cell, then corpus position; lexsort is stable: an example's values keep their order
+        order = np.lexsort((example, cells))
+        ends = np.cumsum(counts.sum(axis=0))[:-1]
+        alphas, fx = (np.split(state[name][order], ends) for name in ("pair_alpha", "pair_norm"))
+        return [[(alphas[c * self.n_layers + layer], fx[c * self.n_layers + layer])
+                 for layer in range(self.n_layers)] for c in range(len(CLASSES))]
 
     def _correlation(self) -> pd.DataFrame:
         rows = []
-        for c, name in enumerate(CLASSES):
-            per_layer = [tuple(np.concatenate(x) if x else np.zeros(0) for x in self._pairs[layer][c])
-                         for layer in range(self.n_layers)]
+        for name, per_layer in zip(CLASSES, self._pairs()):
             alphas = np.concatenate([a for a, _ in per_layer])
             fx = np.concatenate([f for _, f in per_layer])
             rows.append({"class": name, "label": CLASS_LABELS[name], "spearman": spearman(alphas, fx),
@@ -190,13 +229,13 @@ class NormShares(Analysis):
                             for layer in range(self.n_layers)}})
         return pd.DataFrame(rows)
 
-    def caption(self, result: NormReport, provenance: dict) -> str:
+    def caption(self, result: Result, provenance: dict) -> str:
         return (f"{describe(provenance, provenance['n_examples'])}; share of each query's row on "
                 "[CLS], [SEP], ./, and other tokens under α, under α‖f(x)‖ (Kobayashi et al. 2020, "
                 "per head, renormalised per row) and under ‖Σ_h αf(x)‖ (whole layer, renormalised per "
                 f"row), token-weighted means; Spearman ρ of α and ‖f(x)‖ on at most "
                 f"{self.pairs_per_example} random (head, query, key) pairs per segment, layer and "
-                f"token class (seed {self.params['seed']}); deviation: paper used BERT-base on "
+                f"token class (seed {self.seed}); deviation: paper used BERT-base on "
                 "Clark et al.'s Wikipedia segments")
 
 
@@ -306,15 +345,16 @@ def _correlation_claim(correlation: pd.DataFrame, rows: pd.DataFrame) -> Claim:
         f"tested per layer on that layer's sink: {label}")
 
 
-def norm_claims(report: NormReport, n_layers: int | None = None) -> pd.DataFrame:
-    """Kobayashi et al.'s claims about special tokens beside our values (:mod:`headatlas.claims`).
+def norm_claims(shares: pd.DataFrame, correlation: pd.DataFrame, n_layers: int | None = None) -> list[Claim]:
+    """Kobayashi et al.'s claims about special tokens beside our values (:mod:`headatlas.claims`),
+    judged on :class:`NormShares`'s ``shares`` and ``correlation`` tables.
 
     "The sink" is the model's own, per layer (:func:`sink`: the special token
     each layer sinks most attention in); the paper's own token, [SEP], gets its
     row too, which is "not applicable" when [SEP] never draws
-    :data:`SINK_SHARE` of α in any layer.
+    :data:`SINK_SHARE` of α in any layer. ``n_layers`` defaults to the deepest layer of ``shares``.
     """
-    shares, correlation = report.shares, report.correlation.set_index("class")
+    correlation = correlation.set_index("class")
     n_layers = int(shares["layer"].max()) if n_layers is None else n_layers
     rows = sink(shares)
     label = _sink_label(rows)
@@ -346,4 +386,4 @@ def norm_claims(report: NormReport, n_layers: int | None = None) -> pd.DataFrame
                    f"(under ‖αf(x)‖: at most {_range([sep['norm'].max()])})", verdict(None),
             f"applies where [SEP] draws >= {SINK_SHARE:.0%} of α", f"this model does not sink "
             f"attention in [SEP]; its sink is {label}"))
-    return claims_table(claims)
+    return claims

@@ -65,7 +65,6 @@ other half (:func:`evaluate`).
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import asdict, dataclass, fields
 from typing import Iterable, Sequence
 
@@ -73,8 +72,9 @@ import numpy as np
 import pandas as pd
 
 from headatlas.analyses.base import Analysis, describe, register
+from headatlas.analyses.result import Result
 from headatlas.claims import Claim, verdict
-from headatlas.heads import head_table
+from headatlas.heads import ATTENTION_ONLY, Column, HeadColumns, head_table
 from headatlas.store.example import Example
 
 PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
@@ -282,34 +282,47 @@ def classify(features: np.ndarray, thresholds: Thresholds) -> np.ndarray:
 class AttentionPatterns(Analysis):
     """Per head: the share of inputs whose map shows each pattern, and the mean features.
 
-    Columns: ``layer``, ``head``, one ``<pattern>`` column per pattern (share of
-    the inputs, 0-1), ``dominant`` (the pattern with the largest share), the
-    mean of each feature (``mean_<feature>``; vertical, diagonal and block above chance,
-    ``mean_block`` over two-segment inputs only), ``special_top`` (share of the top-column mass that falls on
-    ``[CLS]``, ``[SEP]``, ``.`` or ``,``, over the head's vertical and
-    vertical + diagonal maps; NaN if it has none), ``n_inputs`` and
-    ``two_segment_inputs``. ``attrs["thresholds"]`` holds the settings.
+    Parameters
+    ----------
+    thresholds : dict, optional
+        The classifier's settings (:class:`Thresholds` fields; missing ones take its
+        defaults): ``patterns.thresholds`` in the config.
+
+    The result's ``heads`` table: ``layer``, ``head``, one ``<pattern>`` column per pattern
+    (share of the inputs, 0-1), ``dominant`` (the pattern with the largest share), the mean
+    of each feature (``mean_<feature>``; vertical, diagonal and block above chance,
+    ``mean_block`` over two-segment inputs only), ``special_top`` (share of the top-column
+    mass that falls on ``[CLS]``, ``[SEP]``, ``.`` or ``,``, over the head's vertical and
+    vertical + diagonal maps; NaN if it has none), ``n_inputs`` and ``two_segment_inputs``.
+    ``attrs["thresholds"]`` holds every setting.
+
+    State (merging adds): ``counts`` int ``[layers, heads, 5]`` (maps per pattern),
+    ``sums`` ``[layers, heads, 5]`` (features above chance, NaN as 0), ``block_inputs``
+    (two-segment inputs), ``special`` and ``vertical`` ``[layers, heads]`` (top-column mass
+    on special tokens, and all of it, over vertical(-ish) maps).
     """
 
     name = "patterns"
     unit = "inputs"
+    _SUMS = ("counts", "sums", "block_inputs", "special", "vertical")
 
-    def __init__(self, n_layers: int, n_heads: int, thresholds: dict | None = None, **params):
-        super().__init__(n_layers, n_heads, thresholds=thresholds, **params)
-        self.thresholds = Thresholds.from_dict(thresholds)
+    def __init__(self, n_layers: int, n_heads: int, thresholds: dict | None = None):
+        super().__init__(n_layers, n_heads)
+        self.thresholds = thresholds
+        self._settings = Thresholds.from_dict(thresholds)
         self._counts = np.zeros((n_layers, n_heads, len(PATTERNS)), dtype=np.int64)
         self._sums = np.zeros((n_layers, n_heads, len(FEATURES)))
-        self._block_inputs = 0
+        self._block_inputs = np.int64(0)
         self._special = np.zeros((n_layers, n_heads))  # top-column mass on special tokens
         self._vertical = np.zeros((n_layers, n_heads))  # top-column mass, over vertical(-ish) maps
 
     def update(self, example: Example) -> None:
         segments = example_segments(example.token_type_ids, example.sep_mask)
-        t = self.thresholds
+        t = self._settings
         features, top, top_mass = map_features(example.attn, segments, t.columns, t.stripe,
                                                return_top=True)
         features = above_chance(features, segments, t.columns, t.stripe)
-        labels = classify(features, self.thresholds)
+        labels = classify(features, t)
         np.add.at(self._counts, (*np.indices(labels.shape), labels), 1)
         self._block_inputs += int(len(np.unique(segments)) > 1)
         self._sums += np.nan_to_num(features)
@@ -319,7 +332,14 @@ class AttentionPatterns(Analysis):
         self._special += np.where(vertical_ish, (top_mass * special[top]).sum(-1), 0)
         self._vertical += np.where(vertical_ish, top_mass.sum(-1), 0)
 
-    def result(self) -> pd.DataFrame:
+    def _state(self) -> dict[str, np.ndarray]:
+        return {name: np.asarray(getattr(self, f"_{name}")) for name in self._SUMS}
+
+    def _merge(self, state: dict[str, np.ndarray]) -> None:
+        for name in self._SUMS:
+            setattr(self, f"_{name}", getattr(self, f"_{name}") + state[name])
+
+    def result(self) -> Result:
         n = max(self.n_examples, 1)
         shares = self._counts / n
         means = self._sums / n
@@ -332,12 +352,11 @@ class AttentionPatterns(Analysis):
                            special_top=special)
         table.insert(2 + len(PATTERNS), "dominant", dominant(table))
         table["n_inputs"] = self.n_examples
-        table["two_segment_inputs"] = self._block_inputs
-        table.attrs["thresholds"] = self.thresholds.as_dict()
-        return table
+        table["two_segment_inputs"] = int(self._block_inputs)
+        return Result({"heads": table}, attrs={"thresholds": self._settings.as_dict()})
 
-    def caption(self, result, provenance: dict) -> str:
-        t = self.thresholds
+    def caption(self, result: Result, provenance: dict) -> str:
+        t = self._settings
         return (describe(provenance, provenance["n_examples"], self.unit)
                 + f"; patterns by a decision list on map features (top {t.columns} columns and "
                 f"stripes of 1/n + {t.stripe}, band |i-j| <= 1, within-segment share), thresholds "
@@ -349,6 +368,18 @@ class AttentionPatterns(Analysis):
 def dominant(table: pd.DataFrame) -> pd.Series:
     """Per head, the pattern with the largest share of inputs (first in :data:`PATTERNS` on ties)."""
     return table[list(PATTERNS)].idxmax(axis=1)
+
+
+# What the per-head table adds to the head atlas (headatlas.report.atlas), by table name: one set
+# of columns per corpus of `patterns.corpora`, read from the attention weights only.
+ATLAS = {
+    "heads": HeadColumns("patterns", "Kovaleva et al. 2019 §4", rank=40, weighting=ATTENTION_ONLY,
+                         per_corpus=True, columns=(
+        Column("pattern_{corpus}", "dominant", "label", "the pattern most of its maps show",
+               "about a third of BERT's maps are vertical"),
+    ) + tuple(Column(f"pattern_{{corpus}}_{p}", p, "share of inputs", f"share of its maps classified {p}")
+              for p in PATTERNS)),
+}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -77,9 +77,10 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from headatlas.analyses.base import Analysis, register
+from headatlas.analyses.result import Result
 from headatlas.corpora.records import Sentence, read_jsonl
 from headatlas.errors import HeadAtlasError, StoreError
-from headatlas.heads import head_index
+from headatlas.heads import ATTENTION_ONLY, Column, HeadColumns, head_index
 from headatlas.io import atomic_path
 from headatlas.store.example import Example
 from headatlas.store.reader import Store, StoreSet, corpus_order
@@ -180,16 +181,24 @@ class ProbeFeatures(Analysis):
         block at ``map_offsets[s]`` (one contiguous dataset, sized before the
         stream from the store's example lengths); ``heads`` int16 (CoNLL: 1-based,
         0 = ROOT), ``scored`` bool, ``words`` str, all flat at ``word_offsets[s]``;
-        per sentence ``split``, ``example_id``. Attributes: the store's model and
-        corpus, ``word_level``, ``version`` and ``coverage`` (sentences per split
-        in the corpus and in the cache; the rest were too long for the encoder;
-        words without wordpieces).
+        per sentence ``split``, ``example_id``; sentences in corpus order. Attributes:
+        the store's model and corpus, ``word_level``, ``version`` and ``coverage``
+        (sentences per split in the corpus and in the cache; the rest were too long
+        for the encoder; words without wordpieces).
     how : {"mean", "first", "max"}
         Word-level attention *from* a split word.
 
-    ``result()`` is the cache opened for reading (:class:`FeatureSet`). The
-    store must be given as paths (its example order sizes the cache) and read
-    whole (no ``max_examples``).
+    The store must be given as paths (:meth:`start` sizes the cache from its example
+    lengths, so memory does not grow with the corpus) and read whole (no ``max_examples``).
+    ``result()`` finishes the file and returns a :class:`~headatlas.analyses.result.Result`
+    whose attrs hold ``path`` and ``coverage``; :class:`ProbeCache` reads the cache.
+
+    State: the sentences cached, in corpus order: ``index [S]`` (corpus positions),
+    ``n_words [S]``, ``unaligned [S]`` (words without wordpieces) and ``maps`` (float16,
+    flat: each sentence's ``[K, n+2, n+2]`` maps after those of the sentences before it).
+    Merging keeps another instance's sentences in memory beside this instance's file;
+    ``result()`` then writes every sentence in corpus order, the cache one pass over both
+    stores gives.
     """
 
     name = "probe_features"
@@ -197,11 +206,17 @@ class ProbeFeatures(Analysis):
     STORE_ATTRS = ("model_name", "model_id", "corpus", "n_layers", "n_heads", "random_init")
 
     def __init__(self, n_layers: int, n_heads: int, corpus: str | Path, path: str | Path,
-                 how: str = "mean", **params):
-        super().__init__(n_layers, n_heads, **params)
-        self.corpus, self.path, self.how = corpus, Path(path), how
+                 how: str = "mean"):
+        super().__init__(n_layers, n_heads)
+        self.corpus, self.path, self.how = corpus, path, how
         self.sentences = list(read_jsonl(corpus))
         self._file = self._atomic = None
+        self._attrs: dict = {}
+        self._indices = np.zeros(0, np.int64)  # corpus positions of the store's examples, in order
+        self._map_offsets = np.zeros(1, np.int64)  # their maps in this instance's file
+        self._written = 0
+        self._unaligned: dict[int, int] = {}  # every cached sentence (corpus position): unaligned words
+        self._merged: dict[int, np.ndarray] = {}  # merged sentences: flat float16 maps
 
     def start(self, stores: StoreSet | None) -> None:
         if stores is None:
@@ -210,38 +225,88 @@ class ProbeFeatures(Analysis):
         shards = [Store(p) for p in stores.paths]
         try:
             order = _aligned_examples(shards, self.sentences, self.corpus)
-            self._indices = [int(shards[k].example_index[i]) for k, i in order]
+            self._indices = np.array([shards[k].example_index[i] for k, i in order], np.int64)
             self._attrs = {k: shards[0].attrs[k] for k in self.STORE_ATTRS if k in shards[0].attrs}
         finally:
             for shard in shards:
                 shard.close()
-        self._chosen = [self.sentences[i] for i in self._indices]
-        self._n = np.array([len(s.words) for s in self._chosen], dtype=np.int64)
-        self._map_offsets = np.concatenate([[0], np.cumsum(self.n_layers * self.n_heads
-                                                           * (self._n + 2) ** 2)])
-        self._stats = _coverage(self.sentences, self._chosen)
+        self._map_offsets = self._offsets(self._n_words(self._indices))
         self._atomic = atomic_path(self.path)
         self._file = h5py.File(self._atomic.__enter__(), "w")
         self._maps = self._file.create_dataset("maps", (int(self._map_offsets[-1]),), np.float16)
-        self._written = 0
 
     def update(self, example: Example) -> None:
         s = self._written
         if s >= len(self._indices) or example.index != self._indices[s]:
             raise StoreError(f"example {example.id} arrived out of the store's order")
-        n = int(self._n[s])
+        n = len(self.sentences[example.index].words)
         self._maps[self._map_offsets[s]:self._map_offsets[s + 1]] = \
             sentence_maps(example, n, self.how).astype(np.float16).ravel()
-        aligned = np.unique(example.word_ids[example.word_ids >= 0])
-        self._stats["unaligned_words"] += n - len(aligned)
+        self._unaligned[int(example.index)] = n - len(np.unique(example.word_ids[example.word_ids >= 0]))
         self._written += 1
 
-    def result(self) -> "FeatureSet":
+    def _n_words(self, index: np.ndarray) -> np.ndarray:
+        return np.array([len(self.sentences[i].words) for i in index], np.int64)
+
+    def _offsets(self, n_words: np.ndarray) -> np.ndarray:
+        """Where each sentence's flat maps start (and the last ends): ``[S + 1]``."""
+        return np.concatenate([[0], np.cumsum(self.n_layers * self.n_heads * (n_words + 2) ** 2)])
+
+    def _sentence_maps(self, index: int) -> np.ndarray:
+        """The flat float16 maps of the cached sentence at corpus position ``index``."""
+        if index in self._merged:
+            return self._merged[index]
+        s = int(np.searchsorted(self._indices, index))
+        return self._maps[self._map_offsets[s]:self._map_offsets[s + 1]]
+
+    def _state(self) -> dict[str, np.ndarray]:
+        index = np.array(sorted(self._unaligned), np.int64)
+        return {"index": index, "n_words": self._n_words(index),
+                "unaligned": np.array([self._unaligned[i] for i in index], np.int64),
+                "maps": np.concatenate([np.zeros(0, np.float16), *map(self._sentence_maps, index)])}
+
+    def _merge(self, state: dict[str, np.ndarray]) -> None:
+        index, n_words = state["index"].tolist(), state["n_words"]
+        if any(i >= len(self.sentences) for i in index) or \
+                not np.array_equal(n_words, self._n_words(index)):
+            raise StoreError(f"the merged state's sentences do not match the records of {self.corpus}")
+        twice = sorted(set(index) & set(self._unaligned))
+        if twice:
+            raise StoreError(f"corpus records {twice[:5]} are cached by both instances merged")
+        bounds = self._offsets(n_words)
+        for k, i in enumerate(index):
+            _check_tree(self.sentences[i])
+            self._merged[i] = state["maps"][bounds[k]:bounds[k + 1]]
+            self._unaligned[i] = int(state["unaligned"][k])
+
+    def result(self) -> Result:
+        if self._file is None:
+            raise HeadAtlasError("the probe feature cache is written from a store: start() first")
         if self._written != len(self._indices):
             raise HeadAtlasError(f"the probe feature cache needs every example of the store: "
                                  f"{self._written} of {len(self._indices)} were read")
-        f, chosen = self._file, self._chosen
-        f["map_offsets"], f["word_offsets"] = self._map_offsets, np.concatenate([[0], np.cumsum(self._n)])
+        index = sorted(self._unaligned)
+        chosen = [self.sentences[i] for i in index]
+        coverage = _coverage(self.sentences, chosen) | {"unaligned_words": sum(self._unaligned.values())}
+        if self._merged:  # every sentence's maps, in corpus order, into a new file
+            offsets = self._offsets(self._n_words(index))
+            with atomic_path(self.path) as tmp, h5py.File(tmp, "w") as f:
+                maps = f.create_dataset("maps", (int(offsets[-1]),), np.float16)
+                for k, i in enumerate(index):
+                    maps[offsets[k]:offsets[k + 1]] = self._sentence_maps(i)
+                self._finish(f, chosen, offsets, coverage)
+            self.close()  # this instance's own file is superseded
+        else:  # one pass: the maps are in place
+            self._finish(self._file, chosen, self._map_offsets, coverage)
+            self._file.close()
+            self._file = None
+            self._atomic.__exit__(None, None, None)
+        return Result(attrs={"path": str(self.path), "coverage": coverage})
+
+    def _finish(self, f: h5py.File, chosen: list[Sentence], map_offsets: np.ndarray, coverage: dict) -> None:
+        """Write everything but the maps: offsets, trees, words, splits, attributes."""
+        f["map_offsets"] = map_offsets
+        f["word_offsets"] = np.concatenate([[0], np.cumsum([len(s.words) for s in chosen], dtype=np.int64)])
         f["heads"] = np.concatenate([s.heads for s in chosen] + [[]]).astype(np.int16)
         f["scored"] = np.concatenate([scored_words(s) for s in chosen] + [np.zeros(0, bool)])
         for name, values in (("words", [w for s in chosen for w in s.words]),
@@ -250,11 +315,7 @@ class ProbeFeatures(Analysis):
             f.create_dataset(name, data=values, dtype=h5py.string_dtype())
         for key, value in self._attrs.items():
             f.attrs[key] = value
-        f.attrs.update(word_level=self.how, version=FEATURES_VERSION, coverage=json.dumps(self._stats))
-        f.close()
-        self._file = None
-        self._atomic.__exit__(None, None, None)
-        return FeatureSet(self.path)
+        f.attrs.update(word_level=self.how, version=FEATURES_VERSION, coverage=json.dumps(coverage))
 
     def close(self) -> None:
         """A run that stopped early leaves no cache (the partial file is deleted)."""
@@ -315,8 +376,9 @@ class ProbeSentence:
         return len(self.heads)
 
 
-class FeatureSet:
-    """Read-only view of a feature cache; :meth:`sentence` reads one sentence's maps."""
+class ProbeCache:
+    """Read-only view of a feature cache (:class:`ProbeFeatures`); :meth:`sentence` reads one
+    sentence's maps."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -387,12 +449,12 @@ def uniform_maps(n_maps: int, n_words: int) -> np.ndarray:
 
 
 class UniformMaps:
-    """A :class:`FeatureSet` seen with every map replaced by :func:`uniform_maps` (the control probe).
+    """A :class:`ProbeCache` seen with every map replaced by :func:`uniform_maps` (the control probe).
 
     The trees, splits and words are the cache's; its maps are never read.
     """
 
-    def __init__(self, features: FeatureSet):
+    def __init__(self, features: ProbeCache):
         self.features = features
 
     def __getattr__(self, name):
@@ -583,7 +645,7 @@ def _batches(rows: np.ndarray, size: int) -> Iterator[np.ndarray]:
         yield rows[start:start + size]
 
 
-def evaluate(model: nn.Module | None, features: FeatureSet, rows: np.ndarray, glove=None,
+def evaluate(model: nn.Module | None, features: ProbeCache, rows: np.ndarray, glove=None,
              batch_size: int = 8) -> tuple[int, int]:
     """(correct, scored) heads over ``rows``; ``model=None`` is the right-branching baseline."""
     correct = total = 0
@@ -603,7 +665,7 @@ def evaluate(model: nn.Module | None, features: FeatureSet, rows: np.ndarray, gl
     return correct, total
 
 
-def train_probe(probe: str, train: FeatureSet, dev: FeatureSet, glove=None, *, seed: int = 0,
+def train_probe(probe: str, train: ProbeCache, dev: ProbeCache, glove=None, *, seed: int = 0,
                 epochs: int = 1, batch_size: int = 1, lr: float = LR,
                 progress: bool = True) -> tuple[nn.Module, pd.DataFrame]:
     """Train one probe on ``train``'s "train" split, choosing the epoch on ``dev``'s "dev".
@@ -647,8 +709,8 @@ def train_probe(probe: str, train: FeatureSet, dev: FeatureSet, glove=None, *, s
     return model, pd.DataFrame(history)
 
 
-def evaluation_sets(train: FeatureSet, train_corpus: str, tests: Sequence[str],
-                    paths: Sequence[str | Path], dev: bool = True) -> dict[str, tuple[FeatureSet, str]]:
+def evaluation_sets(train: ProbeCache, train_corpus: str, tests: Sequence[str],
+                    paths: Sequence[str | Path], dev: bool = True) -> dict[str, tuple[ProbeCache, str]]:
     """Where a probe trained on ``train`` (the cache of ``train_corpus``) is scored.
 
     ``{"<train_corpus>_dev": (train, "dev")}`` (with ``dev``), then
@@ -657,11 +719,11 @@ def evaluation_sets(train: FeatureSet, train_corpus: str, tests: Sequence[str],
     """
     evals = {f"{train_corpus}_dev": (train, "dev")} if dev else {}
     for corpus, path in zip(tests, paths):
-        evals[f"{corpus}_test"] = (train if corpus == train_corpus else FeatureSet(path), "test")
+        evals[f"{corpus}_test"] = (train if corpus == train_corpus else ProbeCache(path), "test")
     return evals
 
 
-def run_probe(probe: str, train: FeatureSet, evals: dict[str, tuple[FeatureSet, str]],
+def run_probe(probe: str, train: ProbeCache, evals: dict[str, tuple[ProbeCache, str]],
               glove=None, *, seed: int = 0, epochs: int = 1, batch_size: int = 1,
               lr: float = LR, progress: bool = True,
               attention: str = "") -> tuple[pd.DataFrame, nn.Module | None]:
@@ -773,6 +835,28 @@ def table3_caption(runs: pd.DataFrame, model: str, corpus: str, random_model: st
             "on UD treebanks with 50-d GloVe 6B.")
 
 
+def head_weights(path: Path) -> pd.DataFrame:
+    """Per head: the attn-only probe's weight per direction, averaged over seeds (``layer``,
+    ``head``, ``w_dep``, ``w_head``), from a :func:`weight_table` CSV: the head atlas's reader
+    (:data:`ATLAS`)."""
+    table = pd.read_csv(path)
+    wide = table.groupby(["layer", "head", "direction"])["weight"].mean().unstack("direction")
+    return wide.rename(columns={"dep->head": "w_dep", "head->dep": "w_head"}).reset_index()
+
+
+# What the attn-only weights add to the head atlas (headatlas.report.atlas), by table name.
+ATLAS = {
+    "attn_only_weights": HeadColumns(
+        "probe weights", "Clark et al. 2019 §5", rank=80, weighting=ATTENTION_ONLY, per_corpus=True,
+        reader="headatlas.analyses.probes:head_weights", columns=(
+            Column("probe_{corpus}_dep", "w_dep", "weight", "attention-only probe's weight on the head's "
+                   "dependent->head map"),
+            Column("probe_{corpus}_head", "w_head", "weight", "... on its head->dependent map "
+                   "(mean over seeds)"),
+        )),
+}
+
+
 def weight_table(states: Sequence[str | Path], seeds: Sequence[int], model: str,
                  corpus: str) -> pd.DataFrame:
     """The attn-only probe's weights (:func:`attn_only_weights`) of every seed, with a ``seed`` column.
@@ -831,7 +915,7 @@ def table3(runs: pd.DataFrame, entropy: dict[str, pd.DataFrame] | None = None) -
 
 # --- Coenen et al.: edge classifier on attention vectors -------------------------------------
 
-def edge_pairs(features: FeatureSet, split: str, rng: np.random.Generator,
+def edge_pairs(features: ProbeCache, split: str, rng: np.random.Generator,
                max_pairs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Balanced word pairs of ``split``: every dependency edge and as many random non-edges.
 
@@ -877,7 +961,7 @@ def edge_classifier(X: np.ndarray, y: np.ndarray, seed: int = 0):
     return make_pipeline(StandardScaler(), classifier).fit(X, y)
 
 
-def run_edge_probe(train: FeatureSet, evals: dict[str, tuple[FeatureSet, str]], seed: int = 0,
+def run_edge_probe(train: ProbeCache, evals: dict[str, tuple[ProbeCache, str]], seed: int = 0,
                    max_train_pairs: int | None = 100_000) -> pd.DataFrame:
     """Fit the edge classifier on ``train``'s "train" pairs; accuracy (%) per evaluation set.
 
@@ -907,7 +991,7 @@ def edge_runs(attention: Sequence[str], train_paths: Sequence[str | Path], train
     test_paths = iter(test_paths)
     runs = []
     for name, train_path in zip(attention, train_paths):
-        train = FeatureSet(train_path)
+        train = ProbeCache(train_path)
         evals = evaluation_sets(train, train_corpus, tests, [next(test_paths) for _ in tests], dev=False)
         for seed in seeds:
             result = run_edge_probe(train, evals, seed=seed, max_train_pairs=max_train_pairs)

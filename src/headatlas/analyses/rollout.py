@@ -16,19 +16,19 @@ token). Two sources of ``A_l``:
   (2020), rows renormalised: what the layer really passes on.
 
 Per layer and source :class:`Rollout` reports the share of the rolled-out rows
-on ``[CLS]``, ``[SEP]``, ``.``/``,`` and other tokens, and the relative-position
-profile (mean ``R_l[i, i + k]`` for offsets ``|k| <= max_offset``).
+on ``[CLS]``, ``[SEP]``, ``.``/``,`` and other tokens (its result's table ``shares``), and the
+relative-position profile (mean ``R_l[i, i + k]`` for offsets ``|k| <= max_offset``, table
+``profile``).
 Token-weighted means, as in :mod:`headatlas.analyses.surface`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import pandas as pd
 
 from headatlas.analyses.base import Analysis, describe, register
+from headatlas.analyses.result import Result
 from headatlas.analyses.norms import CLASS_LABELS, CLASSES, class_onehot
 from headatlas.store.example import Example
 from headatlas.weightings import row_normalised
@@ -79,27 +79,6 @@ def offset_sums(maps: np.ndarray, max_offset: int) -> tuple[np.ndarray, np.ndarr
     return sums, counts
 
 
-@dataclass
-class RolloutReport:
-    """What :class:`Rollout` returns.
-
-    Attributes
-    ----------
-    shares : DataFrame, one row per (source, layer)
-        ``source`` (attention, norm), ``layer`` (1-based), and the share of the
-        rolled-out rows on each token class: ``cls``, ``sep``, ``punct``, ``other``
-        (summing to 1), ``special`` (the first three together).
-    profile : DataFrame, one row per (source, layer, offset)
-        ``offset`` k (key position minus query position), ``mass``: mean ``R_l[i, i + k]``
-        over the queries that have a key at that offset.
-    attrs : dict
-    """
-
-    shares: pd.DataFrame
-    profile: pd.DataFrame
-    attrs: dict = field(default_factory=dict)
-
-
 @register
 class Rollout(Analysis):
     """Attention rollout per layer from α and from Kobayashi's norm maps.
@@ -110,14 +89,28 @@ class Rollout(Analysis):
         The relative-position profile covers offsets -max_offset..+max_offset.
     residual : float
         Weight of the identity in each layer's map (Abnar & Zuidema: 0.5).
+
+    The result's tables, in this order:
+
+    ``shares``, one row per (source, layer)
+        ``source`` (attention, norm), ``layer`` (1-based), and the share of the
+        rolled-out rows on each token class: ``cls``, ``sep``, ``punct``, ``other``
+        (summing to 1), ``special`` (the first three together).
+    ``profile``, one row per (source, layer, offset)
+        ``offset`` k (key position minus query position), ``mass``: mean ``R_l[i, i + k]``
+        over the queries that have a key at that offset.
+
+    State: sums that merging adds, ``shares [2, L, C]`` and ``offsets [2, L, 2 max_offset + 1]``
+    (sources x layers x classes or offsets), ``offset_counts [2 max_offset + 1]`` (queries
+    with a key at each offset) and ``n_queries``.
     """
 
     name = "rollout"
     needs_norms = True
+    _SUMS = ("shares", "offsets", "offset_counts", "n_queries")
 
-    def __init__(self, n_layers: int, n_heads: int, max_offset: int = 8, residual: float = 0.5,
-                 **params):
-        super().__init__(n_layers, n_heads, max_offset=max_offset, residual=residual, **params)
+    def __init__(self, n_layers: int, n_heads: int, max_offset: int = 8, residual: float = 0.5):
+        super().__init__(n_layers, n_heads)
         if max_offset < 0 or not 0 <= residual <= 1:
             raise ValueError(f"max_offset must be >= 0 and residual in [0, 1], got {max_offset}, {residual}")
         self.max_offset, self.residual = max_offset, residual
@@ -137,7 +130,14 @@ class Rollout(Analysis):
         self._offset_counts += counts
         self._n_queries += example.n_tokens
 
-    def result(self) -> RolloutReport:
+    def _state(self) -> dict[str, np.ndarray]:
+        return {name: np.asarray(getattr(self, f"_{name}")) for name in self._SUMS}
+
+    def _merge(self, state: dict[str, np.ndarray]) -> None:
+        for name in self._SUMS:
+            setattr(self, f"_{name}", getattr(self, f"_{name}") + state[name])
+
+    def result(self) -> Result:
         shares = self._shares / self._n_queries if self._n_queries else np.full_like(self._shares, np.nan)
         with np.errstate(invalid="ignore", divide="ignore"):
             profile = self._offsets / self._offset_counts
@@ -150,9 +150,9 @@ class Rollout(Analysis):
                 profile_rows += [{"source": source, "layer": layer + 1, "offset": k,
                                   "mass": profile[s, layer, k + self.max_offset]}
                                  for k in range(-self.max_offset, self.max_offset + 1)]
-        return RolloutReport(pd.DataFrame(share_rows), pd.DataFrame(profile_rows))
+        return Result({"shares": pd.DataFrame(share_rows), "profile": pd.DataFrame(profile_rows)})
 
-    def caption(self, result: RolloutReport, provenance: dict) -> str:
+    def caption(self, result: Result, provenance: dict) -> str:
         return (f"{describe(provenance, provenance['n_examples'])}; attention rollout (Abnar & Zuidema "
                 f"2020): per layer {1 - self.residual:g}·A + {self.residual:g}·I, rows renormalised, "
                 "multiplied through the layers; A = mean over heads of α, or the layer's norm map "

@@ -28,9 +28,10 @@ import numpy as np
 import pandas as pd
 
 from headatlas.analyses.base import Analysis, describe, register, store_provenance
+from headatlas.analyses.result import Result
 from headatlas.claims import (PAPER_LAYERS, Claim, claims_table, depth_layers, depth_text, holds_if,
                               pct, span_text, verdict)
-from headatlas.heads import head_name, head_table
+from headatlas.heads import Column, HeadColumns, head_name, head_table
 from headatlas.store.example import Example
 
 # Thresholds of Clark's published clustering code (General_Analysis.ipynb).
@@ -45,8 +46,21 @@ def _ratio(total: np.ndarray, count: float) -> np.ndarray:
     return total / count if count else np.full_like(total, np.nan)
 
 
+class _Sums(Analysis):
+    """A surface analysis whose state is a few arrays of sums: merging adds them."""
+
+    _SUMS: tuple[str, ...] = ()  # the attributes holding the sums (numpy arrays or numbers)
+
+    def _state(self) -> dict[str, np.ndarray]:
+        return {name: np.asarray(getattr(self, name)) for name in self._SUMS}
+
+    def _merge(self, state: dict[str, np.ndarray]) -> None:
+        for name in self._SUMS:
+            setattr(self, name, getattr(self, name) + state[name])
+
+
 @register
-class RelativePosition(Analysis):
+class RelativePosition(_Sums):
     """Average attention to the previous token, the token itself, the next token.
 
     Columns ``prev``, ``self``, ``next`` (plus ``layer``, ``head``). Token-weighted:
@@ -56,9 +70,10 @@ class RelativePosition(Analysis):
     """
 
     name = "relative_position"
+    _SUMS = ("_sums", "_counts")
 
-    def __init__(self, n_layers: int, n_heads: int, **params):
-        super().__init__(n_layers, n_heads, **params)
+    def __init__(self, n_layers: int, n_heads: int):
+        super().__init__(n_layers, n_heads)
         self._sums = np.zeros((3, n_layers, n_heads))  # prev, self, next
         self._counts = np.zeros(3)
 
@@ -70,13 +85,13 @@ class RelativePosition(Analysis):
             self._sums[k] += diag.sum(axis=-1, dtype=np.float64)
             self._counts[k] += n - abs(offset)
 
-    def result(self) -> pd.DataFrame:
+    def result(self) -> Result:
         prev, self_, next_ = (_ratio(s, c) for s, c in zip(self._sums, self._counts))
-        return head_table(self.n_layers, self.n_heads, prev=prev, self=self_, next=next_)
+        return Result({"heads": head_table(self.n_layers, self.n_heads, prev=prev, self=self_, next=next_)})
 
 
 @register
-class SpecialTokens(Analysis):
+class SpecialTokens(_Sums):
     """Average attention mass on ``[CLS]``, ``[SEP]`` and ``.``/``,`` (Fig. 2).
 
     Columns: ``cls``, ``sep`` (all [SEP]s together), ``punct`` — mass per query
@@ -87,9 +102,10 @@ class SpecialTokens(Analysis):
     """
 
     name = "special_tokens"
+    _SUMS = ("_to_kind", "_sep_from", "_n_queries", "_n_sep_queries")
 
-    def __init__(self, n_layers: int, n_heads: int, **params):
-        super().__init__(n_layers, n_heads, **params)
+    def __init__(self, n_layers: int, n_heads: int):
+        super().__init__(n_layers, n_heads)
         self._to_kind = np.zeros((n_layers, n_heads, 3))  # mass on cls, sep, punct
         self._sep_from = np.zeros((2, n_layers, n_heads))  # from [SEP], from others
         self._n_queries = 0
@@ -105,18 +121,18 @@ class SpecialTokens(Analysis):
         self._n_queries += example.n_tokens
         self._n_sep_queries += int(sep.sum())
 
-    def result(self) -> pd.DataFrame:
+    def result(self) -> Result:
         to_kind = _ratio(self._to_kind, self._n_queries)
-        return head_table(
+        return Result({"heads": head_table(
             self.n_layers, self.n_heads,
             cls=to_kind[..., 0], sep=to_kind[..., 1], punct=to_kind[..., 2],
             sep_from_sep=_ratio(self._sep_from[0], self._n_sep_queries),
             sep_from_other=_ratio(self._sep_from[1], self._n_queries - self._n_sep_queries),
-        )
+        )})
 
 
 @register
-class Entropy(Analysis):
+class Entropy(_Sums):
     """Entropy (nats) of the attention rows and the largest single weight (Fig. 4).
 
     Columns: ``entropy`` — mean over all rows (query tokens) of
@@ -129,9 +145,10 @@ class Entropy(Analysis):
     """
 
     name = "entropy"
+    _SUMS = ("_sums", "_uniform", "_n_rows", "_n_cls")
 
-    def __init__(self, n_layers: int, n_heads: int, **params):
-        super().__init__(n_layers, n_heads, **params)
+    def __init__(self, n_layers: int, n_heads: int):
+        super().__init__(n_layers, n_heads)
         self._sums = np.zeros((3, n_layers, n_heads))  # entropy, cls entropy, max weight
         self._uniform = 0.0
         self._n_rows = 0
@@ -152,15 +169,46 @@ class Entropy(Analysis):
         self._n_rows += n
         self._n_cls += int(cls.sum())
 
-    def result(self) -> pd.DataFrame:
+    def result(self) -> Result:
         uniform = self._uniform / self._n_rows if self._n_rows else np.nan
-        return head_table(
+        return Result({"heads": head_table(
             self.n_layers, self.n_heads,
             entropy=_ratio(self._sums[0], self._n_rows),
             uniform_entropy=np.full((self.n_layers, self.n_heads), uniform),
             cls_entropy=_ratio(self._sums[1], self._n_cls),
             max_weight=_ratio(self._sums[2], self._n_rows),
-        )
+        )})
+
+
+# What the three tables add to the head atlas (headatlas.report.atlas), by table name.
+CLARK = "Clark et al. 2019"
+ATLAS = {
+    "relative_position": HeadColumns("relative position", f"{CLARK} §3.1", rank=10, columns=(
+        Column("prev", "prev", "share", "mean attention to the previous token",
+               "4 heads of BERT-base put >50% here (layers 2, 4, 7, 8)"),
+        Column("self", "self", "share", "mean attention to the token itself"),
+        Column("next", "next", "share", "mean attention to the next token",
+               "5 heads of BERT-base put >50% here (layers 1, 2, 2, 3, 6)"),
+    )),
+    "special_tokens": HeadColumns("special tokens", f"{CLARK} §3.1 (norm rows: Kobayashi et al. 2020 §4)",
+                                  rank=11, columns=(
+        Column("cls", "cls", "share", "mean attention to [CLS]", "early layers favour [CLS] (BERT-base)"),
+        Column("sep", "sep", "share", "mean attention to [SEP]",
+               ">50% in layers 6-10 of BERT-base; collapses under the norm weighting (Kobayashi)"),
+        Column("punct", "punct", "share", "mean attention to '.' and ','",
+               "deep layers favour periods and commas (BERT-base)"),
+        Column("sep_from_sep", "sep_from_sep", "share", "attention of [SEP] tokens to [SEP]",
+               ">90% for heads that process [SEP] (Fig. 2)"),
+        Column("sep_from_other", "sep_from_other", "share", "attention of other tokens to [SEP]"),
+    )),
+    "entropy": HeadColumns("entropy", f"{CLARK} §3.3", rank=12, columns=(
+        Column("entropy", "entropy", "nats", "mean entropy of the attention rows",
+               "early heads broad: at most ~10% on any single word"),
+        Column("uniform_entropy", "uniform_entropy", "nats", "the same for uniform attention"),
+        Column("cls_entropy", "cls_entropy", "nats", "entropy of the [CLS] row", "last layer 3.89 nats (BERT-base)"),
+        Column("max_weight", "max_weight", "share", "mean largest weight of a row"),
+    )),
+}
 
 
 def layer_means(table: pd.DataFrame, columns) -> pd.DataFrame:

@@ -32,30 +32,34 @@ The scoring pass (:class:`DependencyHeads`) is vectorised over heads: one
 argmax over the ``[layers, heads, words, words]`` map scores every head and
 both directions of a sentence at once. It keeps, per (sentence, relation), the
 number of dependencies and how many each head and offset got right
-(:class:`DependencyScores`), so any subset of sentences (a split) can be
-totalled or bootstrapped afterwards without reading the store again.
+(:class:`DependencyScores`, a :class:`~headatlas.analyses.result.Result` saved as
+``scores.npz``), so any subset of sentences (a split) can be totalled or
+bootstrapped afterwards without reading the store again. Its state is those
+per-sentence rows; relations are numbered by first appearance in corpus order
+and rows put in corpus order when the result is made, so shards merged in any
+order give the tables of one pass.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-from headatlas.analyses.base import Analysis, describe, register, without_run_attrs
+
+from headatlas.analyses.base import Analysis, describe, register
+from headatlas.analyses.result import Result
 from headatlas.claims import (MARGIN, NOT_APPLICABLE, PAIRED_RULE, Claim, beats_paired, claims_table,
                               difference_text, holds_if, verdict)
 from headatlas.corpora.records import Sentence, read_jsonl
 from headatlas.errors import StoreError
-from headatlas.heads import head_name
-from headatlas.io import atomic_path
+from headatlas.heads import Column, HeadColumns, head_name
 from headatlas.stats import bootstrap_ratio
 from headatlas.store.example import Example
 from headatlas.store.reader import Store, StoreSet
-from headatlas.store.wordlevel import units, word_level, word_units
+from headatlas.store.wordlevel import FROM_MODES, units, word_level, word_units
 
 DIRECTIONS = ("dep->head", "head->dep")
 OFFSETS = (-3, -2, -1, 1, 2)
@@ -222,44 +226,78 @@ def _group_sums(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.nda
 
 # --- the scores of a corpus ---------------------------------------------------------------
 
-@dataclass
-class DependencyScores:
-    """Per (sentence, relation) counts of a treebank, for every head and offset.
+ROWS = ("sentence", "relation", "n", "unaligned", "correct", "offset")  # the row arrays, ``row_<name>``
+
+
+def _row_array(name: str) -> property:
+    return property(lambda self: self.arrays[f"row_{name}"], doc=f"``arrays['row_{name}']``")
+
+
+class DependencyScores(Result):
+    """Per (sentence, relation) counts of a treebank, for every head and offset: the
+    :class:`~headatlas.analyses.result.Result` of :class:`DependencyHeads` (``scores.npz``).
 
     Rows are (sentence, relation) pairs that have at least one dependency; the
-    relation ``all`` (index 0) pools every non-root dependency of the sentence.
+    relation ``all`` (id 0) pools every non-root dependency of the sentence.
+    Relations are numbered in order of first appearance (corpus order, then word
+    order), sentences and rows are in corpus order.
 
     Attributes
     ----------
-    relations : list of str ``[R]``
-    sentences : DataFrame ``[S]``
-        Scored sentences: ``index`` (corpus position), ``id``, ``split``, ``words``,
-        ``unaligned_words`` (words without wordpieces), ``roots`` (root words with
-        wordpieces: scored as wrong in Table 1's ``all`` row).
-    row_sentence, row_relation : ndarray ``[P]``
-        Row -> position in ``sentences`` / in ``relations``.
-    row_n, row_unaligned : ndarray ``[P]``
-        Scored dependencies / dependencies touching an unaligned word.
-    row_correct : ndarray ``[P, 2, L, H]`` uint16
-        Correct predictions per direction (:data:`DIRECTIONS`), layer, head.
-    row_offset : ndarray ``[P, len(OFFSETS)]`` uint16
-        Correct predictions of each offset baseline.
-    unscored : DataFrame
-        Corpus sentences not scored: ``index``, ``id``, ``split``, ``reason``.
+    arrays : dict of ndarray
+        ``row_sentence``, ``row_relation`` int ``[P]`` (row -> position in ``sentences``
+        / relation id, the row of ``relations``); ``row_n``, ``row_unaligned`` int ``[P]``
+        (scored dependencies / dependencies touching an unaligned word); ``row_correct``
+        uint16 ``[P, 2, L, H]`` (correct predictions per direction of :data:`DIRECTIONS`,
+        layer, head); ``row_offset`` uint16 ``[P, len(OFFSETS)]`` (correct predictions of
+        each offset baseline). Each is also an attribute of the same name (``scores.row_n``).
+    tables : dict of DataFrame
+        The three published ones, ``heads`` (:meth:`head_table`, the result's
+        ``table``), ``offsets`` (:meth:`offset_table`) and ``coverage``
+        (:meth:`coverage_table`); ``relations`` ``[R]`` (:meth:`counts`, by relation id;
+        the names are also :attr:`relations`); ``sentences`` ``[S]`` (scored sentences:
+        ``index`` (corpus position), ``id``, ``split``, ``words``, ``unaligned_words``
+        (words without wordpieces), ``roots`` (root words with wordpieces: scored as
+        wrong in Table 1's ``all`` row)); ``unscored`` (corpus sentences not scored:
+        ``index``, ``id``, ``split``, ``reason``). The last two are also attributes.
     attrs : dict
-        Store attributes (model, corpus) plus ``word_from``.
+        The store's attributes (:data:`DependencyHeads.STORE_ATTRS`), ``word_from``,
+        ``corpus_file``; from ``run_analysis``, ``weighting``, ``provenance`` and
+        ``caption`` (:func:`caption`).
     """
 
-    relations: list[str]
-    sentences: pd.DataFrame
-    row_sentence: np.ndarray
-    row_relation: np.ndarray
-    row_n: np.ndarray
-    row_unaligned: np.ndarray
-    row_correct: np.ndarray
-    row_offset: np.ndarray
-    unscored: pd.DataFrame
-    attrs: dict = field(default_factory=dict)
+    row_sentence = _row_array("sentence")
+    row_relation = _row_array("relation")
+    row_n = _row_array("n")
+    row_unaligned = _row_array("unaligned")
+    row_correct = _row_array("correct")
+    row_offset = _row_array("offset")
+
+    @classmethod
+    def build(cls, relations: Sequence[str], sentences: pd.DataFrame, rows: dict[str, np.ndarray],
+              unscored: pd.DataFrame, attrs: dict) -> "DependencyScores":
+        """The scores of these rows (``rows[name]`` for each of :data:`ROWS`) of ``relations``
+        (by id), with the tables computed from them."""
+        scores = cls(tables={"relations": pd.DataFrame({"relation": list(relations)}),
+                             "sentences": sentences, "unscored": unscored},
+                     arrays={f"row_{name}": rows[name] for name in ROWS}, attrs=attrs)
+        scores.tables = {"heads": scores.head_table(), "offsets": scores.offset_table(),
+                         "coverage": scores.coverage_table(), "relations": scores.counts(),
+                         "sentences": sentences, "unscored": unscored}
+        return scores
+
+    @property
+    def relations(self) -> list[str]:
+        """The relations' names, by id."""
+        return self.tables["relations"]["relation"].tolist()
+
+    @property
+    def sentences(self) -> pd.DataFrame:
+        return self.tables["sentences"]
+
+    @property
+    def unscored(self) -> pd.DataFrame:
+        return self.tables["unscored"]
 
     @property
     def n_layers(self) -> int:
@@ -270,18 +308,20 @@ class DependencyScores:
         return self.row_correct.shape[3]
 
     def subset(self, splits: Iterable[str]) -> "DependencyScores":
-        """The scores of the sentences of these splits only."""
+        """The scores of the sentences of these splits only (``attrs["splits"]`` names them,
+        the caption counts their sentences)."""
         splits = list(splits)
         keep_sentence = self.sentences["split"].isin(splits).to_numpy()
         new_position = np.cumsum(keep_sentence) - 1
         rows = keep_sentence[self.row_sentence]
-        return DependencyScores(
+        part = type(self).build(
             self.relations, self.sentences[keep_sentence].reset_index(drop=True),
-            new_position[self.row_sentence[rows]], self.row_relation[rows], self.row_n[rows],
-            self.row_unaligned[rows], self.row_correct[rows], self.row_offset[rows],
+            {"sentence": new_position[self.row_sentence[rows]],
+             **{name: self.arrays[f"row_{name}"][rows] for name in ROWS[1:]}},
             self.unscored[self.unscored["split"].isin(splits)].reset_index(drop=True),
-            {**self.attrs, "splits": "+".join(splits)},
-        )
+            {**self.attrs, "splits": "+".join(splits)})
+        part.attrs["caption"] = caption(part)
+        return part
 
     def _totals(self, rows: np.ndarray) -> np.ndarray:
         """Sum ``rows [P, ...]`` per relation -> ``[R, ...]``."""
@@ -406,11 +446,6 @@ class DependencyScores:
             return np.zeros(0, np.int64)
         return np.flatnonzero((self.row_relation == self.relations.index(relation)) & (self.row_n > 0))
 
-    def tables(self) -> dict[str, pd.DataFrame]:
-        """The tables the scores are published as: ``heads``, ``offsets``, ``coverage``."""
-        return {"heads": self.head_table(), "offsets": self.offset_table(),
-                "coverage": self.coverage_table()}
-
     def problems(self) -> list[str]:
         """What could not be scored and why, one message per reason (for the rule's log)."""
         messages = [f"{len(group)} sentences not scored ({reason}): {' '.join(group['id'])}"
@@ -421,48 +456,30 @@ class DependencyScores:
                             + unaligned.to_string(index=False))
         return messages
 
-    def save(self, path: str | Path) -> None:
-        """Write to a ``.npz`` file atomically."""
-        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-            np.savez_compressed(
-                handle, relations=np.asarray(self.relations, dtype=str),
-                row_sentence=self.row_sentence, row_relation=self.row_relation, row_n=self.row_n,
-                row_unaligned=self.row_unaligned, row_correct=self.row_correct,
-                row_offset=self.row_offset,
-                attrs=np.asarray(json.dumps(without_run_attrs(self.attrs), default=str)),
-                **_frame_arrays("sentences", self.sentences), **_frame_arrays("unscored", self.unscored))
-
-    @classmethod
-    def load(cls, path: str | Path) -> "DependencyScores":
-        """Read a file written by :meth:`save`."""
-        with np.load(path, allow_pickle=False) as data:
-            return cls(
-                data["relations"].tolist(), _frame_from(data, "sentences"), data["row_sentence"],
-                data["row_relation"], data["row_n"], data["row_unaligned"], data["row_correct"],
-                data["row_offset"], _frame_from(data, "unscored"), json.loads(str(data["attrs"])),
-            )
-
-
-def _frame_arrays(prefix: str, frame: pd.DataFrame) -> dict[str, np.ndarray]:
-    """A small DataFrame as ``{prefix/column: array}`` (strings as unicode, no pickling)."""
-    return {f"{prefix}/{c}": (frame[c].to_numpy() if pd.api.types.is_numeric_dtype(frame[c])
-                              else frame[c].to_numpy(dtype=str)) for c in frame.columns}
-
-
-def _frame_from(data, prefix: str) -> pd.DataFrame:
-    columns = {k.split("/", 1)[1]: data[k] for k in data.files if k.startswith(f"{prefix}/")}
-    return pd.DataFrame({k: (v.astype(object) if v.dtype.kind == "U" else v) for k, v in columns.items()})
-
 
 @register
 class DependencyHeads(Analysis):
     """Accumulate :class:`DependencyScores` over a treebank store.
 
-    ``corpus`` is the prepared JSON Lines file the store was extracted from; each
-    example is joined to its record by the store's ``index`` (position in the
-    file) and the ids must agree. ``how`` is the word-level *from* mode.
+    Parameters
+    ----------
+    corpus : path
+        The prepared JSON Lines file the store was extracted from; each example is
+        joined to its record by the store's ``index`` (position in the file) and the
+        ids must agree.
+    how : {"mean", "first", "max"}
+        The word-level *from* mode (:func:`word_maps`).
+
     ``result()`` is the :class:`DependencyScores` (its ``attrs`` carry the store's
     model and corpus); the records the extraction skipped come from the store.
+
+    State: the rows of every scored sentence (``row_index``: its corpus position,
+    ``row_relation``: this instance's relation id, ``row_n``, ``row_unaligned``,
+    ``row_correct``, ``row_offset`` as in :class:`DependencyScores`), the relations
+    (``relations`` by id, ``relation_first`` ``[R, 2]``: corpus position and word of
+    each one's first dependent seen), ``sentences`` ``[S, 3]`` (corpus position,
+    unaligned words, root words with wordpieces), ``no_annotation`` (corpus positions
+    of records without a tree) and the store's ``skipped_ids``.
     """
 
     name = "dependency_heads"
@@ -470,23 +487,23 @@ class DependencyHeads(Analysis):
     # Store attributes the scores keep (and save).
     STORE_ATTRS = ("model_name", "model_id", "n_layers", "n_heads", "corpus", "max_length")
 
-    def __init__(self, n_layers: int, n_heads: int, corpus: str | Path, how: str = "mean",
-                 **params):
-        super().__init__(n_layers, n_heads, corpus=str(corpus), how=how, **params)
-        self.how = how
+    def __init__(self, n_layers: int, n_heads: int, corpus: str | Path, how: str = "mean"):
+        super().__init__(n_layers, n_heads)
+        if how not in FROM_MODES:
+            raise ValueError(f"word-level mode {how!r}; choose one of {FROM_MODES}")
+        self.corpus, self.how = corpus, how
         self.records = list(read_jsonl(corpus))
-        self._relations = {ALL: 0}
-        self._sentences: list[tuple] = []
-        self._seen: set[int] = set()
+        self._relations = {ALL: 0}  # relation -> this instance's id
+        self._first: list[tuple[int, int]] = [(-1, -1)]  # by id: (corpus index, word) first seen
+        self._sentences: list[tuple[int, int, int]] = []  # (corpus index, unaligned words, roots)
         self._no_annotation: list[int] = []
-        self._rows: dict[str, list[np.ndarray]] = {k: [] for k in (
-            "sentence", "relation", "n", "unaligned", "correct", "offset")}
+        self._rows: dict[str, list[np.ndarray]] = {k: [] for k in ("index",) + ROWS[1:]}
         self._skipped_ids: list[str] = []
         self._store_attrs: dict = {}
 
     def start(self, stores: StoreSet | None) -> None:
         if stores is not None:
-            self._skipped_ids = stores.skipped_ids
+            self._skipped_ids = list(stores.skipped_ids)
             self._store_attrs = {k: stores.attrs.get(k) for k in self.STORE_ATTRS}
 
     def _record(self, example: Example) -> Sentence:
@@ -494,13 +511,12 @@ class DependencyHeads(Analysis):
         if not 0 <= example.index < len(self.records) or \
                 self.records[example.index].id != example.id:
             raise StoreError(f"store example {example.id!r} (index {example.index}) is not record "
-                             f"{example.index} of {self.params['corpus']}: the store was extracted "
+                             f"{example.index} of {self.corpus}: the store was extracted "
                              "from another version of the corpus; rerun the extract rule")
         return self.records[example.index]
 
     def update(self, example: Example) -> None:
         sentence = self._record(example)
-        self._seen.add(example.index)
         if sentence.heads is None or sentence.rels is None:
             self._no_annotation.append(example.index)
             return
@@ -515,16 +531,22 @@ class DependencyHeads(Analysis):
         ok = aligned[deps.scorer] & aligned[deps.head]
         correct = predicted[..., deps.scorer[ok]] == deps.head[ok]  # [2, L, H, D_ok]
         offsets = offset_correct(deps.scorer[ok], deps.head[ok], n_words)  # [O, D_ok]
-        rel_ids = np.array([self._relation_id(r) for r in deps.relation], np.int64)
-        self._add_rows(len(self._sentences), rel_ids, ok, correct, offsets)
+        rel_ids = np.array([self._relation_id(r, (example.index, int(d)))
+                            for r, d in zip(deps.relation, deps.dependent)], np.int64)
+        self._add_rows(example.index, rel_ids, ok, correct, offsets)
         roots = int(aligned[np.asarray(sentence.heads) == 0].sum())
-        self._sentences.append((example.index, sentence.id, sentence.split, n_words,
-                                int(n_words - aligned.sum()), roots))
+        self._sentences.append((example.index, int(n_words - aligned.sum()), roots))
 
-    def _relation_id(self, relation: str) -> int:
-        return self._relations.setdefault(relation, len(self._relations))
+    def _relation_id(self, relation: str, where: tuple[int, int]) -> int:
+        """This instance's id of ``relation``, which occurs at ``where`` (corpus index, word)."""
+        if relation not in self._relations:
+            self._relations[relation] = len(self._relations)
+            self._first.append(where)
+        rid = self._relations[relation]
+        self._first[rid] = min(self._first[rid], where)
+        return rid
 
-    def _add_rows(self, sentence: int, rel_ids: np.ndarray, ok: np.ndarray, correct: np.ndarray,
+    def _add_rows(self, index: int, rel_ids: np.ndarray, ok: np.ndarray, correct: np.ndarray,
                   offsets: np.ndarray) -> None:
         """One row per relation present in the sentence, plus the ``all`` row."""
         present, groups = np.unique(rel_ids, return_inverse=True)
@@ -540,35 +562,65 @@ class DependencyHeads(Analysis):
             "correct": np.concatenate([correct.sum(axis=-1)[None], rows_correct]).astype(np.uint16),
             "offset": np.concatenate([offsets.sum(axis=-1)[None], rows_offset]).astype(np.uint16),
         }
-        rows["sentence"] = np.full(len(rows["relation"]), sentence)
+        rows["index"] = np.full(len(rows["relation"]), index)
         for key, value in rows.items():
             self._rows[key].append(value)
 
-    def scores(self, skipped_ids: Iterable[str] = ()) -> DependencyScores:
-        """The finished scores; ``skipped_ids`` are the store's skipped records."""
-        skipped = set(skipped_ids)
-        unscored = [(i, r.id, r.split, "skipped_by_extraction" if r.id in skipped else "not_in_store")
-                    for i, r in enumerate(self.records) if i not in self._seen]
-        unscored += [(i, self.records[i].id, self.records[i].split, "no_annotation")
-                     for i in self._no_annotation]
-        rows = {k: (np.concatenate(v) if v else None) for k, v in self._rows.items()}
-        if rows["correct"] is None:  # nothing scored: empty arrays of the right shapes
-            rows = {k: np.zeros(0, np.int64) for k in ("sentence", "relation", "n", "unaligned")}
-            rows["correct"] = np.zeros((0, 2, self.n_layers, self.n_heads), np.uint16)
-            rows["offset"] = np.zeros((0, len(OFFSETS)), np.uint16)
-        return DependencyScores(
-            list(self._relations),
-            pd.DataFrame(self._sentences, columns=["index", "id", "split", "words", "unaligned_words",
-                                                   "roots"]),
-            rows["sentence"], rows["relation"], rows["n"], rows["unaligned"], rows["correct"],
-            rows["offset"], pd.DataFrame(unscored, columns=["index", "id", "split", "reason"]),
-            {"word_from": self.how, "corpus_file": self.params["corpus"]},
-        )
+    def _row_arrays(self) -> dict[str, np.ndarray]:
+        """The rows so far, concatenated (empty arrays of the right shapes when there are none)."""
+        if not self._rows["correct"]:
+            return {**{k: np.zeros(0, np.int64) for k in ("index", "relation", "n", "unaligned")},
+                    "correct": np.zeros((0, 2, self.n_layers, self.n_heads), np.uint16),
+                    "offset": np.zeros((0, len(OFFSETS)), np.uint16)}
+        return {k: np.concatenate(v) for k, v in self._rows.items()}
+
+    def _state(self) -> dict[str, np.ndarray]:
+        return {"relations": np.asarray(list(self._relations), dtype=str),
+                "relation_first": np.asarray(self._first, np.int64).reshape(-1, 2),
+                "sentences": np.asarray(self._sentences, np.int64).reshape(-1, 3),
+                "no_annotation": np.asarray(self._no_annotation, np.int64),
+                "skipped_ids": np.asarray(self._skipped_ids, dtype=str),
+                **{f"row_{k}": v for k, v in self._row_arrays().items()}}
+
+    def _merge(self, state: dict[str, np.ndarray]) -> None:
+        ids = np.array([self._relation_id(r, tuple(first)) for r, first in
+                        zip(state["relations"].tolist(), state["relation_first"].tolist())], np.int64)
+        self._sentences += [tuple(s) for s in state["sentences"].tolist()]
+        self._no_annotation += state["no_annotation"].tolist()
+        known = set(self._skipped_ids)
+        self._skipped_ids += [i for i in state["skipped_ids"].tolist() if i not in known]
+        for key in self._rows:
+            value = state[f"row_{key}"]
+            self._rows[key].append(ids[value] if key == "relation" else value)
 
     def result(self) -> DependencyScores:
-        scores = self.scores(self._skipped_ids)
-        scores.attrs.update(self._store_attrs)
-        return scores
+        """The scores in canonical order: sentences and rows in corpus order, relations by first
+        appearance in corpus order (what one pass in corpus order gives), however the examples
+        were streamed or merged."""
+        rows = self._row_arrays()
+        first = np.asarray(self._first, np.int64)
+        order = np.lexsort((first[:, 1], first[:, 0]))  # ``all`` (-1, -1) first
+        canonical = np.empty(len(order), np.int64)
+        canonical[order] = np.arange(len(order))
+        sentences = sorted(self._sentences)
+        indices = np.array([i for i, _, _ in sentences], np.int64)
+        sentence, relation = np.searchsorted(indices, rows.pop("index")), canonical[rows["relation"]]
+        by_corpus = np.lexsort((relation, sentence))
+        rows = {"sentence": sentence[by_corpus], "relation": relation[by_corpus],
+                **{k: rows[k][by_corpus] for k in ROWS[2:]}}
+        table = pd.DataFrame([(i, self.records[i].id, self.records[i].split, len(self.records[i].words),
+                               unaligned, roots) for i, unaligned, roots in sentences],
+                             columns=["index", "id", "split", "words", "unaligned_words", "roots"])
+        seen, skipped = set(indices.tolist()) | set(self._no_annotation), set(self._skipped_ids)
+        unscored = [(i, r.id, r.split, "skipped_by_extraction" if r.id in skipped else "not_in_store")
+                    for i, r in enumerate(self.records) if i not in seen]
+        unscored += [(i, self.records[i].id, self.records[i].split, "no_annotation")
+                     for i in sorted(self._no_annotation)]
+        names = list(self._relations)
+        return DependencyScores.build(
+            [names[k] for k in order], table, rows,
+            pd.DataFrame(unscored, columns=["index", "id", "split", "reason"]),
+            {"word_from": self.how, "corpus_file": str(self.corpus), **self._store_attrs})
 
     def caption(self, result: DependencyScores, provenance: dict) -> str:
         return caption(result)
@@ -1016,3 +1068,76 @@ def caption(scores: DependencyScores, extra: str = "") -> str:
     text += (f"; deviation: UD relations (paper: Stanford Dependencies), {scores.attrs.get('corpus')}"
              f" (paper: PTB WSJ), word-level 'from' = {scores.attrs.get('word_from')}")
     return f"{text}; {extra}" if extra else text
+
+
+# --- the head atlas -----------------------------------------------------------------------
+
+def atlas_heads(path: Path) -> pd.DataFrame:
+    """Per head: accuracy on every dependency (``all``, dep->head), and the relation of Table 1
+    on which the head beats that relation's best offset baseline by the most (either
+    direction), with its accuracy, baseline and margin. Reads heads.csv, offsets.csv and
+    table1.csv of one folder (Table 1's relations are the run's own choice of rows): the
+    atlas's reader of ``heads`` (:data:`ATLAS`)."""
+    path = Path(path)
+    heads = pd.read_csv(path)
+    offsets = pd.read_csv(path.with_name("offsets.csv"))
+    table1 = pd.read_csv(path.with_name("table1.csv"))
+    rows = [r for r in table1["relation"].dropna().unique() if not str(r).startswith("all")]
+    base = offsets.sort_values("accuracy", ascending=False).drop_duplicates("relation")
+    base = base.set_index("relation")[["offset", "accuracy"]].rename(
+        columns={"offset": "baseline_offset", "accuracy": "baseline"})
+    all_rows = heads[(heads["relation"] == "all") & (heads["direction"] == "dep->head")]
+    out = all_rows.set_index(["layer", "head"])[["accuracy"]].rename(columns={"accuracy": "all"})
+    cand = heads[heads["relation"].isin(rows)].join(base, on="relation")
+    cand = cand.assign(margin=cand["accuracy"] - cand["baseline"]).dropna(subset=["margin"])
+    if len(cand):
+        best = cand.sort_values(["margin", "accuracy"], ascending=False).drop_duplicates(["layer", "head"])
+        paper = table1.dropna(subset=["relation"]).set_index("relation")
+        best = best.assign(paper=[_paper_row(paper, r) for r in best["relation"]])
+        best = best.set_index(["layer", "head"])[
+            ["relation", "direction", "accuracy", "baseline", "baseline_offset", "margin", "n", "paper"]]
+        out = out.join(best, how="outer")
+    return out.reset_index()
+
+
+def _paper_row(table1: pd.DataFrame, relation: str) -> str:
+    """Table 1's paper row for ``relation`` (e.g. 'det: 8-11 94.3% vs 51.7% (+1), BERT-base, SD')."""
+    if relation not in table1.index:
+        return ""
+    row = table1.loc[relation]
+    if isinstance(row, pd.DataFrame):
+        row = row.iloc[0]
+    if pd.isna(row.get("paper_acc")):
+        return ""
+    offset = row.get("paper_baseline_offset")
+    offset = f" ({int(offset):+d})" if pd.notna(offset) else ""
+    return (f"{row['paper_relation']}: head {row['paper_head']} {row['paper_acc']:.1f}% vs baseline "
+            f"{row['paper_baseline_acc']:.1f}%{offset} (BERT-base, PTB/SD)")
+
+
+# What the dependency scores add to the head atlas (headatlas.report.atlas), by table name: the
+# long heads.csv read per head by atlas_heads, beside its offsets.csv and table1.csv (which its rule
+# declares as the companions the atlas waits for).
+ATLAS = {
+    "heads": HeadColumns(
+        "dependency heads", CLARK_T1, rank=50, per_corpus=True,
+        reader="headatlas.analyses.syntax:atlas_heads",
+        columns=(
+            Column("syntax_{corpus}_all", "all", "fraction",
+                   "share of all words whose most-attended other word is their syntactic head (dep->head; "
+                   "root words count as wrong, the paper's 'all' row)", "best head 7-6: 34.5% (BERT-base, PTB/SD)"),
+            Column("syntax_{corpus}_relation", "relation", "UD relation",
+                   "the Table 1 relation on which the head beats that relation's best fixed-offset baseline "
+                   "by the most"),
+            Column("syntax_{corpus}_direction", "direction", "dep->head | head->dep",
+                   "which way the head points for that relation"),
+            Column("syntax_{corpus}_accuracy", "accuracy", "fraction", "the head's accuracy on that relation"),
+            Column("syntax_{corpus}_baseline", "baseline", "fraction",
+                   "the relation's best fixed-offset baseline (offsets -3..+2)"),
+            Column("syntax_{corpus}_baseline_offset", "baseline_offset", "tokens", "that baseline's offset"),
+            Column("syntax_{corpus}_margin", "margin", "fraction", "accuracy minus baseline"),
+            Column("syntax_{corpus}_n", "n", "dependencies", "instances of the relation scored"),
+            Column("syntax_{corpus}_paper", "paper", "text",
+                   "the paper's Table 1 row for that relation (its best head, accuracy and baseline)"),
+        )),
+}

@@ -26,8 +26,10 @@ Usage: call :func:`register`, load the task model with
 ``attn_implementation=IMPLEMENTATION`` and pass
 ``headatlas_ablation=Ablation(actions, sentence_ids)`` (what
 :func:`plan` returns per batch) to its forward call; without that argument
-the function is exactly eager attention. The tasks scored this way and the
-rule's runner live in :mod:`headatlas.tasks` (``upos``, ``squad``, ``grid``).
+the function is exactly eager attention. The tasks scored this way are
+:data:`headatlas.tasks.TASKS` (each a :class:`~headatlas.tasks.base.Task`: its evaluator takes
+each batch's extra forward arguments, :func:`plan` builds them); the rule's runner is
+:mod:`headatlas.interventions.grid`.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from tqdm.auto import tqdm
 from headatlas.analyses.headtypes import NO_TYPES
 from headatlas.claims import undefined
 from headatlas.errors import HeadAtlasError
+from headatlas.tasks import TASKS, Task, get_task, task_of_metric
 
 log = logging.getLogger(__name__)
 
@@ -396,27 +399,34 @@ def type_counts(types: np.ndarray) -> dict[str, int]:
 # ----------------------------------------------------------------------------
 
 GUAN_ABLATION = "Guan et al. 2020 §5, Tables 2-3"
-# A SQuAD v1.1 model whose *unablated* score is below either floor never learnt the task, and
-# shares of its score are shares of noise (a random model's F1 of 3 "keeps 100%" as easily as
-# it "breaks"). The floors sit below the weakest published baseline that reads the question:
-# Rajpurkar et al. (2016) report on v1.1 dev a random-span guess at EM 1.1 / F1 4.1, a
-# sliding-window word-overlap baseline at EM 13.2 / F1 20.2 and logistic regression at EM 40.0 /
-# F1 51.0; trained BERT models score EM > 80 / F1 > 88 (Guan et al.'s unablated model: F1 89.68;
-# the hub's bert-large-uncased-whole-word-masking-finetuned-squad card: EM 86.91 / F1 93.15). A
-# model below EM 10 or F1 20 is beaten by word overlap: its ablation claims are not applicable.
-UNTRAINED_FLOOR = {"exact_match": 10.0, "f1": 20.0}
+# A task model whose *unablated* score is below its task's floor never learnt the task
+# (Task.untrained_floor: SQuAD's EM 10 / F1 20, below the word-overlap baseline), and shares of
+# its score are shares of noise: its ablation claims are not applicable.
 UNTRAINED = "not applicable: task model untrained"
 
 
-def untrained_reason(scores: dict) -> str | None:
-    """Why the unablated ``scores`` (``exact_match``, ``f1`` in %) show a SQuAD model that never
-    learnt the task (:data:`UNTRAINED_FLOOR`), or None (trained, or not a SQuAD score)."""
-    low = [f"{metric} {float(scores[metric]):.2f} < {floor:g}" for metric, floor in UNTRAINED_FLOOR.items()
-           if metric in scores and float(scores[metric]) < floor]
+def untrained_reason(scores: dict, task: str | Task | None = None) -> str | None:
+    """Why the unablated ``scores`` (metric -> %) show a model that never learnt ``task``
+    (its :attr:`~headatlas.tasks.base.Task.untrained_floor`), or None (trained, or no floor).
+
+    ``task`` None: the task whose headline metric is among the scores
+    (:func:`headatlas.tasks.task_of_metric`; a grid table names no task).
+    """
+    task = get_task(task) if task is not None else \
+        next((t for t in map(task_of_metric, scores) if t is not None), None)
+    low = task.untrained(scores) if task is not None else []
     if not low:
         return None
-    return (f"{UNTRAINED} (unablated {', '.join(low)}: below the word-overlap baseline of SQuAD v1.1, "
-            "EM 13.2 / F1 20.2; the floor is EM 10 or F1 20)")
+    return (f"{UNTRAINED} (unablated {', '.join(low)}: below {task.baseline_text()}; "
+            f"the floor is {task.floor_text()})")
+
+
+def _untrained_rule() -> str:
+    """The claims' rule on untrained models, one clause per task with a floor."""
+    return "".join(f", or if the unablated {t.label} model scores below {t.floor_text()}: untrained"
+                   for t in TASKS.values() if t.untrained_floor)
+
+
 BREAKS = 50.0  # "breaks the model" / "inoperative": below this share (%) of what attention gives
 # (paper row, claim, the paper's number or words, rule: "below" or "at least" a share (%) of what
 # attention gives: (score - all heads pruned) / (unablated - all heads pruned), share_of_attention)
@@ -446,7 +456,7 @@ PAPER_READING = ("the paper's shares are of the unablated SQuAD score; a SQuAD m
                  "floor measured with every head pruned")
 
 
-def paper_claims(table: pd.DataFrame) -> pd.DataFrame:
+def paper_claims(table: pd.DataFrame, task: str | Task | None = None) -> pd.DataFrame:
     """Guan et al.'s ablation findings judged on our grid (:class:`~headatlas.claims.Claim` rows).
 
     ``table`` is :func:`run_grid` (as read back from ``ablation.csv``). Each
@@ -457,7 +467,9 @@ def paper_claims(table: pd.DataFrame) -> pd.DataFrame:
     at least the stated share. Not applicable: a variant that changes no head
     (the type has no heads in this model), a gap between the unablated model and
     the floor below :data:`MIN_CONTRIBUTION` (attention contributes nothing
-    measurable: any share of it is noise), an untrained SQuAD model.
+    measurable: any share of it is noise), a model below its task's untrained floor
+    (``task``, default: the task of the table's headline metric,
+    :func:`headatlas.tasks.task_of_metric`).
     """
     from headatlas.claims import Claim, claims_table, holds_if
 
@@ -466,8 +478,10 @@ def paper_claims(table: pd.DataFrame) -> pd.DataFrame:
     rows = table.assign(paper_id=table["paper_id"].astype(str).str.replace(r"\.0$", "", regex=True)) \
         .set_index("paper_id")
     unablated = float(rows.at["1", metric]) if "1" in rows.index else float("nan")
-    untrained = untrained_reason({m: rows.at["1", m] for m in UNTRAINED_FLOOR if m in rows.columns}
-                                 if "1" in rows.index else {})
+    task = get_task(task) if task is not None else task_of_metric(metric)
+    floor = task.untrained_floor if task is not None else {}
+    untrained = untrained_reason({m: rows.at["1", m] for m in floor if m in rows.columns}, task) \
+        if "1" in rows.index and task is not None else None
     floors = {action: floor_score(table, metric, action) for action in FLOORS}
     missing = contribution_missing(unablated, floors["prune"])
     only_floors = set(table["variant"]) <= {"unablated", *FLOORS.values()}
@@ -491,9 +505,9 @@ def paper_claims(table: pd.DataFrame) -> pd.DataFrame:
             f"{paper} (row {paper_id}; read as a share of what attention gives)",
             _measured(metric, score, unablated, floors, changed), holds_if(holds),
             f"{row['variant']}: score {how} {threshold:g}% of what attention gives, (score - all heads "
-            "pruned) / (unablated - all heads pruned) (not applicable if no head has that type, if that "
-            f"gap is below {MIN_CONTRIBUTION:g} point: attention contributes nothing measurable, or if "
-            "the unablated SQuAD model scores below EM 10 or F1 20: untrained)",
+            "pruned) / (unablated - all heads pruned) (not applicable if no head has that type"
+            f"{',' if _untrained_rule() else ' or'} if that gap is below {MIN_CONTRIBUTION:g} point: "
+            f"attention contributes nothing measurable{_untrained_rule()})",
             "; ".join(filter(None, [untrained, missing and f"not applicable: {missing}", PAPER_READING,
                                     f"no re-training; paper: {PAPER_MODEL}"]))))
     return claims_table(claims)

@@ -2,96 +2,93 @@
 
 :func:`ablation_grid` is the ``ablation`` rule's whole job: load the task
 model with the ablation attention (:mod:`headatlas.interventions.ablation`), read the head
-types, build the task's evaluation (:mod:`headatlas.tasks.upos` or
-:mod:`headatlas.tasks.squad`), score every variant
+types, build the task's evaluation (the :class:`~headatlas.tasks.base.Task`'s reader and
+evaluator, :data:`headatlas.tasks.TASKS`), score every variant
 (:func:`headatlas.interventions.ablation.run_grid`) and write the caption.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import torch
 
-from headatlas.interventions import ablation
 from headatlas.analyses.headtypes import NO_TYPES
-from headatlas.errors import HeadAtlasError
-from headatlas.tasks import squad, upos
+from headatlas.analyses.result import Result
+from headatlas.interventions import ablation
+from headatlas.tasks import Task, get_task
 
 log = logging.getLogger(__name__)
 
-TASKS = ("upos", "squad")
-MAIN_METRIC = {"upos": upos.MAIN_METRIC, "squad": squad.MAIN_METRIC}
+TABLE = "ablation"  # the grid's table in its Result (the rule writes it as ablation.csv)
 
 
-def load_task_model(task: str, source: str, revision: str | None = None, device: str | None = None):
-    """``(model, tokenizer)``: the fine-tuned task model with the ablation attention, eval mode."""
-    from transformers import AutoModelForQuestionAnswering, AutoModelForTokenClassification
+def load_task_model(task: str | Task, source: str, revision: str | None = None, device: str | None = None):
+    """``(model, tokenizer)``: the fine-tuned task model with the ablation attention, eval mode.
 
+    ``task`` is a registered task or its name (:data:`headatlas.tasks.TASKS`); its
+    ``model_class`` is the transformers class the model loads with.
+    """
     from headatlas.encoders.models import from_pretrained, tokenizer_from_pretrained
 
-    if task not in TASKS:
-        raise HeadAtlasError(f"unknown ablation task {task!r}; expected one of {TASKS}")
+    task = get_task(task)
     ablation.register()
-    cls = AutoModelForTokenClassification if task == "upos" else AutoModelForQuestionAnswering
-    model = from_pretrained(cls, source, revision, attn_implementation=ablation.IMPLEMENTATION)
+    model = from_pretrained(task.auto_class(), source, revision, attn_implementation=ablation.IMPLEMENTATION)
     tokenizer = tokenizer_from_pretrained(source, revision)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     return model.to(device).eval(), tokenizer
 
 
-@dataclass
-class GridResult:
-    table: pd.DataFrame  # one row per variant (ablation.run_grid)
-    metric: str  # the headline column of the table
-    caption: str
-
-
-def ablation_grid(task: str, spec: dict, data: str | Path, types_path: str | Path, name: str, *,
+def ablation_grid(task: str | Task, spec: dict, data: str | Path, types_path: str | Path, name: str, *,
                   types_source: str, types_own: bool | None, corpus: str = "", split: str = "test",
                   renormalise: bool = False, batch_size: int = 32, max_examples: int | None = None,
-                  max_length: int = 128, squad_options: dict | None = None,
-                  progress: bool = True) -> GridResult:
+                  max_length: int = 128, options: dict | None = None,
+                  progress: bool = True) -> Result:
     """Score the task model ``name`` (config entry ``spec``) under every head-type variant.
 
     Parameters
     ----------
-    task : ``upos`` or ``squad``
+    task : a registered task or its name (``upos``, ``squad``; :data:`headatlas.tasks.TASKS`)
     data : path
-        The prepared treebank JSONL (upos) or the SQuAD v1.1 JSON (squad).
+        The task's data (its ``reader`` reads it): the prepared treebank JSONL (upos) or the
+        SQuAD v1.1 JSON (squad).
     types_path : path
         Per-head types (``layer, head, type``, :func:`headatlas.interventions.ablation.read_head_types`).
     types_source, types_own
         Where the types come from, for the caption; ``types_own`` True when
         they are the task model's own, False when its base's, None for a table given by hand.
-    corpus, split, max_length
-        upos: the treebank's name, the split scored, wordpieces per packed input.
-    squad_options : dict
-        squad: ``max_length``, ``stride``, ``max_answer_length`` of the windows.
+    corpus, split, max_examples, max_length, batch_size
+        The run's settings, each passed to the task's evaluator when it takes it
+        (:attr:`~headatlas.tasks.base.Task.settings`; upos: the treebank's name, the split
+        scored, wordpieces per packed input).
+    options : dict
+        The task's own options (:attr:`~headatlas.tasks.base.Task.options`; squad:
+        ``max_length``, ``stride``, ``max_answer_length`` of the windows).
+
+    Returns
+    -------
+    Result
+        ``tables["ablation"]`` (one row per variant, :func:`~headatlas.interventions.ablation.run_grid`;
+        also ``result.table``), ``attrs``: ``task``, ``metric`` (the table's headline column),
+        ``caption``.
     """
-    from headatlas.corpora.records import read_jsonl
     from headatlas.encoders.models import resolve
 
+    task = get_task(task)
     source, revision = resolve(spec)
     model, tokenizer = load_task_model(task, source, revision)
     config = model.config
     types = ablation.read_head_types(types_path, config.num_hidden_layers, config.num_attention_heads)
-    if task == "upos":
-        task_score, described = upos.ablation_evaluator(
-            model, tokenizer, list(read_jsonl(data)), corpus, split, max_examples, max_length,
-            batch_size)
-    else:
-        options = {"max_length": 384, "stride": 128, "max_answer_length": 30, **(squad_options or {})}
-        task_score, described = squad.ablation_evaluator(model, tokenizer, data, max_examples,
-                                                         batch_size, **options)
+    settings = {"source": str(data), "corpus": corpus, "split": split, "max_examples": max_examples,
+                "max_length": max_length, "batch_size": batch_size}
+    task_score, described = task.evaluation(model, tokenizer, task.read(data), settings, options)
 
     def evaluate(actions: torch.Tensor) -> dict[str, float]:
         return task_score(ablation.plan(actions, renormalise))
 
-    table = ablation.run_grid(evaluate, types, MAIN_METRIC[task], progress=progress)
+    table = ablation.run_grid(evaluate, types, task.metric, progress=progress)
     counts = (", ".join(f"{t} {n}" for t, n in ablation.type_counts(types).items())
               if (types != NO_TYPES).any() else f"{NO_TYPES}: only the floors scored")
     caption = (
@@ -101,12 +98,12 @@ def ablation_grid(task: str, spec: dict, data: str | Path, types_path: str | Pat
         + {True: " (the task model itself)", None: "",
            False: " (the pre-trained base: the fine-tuned model is not a configured model)"}[types_own]
         + f". Removed weights {'renormalised' if renormalise else 'not renormalised'}. "
-        + floors_text(table, MAIN_METRIC[task]) + " "
+        + floors_text(table, task.metric) + " "
         f"Paper: {ablation.PAPER_MODEL}, F1 as % of its unablated 89.68"
-        + ("; deviations: UPOS tagging instead of SQuAD, a smaller model" if task == "upos" else "")
+        + (f"; deviations: {task.deviation}" if task.deviation else "")
         + "."
     )
-    return GridResult(table, MAIN_METRIC[task], caption)
+    return Result(tables={TABLE: table}, attrs={"task": task.name, "metric": task.metric, "caption": caption})
 
 
 def floors_text(table: pd.DataFrame, metric: str) -> str:

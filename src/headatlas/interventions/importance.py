@@ -1,7 +1,7 @@
 """Which heads matter to a task model: disabling heads, head importance, pruning.
 
-Three experiments on a fine-tuned task model (the UPOS tagger of
-:mod:`headatlas.tasks.upos`, or a SQuAD model), none of which retrains it:
+Three experiments on a fine-tuned task model (a task of :data:`headatlas.tasks.TASKS`: the UPOS
+tagger of :mod:`headatlas.tasks.upos`, or a SQuAD model), none of which retrains it:
 
 * **Disabling single heads** (Kovaleva et al. 2019, §6; Michel et al. 2019,
   §3): each head's contribution to its layer's output is zeroed in turn and
@@ -33,6 +33,10 @@ the intact model's hidden states below the first changed layer
 (:class:`LayerCache`: exact, checked against a full forward pass on the first
 batch; models whose layers cannot be run one by one fall back to full
 forward passes).
+
+Each registered task is scored by a :class:`HeadTask` (:data:`HEAD_TASKS`, keyed by the task's
+name); :func:`run_experiments` returns one :class:`~headatlas.analyses.result.Result`, and
+:data:`ATLAS` describes its per-head table's columns in the head atlas.
 """
 
 from __future__ import annotations
@@ -47,9 +51,11 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from headatlas.analyses.result import Result
 from headatlas.claims import Claim, undefined, verdict
-from headatlas.heads import head_table
+from headatlas.heads import INDEPENDENT, Column, HeadColumns, head_table
 from headatlas.stats import bootstrap_ratio
+from headatlas.tasks import TASKS, Task, get_task, select
 
 log = logging.getLogger(__name__)
 
@@ -80,12 +86,20 @@ class HeadTask:
 
     ``scores(gates)`` gives per-unit scores with gates ``[layers, heads]``
     (1 keeps, 0 removes a head); ``importance()`` gives Michel et al.'s
-    ``[layers, heads]`` raw importance on the task's importance data.
+    ``[layers, heads]`` raw importance on the task's importance data. ``definition`` is the
+    registered task scored (:data:`headatlas.tasks.TASKS`; its headline metric, its unit and
+    its untrained floor), None for a task made up by hand.
+
+    A subclass that scores a registered task also builds itself from that task's records
+    (:meth:`from_records`) with the run settings it names in ``settings``
+    (:data:`headatlas.tasks.SETTINGS`) and the task's own options.
     """
 
+    definition: Task | None = None
     metric: str = "score"
     unit: str = "units"
     description: str = ""
+    settings: tuple[str, ...] = ()
 
     def __init__(self, model):
         self.model = model
@@ -100,6 +114,10 @@ class HeadTask:
 
     def ones(self) -> torch.Tensor:
         return torch.ones(self.n_layers, self.n_heads)
+
+    @classmethod
+    def from_records(cls, model, tokenizer, records, **settings) -> "HeadTask":
+        raise NotImplementedError
 
 
 def _no_grad_params(model) -> None:
@@ -160,8 +178,10 @@ class TaggingHeads(HeadTask):
     those the importance is estimated on (dev split, so test stays unseen).
     """
 
-    metric = "accuracy"
-    unit = "sentences"
+    definition = TASKS["upos"]
+    metric = definition.metric
+    unit = definition.unit
+    settings = ("corpus", "split", "importance_split", "max_examples", "max_length", "batch_size")
 
     def __init__(self, model, evaluation: Sequence, importance_data: Sequence,
                  batch_size: int = 32, cache: bool = True, description: str = ""):
@@ -197,6 +217,26 @@ class TaggingHeads(HeadTask):
             log.warning("layer-by-layer evaluation differs from the model's forward pass; "
                         "falling back to full forward passes")
             self.cache = None
+
+    @classmethod
+    def from_records(cls, model, tokenizer, sentences, *, corpus: str = "", split: str = "test",
+                     importance_split: str = "dev", max_examples: int | None = None,
+                     max_length: int = 128, batch_size: int = 32) -> "TaggingHeads":
+        """The tagger on a treebank's ``sentences``: the first ``max_examples`` sentences of
+        ``split`` scored, packed as in fine-tuning; the importance estimated on ``importance_split``."""
+        from headatlas.tasks.upos import pack_documents, split_sentences
+
+        parts, _ = split_sentences(list(sentences))
+        label2id = model.config.label2id
+        stats = Counter()
+        scored = pack_documents(tokenizer, parts[split][:max_examples], label2id, max_length, stats)
+        estimate = pack_documents(tokenizer, parts[importance_split], label2id, max_length)
+        words = sum(e.n_words for e in scored)
+        described = (f"UPOS tagging, {corpus} {split} split ({words} words, "
+                     f"{sum(max(e.sentence_ids) + 1 for e in scored)} sentences"
+                     + (f", the first {max_examples} sentences" if max_examples else "")
+                     + f"), importance on the {importance_split} split")
+        return cls(model, scored, estimate, batch_size, description=described)
 
     @torch.inference_mode()
     def check_cache(self, tolerance: float = 1e-4) -> bool:
@@ -258,9 +298,10 @@ class SquadHeads(HeadTask):
     cross-entropy / 2; windows without the answer point at ``[CLS]``).
     """
 
-    metric = "f1"
-    unit = "questions"
-    untrained_floor = 20.0  # intact F1 below this: never learnt SQuAD (headatlas.interventions.ablation.UNTRAINED_FLOOR)
+    definition = TASKS["squad"]  # its untrained floor: intact F1 below 20, never learnt SQuAD
+    metric = definition.metric
+    unit = definition.unit
+    settings = ("source", "max_examples", "batch_size")
 
     def __init__(self, model, tokenizer, examples: Sequence, batch_size: int = 32,
                  max_length: int = 384, stride: int = 128, max_answer_length: int = 30,
@@ -274,6 +315,17 @@ class SquadHeads(HeadTask):
         self.batch_size, self.max_answer_length = batch_size, max_answer_length
         self.sizes = np.ones(len(self.examples))
         _no_grad_params(model)
+
+    @classmethod
+    def from_records(cls, model, tokenizer, examples, *, source: str = "", max_examples: int | None = None,
+                     batch_size: int = 32, max_length: int = 384, stride: int = 128,
+                     max_answer_length: int = 30) -> "SquadHeads":
+        """The QA model on the first ``max_examples`` SQuAD ``examples`` (of the file ``source``),
+        windows shaped by the task's options (``ablation.squad``)."""
+        examples = list(examples)[:max_examples]
+        described = f"SQuAD v1.1 F1 on {len(examples)} questions of {source} (importance on the same)"
+        return cls(model, tokenizer, examples, batch_size, max_length, stride, max_answer_length,
+                   description=described)
 
     @torch.inference_mode()
     def scores(self, gates: torch.Tensor) -> UnitScores:
@@ -321,6 +373,10 @@ class SquadHeads(HeadTask):
             loss.sum().backward()
             total += gates.grad.abs().sum(0).to(torch.float64)
         return (total / len(self.windows)).numpy()
+
+
+# The scorer of each registered task, by the task's name (headatlas.tasks.TASKS).
+HEAD_TASKS: dict[str, type[HeadTask]] = {"upos": TaggingHeads, "squad": SquadHeads}
 
 
 # ----------------------------------------------------------------------------
@@ -501,12 +557,12 @@ def chance_gains(n: int, side: float = 0.025, alpha: float = 0.05) -> int:
 
 
 def claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, base: float,
-           metric: str, tolerance: float, note: str, untrained_floor: float | None = None) -> list[Claim]:
+           metric: str, tolerance: float, note: str, task: str | Task | None = None) -> list[Claim]:
     """Kovaleva et al.'s and Michel et al.'s claims about disabling heads, beside ours.
 
-    ``untrained_floor``: the intact score below which the task model never learnt its task
-    (:attr:`SquadHeads.untrained_floor`, F1 20: :data:`headatlas.interventions.ablation.UNTRAINED_FLOOR`);
-    every claim is then not applicable, saying so, instead of a verdict on noise. Likewise when
+    ``task``: the registered task scored; when the intact ``metric`` is below its
+    :attr:`~headatlas.tasks.base.Task.untrained_floor` (SQuAD: F1 20) the task model never learnt
+    its task, and every claim is not applicable, saying so, instead of a verdict on noise. Likewise when
     the intact score is less than :data:`headatlas.interventions.ablation.MIN_CONTRIBUTION` point above the
     score with every head removed (the pruning curves' 100%): attention contributes nothing
     measurable, so every head is "harmless" and "prunable" whatever the heads do (issue 23 item 1).
@@ -520,11 +576,13 @@ def claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, base
                      f"{MIN_CONTRIBUTION:g} point above every head removed (attention contributes "
                      "nothing measurable)") for c in _claims(heads, layers, curves, base, metric,
                                                               tolerance, note)]
-    if untrained_floor is not None and base < untrained_floor:
-        why = (f"{UNTRAINED} (intact {metric} {base:.2f} < {untrained_floor:g}: below the word-overlap "
-               "baseline of SQuAD v1.1, F1 20.2)")
+    task = get_task(task) if task is not None else None
+    low = task.untrained({metric: base}) if task is not None else []
+    if low:
+        why = f"{UNTRAINED} (intact {low[0]}: below {task.baseline_text([metric])})"
         return [replace(c, verdict=NOT_APPLICABLE, rule=f"{c.rule}; not applicable if the intact {metric} "
-                        f"is below {untrained_floor:g} (untrained)", note=f"{why}; {c.note}") for c in found]
+                        f"is below {task.untrained_floor[metric]:g} (untrained)", note=f"{why}; {c.note}")
+                for c in found]
     missing = contribution_missing(base, all_removed(curves))
     if missing is None:
         return found
@@ -591,21 +649,19 @@ def _claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, bas
 # the rule's job
 # ----------------------------------------------------------------------------
 
-@dataclass
-class ImportanceResult:
-    heads: pd.DataFrame  # per head: importance, single-head change
-    layers: pd.DataFrame  # per layer: whole-layer change
-    curves: pd.DataFrame  # pruning curves
-    summary: pd.DataFrame  # quantity, value
-    claims: list[Claim]
-    metric: str
-    caption: str
-
-
 def run_experiments(task: HeadTask, shares: Sequence[float], seeds: Sequence[int],
                     tolerance: float = 1.0, n_boot: int = 1000, seed: int = 0,
-                    name: str = "", progress: bool = True) -> ImportanceResult:
-    """Single-head and whole-layer disabling, importance, pruning curves; the claims and a caption."""
+                    name: str = "", progress: bool = True) -> Result:
+    """Single-head and whole-layer disabling, importance, pruning curves; the claims and a caption.
+
+    Returns
+    -------
+    Result
+        ``tables``: ``heads`` (per head: importance, single-head change; :data:`ATLAS`),
+        ``layers`` (per layer: whole-layer change), ``curves`` (pruning curves), ``summary``
+        (``quantity, value``; the first row is the intact score); ``claims``; ``attrs``:
+        ``metric``, ``task`` (the registered task's name, None for a hand-made one), ``caption``.
+    """
     scorer = Scorer(task)
     log.info("intact %s: %.3f%%", task.metric, scorer.base.value)
     importance = task.importance(progress)
@@ -636,10 +692,10 @@ def run_experiments(task: HeadTask, shares: Sequence[float], seeds: Sequence[int
                f"({n_boot} resamples); importance I_h = E|dL/dxi_h| normalised per layer (l2); "
                f"pruning in {len(shares)} steps, random order over seeds {list(seeds)}. Paper: "
                "Kovaleva et al. 2019 and Michel et al. 2019 on BERT-base fine-tuned on GLUE.")
-    return ImportanceResult(heads, layers, curves, summary,
-                            claims(heads, layers, curves, scorer.base.value, task.metric, tolerance, note,
-                                   getattr(task, "untrained_floor", None)),
-                            task.metric, caption)
+    found = claims(heads, layers, curves, scorer.base.value, task.metric, tolerance, note, task.definition)
+    return Result(tables={"heads": heads, "layers": layers, "curves": curves, "summary": summary},
+                  claims=found, attrs={"task": task.definition.name if task.definition else None,
+                                       "metric": task.metric, "caption": caption})
 
 
 def heads_matrix(heads: pd.DataFrame, column: str, task: HeadTask) -> np.ndarray:
@@ -648,39 +704,52 @@ def heads_matrix(heads: pd.DataFrame, column: str, task: HeadTask) -> np.ndarray
     return ordered[column].to_numpy(dtype=float).reshape(task.n_layers, task.n_heads)
 
 
-def build_task(task: str, spec: dict, data, *, corpus: str = "", split: str = "test",
+def build_task(task: str | Task, spec: dict, data, *, corpus: str = "", split: str = "test",
                importance_split: str = "dev", max_examples: int | None = None,
                max_length: int = 128, batch_size: int = 32,
-               squad_options: dict | None = None) -> HeadTask:
-    """The task model of the ``ablation`` config (``upos`` or ``squad``) as a :class:`HeadTask`.
+               options: dict | None = None) -> HeadTask:
+    """The task model of the ``ablation`` config as a :class:`HeadTask` (:data:`HEAD_TASKS`).
 
-    upos: ``data`` is the prepared treebank; the first ``max_examples`` sentences of ``split``
-    are scored, packed as in fine-tuning, and the importance is estimated on ``importance_split``.
-    squad: ``data`` is the SQuAD v1.1 JSON; its first ``max_examples`` questions serve both.
+    ``task`` is a registered task or its name; ``data`` its data file (read by the task's
+    reader); the settings go to the scorer that takes them (its ``settings``), ``options`` are
+    the task's own (:attr:`~headatlas.tasks.base.Task.options`). upos: the first
+    ``max_examples`` sentences of ``split`` are scored, packed as in fine-tuning, and the
+    importance is estimated on ``importance_split``. squad: the first ``max_examples``
+    questions serve both.
     """
     from headatlas.encoders.models import resolve
     from headatlas.interventions.grid import load_task_model
 
+    task = get_task(task)
+    if task.name not in HEAD_TASKS:
+        raise NotImplementedError(f"no head scorer for task {task.name!r} (headatlas.interventions."
+                                  f"importance.HEAD_TASKS has {sorted(HEAD_TASKS)})")
+    kind = HEAD_TASKS[task.name]
     source, revision = resolve(spec)
     model, tokenizer = load_task_model(task, source, revision)
-    if task == "upos":
-        from headatlas.corpora.records import read_jsonl
-        from headatlas.tasks.upos import pack_documents, split_sentences
+    settings = {"source": str(data), "corpus": corpus, "split": split, "importance_split": importance_split,
+                "max_examples": max_examples, "max_length": max_length, "batch_size": batch_size}
+    return kind.from_records(model, tokenizer, task.read(data), **select(kind.settings, settings, options))
 
-        parts, _ = split_sentences(list(read_jsonl(data)))
-        label2id = model.config.label2id
-        stats = Counter()
-        scored = pack_documents(tokenizer, parts[split][:max_examples], label2id, max_length, stats)
-        estimate = pack_documents(tokenizer, parts[importance_split], label2id, max_length)
-        words = sum(e.n_words for e in scored)
-        described = (f"UPOS tagging, {corpus} {split} split ({words} words, "
-                     f"{sum(max(e.sentence_ids) + 1 for e in scored)} sentences"
-                     + (f", the first {max_examples} sentences" if max_examples else "")
-                     + f"), importance on the {importance_split} split")
-        return TaggingHeads(model, scored, estimate, batch_size, description=described)
-    from headatlas.tasks.squad import read_squad
 
-    options = {"max_length": 384, "stride": 128, "max_answer_length": 30, **(squad_options or {})}
-    examples = read_squad(data)[:max_examples]
-    described = f"SQuAD v1.1 F1 on {len(examples)} questions of {data} (importance on the same)"
-    return SquadHeads(model, tokenizer, examples, batch_size, description=described, **options)
+# ----------------------------------------------------------------------------
+# the head atlas
+# ----------------------------------------------------------------------------
+
+MICHEL = "Michel et al. 2019"
+KOVALEVA = "Kovaleva et al. 2019"
+# What the per-head table (heads.csv) adds to the head atlas (headatlas.report.atlas): a property
+# of the head in the task model, the same under either weighting of the maps.
+ATLAS = {
+    "heads": HeadColumns("importance", f"{MICHEL}; {KOVALEVA} §6", rank=90, weighting=INDEPENDENT, columns=(
+        Column("importance", "importance", "normalised per layer",
+               "Michel et al.'s I_h = E|dL/dξ_h| on the task's dev data, l2-normalised per layer"),
+        Column("importance_rank", "rank", "rank", "rank of I_h over all heads (1 = least important)"),
+        Column("disable_score", "score", "task score", "the task score with this head disabled"),
+        Column("disable_delta", "delta", "points", "change of the task score when this head alone "
+               "is disabled", "Kovaleva: disabling single heads can raise the score"),
+        Column("disable_ci_low", "ci_low", "points", "paired bootstrap 95% interval, low"),
+        Column("disable_ci_high", "ci_high", "points", "paired bootstrap 95% interval, high"),
+        Column("disable_significant", "significant", "bool", "the interval excludes 0"),
+    )),
+}

@@ -105,9 +105,17 @@ class BenchmarkPattern:
         return len(re.sub(r"\{\w+\}", "", self.relative))
 
 
-def _literal(f_prefix: str, text: str) -> str:
-    """A rule file's path string as Snakemake sees it: f"{LOGS}/x/{{model}}" -> logs/x/{model}
-    (the benchmarks folder is named by the ``logs`` config key; ``logs`` by default)."""
+# A rule's benchmark: the helper of workflow/rules/common.smk, benchmarks("x/{model}") ->
+# <logs>/benchmarks/x/{model}.tsv, or a path string.
+BENCHMARK = re.compile(r'^\s+benchmark:\s*\n\s+(?:benchmarks\("([^"]+)"\)|(f?)"([^"]+)")', re.M)
+
+
+def _literal(helper: str | None, f_prefix: str, text: str) -> str:
+    """A rule's benchmark as Snakemake sees it: benchmarks("x/{model}") or f"{LOGS}/x/{{model}}.tsv"
+    -> logs/benchmarks/x/{model}.tsv (the benchmarks folder is named by the ``logs`` config key;
+    ``logs`` by default)."""
+    if helper:
+        return f"{PREFIX}{helper}.tsv"
     if not f_prefix:
         return text
     return text.replace("{LOGS}/", "logs/").replace("{{", "{").replace("}}", "}")
@@ -119,14 +127,17 @@ def benchmark_patterns(rules_dir: Path) -> list[BenchmarkPattern]:
     for smk in sorted(Path(rules_dir).glob("*.smk")):
         text = smk.read_text()
         for name, body in re.findall(r"^rule (\w+):\n(.*?)(?=^\S|\Z)", text, re.M | re.S):
-            match = re.search(r'^\s+benchmark:\s*\n\s+(f?)"([^"]+)"', body, re.M)
+            match = BENCHMARK.search(body)
             if match:
                 found.append(BenchmarkPattern(name, _literal(*match.groups())))
-        # `use rule A as B with:` keeps A's benchmark: pattern (unless it sets its own): B's jobs
-        # write the same files, so B is measured with A (e.g. extract_temp with extract).
+        # `use rule A as B with:` keeps A's benchmark: pattern unless it sets its own: B's jobs
+        # then write the same files, so B is measured with A (e.g. extract_temp with extract).
         for parent, alias, body in re.findall(r"^use rule (\w+) as (\w+) with:\n(.*?)(?=^\S|\Z)",
                                               text, re.M | re.S):
-            if not re.search(r"^\s+benchmark:", body, re.M):
+            match = BENCHMARK.search(body)
+            if match:
+                found.append(BenchmarkPattern(alias, _literal(*match.groups())))
+            else:
                 found += [BenchmarkPattern(alias, p.pattern) for p in found if p.rule == parent]
     if not found:
         raise SystemExit(f"no rule with a benchmark: found in {rules_dir}/*.smk")

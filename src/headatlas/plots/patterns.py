@@ -2,8 +2,8 @@
 
 * :func:`draw_contact_sheet`: attention maps side by side, each titled (the
   labelling sheets, and the held-out maps the classifier gets wrong);
-* :func:`plot_head_shares`: per pattern, a layer x head heat map of the share of
-  inputs whose map shows it;
+* :func:`plot_patterns`: the figure of the ``patterns`` analysis: per pattern, a layer x head
+  heat map of the share of inputs whose map shows it;
 * :func:`plot_corpus_shares`: Kovaleva et al.'s Fig. 2, one stacked bar per corpus;
 * :func:`plot_layer_shares`: the same per layer, one panel per corpus.
 """
@@ -64,8 +64,9 @@ PATTERN_COLOURS = {"vertical": "#c44e52", "diagonal": "#dd8452", "vertical+diago
                    "block": "#55a868", "heterogeneous": "#4c72b0"}
 
 
-def plot_head_shares(heads: pd.DataFrame, path: str | Path, caption: str) -> None:
-    """One layer x head panel per pattern: the share of inputs whose map shows it."""
+def plot_patterns(heads: pd.DataFrame, path: str | Path, caption: str) -> None:
+    """One layer x head panel per pattern: the share of inputs whose map shows it (``heads``: the
+    per-head table of :class:`~headatlas.analyses.patterns.AttentionPatterns`)."""
     grids = [head_grid(heads, p) for p in PATTERNS]
     n_layers, n_heads = grids[0].shape
     fig = captioned_figure(2.2 + 2.1 * len(PATTERNS) * max(1, n_heads / 12), 1.3 + 0.3 * n_layers,

@@ -6,8 +6,9 @@ is a faithful port of ``evaluate-v1.1.py`` (exact match and F1 over
 normalised answers). :func:`squad_windows` tokenises question + context into
 overlapping windows that record each token's sentence (question 0, context
 sentences 1..), :func:`squad_predictions` picks the best span per question,
-and :func:`squad_task` / :func:`ablation_evaluator` score a QA model under a
-head-type ablation (:mod:`headatlas.interventions.ablation`).
+and :func:`squad_task` / :func:`ablation_evaluator` (the task's evaluator,
+:data:`headatlas.tasks.TASKS` ``["squad"]``) score a QA model with each batch's
+extra forward arguments (e.g. a head-type ablation's plan).
 """
 
 from __future__ import annotations
@@ -241,8 +242,6 @@ def squad_evaluate(examples: list[SquadExample], predictions: dict[str, str]) ->
 # model inputs, span prediction, the task under an ablation
 # ----------------------------------------------------------------------------
 
-MAIN_METRIC = "f1"
-
 # A sentence ends at . ! or ? (closing quotes/brackets included) followed by space and a capital,
 # digit or opening quote. SQuAD has no sentence annotation; abbreviations ("Mr. Smith") are split.
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
@@ -350,13 +349,19 @@ def squad_task(model, tokenizer, examples: Sequence, batch_size: int = 32, max_l
     return evaluate
 
 
-def ablation_evaluator(model, tokenizer, path: str | Path, max_examples: int | None = None,
-                       batch_size: int = 32, max_length: int = 384, stride: int = 128,
-                       max_answer_length: int = 30
+def ablation_evaluator(model, tokenizer, examples: Sequence[SquadExample], *, source: str | Path = "",
+                       max_examples: int | None = None, batch_size: int = 32, max_length: int = 384,
+                       stride: int = 128, max_answer_length: int = 30
                        ) -> tuple[Callable[[Callable | None], dict[str, float]], str]:
-    """The QA model's evaluation on the first ``max_examples`` questions of ``path``, and its description."""
-    examples = read_squad(path)[:max_examples]
-    data = (f"SQuAD v1.1 ({path}), {len(examples)} questions, windows of "
+    """The QA model's evaluation on the first ``max_examples`` of ``examples``, and its description.
+
+    The task's evaluator (:data:`headatlas.tasks.TASKS`, the contract of
+    :mod:`headatlas.tasks.base`): ``examples`` are :func:`read_squad`'s, ``source`` the file
+    they come from (named in the description); ``max_length``, ``stride`` and
+    ``max_answer_length`` (the config's ``ablation.squad``) shape the windows and answers.
+    """
+    examples = list(examples)[:max_examples]
+    data = (f"SQuAD v1.1 ({source}), {len(examples)} questions, windows of "
             f"{max_length} wordpieces (stride {stride}); context sentences "
             "split at . ! ? before a capital")
     return squad_task(model, tokenizer, examples, batch_size, max_length, stride,

@@ -18,7 +18,8 @@ folder renamed into place.
 
 :func:`fine_tune_model` is the ``finetune_upos`` rule's whole job (base model
 config entry -> tuned model, metrics, curve); :func:`ablation_evaluator` the
-task's half of the ``ablation`` rule (the tagger scored under a head plan).
+task's evaluator (:data:`headatlas.tasks.TASKS` ``["upos"]``): the tagger scored
+with each batch's extra forward arguments (a head plan of the ablation).
 """
 
 from __future__ import annotations
@@ -265,7 +266,7 @@ def fine_tune(source: str, sentences: Sequence[Sentence], options: TuneOptions |
     Returns the best-on-dev model (in memory), its test accuracy and the
     training curve; :func:`save_checkpoint` writes it.
     """
-    from transformers import AutoModelForTokenClassification
+    from transformers import AutoModelForTokenClassification  # TASKS["upos"].model_class
 
     from headatlas.encoders.models import from_pretrained, tokenizer_from_pretrained
 
@@ -415,9 +416,6 @@ def save_checkpoint(model, tokenizer, folder: str | Path) -> Path:
 # the tagger under a head-type ablation
 # ----------------------------------------------------------------------------
 
-MAIN_METRIC = "accuracy"
-
-
 def upos_task(model, examples: Sequence[Packed], batch_size: int = 32
               ) -> Callable[[Callable | None], dict[str, float]]:
     """``evaluate(batch_kwargs)`` -> word accuracy (%) and loss of the tagger on packed ``examples``.
@@ -433,14 +431,16 @@ def upos_task(model, examples: Sequence[Packed], batch_size: int = 32
     return evaluate
 
 
-def ablation_evaluator(model, tokenizer, sentences: Sequence[Sentence], corpus: str,
+def ablation_evaluator(model, tokenizer, sentences: Sequence[Sentence], *, corpus: str = "",
                        split: str = "test", max_examples: int | None = None,
                        max_length: int = 128, batch_size: int = 32
                        ) -> tuple[Callable[[Callable | None], dict[str, float]], str]:
     """The tagger's evaluation on the packed ``split`` of ``sentences``, and its description.
 
-    The first ``max_examples`` sentences of the split are packed as in
-    fine-tuning; every tag must be in the tagger's label map.
+    The task's evaluator (:data:`headatlas.tasks.TASKS`, the contract of
+    :mod:`headatlas.tasks.base`): ``corpus`` names the treebank in the description; the first
+    ``max_examples`` sentences of the split are packed as in fine-tuning, ``max_length``
+    wordpieces per input; every tag must be in the tagger's label map.
     """
     parts, by_document = split_sentences(list(sentences))
     chosen = parts[split][:max_examples]
