@@ -14,6 +14,7 @@ from headatlas.corpora.records import Sentence
 from headatlas.errors import HeadAtlasError
 from headatlas.tasks.upos import label_map, pack_documents
 from tests.conftest import make_tiny_model
+from tests.unit.test_claims import by_id
 
 # [CLS] a b c [SEP]: "a b" is sentence 0, "c" sentence 1; specials are in no sentence.
 TWO_SENTENCES = torch.tensor([[-1, 0, 0, 1, -1]])
@@ -231,7 +232,7 @@ def test_paper_claims_of_the_ablation_grid(tmp_path):
     table["paper_f1_pct_of_unablated"] = float("nan")
     path = tmp_path / "ablation.csv"
     table.to_csv(path, index=False)  # read back as the rule does: ids become floats, "" NaN
-    c = paper_claims(pd.read_csv(path)).set_index("id")
+    c = by_id(paper_claims(pd.read_csv(path)))
     assert list(c.index) == ["guan.ablation.prune_diagonal", "guan.ablation.prune_vertical",
                              "guan.ablation.uniform_dense", "guan.ablation.diagonal_no_intra"]
     prune = c.loc["guan.ablation.prune_diagonal"]
@@ -263,7 +264,7 @@ def test_an_untrained_squad_model_makes_every_ablation_claim_not_applicable(tmp_
         table["paper_f1_pct_of_unablated"] = float("nan")
         path = tmp_path / "ablation.csv"
         table.to_csv(path, index=False)
-        return paper_claims(pd.read_csv(path)).set_index("id")
+        return by_id(paper_claims(pd.read_csv(path)))
 
     random_model = grid([0.0, 0.0, 0.0, 0.0], [3.0, 0.0, 1.2, 3.0])
     assert (random_model["verdict"] == "not applicable").all()
@@ -327,7 +328,7 @@ def test_claims_are_judged_above_the_floor_without_attention(tmp_path):
     floor, of the 9.7 points attention gives: 1.5 (15.5%), 0.8 (8.2%) and 8.4 (86.6%)."""
     from headatlas.interventions.ablation import paper_claims
 
-    c = paper_claims(tagger_grid(tmp_path)).set_index("id")
+    c = by_id(paper_claims(tagger_grid(tmp_path)))
     verdicts = c["verdict"].to_dict()
     assert verdicts == {"guan.ablation.prune_diagonal": "holds",  # old rule: does not hold
                         "guan.ablation.prune_vertical": "holds",  # 9.6 of 9.7: 99.0% >= 98.5%
@@ -351,20 +352,20 @@ def test_claims_are_not_applicable_when_attention_contributes_nothing(tmp_path):
     flat = tagger_grid(tmp_path, intact=100.0, pruned=100.0, uniform=100.0)
     flat["accuracy"] = 100.0
     c = paper_claims(flat)
-    assert (c["verdict"] == "not applicable").all()
-    assert c["note"].str.contains("attention contributes nothing measurable (unablated 100.00, floor "
-                                  "100.00: a gap of 0.00 < 1 point)", regex=False).all()
-    assert not c["ours"].str.contains("nan").any()
+    assert {x.verdict for x in c} == {"not applicable"}
+    assert all("attention contributes nothing measurable (unablated 100.00, floor 100.00: a gap of 0.00 "
+               "< 1 point)" in x.note for x in c)
+    assert not any("nan" in x.ours for x in c)
     # A gap of half a point is not measured either; a table from before the floors had none.
-    assert (paper_claims(tagger_grid(tmp_path, intact=87.0))["verdict"] == "not applicable").all()
+    assert {x.verdict for x in paper_claims(tagger_grid(tmp_path, intact=87.0))} == {"not applicable"}
     old = paper_claims(tagger_grid(tmp_path, floors=False))
-    assert (old["verdict"] == "not applicable").all() and old["note"].str.contains("no floor row").all()
+    assert {x.verdict for x in old} == {"not applicable"} and all("no floor row" in x.note for x in old)
 
 
 def test_a_uniform_floor_above_the_model_leaves_the_verdict_to_the_pruned_floor(tmp_path):
     from headatlas.interventions.ablation import paper_claims
 
-    c = paper_claims(tagger_grid(tmp_path, uniform=97.0)).set_index("id")
+    c = by_id(paper_claims(tagger_grid(tmp_path, uniform=97.0)))
     assert c.loc["guan.ablation.prune_diagonal", "verdict"] == "holds"
     assert "n/a above uniform attention, 97.00" in c.loc["guan.ablation.prune_diagonal", "ours"]
 
@@ -397,8 +398,8 @@ def test_heads_without_distinct_types_score_only_the_floors(tmp_path):
     assert list(table["variant"]) == ["unablated", "prune all", "uniform all"]
     assert list(table["heads_changed"]) == [0, 4, 4] and list(table["accuracy"]) == [100.0, 60.0, 60.0]
     claims = paper_claims(table)
-    assert len(claims) == 7 and set(claims["verdict"]) == {"not applicable"}
-    assert claims["note"].str.contains("head types are not distinct").all()
+    assert len(claims) == 7 and {c.verdict for c in claims} == {"not applicable"}
+    assert all("head types are not distinct" in c.note for c in claims)
 
 
 def test_an_untrained_model_without_distinct_types_says_both(tmp_path):
@@ -410,6 +411,5 @@ def test_an_untrained_model_without_distinct_types_says_both(tmp_path):
                           "heads_changed": [0, 4, 4], "exact_match": [0.5, 0.4, 0.3], "f1": [3.0, 2.9, 2.8]})
     table["f1_pct_of_unablated"] = 100 * table["f1"] / 3.0
     claims = paper_claims(table)
-    assert len(claims) == 7 and set(claims["verdict"]) == {"not applicable"}
-    assert claims["note"].str.contains(UNTRAINED).all()
-    assert claims["note"].str.contains("head types are not distinct").all()
+    assert len(claims) == 7 and {c.verdict for c in claims} == {"not applicable"}
+    assert all(UNTRAINED in c.note and "head types are not distinct" in c.note for c in claims)

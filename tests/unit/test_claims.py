@@ -1,9 +1,33 @@
 """Claims as data: records, verdicts, and their CSV layout."""
 
+import importlib
+import inspect
+
 import pytest
 
 from headatlas.claims import (COLUMNS, Claim, beats, beats_paired, claims_table, depth_layers, depth_text,
                               difference_text, holds_if, pct, read_claims, verdict)
+
+# Every module that judges paper claims; each exposes one ``paper_claims(...) -> list[Claim]``.
+CLAIM_MODULES = ("headatlas.analyses.clustering", "headatlas.analyses.coref", "headatlas.analyses.gradients",
+                 "headatlas.analyses.headtypes", "headatlas.analyses.norms", "headatlas.analyses.patterns",
+                 "headatlas.analyses.probes", "headatlas.analyses.surface", "headatlas.analyses.syntax",
+                 "headatlas.interventions.ablation", "headatlas.interventions.importance")
+
+
+def by_id(claims):
+    """What a ``paper_claims`` returned, checked to be a list of :class:`Claim`, as its claims
+    table (:func:`claims_table`, the ``paper_claims.csv`` layout) indexed by ``id``."""
+    assert isinstance(claims, list) and all(isinstance(c, Claim) for c in claims), type(claims)
+    return claims_table(claims).set_index("id")
+
+
+@pytest.mark.parametrize("name", CLAIM_MODULES)
+def test_every_claims_module_has_one_paper_claims_returning_claims(name):
+    module = importlib.import_module(name)
+    assert inspect.signature(module.paper_claims).return_annotation in ("list[Claim]", list[Claim])
+    for old in ("claims", "norm_claims"):  # the names used before issue 31
+        assert not inspect.isfunction(getattr(module, old, None)), f"{name}.{old}"
 
 
 def test_verdicts_and_round_trip(tmp_path):
@@ -95,7 +119,7 @@ def test_clustering_s6_behaviour_with_one_group_is_not_applicable():
     structure = pd.DataFrame([{"space": s, "grouping": g, "group": group, "n_heads": n, "within": w,
                                "between": b, "ratio": r, "p_value": p, "n_permutations": 999}
                               for s, g, group, n, w, b, r, p in rows])
-    claims = paper_claims(structure, 0.1, True).set_index("id")
+    claims = by_id(paper_claims(structure, 0.1, True))
     assert claims.at["clark.s6.behaviour", "verdict"] == "not applicable"
     # One group: not testable, and the claim says why (issue 23 item 7), before any NaN is printed.
     assert claims.at["clark.s6.behaviour", "ours"].startswith("not testable: 1 behaviour group(s)")
@@ -103,7 +127,7 @@ def test_clustering_s6_behaviour_with_one_group_is_not_applicable():
     # A group table that prints a NaN still ends "not applicable" through the safety net.
     structure.loc[structure["grouping"] == "behaviour", "group"] = ["all", "broad"]
     extra = structure[structure["grouping"] == "behaviour"].assign(group="narrow", n_heads=2)
-    claims = paper_claims(pd.concat([structure, extra.iloc[[1]]]), 0.1, True).set_index("id")
+    claims = by_id(paper_claims(pd.concat([structure, extra.iloc[[1]]]), 0.1, True))
     assert claims.at["clark.s6.behaviour", "verdict"] == "not applicable"
     assert "undefined" in claims.at["clark.s6.behaviour", "note"]
 
@@ -120,7 +144,7 @@ def test_surface_claims_with_undefined_shares_are_not_applicable():
                              "sep_from_sep": np.nan, "sep_from_other": np.nan} for l, h in heads])
     entropy = pd.DataFrame([{"layer": l, "head": h, "entropy": 2.0, "uniform_entropy": np.nan,
                              "cls_entropy": np.nan, "max_weight": 0.2} for l, h in heads])
-    claims = paper_claims(rel, special, entropy).set_index("id")["verdict"]
+    claims = {c.id: c.verdict for c in paper_claims(rel, special, entropy)}
     for key in ("self_little", "sep_middle", "cls_early", "punct_deep", "cls_entropy_last", "sink_token"):
         assert claims[f"clark.s3.{key}"] == "not applicable", key
     assert claims["clark.s3.prev_heads"] == "does not hold"  # defined: no head above 50%
@@ -135,7 +159,7 @@ def test_gradient_and_norm_claims_with_undefined_ratios_are_not_applicable():
 
     layers = pd.DataFrame({"layer": range(1, 7), "sep": 0.0, "other": 0.0, "sep_vs_other": np.nan,
                            "attention_to_sep": 0.5})
-    verdicts = gradient_claims(layers, "mlm").set_index("id")["verdict"]
+    verdicts = {c.id: c.verdict for c in gradient_claims(layers, "mlm")}
     assert verdicts["clark.s3_2.sep_gradient_small"] == "not applicable"
     rows = pd.DataFrame({"layer": [3], "attention": [0.6], "norm": [np.nan], "class": ["sep"]})
     assert _collapse_claim("k", "sep", rows, "norm", "c", "p", "n").verdict == "not applicable"

@@ -10,6 +10,7 @@ from headatlas.analyses.base import REGISTRY, run_analysis
 from headatlas.analyses.clustering import (HeadDistances, distance_matrix, embed_heads, euclidean,
                                            group_structure, mds_table, pairwise_js, paper_claims, stress1)
 from headatlas.store.example import Example
+from tests.unit.test_claims import by_id
 
 
 def example(attn, index=0):
@@ -202,14 +203,14 @@ def test_paper_claims_name_the_test():
     structure = pd.concat([
         group_structure(dist, layers, n_permutations=50).assign(space=space, grouping="layer")
         for space in ("js", "mds")])
-    claims = paper_claims(structure, stress=0.12, average=True).set_index("id")
+    claims = by_id(paper_claims(structure, stress=0.12, average=True))
     same = claims.loc["clark.s6.same_layer"]
     assert same["ours"].startswith("within 1 vs between 5 (ratio 0.20), permutation p")
     assert same["verdict"] == "holds"  # 1 < 5 and p = 1 / 51 < 0.05
     assert "not testable" in claims.loc["clark.s6.behaviour", "ours"]  # no behaviour rows given
     assert claims.loc["clark.s6.behaviour", "verdict"] == "not applicable"
     assert claims.loc["clark.s6.mds_fit", ["ours", "verdict"]].tolist() == ["Kruskal Stress-1 = 0.120", "holds"]
-    assert paper_claims(structure, stress=0.25, average=True).set_index("id").loc[
+    assert by_id(paper_claims(structure, stress=0.25, average=True)).loc[
         "clark.s6.mds_fit", "verdict"] == "does not hold"
 
 
@@ -227,7 +228,7 @@ def test_a_grouping_claim_needs_two_groups_of_two_heads():
     # C(8,5) = 56 ways to place the five: 1/56 of shuffles tie, p ~ 1/56 + 1/201 < 0.05.
     assert all_row["within"] == 1.0 and all_row["p_value"] < 0.05
     structure = part.assign(space="js", grouping="behaviour")
-    row = paper_claims(structure, stress=0.1, average=True).set_index("id").loc["clark.s6.behaviour"]
+    row = by_id(paper_claims(structure, stress=0.1, average=True)).loc["clark.s6.behaviour"]
     assert row["verdict"] == "not applicable"
     assert row["ours"].startswith("not testable: 1 behaviour group(s) of >= 2 heads, 2 needed")
     assert "broad 5" in row["ours"] and "cls 1" in row["ours"]
@@ -236,7 +237,7 @@ def test_a_grouping_claim_needs_two_groups_of_two_heads():
     dist = np.where(labels[:, None] == labels[None, :], 1.0, 5.0)
     np.fill_diagonal(dist, 0)
     structure = group_structure(dist, labels, n_permutations=200).assign(space="js", grouping="behaviour")
-    assert paper_claims(structure, stress=0.1, average=True).set_index("id").loc[
+    assert by_id(paper_claims(structure, stress=0.1, average=True)).loc[
         "clark.s6.behaviour", "verdict"] == "holds"
 
 

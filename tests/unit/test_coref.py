@@ -22,6 +22,7 @@ from headatlas.errors import CorpusFormatError
 from headatlas.plots.coref import plot_head_accuracy
 from headatlas.store.example import Example
 from headatlas.store.writer import StoreWriter
+from tests.unit.test_claims import by_id
 
 ROOT = Path(__file__).resolve().parents[2]
 CONLL = ROOT / "tests" / "fixtures" / "coref" / "conll" / "test" / "nested.v4_gold_conll"
@@ -575,7 +576,7 @@ def test_paper_claims_of_table2_by_hand():
         row("best head, chosen on test (paper's regime)", "3-5", 60.0, 53.0, 66.0, (25.0, 17.0, 33.0),
             (9.0, 3.0, 15.0)),
     ])
-    c = paper_claims(table, "docs").set_index("id")
+    c = by_id(paper_claims(table, "docs"))
     # The held-out head (52) is judged, not the paper's-regime one (60).
     nearest = c.loc["clark.t2.docs.head_beats_nearest"]
     assert nearest["ours"] == ("head 3-10 (chosen on train) 52.0 [45.0-58.0] vs 35.0 [27.0-43.0]; "
@@ -585,7 +586,7 @@ def test_paper_claims_of_table2_by_hand():
     assert c.loc["clark.t2.docs.head_below_rule_based", "verdict"] == "holds"  # 52 < 74
     assert "n = 200 mentions" in nearest["note"] and "paired bootstrap" in nearest["rule"]
     # Without a selection split the paper's-regime head is judged, and the note says so.
-    c = paper_claims(table.drop(index=3), "docs").set_index("id")
+    c = by_id(paper_claims(table.drop(index=3), "docs"))
     match = c.loc["clark.t2.docs.head_beats_head_match"]
     # Issue 23 item 5: 9 points ahead, and 53 < 57, the unpaired intervals overlap: the old rule
     # said "does not hold". Paired on the same documents the difference is +9.0 [3.0, 15.0]:
@@ -601,11 +602,11 @@ def test_paper_claims_of_table2_by_hand():
     rounded = table.drop(index=3).copy()
     rounded.loc[rounded["system"] == "head match", "all"] = 51.06
     rounded.loc[rounded["system"].str.contains("paper's regime"), ["all", "vs_head_match"]] = [60.04, 8.98]
-    text = paper_claims(rounded, "docs").set_index("id").loc["clark.t2.docs.head_beats_head_match", "ours"]
+    text = by_id(paper_claims(rounded, "docs")).loc["clark.t2.docs.head_beats_head_match", "ours"]
     assert "60.0 [53.0-66.0] vs 51.1 [44.0-57.0]; difference +8.9 [3.0, 15.0] (paired)" in text
     # A table written before the paired columns: not applicable, never a verdict.
     c = paper_claims(table.drop(columns=[k for k in table if k.startswith("vs_")]), "docs")
-    assert set(c.loc[c["id"].str.contains("head_beats"), "verdict"]) == {"not applicable"}
+    assert {x.verdict for x in c if "head_beats" in x.id} == {"not applicable"}
 
 
 def test_atlas_columns_and_their_reader(tmp_path):

@@ -14,6 +14,7 @@ from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
 from headatlas.encoders.inputs import collate, encode
 from tests.conftest import make_tiny_model
+from tests.unit.test_claims import by_id
 
 LAYERS, HEADS = 2, 2
 PAIRS = [  # (A, B) halves of tiny "segments"
@@ -245,7 +246,7 @@ def test_layer_table_and_claims_on_a_six_layer_model():
     assert layers["paper"].str.startswith("[SEP] gradient very small").tolist() == [False, False] + [True] * 4
     assert layers["sep_vs_other"].tolist() == [2, 2, 0.5, 0.5, 0.5, 0.5]
     assert layers["attention_to_sep"].tolist() == pytest.approx([0.1, 0.1, 0.6, 0.7, 0.7, 0.6])
-    claims = paper_claims(layers, "mlm").set_index("id")
+    claims = by_id(paper_claims(layers, "mlm"))
     small = claims.loc["clark.s3_2.sep_gradient_small"]
     assert small["ours"] == ("layers 3-6, where [SEP] is the sink (layers 3, 4, 5, 6): [SEP] 1 vs other "
                              "tokens 2 (ratio 0.50)")
@@ -260,7 +261,7 @@ def test_layer_table_and_claims_on_a_six_layer_model():
     # not < 0.05: two layers against four is not yet a trend (the old rule held).
     assert where["ours"] == "Spearman rho = -0.87 over 6 layers (one-sided p = 0.0667)"
     assert where["verdict"] == "does not hold"
-    flat = paper_claims(layer_table(heads.assign(sep=2.0)), "mlm").set_index("id")
+    flat = by_id(paper_claims(layer_table(heads.assign(sep=2.0)), "mlm"))
     assert flat.loc["clark.s3_2.sep_gradient_small", "verdict"] == "does not hold"  # ratio 1
     assert flat.loc["clark.s3_2.sep_gradient_where_attended", "verdict"] == "not applicable"  # rho NaN
 
@@ -275,7 +276,7 @@ def test_the_printed_gradient_ratio_is_the_ratio_of_the_printed_means():
                           "other": [1.0, 1.0, 1.0, 1.0, 1.0, 12.0], "attn_sep": 0.5})
     layers = layer_table(heads)
     assert layers.loc[layers["layer"] >= 3, "sep_vs_other"].mean() == pytest.approx(0.2833, abs=1e-4)
-    small = paper_claims(layers, "mlm").set_index("id").loc["clark.s3_2.sink_gradient_small"]
+    small = by_id(paper_claims(layers, "mlm")).loc["clark.s3_2.sink_gradient_small"]
     assert small["ours"].startswith("layers 3-6: sink [SEP] 2.58 vs other tokens 3.75 (ratio 0.69)")
     assert small["verdict"] == "does not hold"
 
@@ -295,7 +296,7 @@ def test_the_sink_is_the_models_own_per_layer_with_sep_beside():
     layers = layer_table(heads)
     assert layers["sink"].tolist() == ["sep", "sep", "cls", "cls", "cls", "cls"]
     assert layers["sink_vs_other"].tolist() == pytest.approx([1, 1, 0.05, 0.05, 0.05, 0.05])
-    claims = paper_claims(layers, "mlm").set_index("id")
+    claims = by_id(paper_claims(layers, "mlm"))
     sink = claims.loc["clark.s3_2.sink_gradient_small"]
     assert sink["verdict"] == "holds"
     assert sink["ours"] == ("layers 3-6: sink [CLS] 0.05 vs other tokens 1 (ratio 0.05); earlier: sink "
@@ -422,7 +423,7 @@ def test_a_correlation_over_three_layers_is_not_evidence():
     assert rho == pytest.approx(-0.5) and p == pytest.approx(0.5)
     heads = pd.DataFrame({"layer": [1, 2, 3], "head": 1, "sep": [1.0, 1.5, 0.5], "punct": 1.0,
                           "cls": 1.0, "other": 1.0, "attn_sep": [0.1, 0.2, 0.3]})
-    where = paper_claims(layer_table(heads), "mlm").set_index("id").loc[
+    where = by_id(paper_claims(layer_table(heads), "mlm")).loc[
         "clark.s3_2.sep_gradient_where_attended"]
     # attention ranks 1, 2, 3 against ratio ranks 2, 3, 1: rho -0.5 <= -0.5, the old rule held.
     assert where["ours"] == "Spearman rho = -0.50 over 3 layers (one-sided p = 0.5)"

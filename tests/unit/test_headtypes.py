@@ -9,6 +9,7 @@ import pytest
 from headatlas.analyses import headtypes as ht
 from headatlas.analyses.base import run_analysis
 from headatlas.store.example import Example
+from tests.unit.test_claims import by_id
 
 # A 16-token input: [CLS] at 0, "," at 5, "." at 14, [SEP] at 15; positions 1-4 and 6-13
 # are the 12 ordinary words. L = N = 16, so window i holds distance i + 1 exactly.
@@ -326,7 +327,7 @@ def test_paper_claims_of_the_head_types():
     # vertical 28.6% (paper 13.28: 15.3 off).
     stability = pd.DataFrame({"resample": ["heads", "inputs"], "consistent_pct": [73.61, 95.83],
                               "per_fit": ["36 of 72 heads", "500 of 1000 inputs"]})
-    c = ht.paper_claims(types, stability).set_index("id")
+    c = by_id(ht.paper_claims(types, stability))
     assert c.loc["guan.types.four_types", "verdict"] == "holds"
     assert c.loc["guan.types.shares", "verdict"] == "does not hold"
     assert "dense&vertical 21.4%" in c.loc["guan.types.shares", "ours"]
@@ -341,7 +342,7 @@ def test_paper_claims_of_the_head_types():
     assert stable["ours"] == "73.6% (36 of 72 heads per fit)" and stable["verdict"] == "does not hold"
     assert "95.8%" in stable["note"] and "by construction" in stable["note"]
     assert c.loc["guan.types.distinct", "verdict"] == "holds"
-    other_k = ht.paper_claims(types.assign(type=["c1"] * 14), stability).set_index("id")
+    other_k = by_id(ht.paper_claims(types.assign(type=["c1"] * 14), stability))
     assert other_k.loc["guan.types.four_types", "verdict"] == "not applicable"
 
 
@@ -373,7 +374,7 @@ def test_noise_is_not_named_as_four_types():
     assert (shares >= 0.05).all()  # the old four_types rule would hold
     sep = ht.separation(types, n_references=50)
     assert sep.p_value > 0.5 and sep.min_centre_tv < 0.01 and not sep.distinct
-    c = ht.paper_claims(types, STABILITY, n_references=50).set_index("id")
+    c = by_id(ht.paper_claims(types, STABILITY, n_references=50))
     assert c.loc["guan.types.distinct", "verdict"] == "does not hold"
     for key in ("four_types", "shares", "dense_first_layers", "diagonal_all_layers",
                 "dense_vertical_middle", "vertical_higher_layers"):
@@ -398,14 +399,14 @@ def test_tight_but_tiny_groups_are_not_types():
     sep = ht.separation(types, n_references=50)
     assert sep.beyond_chance and sep.min_centre_tv == pytest.approx(0.01, abs=0.002)
     assert not sep.distinct
-    assert ht.paper_claims(types, STABILITY, n_references=50).set_index("id").loc[
+    assert by_id(ht.paper_claims(types, STABILITY, n_references=50)).loc[
         "guan.types.four_types", "verdict"] == "not applicable"
 
 
 def test_identical_heads_have_nothing_to_separate():
     feats = np.tile(np.array([PROTOTYPES["dense"].get(n, 0.0) for n in NAMES]), (8, 1))
     types = head_table(feats).assign(cluster=[0, 1, 2, 3] * 2, type=list(ht.TYPES) * 2)
-    c = ht.paper_claims(types, STABILITY, n_references=10).set_index("id")
+    c = by_id(ht.paper_claims(types, STABILITY, n_references=10))
     assert c.loc["guan.types.distinct", "verdict"] == "does not hold"
     assert "same features" in c.loc["guan.types.distinct", "ours"]
 
@@ -417,7 +418,7 @@ def test_a_claim_about_where_a_type_sits_needs_two_heads_of_it():
               "vertical": [4]}
     types = with_features(pd.DataFrame([(l, t) for t, ls in layers.items() for l in ls],
                                        columns=["layer", "type"]))
-    c = ht.paper_claims(types, STABILITY, n_references=50).set_index("id")
+    c = by_id(ht.paper_claims(types, STABILITY, n_references=50))
     assert c.loc["guan.types.distinct", "verdict"] == "holds"
     vertical = c.loc["guan.types.vertical_higher_layers"]
     assert vertical["verdict"] == "not applicable"
@@ -450,7 +451,7 @@ def test_clusters_that_are_not_distinct_are_not_named():
     assert shares["mean_layer"].tolist() == [5.5] and shares["mean_depth"].tolist() == [0.55]
     # The claims read the unnamed table: no distinct types, every type claim not applicable; the
     # closest centres are named by cluster number, not by a type name.
-    c = ht.paper_claims(unnamed, STABILITY, n_references=50).set_index("id")
+    c = by_id(ht.paper_claims(unnamed, STABILITY, n_references=50))
     assert c.loc["guan.types.distinct", "verdict"] == "does not hold"
     assert "closest centres (cluster " in c.loc["guan.types.distinct", "ours"]
     for key in ("four_types", "shares", "dense_first_layers", "vertical_higher_layers"):

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 import torch
 
-from headatlas.interventions.importance import (HeadTask, Scorer, TaggingHeads, UnitScores, chance_gains, claims,
-                                        compare, disable_heads, heads_table, normalise_by_layer,
+from headatlas.interventions.importance import (HeadTask, Scorer, TaggingHeads, UnitScores, chance_gains,
+                                        compare, disable_heads, heads_table, normalise_by_layer, paper_claims,
                                         prunable_share, pruning_curves, pruning_order, spearman)
 from tests.conftest import make_tiny_model
 from tests.unit.test_upos import corpus
@@ -126,7 +126,7 @@ def test_heads_table_compare_and_claims():
     assert table.loc[("pattern", "vertical"), "mean_delta"] == pytest.approx((0 - 1 + 1) / 3)
     assert table.loc[("pattern", "diagonal"), "significant_drops"] == 1
     curves = pruning_curves(scorer, task.importance(), [0, 0.25, 0.5, 0.75, 1.0], seeds=[0])
-    found = {c.id: c for c in claims(heads, layers, curves, 99, "accuracy", 1.0, "toy")}
+    found = {c.id: c for c in paper_claims(heads, layers, curves, 99, "accuracy", 1.0, "toy")}
     assert found["michel.s3.single_heads_harmless"].verdict == "holds"  # 3 of 4 not significant drops
     assert found["michel.s4.prunable_share"].verdict == "holds"  # 75% >= 30%
     # Every head removed: 70, so attention gives 29 points and the tolerance of 1 is 3.4% of them.
@@ -137,12 +137,12 @@ def test_heads_table_compare_and_claims():
     # said "holds" for two claims; below the floor (F1 20) every claim says the model is untrained.
     from headatlas.interventions.ablation import UNTRAINED
 
-    untrained = claims(heads, layers, curves, 3.0, "f1", 1.0, "toy", task="squad")
+    untrained = paper_claims(heads, layers, curves, 3.0, "f1", 1.0, "toy", task="squad")
     assert [c.verdict for c in untrained] == ["not applicable"] * len(found)
     assert all(c.note.startswith(f"{UNTRAINED} (intact f1 3.00 < 20") for c in untrained)
     measured = [c.ours.replace("accuracy", "f1").split("; 1 point")[0] for c in found.values()]
     assert [c.ours for c in untrained] == measured  # measured (the tolerance's scale needs intact > floor)
-    trained = claims(heads, layers, curves, 99, "f1", 1.0, "toy", task="squad")
+    trained = paper_claims(heads, layers, curves, 99, "f1", 1.0, "toy", task="squad")
     assert [c.verdict for c in trained] == [c.verdict for c in found.values()]
 
 
@@ -155,14 +155,14 @@ def test_claims_are_not_applicable_when_attention_contributes_nothing():
     curves = pd.DataFrame({"order": "importance", "seed": -1, "share_pct": [0.0, 50.0, 100.0],
                            "heads_removed": [0, 1, 2], "score": 100.0, "delta": 0.0})
     curves = pd.concat([curves, curves.assign(order="random", seed=0)], ignore_index=True)
-    found = claims(heads, pd.DataFrame(), curves, 100.0, "accuracy", 1.0, "toy")
+    found = paper_claims(heads, pd.DataFrame(), curves, 100.0, "accuracy", 1.0, "toy")
     assert {c.verdict for c in found} == {"not applicable"}
     assert all(c.note.startswith("not applicable: attention contributes nothing measurable (unablated "
                                  "100.00, floor 100.00: a gap of 0.00 < 1 point)") for c in found)
     assert all("attention contributes nothing measurable" in c.rule for c in found)
     # 2 points above the floor: judged (both heads harmless).
     lower = curves.assign(score=np.where(curves["share_pct"] == 100, 98.0, 100.0))
-    judged = {c.id: c.verdict for c in claims(heads, pd.DataFrame(), lower, 100.0, "accuracy", 1.0, "toy")}
+    judged = {c.id: c.verdict for c in paper_claims(heads, pd.DataFrame(), lower, 100.0, "accuracy", 1.0, "toy")}
     assert judged["michel.s3.single_heads_harmless"] == "holds"
 
 

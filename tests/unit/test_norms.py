@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from headatlas.analyses.base import run_analysis
-from headatlas.analyses.norms import NormShares, norm_claims, spearman
+from headatlas.analyses.norms import NormShares, paper_claims, spearman
 from headatlas.analyses.rollout import Rollout, offset_sums, rollout
 from headatlas.claims import FAILS, HOLDS, NOT_APPLICABLE, claims_table
 from headatlas.store.example import Example
@@ -105,8 +105,8 @@ def correlation_table(rho_cls, rho_sep=0.1, n_layers=3, per_layer=None):
 
 
 def judged(shares: pd.DataFrame, correlation: pd.DataFrame) -> pd.DataFrame:
-    """:func:`norm_claims` of two tables as a claims table indexed by id."""
-    return claims_table(norm_claims(shares, correlation)).set_index("id")
+    """:func:`paper_claims` of two tables as a claims table indexed by id."""
+    return claims_table(paper_claims(shares, correlation)).set_index("id")
 
 
 def test_claims_by_hand():

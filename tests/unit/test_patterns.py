@@ -8,10 +8,10 @@ import pytest
 
 from headatlas.analyses.base import run_analysis
 from headatlas.analyses.patterns import (PATTERNS, AttentionPatterns, Thresholds, above_chance,
-                                         agreement, classify, claims, cohen_kappa, confusion,
+                                         agreement, classify, cohen_kappa, confusion,
                                          corpus_shares, crosstab_types, example_segments,
-                                         features_for, layer_shares, map_features, per_class,
-                                         segments_of, tune, wilson)
+                                         features_for, layer_shares, map_features, paper_claims,
+                                         per_class, segments_of, tune, wilson)
 from headatlas.store.example import Example
 
 N = 16
@@ -257,7 +257,7 @@ def test_claims_judge_the_shares():
     shares = pd.DataFrame({"corpus": "toy", "pattern": list(PATTERNS),
                            "share_pct": [30.0, 10.0, 10.0, 20.0, 30.0], "maps": 100})
     heads = pd.DataFrame({"vertical": [1.0], "vertical+diagonal": [0.0], "special_top": [0.9]})
-    found = {c.id: c for c in claims(shares, heads)}
+    found = {c.id: c for c in paper_claims(shares, heads)}
     assert found["kovaleva.s3.vertical_third"].verdict == "holds"  # |30 - 33.3| <= 10
     assert found["kovaleva.s3.block_heterogeneous_half"].verdict == "holds"  # 50
     assert found["kovaleva.s3.vertical_special"].verdict == "holds"

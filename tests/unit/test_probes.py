@@ -22,6 +22,7 @@ from headatlas.corpora.glove import GloVe
 from headatlas.heads import ATTENTION_ONLY
 from headatlas.store.reader import open_stores
 from headatlas.store.writer import StoreWriter
+from tests.unit.test_claims import by_id
 
 LAYERS, HEADS = 2, 2
 PLANTED = (0, 1)  # layer 1, head 2 (0-based here) points every word at its gold head
@@ -425,7 +426,7 @@ def test_paper_claims_of_table3_and_the_edge_classifier():
     edges = pd.DataFrame({"attention": ["m", "m", "m_random", "m_random"],
                           "eval": ["gum_test", "ewt_test", "gum_test", "ewt_test"],
                           "accuracy": [83.9, 80.7, 59.1, 57.7]})
-    c = paper_claims(table, edges).set_index("id")
+    c = by_id(paper_claims(table, edges))
     # attn_only - right_branching: 23 and 23 >= 5 on both test sets.
     assert c.loc["clark.t3.attn_only_beats_right_branching", "verdict"] == "holds"
     # attn_glove - distances_glove: 10 on gum, but 3 on ewt < 5: not on every test set.
@@ -441,20 +442,20 @@ def test_paper_claims_of_table3_and_the_edge_classifier():
     assert "nor the uniform-maps control was given" in pretraining["note"]
     strong = table.copy()
     strong.loc[strong["probe"] == "attn_glove", ["gum_test", "ewt_test"]] = [65.0, 62.0]  # 10, 7 ahead
-    assert paper_claims(strong, edges).set_index("id").loc[
+    assert by_id(paper_claims(strong, edges)).loc[
         "clark.t3.attn_glove_beats_random_init", "verdict"] == "holds"
     # The random encoder's maps: entropy / uniform per head. MiniLM-like, all >= 0.99: uniform,
     # the random-init comparison is not applicable; the claim is judged against Distances + GloVe
     # alone: 65 - 55 = 10 and 62 - 55 = 7 >= 5, holds.
     uniform = pd.DataFrame({"entropy": [4.83, 4.84], "uniform_entropy": [4.85, 4.85]})  # 0.996, 0.998
-    row = paper_claims(strong, edges, uniform).set_index("id").loc["clark.t3.attn_glove_beats_random_init"]
+    row = by_id(paper_claims(strong, edges, uniform)).loc["clark.t3.attn_glove_beats_random_init"]
     assert row["verdict"] == "holds" and "indistinguishable from uniform" in row["note"]
     assert "judged against Distances + GloVe alone" in row["note"]
     assert row["ours"].startswith("vs Random Init Attn + GloVe: not applicable (gum test: 65.0 vs 14.0")
     assert "random encoder's attention entropy 0.997 of uniform (most peaked head 0.996)" in row["ours"]
     # ... and a random encoder distinguishable from uniform is judged against both.
     peaked = pd.DataFrame({"entropy": [4.365, 4.84], "uniform_entropy": [4.85, 4.85]})  # 0.90, 0.998
-    row = paper_claims(strong, edges, peaked).set_index("id").loc["clark.t3.attn_glove_beats_random_init"]
+    row = by_id(paper_claims(strong, edges, peaked)).loc["clark.t3.attn_glove_beats_random_init"]
     assert row["verdict"] == "holds" and "not applicable" not in row["ours"]
     # The uniform-maps control: one head at 0.90 passes the entropy test, but the random row
     # gains nothing over uniform maps. sds 1.0 (random) and 0.5 (control): spread
@@ -463,14 +464,14 @@ def test_paper_claims_of_table3_and_the_edge_classifier():
     control = pd.concat([strong, pd.DataFrame([{"probe": "uniform_attn_glove", "gum_test": 13.5,
                                                 "ewt_test": 18.0, "gum_dev": 40}])], ignore_index=True)
     control = control.assign(gum_test_sd=[0, 0, 1.0, 0, 0, 0.5], ewt_test_sd=[0, 0, 1.0, 0, 0, 0.5])
-    row = paper_claims(control, edges, peaked).set_index("id").loc["clark.t3.attn_glove_beats_random_init"]
+    row = by_id(paper_claims(control, edges, peaked)).loc["clark.t3.attn_glove_beats_random_init"]
     assert row["verdict"] == "holds" and "no better than uniform maps'" in row["note"]
     assert "uniform-maps control gum test: 14.0 vs 13.5 (spread 2.2); ewt test: 19.0 vs 18.0 (spread 2.2)" \
         in row["ours"]
     # ... while a random row 16.5 and 12 points above the control (30, 30 vs 13.5, 18) is judged.
     carrying = control.copy()
     carrying.loc[carrying["probe"] == "random_attn_glove", ["gum_test", "ewt_test"]] = [30.0, 30.0]
-    row = paper_claims(carrying, edges, peaked).set_index("id").loc["clark.t3.attn_glove_beats_random_init"]
+    row = by_id(paper_claims(carrying, edges, peaked)).loc["clark.t3.attn_glove_beats_random_init"]
     assert "not applicable" not in row["ours"] and row["verdict"] == "holds"
     # The case the old rules judged wrongly: uniform-like random maps (no better than the control)
     # that Attn + GloVe beats by 46 and 39 points (60, 58 vs 14, 19): "pre-training matters: holds"
@@ -479,17 +480,17 @@ def test_paper_claims_of_table3_and_the_edge_classifier():
     # (55, 55: 5 and 3 points ahead), it does not hold.
     weak = control.copy()
     weak.loc[weak["probe"] == "attn_glove", ["gum_test", "ewt_test"]] = [60.0, 58.0]
-    row = paper_claims(weak, edges, peaked).set_index("id").loc["clark.t3.attn_glove_beats_random_init"]
+    row = by_id(paper_claims(weak, edges, peaked)).loc["clark.t3.attn_glove_beats_random_init"]
     assert row["verdict"] == "does not hold" and "no better than uniform maps'" in row["note"]
     # Without the entropy table, the table's attention_entropy columns are read.
     with_columns = control.assign(attention_entropy=0.997, attention_entropy_min=0.996)
-    row = paper_claims(with_columns, edges).set_index("id").loc["clark.t3.attn_glove_beats_random_init"]
+    row = by_id(paper_claims(with_columns, edges)).loc["clark.t3.attn_glove_beats_random_init"]
     assert "every head has >= 0.99 of uniform attention's entropy" in row["note"]
     # 83.9 >= 80.8 but 80.7 < 80.8.
     edge = c.loc["coenen.edge_classifier"]
     assert edge["verdict"] == "does not hold" and "m_random 59.1 (gum test)" in edge["note"]
-    assert paper_claims(table.assign(ewt_test=table["gum_test"]), edges.assign(accuracy=85.0)) \
-        .set_index("id").loc["coenen.edge_classifier", "verdict"] == "holds"
+    assert by_id(paper_claims(table.assign(ewt_test=table["gum_test"]), edges.assign(accuracy=85.0))).loc[
+        "coenen.edge_classifier", "verdict"] == "holds"
 
 
 def test_saved_glove_probe_keeps_trained_weights_not_the_frozen_table(tmp_path):

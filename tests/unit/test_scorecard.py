@@ -5,7 +5,7 @@ import pytest
 
 from headatlas.claims import Claim, claims_table, verdict
 from headatlas.report.compare import shares_by_model, special_by_depth, table1_by_model
-from headatlas.report.scorecard import (ABSENT, by_weighting, collect, is_claims_file, model_of, models_of, own_columns,
+from headatlas.report.scorecard import (ABSENT, by_weighting, collect, model_of, models_of, own_columns,
                                  own_tally, scorecard, source_key, tally, to_html)
 
 MODELS = ["big", "small"]
@@ -39,7 +39,6 @@ def files(tmp_path):
 def test_model_and_folder_from_the_path(files):
     results, paths = files
     assert model_of(paths[1], results) == ("big", "gum/probes")
-    assert is_claims_file(paths[0]) and not is_claims_file(results / "big" / "table1.csv")
     with pytest.raises(ValueError, match="not a claims file of a model"):
         model_of(results / "paper_claims.csv", results)
     # A model that is not configured (e.g. a fine-tuned task model) comes after the configured ones.

@@ -10,7 +10,7 @@ import pytest
 from headatlas.analyses.base import REGISTRY, run_analysis
 from headatlas.analyses.surface import (classify_heads, layer_means, paper_claims,
                                         pick_example_heads, sink_tokens)
-from headatlas.claims import COLUMNS
+from headatlas.claims import COLUMNS, Claim, claims_table
 from headatlas.store.example import Example
 
 TOKENS_A = ["[CLS]", "a", ".", "[SEP]", "b", "[SEP]"]  # n = 6: CLS 0, punct 2, SEP 3 and 5
@@ -229,7 +229,7 @@ def test_pick_example_heads_are_distinct():
     assert all(type(i) is int for pair in heads.values() for i in pair)
 
 
-def claims_table(n_layers=2):
+def toy_claims(n_layers=2):
     # 2 layers x 2 heads. Only head 2-1 has next > 0.5; no head has prev > 0.5 (0.5 is not above).
     # Relative depth on 2 layers: early (1-4 of 12) = layer 1, deep (9-12) = layer 2, middle
     #   (6-10) = layers 1-2 -> sep mean over all 4 heads (0 + .2 + .6 + .8) / 4 = 40%.
@@ -250,7 +250,9 @@ def claims_table(n_layers=2):
 
 
 def test_paper_claims():
-    t = claims_table()
+    found = toy_claims()
+    assert isinstance(found, list) and all(isinstance(c, Claim) for c in found)
+    t = claims_table(found)
     assert list(t.columns) == list(COLUMNS) and t["id"].is_unique
     c = t.set_index("id")
     assert c.loc["clark.s3.next_heads", ["ours", "verdict"]].tolist() == ["1 (layer 2)", "holds"]
@@ -276,7 +278,7 @@ def test_paper_claims():
 def test_paper_claims_on_12_layers_and_what_is_not_applicable():
     rel, special, ent = head_tables(prev=[0.6] * 12, next_=[0] * 12, cls=[0] * 12, sep=[0] * 12,
                                     punct=[0] * 12, entropy=[1] * 12, n_layers=12)
-    c = paper_claims(rel, special, ent, n_layers=12).set_index("id")
+    c = claims_table(paper_claims(rel, special, ent, n_layers=12)).set_index("id")
     assert c.loc["clark.s3.prev_heads", "ours"] == "12 (layers 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)"
     assert c.loc["clark.s3.sep_middle", "note"] == ""  # same depth as the paper: nothing to say
     assert c.loc["clark.s3.sep_middle", "ours"] == "0% in layers 6-10"

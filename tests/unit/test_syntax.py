@@ -17,6 +17,7 @@ from headatlas.corpora.records import Sentence, write_jsonl
 from headatlas.errors import StoreError
 from headatlas.plots.syntax import plot_dependency_lines, plot_regimes, plot_relation_heatmap
 from headatlas.store.example import Example
+from tests.unit.test_claims import by_id
 
 # "the dog chased a cat": the -> dog (det), dog -> chased (nsubj), chased = root,
 # a -> cat (det), cat -> chased (obj). Heads 1-based as in CoNLL, 0 = root.
@@ -392,7 +393,7 @@ def test_table1_claims_follow_the_papers_finding():
         {"relation": "", "paper_relation": "pobj", "paper_head": "9-6", "paper_acc": 76.3,
          "paper_baseline_offset": -2, "paper_baseline_acc": 34.6, "note": NO_UD_TWIN},
     ])
-    claims = paper_claims(table, "ewt").set_index("id")
+    claims = by_id(paper_claims(table, "ewt"))
     det = claims.loc["clark.t1.ewt.det"]
     # 80 - 60 = 20 >= 5 and the paired interval [14, 26] is above 0: ahead, as the paper found.
     assert det["verdict"] == "holds" and det["claim"] == "det: a head beats the offset baseline (ewt)"
@@ -406,9 +407,9 @@ def test_table1_claims_follow_the_papers_finding():
     assert claims.loc["clark.t1.ewt.pobj", "verdict"] == "not applicable"
     assert "clark.t1.ewt.overall" not in claims.index  # no 'all' row given
     table.loc[0, ["diff_low"]] = -0.5  # the paired interval reaches 0: not clearly ahead
-    assert paper_claims(table, "ewt").set_index("id").loc["clark.t1.ewt.det", "verdict"] == "does not hold"
+    assert by_id(paper_claims(table, "ewt")).loc["clark.t1.ewt.det", "verdict"] == "does not hold"
     # Without the paired columns (a table from before issue 23) nothing can be judged.
-    old = paper_claims(table.drop(columns=["diff", "diff_low", "diff_high"]), "ewt").set_index("id")
+    old = by_id(paper_claims(table.drop(columns=["diff", "diff_low", "diff_high"]), "ewt"))
     assert old.loc["clark.t1.ewt.det", "verdict"] == "not applicable"
 
 
@@ -426,11 +427,11 @@ def test_table1_claim_is_judged_on_the_paired_difference_not_on_overlap():
     from headatlas.claims import beats
 
     assert beats(70.0, (64.0, 76.0), 63.3, (57.0, 69.0)) is False  # the old rule's answer
-    row = paper_claims(table, "ewt").set_index("id").loc["clark.t1.ewt.auxpass"]
+    row = by_id(paper_claims(table, "ewt")).loc["clark.t1.ewt.auxpass"]
     assert row["verdict"] == "holds" and "+6.7 [2.1, 11.2] (paired)" in row["ours"]
     # 4.9 points ahead with the interval above 0: below the margin, not clearly ahead.
     table.loc[0, "diff"] = 4.9
-    assert paper_claims(table, "ewt").set_index("id").loc["clark.t1.ewt.auxpass", "verdict"] == \
+    assert by_id(paper_claims(table, "ewt")).loc["clark.t1.ewt.auxpass", "verdict"] == \
         "does not hold"
 
 
@@ -452,7 +453,7 @@ def test_table1_paired_interval_by_hand(corpus):
 
 def test_table1_claims_on_real_scores(corpus):
     scores = scores_of([example(0, [HEAD_A, HEAD_B]), example(1, [HEAD_B, HEAD_A])], corpus)
-    claims = paper_claims(table1(scores, min_count=1, n_boot=100), "tiny").set_index("id")
+    claims = by_id(paper_claims(table1(scores, min_count=1, n_boot=100), "tiny"))
     # all: 60 vs 60 is not ahead, the paper's 34.5 vs 26.3 was: does not hold; 60% is not < 50%.
     assert claims.loc["clark.t1.tiny.all", "verdict"] == "does not hold"
     assert claims.loc["clark.t1.tiny.overall", ["ours", "verdict"]].tolist() == \

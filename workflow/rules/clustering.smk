@@ -40,11 +40,7 @@ rule clustering_mds:
         code=code("clustering_mds.py"),
     output:
         coordinates=HEAD_CLUSTERS.heads(
-            "coordinates.csv",
-            "headatlas.analyses.clustering:coordinates",
-            "clustering_mds",
-            "MDS coordinates",
-            final=False,
+            "coordinates.csv", "clustering_mds", "MDS coordinates", final=False
         ),
         figure=HEAD_CLUSTERS.figure("mds.svg", "clustering_mds", "Fig. 6: heads in 2-D"),
     log:

@@ -315,22 +315,27 @@ def figure(analysis, path, **entry):
 class Results:
     """One analysis's results, declared in its rules file: ``targets`` (report category, the
     values of its paths' wildcards) and a folder, so each output is one line:
-    ``.table(file, caption, label)``, ``.heads(file, spec, caption, label)``, ``.claims(...)``,
+    ``.table(file, caption, label)``, ``.heads(...)`` (a per-head table: an ATLAS entry of
+    ``atlas_module``, by default headatlas.analyses.<name>),
+    ``.claims(...)``,
     ``.figure(...)`` (``result``, ``claims`` and ``figure`` with the path in the folder; any of
     their other arguments as keywords). ``labels(text)`` gives a result's report labels from its
     label text (by default the folder's model and corpus and ``result: text``, with the
     weighting beside them when the folder has one); ``entry`` holds arguments every result of
     the folder shares (e.g. ``final``)."""
 
-    def __init__(self, name, folder, labels=None, entry=None, **declaration):
+    def __init__(
+        self, name, folder, module=None, labels=None, entry=None, **declaration
+    ):
         targets(name, **declaration)
         self.name, self.folder = name, folder
+        self.module = module or f"headatlas.analyses.{name}"
         self.labels, self.entry = labels or self.default_labels, entry or {}
 
     def at(self, folder, labels=None, **entry):
         """The same analysis's results in another folder (declared once, by this one)."""
         other = object.__new__(Results)
-        other.name, other.folder = self.name, folder
+        other.name, other.folder, other.module = self.name, folder, self.module
         other.labels, other.entry = labels or other.default_labels, entry
         return other
 
@@ -356,7 +361,10 @@ class Results:
             self.name, f"{self.folder}/{file}", **self._entry(caption, label, entry)
         )
 
-    def heads(self, file, spec, caption="result", label=None, **entry):
+    def heads(self, file, caption="result", label=None, table=None, **entry):
+        """A per-head table: the head atlas reads it through the analysis module's
+        ``ATLAS[table]`` (``table``: the file's stem unless given)."""
+        spec = f"{self.module}:{table or Path(file).stem}"
         return self.table(file, caption, label, heads=spec, **entry)
 
     def claims(self, file, caption="result", label=None, **entry):
@@ -589,9 +597,7 @@ def importance_output(name, file, label):
     if name == "claims":
         return HEADS_MATTER.claims(file, "importance", label)
     if name == "heads":
-        return HEADS_MATTER.heads(
-            file, "headatlas.interventions.importance:heads", "importance", label
-        )
+        return HEADS_MATTER.heads(file, "importance", label)
     return HEADS_MATTER.table(file, "importance", label)
 
 

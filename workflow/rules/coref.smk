@@ -54,12 +54,7 @@ rule coref_accuracy:
         table=COREFERENCE.table(
             "accuracy.csv", "coref_accuracy", "coref: Table 2", as_table=True
         ),
-        heads=COREFERENCE.heads(
-            "head_accuracy.csv",
-            "headatlas.analyses.coref:head_accuracy",
-            "coref_heads",
-            "coref: per head",
-        ),
+        heads=COREFERENCE.heads("head_accuracy.csv", "coref_heads", "coref: per head"),
         heatmap=COREFERENCE.figure(
             "head_accuracy.svg",
             "coref_heads",

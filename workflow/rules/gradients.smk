@@ -19,11 +19,7 @@ rule gradients_importance:
         code=code("gradients_importance.py"),
     output:
         heads=GRADIENT_IMPORTANCE.heads(
-            "heads.csv",
-            "headatlas.analyses.gradients:heads",
-            "gradients_importance",
-            "per head",
-            final=False,
+            "heads.csv", "gradients_importance", "per head", final=False
         ),
         meta=f"{GRADIENT_IMPORTANCE.folder}/run.json",
     log:

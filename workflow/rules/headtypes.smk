@@ -46,10 +46,7 @@ rule headtypes_cluster:
         code=code("headtypes_cluster.py"),
     output:
         features=HEAD_TYPES.heads(
-            "features.csv",
-            "headatlas.analyses.headtypes:features",
-            "headtypes_features",
-            "features and type per head",
+            "features.csv", "headtypes_features", "features and type per head"
         ),
         shares=HEAD_TYPES.table(
             "type_shares.csv",
@@ -79,12 +76,7 @@ rule headtypes_stability:
         table=HEAD_TYPES.table(
             "stability.csv", "headtypes_stability", "stability vs paper"
         ),
-        heads=HEAD_TYPES.heads(
-            "stability_heads.csv",
-            "headatlas.analyses.headtypes:stability_heads",
-            final=False,
-            in_report=False,
-        ),
+        heads=HEAD_TYPES.heads("stability_heads.csv", final=False, in_report=False),
     log:
         logs("headtypes{weighting}/{model}/{corpus}/stability"),
     benchmark:
@@ -157,9 +149,9 @@ rule headtypes_compare:
     output:
         heads=HEAD_TYPES.heads(
             "changes_from_{base}.csv",
-            "headatlas.analyses.headtypes:changes",
             "headtypes_compare",
             "type changes from {base}",
+            table="changes",
         ),
         layers=f"{HEAD_TYPES.folder}/changes_from_{{base}}_by_layer.csv",
         figure=HEAD_TYPES.figure(

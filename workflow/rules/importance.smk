@@ -8,6 +8,7 @@ IMPORTANCE_MODELS = [PLAN.importance.task_model] if PLAN.importance else []
 HEADS_MATTER = Results(
     "importance",
     f"{RESULTS}/{{task_model}}/importance",
+    atlas_module="headatlas.interventions.importance",
     labels=lambda text: {"model": "{task_model}", "result": text},
     category="Which heads matter (Kovaleva §6, Michel et al.)",
     subcategory="{task_model}",

@@ -29,10 +29,7 @@ use rule store_analysis as patterns_heads with:
         code=analysis_code("patterns"),
     output:
         heads=HEAD_PATTERNS.heads(
-            "heads.csv",
-            "headatlas.analyses.patterns:heads",
-            "patterns_heads",
-            "pattern shares per head",
+            "heads.csv", "patterns_heads", "pattern shares per head"
         ),
         figure=HEAD_PATTERNS.figure(
             "heads.svg", "patterns_heads", "pattern shares per head (figure)"

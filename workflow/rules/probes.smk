@@ -122,10 +122,7 @@ rule probes_weights:
         code=code("probes_weights.py"),
     output:
         table=PROBING.heads(
-            "attn_only_weights.csv",
-            "headatlas.analyses.probes:attn_only_weights",
-            "probes_weights",
-            "attn-only weights",
+            "attn_only_weights.csv", "probes_weights", "attn-only weights"
         ),
         figure=PROBING.figure(
             "attn_only_weights.svg",

@@ -1,8 +1,12 @@
 # Surface patterns (Clark et al. §3): one job per analysis, each streams the store once.
 # Under each weighting: surface/ (attention weights) and surface-norm/ (Kobayashi's norm weighting).
-SURFACE_DIR = f"{RESULTS}/{{model}}/{{corpus}}/surface{{weighting}}"
-targets(
+SURFACE = Results(
     "surface",
+    f"{RESULTS}/{{model}}/{{corpus}}/surface{{weighting}}",
+    # labels: model, analysis and what it is (kind)
+    labels=lambda text, kind="table": labelled(
+        model="{model}", analysis=text, kind=kind
+    ),
     category="Surface patterns (Clark §3)",
     corpus=[PLAN.surface_corpus] if PLAN.surface_corpus is not None else [],
     analysis=list(config["surface"]["options"]),
@@ -14,18 +18,9 @@ use rule store_analysis as surface_table with:
         stores=stores,
         code=analysis_code("surface"),
     output:
-        table=result(
-            "surface",
-            f"{SURFACE_DIR}/{{analysis}}.csv",
-            caption="surface_table",
-            labels=labelled(model="{model}", analysis="{analysis}", kind="table"),
-            heads="headatlas.analyses.surface:{analysis}",
-        ),
-        figure=figure(
-            "surface",
-            f"{SURFACE_DIR}/{{analysis}}.svg",
-            caption="surface_table",
-            labels=labelled(model="{model}", analysis="{analysis}", kind="figure"),
+        table=SURFACE.heads("{analysis}.csv", "surface_table", "{analysis}"),
+        figure=SURFACE.figure(
+            "{analysis}.svg", "surface_table", SURFACE.labels("{analysis}", "figure")
         ),
     log:
         logs("surface{weighting}/{model}/{corpus}/{analysis}"),
@@ -46,12 +41,7 @@ rule surface_claims:
         unpack(surface_tables),
         code=code("paper_claims.py"),
     output:
-        claims(
-            "surface",
-            f"{SURFACE_DIR}/paper_claims.csv",
-            caption="paper_claims",
-            labels=labelled(model="{model}", analysis="paper vs ours", kind="table"),
-        ),
+        SURFACE.claims("paper_claims.csv", "paper_claims", "paper vs ours"),
     log:
         logs("surface{weighting}/{model}/{corpus}/paper_claims"),
     benchmark:
@@ -68,15 +58,12 @@ rule surface_lines:
         stores=stores,
         code=code("attention_lines.py"),
     output:
-        heads=result("surface", f"{SURFACE_DIR}/example_heads.csv", in_report=False),
-        figure=figure(
-            "surface",
-            f"{SURFACE_DIR}/attention_lines.svg",
-            caption="attention_lines",
+        heads=SURFACE.table("example_heads.csv", in_report=False),
+        figure=SURFACE.figure(
+            "attention_lines.svg",
+            "attention_lines",
+            SURFACE.labels("example heads (Fig. 1)", "figure"),
             in_report=False,  # 1.9 MB each at 128 tokens: the atlas has line views
-            labels=labelled(
-                model="{model}", analysis="example heads (Fig. 1)", kind="figure"
-            ),
         ),
     log:
         logs("surface{weighting}/{model}/{corpus}/attention_lines"),

@@ -27,7 +27,6 @@ rule syntax_scores:
         scores=SCORES,
         heads=DEPENDENCIES.heads(
             "heads.csv",
-            "headatlas.analyses.syntax:heads",
             "syntax_heads",
             "every head (long table)",
             companions=["offsets.csv", "table1.csv"],

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from headatlas.analyses.patterns import claims, corpus_shares, crosstab_types, layer_shares
+from headatlas.analyses.patterns import corpus_shares, crosstab_types, layer_shares, paper_claims
 from headatlas.claims import claims_table
 from headatlas.pipeline.jobs import rule_logging
 from headatlas.io import write_table
@@ -31,5 +31,5 @@ with rule_logging(snakemake) as log:
         log.info("no head types of %s on %s: the cross-tabulation is empty", model, main)
     write_table(types, snakemake.output.types, float_format="%.4g")
     main_shares = shares[shares["corpus"] == main].reset_index(drop=True)
-    write_table(claims_table(claims(main_shares, heads[main], p.tolerance)), snakemake.output.claims)
+    write_table(claims_table(paper_claims(main_shares, heads[main], p.tolerance)), snakemake.output.claims)
     log.info("%s\n%s\n%s", caption, shares.to_string(index=False), types.to_string(index=False))

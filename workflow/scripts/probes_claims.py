@@ -8,12 +8,13 @@ comparison not applicable when its maps are indistinguishable from uniform (issu
 import pandas as pd
 
 from headatlas.analyses.probes import paper_claims
+from headatlas.claims import claims_table
 from headatlas.pipeline.jobs import rule_logging
 from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     random_entropy = snakemake.input.random_entropy  # one path, or none without a surface corpus
-    claims = paper_claims(pd.read_csv(snakemake.input.table), pd.read_csv(snakemake.input.edges),
-                          pd.read_csv(random_entropy[0]) if random_entropy else None)
+    claims = claims_table(paper_claims(pd.read_csv(snakemake.input.table), pd.read_csv(snakemake.input.edges),
+                                       pd.read_csv(random_entropy[0]) if random_entropy else None))
     write_table(claims, snakemake.output[0])
     log.info("\n%s", claims[["id", "ours", "verdict"]].to_string(index=False))

@@ -2,6 +2,7 @@
 and the paper's findings judged row by row (paper_claims.csv)."""
 
 from headatlas.analyses.syntax import DependencyScores, paper_claims, table1
+from headatlas.claims import claims_table
 from headatlas.pipeline.jobs import rule_logging
 from headatlas.io import write_table
 
@@ -10,7 +11,7 @@ with rule_logging(snakemake) as log:
     scores = DependencyScores.load(snakemake.input.scores)
     table = table1(scores, top=p.top, min_count=p.min_count, n_boot=p.bootstrap["n"],
                    seed=p.bootstrap["seed"])
-    claims = paper_claims(table, snakemake.wildcards.corpus)
+    claims = claims_table(paper_claims(table, snakemake.wildcards.corpus))
     write_table(table, snakemake.output.table)
     write_table(claims, snakemake.output.claims)
     log.info("%d sentences, %d root words\n%s\n%s", len(scores.sentences), scores.n_roots(),

@@ -27,7 +27,7 @@ import torch
 
 from headatlas.analyses.base import Analysis, describe, register
 from headatlas.analyses.result import Result
-from headatlas.claims import Claim, claims_table, holds_if
+from headatlas.claims import Claim, holds_if
 from headatlas.heads import Column, HeadColumns, head_name, head_names, head_table
 
 SMOOTHING = 0.001  # Clark's code: 0.999 * a + 0.001 / n
@@ -372,8 +372,8 @@ MIN_GROUPS = 2
 MIN_GROUP_HEADS = 2
 
 
-def paper_claims(structure: pd.DataFrame, stress: float, average: bool) -> pd.DataFrame:
-    """Clark et al.'s §6 observations beside ours, with verdicts (:class:`~headatlas.claims.Claim` rows).
+def paper_claims(structure: pd.DataFrame, stress: float, average: bool) -> list[Claim]:
+    """Clark et al.'s §6 observations beside ours, with verdicts (:class:`~headatlas.claims.Claim` records).
 
     ``structure`` is the concatenation of :func:`group_structure` tables with
     the columns ``space`` (``js`` or ``mds``) and ``grouping`` (``layer`` or
@@ -384,6 +384,12 @@ def paper_claims(structure: pd.DataFrame, stress: float, average: bool) -> pd.Da
     with one such group (the others single heads) "within" is that one group's
     pairs, and the test says whether that group is tight, not whether heads
     cluster *by* the grouping; it is then not applicable, with the reason.
+
+    Returns
+    -------
+    list[Claim]
+        One :class:`~headatlas.claims.Claim` per finding
+        (:func:`~headatlas.claims.claims_table` makes them a ``paper_claims.csv`` table).
     """
     def test(space: str, grouping: str) -> tuple[str, bool | None]:
         rows = structure[(structure["space"] == space) & (structure["grouping"] == grouping)]
@@ -423,4 +429,4 @@ def paper_claims(structure: pd.DataFrame, stress: float, average: bool) -> pd.Da
                         holds_if(None if not np.isfinite(stress) else stress <= STRESS_FAIR),
                         f"Kruskal Stress-1 of the metric MDS <= {STRESS_FAIR}",
                         "0 = perfect, 0.05 good, 0.1 fair, 0.2 poor"))
-    return claims_table(claims)
+    return claims

@@ -45,6 +45,7 @@ import pandas as pd
 
 from headatlas.analyses.base import Analysis, describe, register, store_provenance
 from headatlas.analyses.result import Result
+from headatlas.claims import PAIRED_RULE, Claim, beats_paired, difference_text, holds_if
 from headatlas.corpora.records import Sentence, read_jsonl
 from headatlas.errors import StoreError
 from headatlas.heads import Column, HeadColumns, head_names, is_head_name, parse_head_name
@@ -837,8 +838,8 @@ def accuracy_tables(mentions: pd.DataFrame, stores, select_split: str = "train",
 CLARK_T2 = "Clark et al. 2019 §4.3, Table 2"
 
 
-def paper_claims(table: pd.DataFrame, corpus: str) -> pd.DataFrame:
-    """Table 2's findings judged on our data (:class:`~headatlas.claims.Claim` rows).
+def paper_claims(table: pd.DataFrame, corpus: str) -> list[Claim]:
+    """Table 2's findings judged on our data (:class:`~headatlas.claims.Claim` records).
 
     ``table`` is :func:`table2` (as read back from ``accuracy.csv``). The head
     judged is the one chosen on the selection split and scored on the
@@ -849,9 +850,13 @@ def paper_claims(table: pd.DataFrame, corpus: str) -> pd.DataFrame:
     (until issue 23: non-overlap of the two unpaired intervals). A table without
     those columns gives "not applicable". The rule-based claim only asks that the
     head stays below that system, as in the paper (65 vs 69).
-    """
-    from headatlas.claims import PAIRED_RULE, Claim, beats_paired, claims_table, difference_text, holds_if
 
+    Returns
+    -------
+    list[Claim]
+        One :class:`~headatlas.claims.Claim` per finding
+        (:func:`~headatlas.claims.claims_table` makes them a ``paper_claims.csv`` table).
+    """
     systems = table.set_index("system")
     heads = [s for s in systems.index if str(s).startswith("best head")]
     held_out = [s for s in heads if "paper's regime" not in s]
@@ -867,7 +872,7 @@ def paper_claims(table: pd.DataFrame, corpus: str) -> pd.DataFrame:
 
     claims = []
     if chosen is None:
-        return claims_table(claims)
+        return claims
     head, _ = value(chosen)
     label = f"head {systems.at[chosen, 'head']} ({chosen.removeprefix('best head, ')})"
     n = int(systems.at[chosen, "all_n"])
@@ -893,7 +898,7 @@ def paper_claims(table: pd.DataFrame, corpus: str) -> pd.DataFrame:
         f"the best head comes close to, but stays below, the rule-based system ({corpus})",
         f"head {PAPER_HEAD} 65 vs 69", f"{label} {text(chosen)} vs {text(rule_based)}",
         holds_if(head < value(rule_based)[0]), "the head's accuracy below the rule-based system's", note))
-    return claims_table(claims)
+    return claims
 
 
 # --- the head atlas -----------------------------------------------------------------------

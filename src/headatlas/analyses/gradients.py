@@ -56,7 +56,7 @@ from tqdm.auto import tqdm
 
 from headatlas.analyses.base import describe, length_text
 from headatlas.analyses.result import Result
-from headatlas.claims import PAPER_LAYERS, Claim, claims_table, depth_layers, depth_text, holds_if, span_text
+from headatlas.claims import PAPER_LAYERS, Claim, depth_layers, depth_text, holds_if, span_text
 from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
 from headatlas.encoders.inputs import Encoded, collate, encode, encode_corpus
@@ -511,8 +511,8 @@ SINK_KINDS = ("sep", "cls", "punct")
 SINK_LABELS = {"sep": "[SEP]", "cls": "[CLS]", "punct": ". ,"}
 
 
-def paper_claims(layers: pd.DataFrame, loss: str) -> pd.DataFrame:
-    """Clark §3.2's gradient claims beside ours, with verdicts (:class:`~headatlas.claims.Claim` rows).
+def paper_claims(layers: pd.DataFrame, loss: str) -> list[Claim]:
+    """Clark §3.2's gradient claims beside ours, with verdicts (:class:`~headatlas.claims.Claim` records).
 
     "The sink" is the model's own, per layer (issue 23 item 4): the special kind
     ([SEP], [CLS], . ,) that draws the most attention in that layer
@@ -533,6 +533,12 @@ def paper_claims(layers: pd.DataFrame, loss: str) -> pd.DataFrame:
       same inputs, is at most :data:`RHO_THRESHOLD`, with a one-sided p below
       :data:`RHO_ALPHA` (:func:`spearman_less`): over 3 layers rho = -0.5 comes
       from half of all orderings.
+
+    Returns
+    -------
+    list[Claim]
+        One :class:`~headatlas.claims.Claim` per finding
+        (:func:`~headatlas.claims.claims_table` makes them a ``paper_claims.csv`` table).
     """
     layers = layers.copy()
     if "sink" not in layers:
@@ -594,7 +600,7 @@ def paper_claims(layers: pd.DataFrame, loss: str) -> pd.DataFrame:
               f"p < {RHO_ALPHA} (exact over the layers' orderings up to 8 layers)",
               f"{note}; sink per layer: {per_layer}"),
     ]
-    return claims_table(claims)
+    return claims
 
 
 def _layers_list(part: pd.DataFrame) -> str:

@@ -63,7 +63,7 @@ from scipy.optimize import linear_sum_assignment
 
 from headatlas.analyses.base import Analysis, length_text, register
 from headatlas.analyses.result import Result
-from headatlas.claims import Claim, claims_table, holds_if, pct
+from headatlas.claims import Claim, holds_if, pct
 from headatlas.heads import Column, HeadColumns, head_name, head_table
 from headatlas.store.example import Example
 from headatlas.weightings import weighting_note
@@ -813,8 +813,8 @@ MIN_TYPE_HEADS = 2  # a claim about where a type's heads sit needs at least this
 
 
 def paper_claims(types: pd.DataFrame, stability: pd.DataFrame, n_references: int = N_REFERENCES,
-                 seed: int = 0) -> pd.DataFrame:
-    """Guan et al.'s head-type claims beside ours, with verdicts (:class:`~headatlas.claims.Claim` rows).
+                 seed: int = 0) -> list[Claim]:
+    """Guan et al.'s head-type claims beside ours, with verdicts (:class:`~headatlas.claims.Claim` records).
 
     ``types`` is the per-head table of :func:`head_types` (``layer``, ``type``);
     ``stability`` is :func:`stability_table`, whose ``heads`` row (the paper's
@@ -830,6 +830,12 @@ def paper_claims(types: pd.DataFrame, stability: pd.DataFrame, n_references: int
     read the same way, its separation tested on ``cluster``.
     A claim about where one type's heads sit needs :data:`MIN_TYPE_HEADS` of them.
     ``n_references``, ``seed``: the gap test's reference sets.
+
+    Returns
+    -------
+    list[Claim]
+        One :class:`~headatlas.claims.Claim` per finding
+        (:func:`~headatlas.claims.claims_table` makes them a ``paper_claims.csv`` table).
     """
     n_layers = int(types["layer"].max())
     depth = types["layer"] / n_layers
@@ -927,7 +933,7 @@ def paper_claims(types: pd.DataFrame, stability: pd.DataFrame, n_references: int
             "" if distinct else why,
             "" if second is None else f"second reading, resampling inputs: {second['consistent_pct']:.1f}% "
             "(high by construction: a head's mean over half of the inputs is nearly its mean over all)"]))))
-    return claims_table(claims)
+    return claims
 
 
 FIGURES = ("tsne", "boxplot", "layers", "grid")

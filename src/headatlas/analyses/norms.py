@@ -16,7 +16,7 @@ query's row that goes to the class under three views:
 
 plus the mean ‖f_h(x)‖ of each class, and the rank correlation (Spearman) of
 α_ij with ‖f_h(x_j)‖ over (head, query, key) pairs whose key is in the class.
-:func:`norm_claims` judges Kobayashi et al.'s claims on the two tables (the result's
+:func:`paper_claims` judges Kobayashi et al.'s claims on the two tables (the result's
 ``claims``). Averages are token-weighted (every query of every example counts once), as in
 :mod:`headatlas.analyses.surface`.
 """
@@ -105,7 +105,7 @@ class NormShares(Analysis):
         ``class``, ``label``, ``spearman`` (all layers pooled), ``n_pairs``, and
         ``layer_<l>`` (Spearman within layer l).
 
-    Its ``claims`` are :func:`norm_claims` of the two.
+    Its ``claims`` are :func:`paper_claims` of the two.
 
     State: the sums ``shares [3, L, C]``, ``norm_sums [L, C]``, ``class_tokens [C]``,
     ``n_queries`` (merging adds them), and the sampled pairs: ``pair_alpha``, ``pair_norm``
@@ -203,7 +203,7 @@ class NormShares(Analysis):
                 for layer in range(self.n_layers) for c, name in enumerate(CLASSES)]
         shares, correlation = pd.DataFrame(rows), self._correlation()
         return Result({"shares": shares, "correlation": correlation},
-                      claims=norm_claims(shares, correlation, self.n_layers))
+                      claims=paper_claims(shares, correlation, self.n_layers))
 
     def _pairs(self) -> list[list[tuple[np.ndarray, np.ndarray]]]:
         """``[class][layer]``: the sampled (α, ‖f(x)‖) values, examples in corpus order."""
@@ -345,7 +345,7 @@ def _correlation_claim(correlation: pd.DataFrame, rows: pd.DataFrame) -> Claim:
         f"tested per layer on that layer's sink: {label}")
 
 
-def norm_claims(shares: pd.DataFrame, correlation: pd.DataFrame, n_layers: int | None = None) -> list[Claim]:
+def paper_claims(shares: pd.DataFrame, correlation: pd.DataFrame, n_layers: int | None = None) -> list[Claim]:
     """Kobayashi et al.'s claims about special tokens beside our values (:mod:`headatlas.claims`),
     judged on :class:`NormShares`'s ``shares`` and ``correlation`` tables.
 
@@ -353,6 +353,12 @@ def norm_claims(shares: pd.DataFrame, correlation: pd.DataFrame, n_layers: int |
     each layer sinks most attention in); the paper's own token, [SEP], gets its
     row too, which is "not applicable" when [SEP] never draws
     :data:`SINK_SHARE` of α in any layer. ``n_layers`` defaults to the deepest layer of ``shares``.
+
+    Returns
+    -------
+    list[Claim]
+        One :class:`~headatlas.claims.Claim` per finding
+        (:func:`~headatlas.claims.claims_table` makes them a ``paper_claims.csv`` table).
     """
     correlation = correlation.set_index("class")
     n_layers = int(shares["layer"].max()) if n_layers is None else n_layers

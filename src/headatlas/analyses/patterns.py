@@ -425,10 +425,16 @@ def crosstab_types(heads: pd.DataFrame, types: pd.DataFrame) -> pd.DataFrame:
     return out.loc[order].rename_axis("type").reset_index()
 
 
-def claims(shares: pd.DataFrame, heads: pd.DataFrame, tolerance: float = 10.0) -> list[Claim]:
+def paper_claims(shares: pd.DataFrame, heads: pd.DataFrame, tolerance: float = 10.0) -> list[Claim]:
     """Kovaleva et al.'s pattern shares beside ours (one corpus's :func:`corpus_shares`).
 
     A share "about" the paper's holds within ``tolerance`` percentage points.
+
+    Returns
+    -------
+    list[Claim]
+        One :class:`~headatlas.claims.Claim` per finding
+        (:func:`~headatlas.claims.claims_table` makes them a ``paper_claims.csv`` table).
     """
     share = dict(zip(shares["pattern"], shares["share_pct"]))
     corpus = shares["corpus"].iloc[0]

@@ -78,6 +78,7 @@ from tqdm.auto import tqdm
 
 from headatlas.analyses.base import Analysis, register
 from headatlas.analyses.result import Result
+from headatlas.claims import MARGIN, Claim, holds_if
 from headatlas.corpora.records import Sentence, read_jsonl
 from headatlas.errors import HeadAtlasError, StoreError
 from headatlas.heads import ATTENTION_ONLY, Column, HeadColumns, head_index
@@ -1043,8 +1044,8 @@ def test_sets(table: pd.DataFrame) -> list[str]:
 
 
 def paper_claims(table: pd.DataFrame, edges: pd.DataFrame | None = None,
-                 random_entropy: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Table 3's and Coenen et al.'s findings judged on our probes (:class:`~headatlas.claims.Claim` rows).
+                 random_entropy: pd.DataFrame | None = None) -> list[Claim]:
+    """Table 3's and Coenen et al.'s findings judged on our probes (:class:`~headatlas.claims.Claim` records).
 
     A "beats" claim holds when the first probe's mean UAS over seeds is at
     least :data:`~headatlas.claims.MARGIN` points above the second's on every
@@ -1064,9 +1065,13 @@ def paper_claims(table: pd.DataFrame, edges: pd.DataFrame | None = None,
     ``entropy`` table of the random-encoder twin
     (:class:`~headatlas.analyses.surface.Entropy`); without it the table's
     ``attention_entropy`` columns are read, if any.
-    """
-    from headatlas.claims import MARGIN, Claim, claims_table, holds_if
 
+    Returns
+    -------
+    list[Claim]
+        One :class:`~headatlas.claims.Claim` per finding
+        (:func:`~headatlas.claims.claims_table` makes them a ``paper_claims.csv`` table).
+    """
     sets = test_sets(table)
     probes = table.set_index("probe")
     names = dict(zip(PAPER_TABLE3["probe"], PAPER_TABLE3["paper_name"]))
@@ -1110,7 +1115,7 @@ def paper_claims(table: pd.DataFrame, edges: pd.DataFrame | None = None,
             f"accuracy on balanced pairs (mean over seeds) >= {PAPER_EDGE_ACCURACY - EDGE_TOLERANCE:.1f}% "
             f"({EDGE_TOLERANCE:g} points below the paper's) on every test set",
             f"attention of {edges['attention'].iloc[0]}" + (f"; for contrast: {contrast}" if contrast else "")))
-    return claims_table(claims)
+    return claims
 
 
 def random_maps_uniform(table: pd.DataFrame, sets: Sequence[str],
@@ -1175,8 +1180,6 @@ def random_maps_uniform(table: pd.DataFrame, sets: Sequence[str],
 
 def _pretraining_claim(compared, names: dict, paper: dict, uniform: tuple[str, str | None]):
     """"The syntax comes from pre-training", judged against the random encoder and Distances + GloVe."""
-    from headatlas.claims import MARGIN, Claim, holds_if
-
     facts, degenerate = uniform
     vs_random, ahead_random = compared("attn_glove", "random_attn_glove")
     vs_distances, ahead_distances = compared("attn_glove", "distances_glove")

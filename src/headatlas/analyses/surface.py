@@ -29,8 +29,8 @@ import pandas as pd
 
 from headatlas.analyses.base import Analysis, describe, register, store_provenance
 from headatlas.analyses.result import Result
-from headatlas.claims import (PAPER_LAYERS, Claim, claims_table, depth_layers, depth_text, holds_if,
-                              pct, span_text, verdict)
+from headatlas.claims import (PAPER_LAYERS, Claim, depth_layers, depth_text, holds_if, pct, span_text,
+                              verdict)
 from headatlas.heads import Column, HeadColumns, head_name, head_table
 from headatlas.store.example import Example
 
@@ -365,7 +365,7 @@ ENTROPY_TOLERANCE = 0.10
 
 
 def paper_claims(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFrame,
-                 n_layers: int | None = None) -> pd.DataFrame:
+                 n_layers: int | None = None) -> list[Claim]:
     """Clark et al.'s §3 claims beside our measured values, each with a verdict and its rule.
 
     Layer ranges the paper states for BERT-base (12 layers) are read as relative
@@ -380,7 +380,9 @@ def paper_claims(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFrame
 
     Returns
     -------
-    DataFrame of :class:`~headatlas.claims.Claim` records (:func:`~headatlas.claims.claims_table`).
+    list[Claim]
+        One :class:`~headatlas.claims.Claim` per claim
+        (:func:`~headatlas.claims.claims_table` makes them a ``paper_claims.csv`` table).
     """
     n_layers = int(rel["layer"].max()) if n_layers is None else n_layers
     early, deep, middle = (depth_layers(a, b, n_layers) for a, b in ((1, 4), (9, 12), (6, 10)))
@@ -458,4 +460,4 @@ def paper_claims(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFrame
               f"of the layers <= {pct(MAX_WEIGHT)} (not applicable if there are none)",
               f"{depth}{span_text(early)}" if depth else ""),
     ]
-    return claims_table(claims)
+    return claims

@@ -51,8 +51,8 @@ import pandas as pd
 
 from headatlas.analyses.base import Analysis, describe, register
 from headatlas.analyses.result import Result
-from headatlas.claims import (MARGIN, NOT_APPLICABLE, PAIRED_RULE, Claim, beats_paired, claims_table,
-                              difference_text, holds_if, verdict)
+from headatlas.claims import (MARGIN, NOT_APPLICABLE, PAIRED_RULE, Claim, beats_paired, difference_text,
+                              holds_if, verdict)
 from headatlas.corpora.records import Sentence, read_jsonl
 from headatlas.errors import StoreError
 from headatlas.heads import Column, HeadColumns, head_name
@@ -793,8 +793,8 @@ DIFF = ("diff", "diff_low", "diff_high")  # head minus offset (points) and its p
 OVERALL_MAX = 50.0  # "no single head does well at syntax overall": the best 'all' accuracy is below this
 
 
-def paper_claims(table: pd.DataFrame, corpus: str) -> pd.DataFrame:
-    """Table 1's findings, row by row, judged on one treebank (:class:`~headatlas.claims.Claim` rows).
+def paper_claims(table: pd.DataFrame, corpus: str) -> list[Claim]:
+    """Table 1's findings, row by row, judged on one treebank (:class:`~headatlas.claims.Claim` records).
 
     For each of the paper's rows the claim is what the paper found: where its
     best head is >= 5 points above its best offset, "a head beats the offset
@@ -810,6 +810,12 @@ def paper_claims(table: pd.DataFrame, corpus: str) -> pd.DataFrame:
     counted wrong, under :data:`OVERALL_MAX` %).
 
     ``table`` is :func:`table1`; ``corpus`` names the treebank (part of each id).
+
+    Returns
+    -------
+    list[Claim]
+        One :class:`~headatlas.claims.Claim` per finding
+        (:func:`~headatlas.claims.claims_table` makes them a ``paper_claims.csv`` table).
     """
     claims = []
     rows = table[table["paper_relation"].notna()]
@@ -844,7 +850,7 @@ def paper_claims(table: pd.DataFrame, corpus: str) -> pd.DataFrame:
             f"clark.t1.{corpus}.overall", CLARK_T1, f"no single head does well at syntax overall ({corpus})",
             "best head 34.5% of all words (7-6)", f"best head {acc:.1f}% ({overall['head'].iloc[0]})",
             verdict(acc < OVERALL_MAX), f"best head's accuracy on all words, root counted wrong, < {OVERALL_MAX:g}%"))
-    return claims_table(claims)
+    return claims
 
 
 # --- the honest regime --------------------------------------------------------------------

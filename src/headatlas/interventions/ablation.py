@@ -46,7 +46,7 @@ import torch
 from tqdm.auto import tqdm
 
 from headatlas.analyses.headtypes import NO_TYPES
-from headatlas.claims import undefined
+from headatlas.claims import Claim, holds_if, undefined
 from headatlas.errors import HeadAtlasError
 from headatlas.tasks import TASKS, Task, get_task, task_of_metric
 
@@ -456,8 +456,8 @@ PAPER_READING = ("the paper's shares are of the unablated SQuAD score; a SQuAD m
                  "floor measured with every head pruned")
 
 
-def paper_claims(table: pd.DataFrame, task: str | Task | None = None) -> pd.DataFrame:
-    """Guan et al.'s ablation findings judged on our grid (:class:`~headatlas.claims.Claim` rows).
+def paper_claims(table: pd.DataFrame, task: str | Task | None = None) -> list[Claim]:
+    """Guan et al.'s ablation findings judged on our grid (:class:`~headatlas.claims.Claim` records).
 
     ``table`` is :func:`run_grid` (as read back from ``ablation.csv``). Each
     claim is judged on the share of what attention gives that the variant keeps,
@@ -470,9 +470,13 @@ def paper_claims(table: pd.DataFrame, task: str | Task | None = None) -> pd.Data
     measurable: any share of it is noise), a model below its task's untrained floor
     (``task``, default: the task of the table's headline metric,
     :func:`headatlas.tasks.task_of_metric`).
-    """
-    from headatlas.claims import Claim, claims_table, holds_if
 
+    Returns
+    -------
+    list[Claim]
+        One :class:`~headatlas.claims.Claim` per finding
+        (:func:`~headatlas.claims.claims_table` makes them a ``paper_claims.csv`` table).
+    """
     metric = next(c for c in table.columns if c.endswith("_pct_of_unablated")
                   and not c.startswith("paper_")).removesuffix("_pct_of_unablated")
     rows = table.assign(paper_id=table["paper_id"].astype(str).str.replace(r"\.0$", "", regex=True)) \
@@ -510,7 +514,7 @@ def paper_claims(table: pd.DataFrame, task: str | Task | None = None) -> pd.Data
             f"attention contributes nothing measurable{_untrained_rule()})",
             "; ".join(filter(None, [untrained, missing and f"not applicable: {missing}", PAPER_READING,
                                     f"no re-training; paper: {PAPER_MODEL}"]))))
-    return claims_table(claims)
+    return claims
 
 
 def _measured(metric: str, score: float, unablated: float, floors: dict[str, float], changed: int) -> str:

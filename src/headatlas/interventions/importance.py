@@ -556,8 +556,8 @@ def chance_gains(n: int, side: float = 0.025, alpha: float = 0.05) -> int:
     return k
 
 
-def claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, base: float,
-           metric: str, tolerance: float, note: str, task: str | Task | None = None) -> list[Claim]:
+def paper_claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, base: float,
+                 metric: str, tolerance: float, note: str, task: str | Task | None = None) -> list[Claim]:
     """Kovaleva et al.'s and Michel et al.'s claims about disabling heads, beside ours.
 
     ``task``: the registered task scored; when the intact ``metric`` is below its
@@ -566,6 +566,12 @@ def claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, base
     the intact score is less than :data:`headatlas.interventions.ablation.MIN_CONTRIBUTION` point above the
     score with every head removed (the pruning curves' 100%): attention contributes nothing
     measurable, so every head is "harmless" and "prunable" whatever the heads do (issue 23 item 1).
+
+    Returns
+    -------
+    list[Claim]
+        One :class:`~headatlas.claims.Claim` per finding
+        (:func:`~headatlas.claims.claims_table` makes them a ``paper_claims.csv`` table).
     """
     from dataclasses import replace
 
@@ -692,7 +698,8 @@ def run_experiments(task: HeadTask, shares: Sequence[float], seeds: Sequence[int
                f"({n_boot} resamples); importance I_h = E|dL/dxi_h| normalised per layer (l2); "
                f"pruning in {len(shares)} steps, random order over seeds {list(seeds)}. Paper: "
                "Kovaleva et al. 2019 and Michel et al. 2019 on BERT-base fine-tuned on GLUE.")
-    found = claims(heads, layers, curves, scorer.base.value, task.metric, tolerance, note, task.definition)
+    found = paper_claims(heads, layers, curves, scorer.base.value, task.metric, tolerance, note,
+                         task.definition)
     return Result(tables={"heads": heads, "layers": layers, "curves": curves, "summary": summary},
                   claims=found, attrs={"task": task.definition.name if task.definition else None,
                                        "metric": task.metric, "caption": caption})

@@ -1,15 +1,16 @@
 """The scorecard: every paper claim of every configured model in one table.
 
-Each analysis writes its claims as :class:`~headatlas.claims.Claim` rows to a
-``paper_claims.csv`` under ``<results>/<model>/``; :func:`collect` reads all of
-them (whatever analyses exist: a new analysis joins by writing such a file),
+Each analysis writes its claims as :class:`~headatlas.claims.Claim` rows to a claims table
+under ``<results>/<model>/`` (``paper_claims.csv``, declared with ``claims(...)`` in its rules);
+:func:`collect` reads every declared one (whatever analyses exist: a new analysis joins by
+declaring its claims table),
 :func:`scorecard` puts the models side by side — a row per claim, the paper's
 number, then per model our number and the verdict, with the rule that decided
 it — :func:`by_weighting` folds each claim's norm-weighted twin into the same row (a
 column per model and weighting) and :func:`to_html` renders that for the report. Nothing in
 it is typed by hand: every cell comes from a claims file.
 
-Light module (pandas only): the workflow imports it when the Snakefile is parsed.
+Read by the scorecard rule (workflow/rules/scorecard.smk) and the findings page.
 """
 
 from __future__ import annotations
@@ -30,11 +31,6 @@ NORM_TAG = " [norm weighting]"
 LONG_COLUMNS = ("model", *COLUMNS, "where")
 ABSENT = "not run for this model"
 COLOURS = {HOLDS: "#d9f2d9", FAILS: "#f8d7d5", NOT_APPLICABLE: "#eeeeee"}
-
-
-def is_claims_file(path) -> bool:
-    """Whether ``path`` is a claims table (:data:`CLAIMS_FILE`)."""
-    return Path(path).name == CLAIMS_FILE
 
 
 def is_norm_folder(where: str) -> bool:
