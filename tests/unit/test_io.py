@@ -45,3 +45,45 @@ def test_a_killed_writers_partial_file_is_removed_by_the_next_write(tmp_path):
     with atomic_open(tmp_path / "table.csv") as handle:
         handle.write("whole")
     assert not stale.exists() and alive.exists() and (tmp_path / "table.csv").read_text() == "whole"
+
+
+def test_a_full_disk_names_the_file_and_the_free_space_and_leaves_nothing(tmp_path):
+    import errno
+
+    from headatlas.io import DiskFullError
+
+    target = tmp_path / "table.csv"
+    with pytest.raises(DiskFullError, match=r"table\.csv: not written, the disk is full \(.* free"):
+        with atomic_open(target) as handle:
+            handle.write("a")
+            raise OSError(errno.ENOSPC, "No space left on device")
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_extraction_the_disk_cannot_hold_is_refused_before_any_work(tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    from headatlas.io import DiskFullError, check_free_space
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 10**12 - 5 * 10**8, 5 * 10**8))
+    check_free_space(tmp_path / "attention", 4 * 10**8)
+    with pytest.raises(DiskFullError, match=r"needs about 2\.60 GB .* the disk has 0\.50 GB free"):
+        check_free_space(tmp_path / "attention", 2.6e9)
+
+
+def test_a_store_that_fills_the_disk_says_so_and_leaves_nothing(tmp_path, monkeypatch):
+    import errno
+
+    from headatlas.io import DiskFullError
+    from headatlas.store.writer import StoreWriter
+    from tests.unit.test_store import write
+
+    def full(dataset, values):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(StoreWriter, "_append", staticmethod(full))
+    with pytest.raises(DiskFullError, match=r"shard-0\.h5: not written, the disk is full"):
+        write(tmp_path / "shard-0.h5", [4, 6])
+    assert not list(tmp_path.iterdir())

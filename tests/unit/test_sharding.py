@@ -132,9 +132,9 @@ def coref_tables(corpora):
     documents = {i: coref.CorefDocument(d.id, d.split, d.words, coref.document_mentions(d))
                  for i, d in enumerate(docs)}
     results = both("coref", corpora, store="docs", documents=documents)
-    accuracy = [coref.accuracy_tables(r.table, paths["docs", k], select_split="train", eval_split="test",
+    accuracy = [coref.accuracy_tables(r.table, r.provenance, select_split="train", eval_split="test",
                                       n_boot=200, seed=0, max_length=64)
-                for r, k in zip(results, (1, N_SHARDS))]
+                for r in results]
     return results, accuracy
 
 

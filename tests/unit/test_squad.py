@@ -208,3 +208,27 @@ def test_ablation_evaluator_describes_the_windows(tiny_qa):
                          "context sentences split at . ! ? before a capital")
     scores = evaluate(plan(torch.zeros((2, 2), dtype=torch.long)))
     assert set(scores) == {"exact_match", "f1"}
+
+
+def test_a_misaligned_answer_is_named_by_its_json_path_and_stops_a_strict_read(tmp_path, caplog):
+    path = tmp_path / "shifted.json"
+    path.write_text(json.dumps(_v11({"id": "q7", "question": "?",
+                                     "answers": [{"text": "Paris", "answer_start": 0},
+                                                 {"text": "big", "answer_start": 3}]})))
+    with caplog.at_level(logging.WARNING):
+        read_squad(path)
+    assert "1 of 2 answer(s) not found at their answer_start: data[0].paragraphs[0].qas[0].answers[1] " \
+           "(id q7): 'big' is not at 3 ('is ' is)" in caplog.text
+    with pytest.raises(CorpusFormatError, match=r"(?s)qas\[0\]\.answers\[1\].*correct each answer_start"):
+        read_squad(path, strict=True)
+
+
+def test_the_strict_option_reaches_the_reader_and_not_the_evaluator(tmp_path):
+    from headatlas.tasks import TASKS
+
+    squad = TASKS["squad"]
+    path = tmp_path / "shifted.json"
+    path.write_text(json.dumps(_v11({"id": "q", "question": "?", "answers": [{"text": "big", "answer_start": 3}]})))
+    with pytest.raises(CorpusFormatError):
+        squad.read(path, {"strict": True, "stride": 128})
+    assert squad.code_options({"strict": True, "stride": 128}) == {"stride": 128}

@@ -59,6 +59,23 @@ def test_incomplete_store_is_refused(tmp_path):
         Store(path)
 
 
+def test_a_store_without_checksums_is_refused_unless_asked_for(tmp_path, monkeypatch):
+    """A version-2 store (older code: no checksums) is not read silently."""
+    from headatlas.store import schema
+
+    path = tmp_path / "old.h5"
+    monkeypatch.setattr(schema, "CHECKSUMS", False)  # what older code wrote
+    write(path, [4, 6])
+    monkeypatch.setattr(schema, "CHECKSUMS", True)
+    with pytest.raises(StoreError, match=r"schema version 2, written by older code without checksums"
+                                         r".*snakemake --cores all --force .*HEADATLAS_READ_UNCHECKED=1"):
+        Store(path)
+    monkeypatch.setattr(schema, "READ_UNCHECKED", True)
+    with pytest.warns(UserWarning, match="read as it is"):
+        with Store(path) as store:
+            assert len(store) == 2 and not store.checksums
+
+
 def test_missing_and_wrong_shape(tmp_path):
     with pytest.raises(StoreError, match="no such attention store"):
         Store(tmp_path / "nope.h5")
@@ -96,7 +113,7 @@ def test_shards_holding_the_same_record_are_refused(tmp_path):
 
 
 def test_pick_example_by_index_or_shortest_readable(tmp_path):
-    from headatlas.store.reader import pick_example
+    from headatlas.store.maps import pick_example
 
     write(tmp_path / "a.h5", [30, 5], start=0)
     write(tmp_path / "b.h5", [26, 40], start=2)
@@ -132,6 +149,12 @@ def test_an_extracted_store_has_exactly_the_documented_schema(tiny_model, tmp_pa
         for name in f:
             assert f[name].dtype == dataset_dtype(name), name
         assert sorted(f.attrs) == sorted(a.name for a in ATTRIBUTES)
+        # the size extraction predicts (to check the free space first) is its maps and norms
+        maps = sum(f[name].nbytes for name in ("attn", "value_norms", "norm_map") if name in f)
+        lengths = np.diff(f["tok_offsets"][:])
+        from headatlas.store.schema import store_bytes
+
+        assert store_bytes(lengths, 2, 2, norms="norm_map" in f) == maps
 
 
 def test_a_batch_write_equals_writing_each_example(tmp_path):

@@ -39,8 +39,10 @@ def test_every_task_names_code_that_exists_and_takes_its_settings(name):
     takes = keywords(evaluator)
     assert set(task.settings) <= takes, f"{task.evaluator} lacks {set(task.settings) - takes}"
     schema = ablation_schema()
-    if task.options:
-        assert set(schema[task.options]["properties"]) <= takes
+    if task.options:  # every entry of its section is the evaluator's, or the reader's
+        section = set(schema[task.options]["properties"])
+        assert section - set(task.reader_options) <= takes
+        assert set(task.reader_options) <= section & set(inspect.signature(reader).parameters)
     assert task.data_option in schema
     import transformers
 

@@ -290,15 +290,18 @@ def downgrade_to_version_1(path):
         f.attrs["schema_version"] = 1
 
 
-def test_version_1_store_serves_attention_and_names_the_fix_for_norms(tiny_model, tmp_path):
+def test_version_1_store_serves_attention_and_names_the_fix_for_norms(tiny_model, tmp_path, monkeypatch):
     from headatlas.analyses import surface  # noqa: F401
     from headatlas.analyses.base import run_analysis
     from headatlas.encoders.extract import extract
+    from headatlas.store import schema
 
     path = tmp_path / "old.h5"
     extract(tiny_model, SENTENCES, path, max_length=64, progress=False)
     downgrade_to_version_1(path)
-    result = run_analysis("entropy", path, progress=False)
+    monkeypatch.setattr(schema, "READ_UNCHECKED", True)  # schema 1 has no checksums: read on request
+    with pytest.warns(UserWarning, match="read as it is"):
+        result = run_analysis("entropy", path, progress=False)
     assert result.provenance["schema_version"] == 1 and len(result.table) == 4
     with pytest.raises(StoreError) as err:
         run_analysis("entropy", path, progress=False, weighting="norm")

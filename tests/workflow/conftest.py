@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import FIXTURES, ROOT, make_tiny_encoder, make_tiny_model
+from tests.conftest import ROOT, make_tiny_encoder
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 RELS = ["det", "amod", "nsubj", "obj", "case", "nmod:poss", "advmod", "compound"]
@@ -42,29 +42,26 @@ def write_treebank(path: Path, n_docs: int = 3, per_doc: int = 6, seed: int = 0)
     path.write_text("\n".join(lines) + "\n")
 
 
+TOY = ROOT / ".test"  # the toy configuration a user runs by hand (snakemake --directory .test)
+
+
 def tiny_config(root: Path) -> dict:
-    return {
-        "mirror": None,
-        # A second family: byte-level BPE, <s> A </s></s> B </s>, no token types, positions offset by 2.
-        "models": {"tiny": {"path": str(root / "tiny-bert")}, "tiny_roberta": {"path": str(root / "tiny-roberta")}},
-        "corpora": {
-            "wikipedia": {"kind": "segments", "path": str(FIXTURES / "tiny" / "wiki.json"),
-                          "n_segments": 6, "seed": 0},
-            "tb": {"kind": "treebank", "format": "conllu", "path": str(root / "tb.conllu")},
-            "tb_docs": {"kind": "documents", "from": "tb"},
-            "tb_windows": {"kind": "documents", "from": "tb", "cover": "windows", "stride": 16},
-        },
-        "extraction": {"max_length": 48, "batch_size": 4, "threads": 1},
-        "surface": {"corpus": "wikipedia"},
-        "syntax": {"key_relations": ["det", "obj", "nmod:poss", "aux:pass"]},  # aux:pass: absent -> note
-        "finetune": {"models": ["tiny"], "corpus": "tb", "max_steps": 4, "batch_size": 4,
-                     "eval_every": 2, "max_length": 48, "threads": 1},
-        "ablation": {"task": "upos", "model": "tiny", "batch_size": 8, "threads": 1},
-        "patterns": {"corpora": ["wikipedia", "tb"]},  # labels: the packaged MiniLM maps
-        "importance": {"seeds": [0, 1], "max_examples": 12, "batch_size": 8, "threads": 1,
-                       "bootstrap": {"n": 100, "seed": 0}},
-        "plots": {"formats": ["svg", "pdf"]},  # every figure also as PDF, and caption-free
-    }
+    """`.test/config.yaml` with its files in ``root`` (tiny_folder copies them there), plus what
+    the workflow tests check on top of it: a second family (byte-level BPE, <s> A </s></s> B </s>,
+    no token types, positions offset by 2), documents cut into windows, a key relation absent
+    from the treebank (a note), one thread per job and every figure also as PDF."""
+    config = yaml.safe_load((TOY / "config.yaml").read_text())
+    config["models"]["tiny"]["path"] = str(root / "tiny-bert")
+    config["models"]["tiny_roberta"] = {"path": str(root / "tiny-roberta")}
+    corpora = config["corpora"]
+    corpora["wikipedia"]["path"] = str(root / "wiki.json")
+    corpora["tb"]["path"] = str(root / "tb.conllu")
+    corpora["tb_windows"] = {"kind": "documents", "from": "tb", "cover": "windows", "stride": 16}
+    config["syntax"]["key_relations"].append("aux:pass")
+    for section in ("extraction", "finetune", "ablation", "importance"):
+        config[section]["threads"] = 1
+    config["plots"] = {"formats": ["svg", "pdf"]}  # labels of patterns: the packaged MiniLM maps
+    return config
 
 
 def copy_workflow(target: Path) -> None:
@@ -89,9 +86,10 @@ def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.Compl
 def tiny_folder(root: Path, config: dict | None = None, n_docs: int = 3) -> Path:
     """``root`` with the workflow, the tiny models and treebank, and ``config`` (default: the tiny one)."""
     copy_workflow(root)
-    make_tiny_model(root / "tiny-bert", layers=2, heads=2)
+    shutil.copytree(TOY / "models" / "tiny-bert", root / "tiny-bert")  # make_tiny_model(layers=2, heads=2)
+    shutil.copy2(TOY / "corpora" / "wiki.json", root / "wiki.json")
     make_tiny_encoder(root / "tiny-roberta", "roberta", layers=2, heads=2)
-    write_treebank(root / "tb.conllu", n_docs=n_docs)
+    write_treebank(root / "tb.conllu", n_docs=n_docs)  # n_docs=3: .test/corpora/tiny.conllu
     (root / "config.yaml").write_text(yaml.safe_dump(config or tiny_config(root)))
     return root
 

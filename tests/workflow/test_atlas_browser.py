@@ -307,3 +307,25 @@ def test_atlas_page_in_chromium(browser, tiny_workflow, tmp_path):
     check_in_report_frame(browser, tiny_workflow / "results", tmp_path)
     print(f"checked {checked}, and in a report frame; screenshots in {tmp_path}")
     assert (tmp_path / "atlas_attention.png").stat().st_size > 10_000
+
+
+def test_a_corpus_word_cannot_break_the_page(browser, tiny_workflow, tmp_path):
+    """Words go into the page's embedded JSON: one that opens a comment or a script element
+    inside it (``<!--<script>``, ``</script>``) must leave the grid, the table and the card."""
+    from headatlas.report.atlas_page import script_json
+
+    text = (tiny_workflow / "results" / "atlas.html").read_text(encoding="utf-8")
+    start = text.index('id="atlas-data">') + len('id="atlas-data">')
+    end = text.index("</script>", start)
+    data = json.loads(text[start:end])
+    payload = ["The", "<!--<script>", "cat", "</script>", "&amp;", "\u2028", "mat", "."]
+    examples = [e for m in data["models"] for e in m["examples"]]
+    assert examples, "the tiny page has no example to put the words in"
+    for example in examples:
+        example["words"] = (payload * len(example["words"]))[:len(example["words"])]
+    (tmp_path / "results").mkdir()
+    shutil.copytree(tiny_workflow / "results" / "tiny", tmp_path / "results" / "tiny")
+    (tmp_path / "results" / "atlas.html").write_text(text[:start] + script_json(data) + text[end:],
+                                                     encoding="utf-8")
+    check_atlas_page(browser, tmp_path / "results", tmp_path, model="tiny")
+    assert browser.js("document.querySelectorAll('#heads-table tbody tr').length") > 0

@@ -90,7 +90,7 @@ use rule store_analysis as toy with:
         stores=stores,
         code=analysis_code("toy"),
     output:
-        heads=TOY.heads("first_token.csv", "headatlas.analyses.toy:first_token"),
+        heads=TOY.heads("first_token.csv"),
         claims=TOY.claims("paper_claims.csv"),
         figure=TOY.figure("first_token.svg"),
     log:

@@ -45,18 +45,11 @@ rule ablation:
     resources:
         mem_mb=2000,  # measured: 0.93 GB peak for the MiniLM-L6 tagger
     params:
-        task=ABLATION["task"],
-        base=ablation_plan("base"),
-        spec=ablation_plan("spec"),
-        types_source=ablation_plan("types_source"),
-        types_own=ablation_plan("types_own"),
-        corpus=ablation_plan("corpus"),
-        split=ABLATION["split"],
-        renormalise=ABLATION["renormalise"],
-        batch_size=ABLATION["batch_size"],
-        max_examples=ABLATION["max_examples"],
-        max_length=ablation_plan("max_length"),
-        squad=ABLATION["squad"],
+        **pick(ABLATION, "task", "split", "renormalise", "batch_size", "max_examples"),
+        **pick(ABLATION, "squad"),
+        **ablation_plan(
+            "base", "spec", "types_source", "types_own", "corpus", "max_length"
+        ),
     script:
         "../scripts/ablation_grid.py"
 

@@ -14,9 +14,16 @@ ATLAS = AtlasPlan(
     declared_heads,
     lambda model: planned_heads().get(model, []),
     planned_paths,
-    store_shards,
+    map_shards,
 )
-ATLAS_REPORT = {"category": "Head atlas", "subcategory": "{model}"}
+HEAD_ATLAS = Results(
+    "atlas",
+    f"{RESULTS}/{{model}}",
+    labels=lambda text: {"model": "{model}", "result": text},
+    category="Head atlas",
+    model=ATLAS.asked,
+)
+ATLAS_PAGE = HEAD_ATLAS.at(RESULTS, final=lambda model: bool(ATLAS.models()))
 # The page's examples (PAGE_OPTIONS): per (model, corpus) 2, each at most 40 words. The page's
 # size is about models with stores x corpora x examples x layers x heads x 2 weightings x
 # max_units^2 bytes, x 4/3 for base64 (3.1 MB at most for the default run's MiniLM).
@@ -27,17 +34,9 @@ rule atlas_heads:
         tables=lambda wildcards: ATLAS.inputs(wildcards.model),
         code=lambda wildcards: code("atlas_heads.py", *ATLAS.modules()),
     output:
-        heads=report(
-            f"{RESULTS}/{{model}}/heads.csv",
-            caption="../report/atlas_heads.rst",
-            labels={"model": "{model}", "result": "one profile per head"},
-            **ATLAS_REPORT,
-        ),
-        columns=report(
-            f"{RESULTS}/{{model}}/heads_columns.csv",
-            caption="../report/atlas_columns.rst",
-            labels={"model": "{model}", "result": "column dictionary"},
-            **ATLAS_REPORT,
+        heads=HEAD_ATLAS.table("heads.csv", "atlas_heads", "one profile per head"),
+        columns=HEAD_ATLAS.table(
+            "heads_columns.csv", "atlas_columns", "column dictionary"
         ),
     log:
         logs("atlas/{model}/heads"),
@@ -57,16 +56,18 @@ rule atlas_heads:
 
 rule atlas_page:
     input:
-        heads=lambda wildcards: [f"{RESULTS}/{m}/heads.csv" for m in ATLAS.models()],
+        heads=lambda wildcards: [
+            output_of("atlas_heads", "heads", model=m) for m in ATLAS.models()
+        ],
         columns=lambda wildcards: [
-            f"{RESULTS}/{m}/heads_columns.csv" for m in ATLAS.models()
+            output_of("atlas_heads", "columns", model=m) for m in ATLAS.models()
         ],
         stores=lambda wildcards: ATLAS.store_files(),
         code=code("atlas_page.py"),
     output:
         # Not embedded in the report (up to 3.4 MB, a third of its size budget): the landing page
         # links to it, beside the report in the results folder.
-        f"{RESULTS}/atlas.html",
+        ATLAS_PAGE.table("atlas.html", in_report=False),
     log:
         logs("atlas/page"),
     benchmark:
@@ -79,6 +80,3 @@ rule atlas_page:
         options=PAGE_OPTIONS,
     script:
         "../scripts/atlas_page.py"
-
-
-FINAL_TARGETS["atlas"] = ATLAS.targets

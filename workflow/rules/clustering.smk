@@ -19,6 +19,7 @@ use rule store_analysis as clustering_distances with:
         table=HEAD_CLUSTERS.table(
             "distances.csv", "clustering_distances", "head distances (JS)", final=False
         ),
+        provenance=f"{HEAD_CLUSTERS.folder}/distances.provenance.json",
     log:
         logs("clustering{weighting}/{model}/{corpus}/distances"),
     benchmark:
@@ -36,7 +37,7 @@ rule clustering_mds:
     input:
         unpack(surface_tables),
         distances=rules.clustering_distances.output.table,
-        stores=stores,
+        provenance=rules.clustering_distances.output.provenance,
         code=code("clustering_mds.py"),
     output:
         coordinates=HEAD_CLUSTERS.heads(
@@ -50,10 +51,7 @@ rule clustering_mds:
     conda:
         ENV
     params:
-        seed=CLUSTERING["seed"],
-        average=CLUSTERING["average"],
-        max_examples=CLUSTERING["max_examples"],
-        weighting=weighting,
+        **pick(CLUSTERING, "seed", "average"),
     script:
         "../scripts/clustering_mds.py"
 
@@ -77,8 +75,6 @@ rule clustering_structure:
     conda:
         ENV
     params:
-        seed=CLUSTERING["seed"],
-        n_permutations=CLUSTERING["n_permutations"],
-        average=CLUSTERING["average"],
+        **pick(CLUSTERING, "seed", "n_permutations", "average"),
     script:
         "../scripts/clustering_structure.py"

@@ -22,6 +22,7 @@ from headatlas.pipeline.fingerprints import (
     write_if_changed,
 )
 from headatlas.pipeline.plan import plan
+from headatlas.pipeline.streams import planned_runs
 from headatlas.plots.files import figure_files
 from headatlas.weightings import SUFFIX_PATTERN, weighting_of_suffix
 
@@ -34,6 +35,9 @@ CORPORA = config["corpora"]
 EXTRACTION = config["extraction"]
 ENV = "../../envs/headatlas.yaml"
 STORE = f"{RESULTS}/{{model}}/{{corpus}}/attention/shard-{{shard}}.h5"
+# fused mode (`extraction.mode`): the analyses' states instead of the store, and a few maps
+STATES = f"{RESULTS}/{{model}}/{{corpus}}/states/shard-{{shard}}.h5"
+EXEMPLARS = f"{RESULTS}/{{model}}/{{corpus}}/attention/exemplars-{{shard}}.h5"
 
 for omission in PLAN.omitted:
     logger.info(str(omission))
@@ -61,6 +65,11 @@ def labelled(**labels):
 def one_of(names):
     """A wildcard constraint matching exactly these names (nothing if empty)."""
     return "|".join(map(re.escape, names)) if names else "(?!x)x"
+
+
+def pick(section, *keys):
+    """Keys of a config section as a rule's params, by their config names (``**pick(...)``)."""
+    return {key: section[key] for key in keys}
 
 
 def logs(name):
@@ -167,15 +176,78 @@ def corpus_file(wildcards):
     return f"{DATA}/corpora/{wildcards.corpus}.jsonl"
 
 
-def store_shards(model, corpus):
+def shards(pattern, model, corpus):
     return [
-        STORE.format(model=model, corpus=corpus, shard=i)
+        pattern.format(model=model, corpus=corpus, shard=i)
         for i in range(EXTRACTION["shards"])
     ]
 
 
+def store_shards(model, corpus):
+    """What the analyses of (model, corpus) stream: its store, or in fused mode the states its
+    extraction wrote (headatlas.pipeline.streams.job_result reads either)."""
+    return shards(STATES if PLAN.fused(model) else STORE, model, corpus)
+
+
 def stores(wildcards):
     return store_shards(wildcards.model, wildcards.corpus)
+
+
+def map_shards(model, corpus):
+    """Where maps of (model, corpus) can be read: its store, or in fused mode its exemplars."""
+    return shards(EXEMPLARS if PLAN.fused(model) else STORE, model, corpus)
+
+
+def maps(wildcards):
+    """The inputs of a figure that draws maps (headatlas.pipeline.streams.figure_maps): the
+    stores, and in fused mode the exemplars, with the model and corpus to extract an example
+    they lack."""
+    fused = PLAN.fused(wildcards.model)
+    return {
+        "stores": stores(wildcards),
+        "exemplars": (map_shards(wildcards.model, wildcards.corpus) if fused else []),
+        "model": model_inputs(wildcards) if fused else [],
+        "corpus": corpus_file(wildcards),
+    }
+
+
+# What figure_maps needs to extract an example again (fused mode).
+MAPS_PARAMS = {
+    "spec": lambda wildcards: MODELS[wildcards.model],
+    "max_length": EXTRACTION["max_length"],
+}
+
+
+# The rules that extract: a walk for the streaming jobs stops there.
+EXTRACTION_RULES = ("extract", "extract_temp", "fused_extract")
+
+
+@functools.cache
+def fused_runs():
+    """(model, corpus) -> every streaming job the run's targets need, as a fused extraction
+    runs it (headatlas.pipeline.streams.planned_runs); found once, when the DAG is built.
+    """
+    targets = [*all_outputs(), *planned_paths()]
+    return planned_runs(workflow.rules, targets, stop=EXTRACTION_RULES)
+
+
+def runs_of(wildcards):
+    return fused_runs().get((wildcards.model, wildcards.corpus), [])
+
+
+def exemplars_wanted(wildcards):
+    """The examples a fused extraction keeps beside its sample: the one Fig. 1 names."""
+    example = config["surface"]["example"]
+    surface = wildcards.corpus == PLAN.surface_corpus and example is not None
+    return [example] if surface else []
+
+
+def run_files(wildcards):
+    """The data files of the runs (a treebank, coreference documents) a fused extraction joins."""
+    files = [f for run in runs_of(wildcards) for f in run["files"].values()]
+    flat = [f for f in files if isinstance(f, str)]
+    flat += [x for f in files if not isinstance(f, str) for x in f]
+    return sorted(set(flat))
 
 
 def optional(path):
@@ -325,11 +397,11 @@ class Results:
     the folder shares (e.g. ``final``)."""
 
     def __init__(
-        self, name, folder, module=None, labels=None, entry=None, **declaration
+        self, name, folder, atlas_module=None, labels=None, entry=None, **declaration
     ):
         targets(name, **declaration)
         self.name, self.folder = name, folder
-        self.module = module or f"headatlas.analyses.{name}"
+        self.module = atlas_module or f"headatlas.analyses.{name}"
         self.labels, self.entry = labels or self.default_labels, entry or {}
 
     def at(self, folder, labels=None, **entry):
@@ -562,9 +634,12 @@ def ablation_types(wildcards):
     )
 
 
-def ablation_plan(attribute):
-    """A param read from PLAN.ablation when a job needs it (the plan is None when off)."""
-    return lambda wildcards: getattr(PLAN.ablation, attribute)
+def ablation_plan(*attributes):
+    """Params read from PLAN.ablation when a job needs them (the plan is None when off)."""
+    return {
+        name: (lambda wildcards, name=name: getattr(PLAN.ablation, name))
+        for name in attributes
+    }
 
 
 # --- which heads matter: the tables beside the importance (importance.smk) -------------------------
@@ -633,7 +708,7 @@ def planned_paths():
         path
         for model in MODELS
         for analysis in ANALYSES
-        if PLAN.asks(model, analysis)
+        if analysis != "atlas" and PLAN.asks(model, analysis)
         for path in final_outputs(analysis, model)
         if runs_here(model, path)
     ]

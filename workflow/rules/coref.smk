@@ -29,6 +29,7 @@ rule coref_mentions:
         summary=COREFERENCE.table(
             "summary_counts.csv", "coref_summary", "coref: mention counts"
         ),
+        provenance=f"{COREFERENCE.folder}/mentions.provenance.json",
     log:
         logs("coref{weighting}/{model}/{corpus}/mentions"),
     benchmark:
@@ -38,7 +39,9 @@ rule coref_mentions:
     conda:
         ENV
     params:
-        how=COREF["word_from"],
+        module="coref",
+        analysis="coref",
+        options={"how": COREF["word_from"]},
         weighting=weighting,
     script:
         "../scripts/coref_mentions.py"
@@ -48,7 +51,7 @@ rule coref_accuracy:
     input:
         mentions=rules.coref_mentions.output.mentions,
         selection=coref_selection,
-        stores=stores,
+        provenance=rules.coref_mentions.output.provenance,
         code=code("coref_accuracy.py"),
     output:
         table=COREFERENCE.table(
@@ -69,11 +72,8 @@ rule coref_accuracy:
     conda:
         ENV
     params:
+        **pick(COREF, "select_split", "eval_split", "bootstrap"),
         selection_label=lambda wc: PLAN.coref_selection.get(wc.corpus, ""),
-        select_split=COREF["select_split"],
-        eval_split=COREF["eval_split"],
-        n_boot=COREF["bootstrap"]["n"],
-        seed=COREF["bootstrap"]["seed"],
         source_format=lambda wc: format_name(config, CORPORA[wc.corpus]["from"]),
         max_length=EXTRACTION["max_length"],
         weighting=weighting,

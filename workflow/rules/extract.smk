@@ -2,7 +2,8 @@
 # Cluster resources (partition, gres, account) live in profiles/slurm/, not here.
 # Two rules, one job: `extract` for the models of `extraction.keep_stores` (their stores stay on
 # disk), `extract_temp` for the others (their stores are temp(): deleted once every job reading
-# them has run; README "Disk").
+# them has run; README "Disk"). In fused mode (`extraction.mode`), `fused_extract` instead: every
+# streaming job the run needs runs inside the forward pass, and only their states are written.
 CORPUS_SUMMARY = Results(
     "corpora",
     f"{RESULTS}/{{model}}/{{corpus}}",
@@ -32,11 +33,8 @@ rule extract:
     resources:
         mem_mb=8000,
     params:
+        **pick(EXTRACTION, "max_length", "batch_size", "max_tokens", "shards"),
         spec=lambda wc: MODELS[wc.model],
-        max_length=EXTRACTION["max_length"],
-        batch_size=EXTRACTION["batch_size"],
-        max_tokens=EXTRACTION["max_tokens"],
-        n_shards=EXTRACTION["shards"],
         norms=lambda wc: PLAN.norms(wc.model),
     script:
         "../scripts/extract.py"
@@ -47,6 +45,40 @@ use rule extract as extract_temp with:
         store=temp(STORE),
     wildcard_constraints:
         model=one_of(PLAN.temp_stores),
+
+
+rule fused_extract:
+    input:
+        corpus=corpus_file,
+        model=model_inputs,
+        files=run_files,
+        code=code("fused_extract.py"),
+    output:
+        states=STATES,
+        exemplars=EXEMPLARS,
+    log:
+        logs("fused_extract/{model}/{corpus}/shard-{shard}"),
+    benchmark:
+        benchmarks("fused_extract/{model}/{corpus}/shard-{shard}")
+    wildcard_constraints:
+        model=one_of(PLAN.fused_models),
+    priority: chain_priority
+    conda:
+        ENV
+    threads: EXTRACTION["threads"]
+    resources:
+        mem_mb=8000,
+    params:
+        **pick(
+            EXTRACTION, "max_length", "batch_size", "max_tokens", "shards", "exemplars"
+        ),
+        seed=EXTRACTION["exemplar_seed"],
+        wanted=exemplars_wanted,
+        spec=lambda wc: MODELS[wc.model],
+        norms=lambda wc: PLAN.norms(wc.model),
+        runs=runs_of,
+    script:
+        "../scripts/fused_extract.py"
 
 
 rule corpus_summary:

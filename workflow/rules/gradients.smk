@@ -34,12 +34,10 @@ rule gradients_importance:
     resources:
         mem_mb=4000,
     params:
+        **pick(
+            GRADIENTS, "loss", "max_examples", "batch_size", "max_batch_tokens", "seed"
+        ),
         spec=lambda wc: MODELS[wc.model],
-        loss=GRADIENTS["loss"],
-        max_examples=GRADIENTS["max_examples"],
-        batch_size=GRADIENTS["batch_size"],
-        max_batch_tokens=GRADIENTS["max_batch_tokens"],
-        seed=GRADIENTS["seed"],
         max_length=EXTRACTION["max_length"],
     script:
         "../scripts/gradients_importance.py"

@@ -84,9 +84,8 @@ rule headtypes_stability:
     conda:
         ENV
     params:
+        **pick(HEADTYPES, "n_fits", "fraction"),
         cluster=HEADTYPES_CLUSTER,
-        n_fits=HEADTYPES["n_fits"],
-        fraction=HEADTYPES["fraction"],
     script:
         "../scripts/headtypes_stability.py"
 
@@ -130,8 +129,7 @@ rule headtypes_figure:
     conda:
         ENV
     params:
-        seed=HEADTYPES["seed"],
-        perplexity=HEADTYPES["perplexity"],
+        **pick(HEADTYPES, "seed", "perplexity"),
     script:
         "../scripts/headtypes_figure.py"
 

@@ -52,19 +52,12 @@ rule importance:
     resources:
         mem_mb=3000,
     params:
-        task=ABLATION["task"],
-        spec=ablation_plan("spec"),
-        corpus=ablation_plan("corpus"),
-        split=ABLATION["split"],
-        importance_split=IMPORTANCE["importance_split"],
-        max_length=ablation_plan("max_length"),
-        squad=ABLATION["squad"],
-        step=IMPORTANCE["step"],
-        seeds=IMPORTANCE["seeds"],
-        tolerance=IMPORTANCE["tolerance"],
-        bootstrap=IMPORTANCE["bootstrap"],
-        max_examples=IMPORTANCE["max_examples"],
-        batch_size=IMPORTANCE["batch_size"],
+        **pick(ABLATION, "task", "split", "squad"),
+        **ablation_plan("spec", "corpus", "max_length"),
+        **pick(
+            IMPORTANCE, "importance_split", "step", "seeds", "tolerance", "bootstrap"
+        ),
+        **pick(IMPORTANCE, "max_examples", "batch_size"),
     script:
         "../scripts/importance.py"
 

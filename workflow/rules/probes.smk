@@ -41,7 +41,9 @@ rule probes_features:
     resources:
         mem_mb=2000,
     params:
-        how=PROBES["word_from"],
+        module="probes",
+        analysis="probe_features",
+        options={"how": PROBES["word_from"]},
     script:
         "../scripts/probes_features.py"
 
@@ -67,10 +69,8 @@ rule probes_run:
     resources:
         mem_mb=2000,
     params:
-        tests=PROBES["test"],
+        **pick(PROBES, "test", "epochs", "batch_size"),
         attention=probe_attention,
-        epochs=PROBES["epochs"],
-        batch_size=PROBES["batch_size"],
     script:
         "../scripts/probes_run.py"
 
@@ -101,12 +101,8 @@ rule probes_table3:
     conda:
         ENV
     params:
-        random_model=PROBES["random_model"],
+        **pick(PROBES, "random_model", "test", "seeds", "epochs", "batch_size"),
         entropy_corpus=PLAN.surface_corpus,
-        tests=PROBES["test"],
-        seeds=PROBES["seeds"],
-        epochs=PROBES["epochs"],
-        batch_size=PROBES["batch_size"],
     script:
         "../scripts/probes_table3.py"
 
@@ -161,10 +157,8 @@ rule probes_edges:
     resources:
         mem_mb=3000,
     params:
+        **pick(PROBES, "test", "seeds", "edge_train_pairs"),
         attention=lambda wc: [wc.model, PROBES["random_model"]],
-        tests=PROBES["test"],
-        seeds=PROBES["seeds"],
-        max_train_pairs=PROBES["edge_train_pairs"],
     script:
         "../scripts/probes_edges.py"
 

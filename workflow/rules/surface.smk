@@ -55,7 +55,7 @@ rule surface_claims:
 rule surface_lines:
     input:
         unpack(surface_tables),
-        stores=stores,
+        unpack(maps),
         code=code("attention_lines.py"),
     output:
         heads=SURFACE.table("example_heads.csv", in_report=False),
@@ -72,6 +72,7 @@ rule surface_lines:
     conda:
         ENV
     params:
+        **MAPS_PARAMS,
         example=config["surface"]["example"],
         weighting=weighting,
     script:

@@ -45,7 +45,9 @@ rule syntax_scores:
     resources:
         mem_mb=2000,
     params:
-        how=SYNTAX["word_from"],
+        module="syntax",
+        analysis="dependency_heads",
+        options={"how": SYNTAX["word_from"]},
         weighting=weighting,
     script:
         "../scripts/syntax_scores.py"
@@ -71,9 +73,7 @@ rule syntax_table1:
     conda:
         ENV
     params:
-        top=SYNTAX["top_relations"],
-        min_count=SYNTAX["min_count"],
-        bootstrap=SYNTAX["bootstrap"],
+        **pick(SYNTAX, "top_relations", "min_count", "bootstrap"),
     script:
         "../scripts/syntax_table1.py"
 
@@ -105,9 +105,8 @@ rule syntax_heatmaps:
 
 rule syntax_lines:
     input:
+        unpack(maps),
         scores=SCORES,
-        stores=stores,
-        corpus=corpus_file,
         code=code("syntax_lines.py"),
     output:
         examples=f"{DEPENDENCIES.folder}/lines.csv",
@@ -121,6 +120,7 @@ rule syntax_lines:
     conda:
         ENV
     params:
+        **MAPS_PARAMS,
         how=SYNTAX["word_from"],
     script:
         "../scripts/syntax_lines.py"
@@ -154,10 +154,13 @@ rule syntax_honest:
     conda:
         ENV
     params:
-        selection=SYNTAX["selection"],
-        evaluation=SYNTAX["evaluation"],
-        bootstrap=SYNTAX["bootstrap"],
-        top=SYNTAX["top_relations"],
-        min_count=SYNTAX["min_count"],
+        **pick(
+            SYNTAX,
+            "selection",
+            "evaluation",
+            "bootstrap",
+            "top_relations",
+            "min_count",
+        ),
     script:
         "../scripts/syntax_honest.py"

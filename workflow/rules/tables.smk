@@ -14,7 +14,7 @@ rule table_page:
     output:
         report(
             "{table}.csv.html",
-            caption="table_page",
+            caption=caption_file("table_page"),
             category=TABLES.field("category"),
             subcategory=TABLES.field("subcategory"),
             labels=TABLES.field("labels"),

@@ -3,7 +3,9 @@
 ``params.module`` names its library module ``headatlas.analyses.<module>`` (importing it
 registers ``params.analysis``), ``params.options`` its options from the config, and
 ``params.weighting`` the view of the maps. Every other input but ``stores`` and ``code`` is an
-option too, by its name (a corpus file an analysis joins the store with). The outputs are
+option too, by its name (a corpus file an analysis joins the store with). In fused mode the
+``stores`` are the states of the extraction that ran this job inside the forward pass, merged
+here (headatlas.pipeline.streams.job_result). The outputs are
 written from the result by name (:func:`headatlas.pipeline.outputs.write_outputs`): a table
 of the result, ``table``, ``claims``, ``result`` (the whole result saved), and ``figure``, drawn
 by ``headatlas.plots.<module>.plot_<analysis>``; ``params.float_formats`` may set how an
@@ -13,18 +15,13 @@ Its rule is ``use rule store_analysis as <rule> with:`` and takes
 ``code=analysis_code("<module>")``, so editing either module reruns it (docs/development.md).
 """
 
-import importlib
-
-from headatlas.analyses.base import run_analysis
 from headatlas.pipeline.jobs import rule_logging
 from headatlas.pipeline.outputs import write_outputs
+from headatlas.pipeline.streams import job_result
 
 with rule_logging(snakemake) as log:
     p = snakemake.params
-    importlib.import_module(f"headatlas.analyses.{p.module}")  # registers the analysis
-    files = {k: v for k, v in snakemake.input.items() if k not in ("stores", "code")}
-    result = run_analysis(p.analysis, snakemake.input.stores, weighting=p.weighting,
-                          max_examples=p.max_examples, **p.options, **files)
+    result = job_result(snakemake)
     write_outputs(result, dict(snakemake.output.items()), p.module, p.analysis, p.float_formats)
     log.info("%s over %d examples: %s", p.analysis, result.provenance["n_examples"], result.caption)
     for name, table in result.tables.items():

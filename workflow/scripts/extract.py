@@ -14,6 +14,6 @@ with rule_logging(snakemake) as log:
     sentences = list(read_jsonl(snakemake.input.corpus))
     stats = extract(loaded, sentences, snakemake.output.store, max_length=params.max_length,
                     batch_size=params.batch_size, max_tokens=params.max_tokens,
-                    shard=int(wc.shard), n_shards=params.n_shards, norms=params.norms,
+                    shard=int(wc.shard), n_shards=params.shards, norms=params.norms,
                     store_attrs={"corpus": wc.corpus, "corpus_sha256": sha256(snakemake.input.corpus)})
     log.info("done: %s", dict(stats))

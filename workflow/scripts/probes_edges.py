@@ -6,7 +6,7 @@ from headatlas.io import write_table
 
 with rule_logging(snakemake) as log:
     p = snakemake.params
-    table = edge_runs(p.attention, snakemake.input.train, snakemake.wildcards.corpus, p.tests,
-                      snakemake.input.tests, p.seeds, max_train_pairs=p.max_train_pairs)
+    table = edge_runs(p.attention, snakemake.input.train, snakemake.wildcards.corpus, p.test,
+                      snakemake.input.tests, p.seeds, max_train_pairs=p.edge_train_pairs)
     write_table(table, snakemake.output[0], float_format="%.4g")
     log.info("edge classifier:\n%s", table.to_string(index=False))

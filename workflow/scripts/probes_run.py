@@ -8,7 +8,7 @@ from headatlas.io import write_table
 with rule_logging(snakemake) as log:
     probe, seed = snakemake.wildcards.probe, int(snakemake.wildcards.seed)
     train = ProbeCache(snakemake.input.train)
-    evals = evaluation_sets(train, snakemake.wildcards.corpus, snakemake.params.tests,
+    evals = evaluation_sets(train, snakemake.wildcards.corpus, snakemake.params.test,
                             snakemake.input.tests)
     glove = load_glove() if probe in GLOVE_PROBES else None
     if glove is not None:

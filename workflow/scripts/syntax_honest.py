@@ -12,7 +12,7 @@ with rule_logging(snakemake) as log:
     table = honest_table(labelled_scores(params.selection, snakemake.input.select, "syntax.selection"),
                          [labelled_scores(spec, path, f"syntax.evaluation.{i}")
                           for i, (spec, path) in enumerate(zip(params.evaluation, paths))],
-                         top=params.top, min_count=params.min_count, n_boot=params.bootstrap["n"],
+                         top=params.top_relations, min_count=params.min_count, n_boot=params.bootstrap["n"],
                          seed=params.bootstrap["seed"])
     write_table(table, snakemake.output.table)
     plot_regimes(table, snakemake.output.figure, table.attrs["caption"])

@@ -9,7 +9,7 @@ from headatlas.io import write_table
 with rule_logging(snakemake) as log:
     p = snakemake.params
     scores = DependencyScores.load(snakemake.input.scores)
-    table = table1(scores, top=p.top, min_count=p.min_count, n_boot=p.bootstrap["n"],
+    table = table1(scores, top=p.top_relations, min_count=p.min_count, n_boot=p.bootstrap["n"],
                    seed=p.bootstrap["seed"])
     claims = claims_table(paper_claims(table, snakemake.wildcards.corpus))
     write_table(table, snakemake.output.table)

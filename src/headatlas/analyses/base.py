@@ -44,9 +44,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from headatlas.analyses.result import Result
-from headatlas.errors import HeadAtlasError
+from headatlas.errors import HeadAtlasError, StoreError
 from headatlas.store.example import Example
-from headatlas.store.reader import Store, StoreSet, open_stores
+from headatlas.store.reader import StoreSet, open_stores
+from headatlas.store.states import open_record
 from headatlas.weightings import check_weighting, weighting_note
 
 REGISTRY: dict[str, type["Analysis"]] = {}
@@ -89,6 +90,10 @@ class Analysis(ABC):
     name: ClassVar[str]
     unit: ClassVar[str] = "segments"
     needs_norms: ClassVar[bool] = False
+    # Options that are data, not settings: inputs joined with the maps (a corpus, documents) and
+    # where a result goes (a cache's path). Given to every instance; not compared between a
+    # fused extraction's run and its merge (the rule's input files are what Snakemake tracks).
+    data_options: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, n_layers: int, n_heads: int):
         self.n_layers, self.n_heads = n_layers, n_heads
@@ -108,6 +113,17 @@ class Analysis(ABC):
     def get_params(self) -> dict[str, Any]:
         """The options this instance runs with (scikit-learn's ``get_params``)."""
         return {name: getattr(self, name) for name in self.option_names()}
+
+    def settings(self) -> dict[str, Any]:
+        """The options that decide what is computed from the maps: :meth:`get_params` without
+        :attr:`data_options` (a fused extraction's run and its merge must agree on them)."""
+        return {k: v for k, v in self.get_params().items() if k not in self.data_options}
+
+    @classmethod
+    def load_inputs(cls, files: dict[str, Any]) -> dict[str, Any]:
+        """Options from a rule's input files by name (every input but the stores and the code):
+        as given, unless the analysis reads them into objects first (coreference's documents)."""
+        return dict(files)
 
     @classmethod
     def check_options(cls, options: dict) -> None:
@@ -328,19 +344,23 @@ def length_text(lengths) -> str:
 
 
 def store_provenance(stores, weighting: str = "attention") -> dict:
-    """The :data:`PROVENANCE_KEYS` of a store (or its shards), its ``n_examples``, ``weighting``
-    and ``lengths``.
+    """The :data:`PROVENANCE_KEYS` of a store (or its shards, or in fused mode the states
+    files), its ``n_examples``, ``weighting`` and ``lengths``.
 
     For captions of results computed from a store's tables rather than the store;
     ``weighting`` is the view those tables were computed under.
     """
-    store_set = open_stores(stores)
-    lengths = []
-    for path in store_set.paths:
-        with Store(path) as store:
-            lengths += store.lengths.tolist()
-    return {"n_examples": len(store_set), "weighting": check_weighting(weighting),
-            **{k: store_set.attrs.get(k) for k in PROVENANCE_KEYS}, "lengths": length_text(lengths)}
+    paths = [stores] if isinstance(stores, (str, Path)) else list(stores)
+    if not paths:
+        raise StoreError("no attention store given")
+    n, lengths, attrs = 0, [], None
+    for path in paths:
+        with open_record(path) as record:
+            attrs = attrs if attrs is not None else dict(record.attrs)
+            n += len(record)
+            lengths += record.lengths.tolist()
+    return {"n_examples": n, "weighting": check_weighting(weighting),
+            **{k: attrs.get(k) for k in PROVENANCE_KEYS}, "lengths": length_text(lengths)}
 
 
 def _known(value, default: str):

@@ -43,7 +43,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from headatlas.analyses.base import Analysis, describe, register, store_provenance
+from headatlas.analyses.base import Analysis, describe, register
 from headatlas.analyses.result import Result
 from headatlas.claims import PAIRED_RULE, Claim, beats_paired, difference_text, holds_if
 from headatlas.corpora.records import Sentence, read_jsonl
@@ -361,6 +361,15 @@ class Coreference(Analysis):
 
     name = "coref"
     unit = "documents"
+    data_options = ("documents",)
+
+    @classmethod
+    def load_inputs(cls, files: dict) -> dict:
+        """``documents`` and ``sentences`` (paths, :func:`load_documents`) -> the documents."""
+        files = dict(files)
+        if "sentences" in files:
+            files["documents"] = load_documents(files["documents"], files.pop("sentences"))[0]
+        return files
 
     def __init__(self, n_layers: int, n_heads: int, documents: dict[int, CorefDocument],
                  how: str = "mean"):
@@ -792,7 +801,7 @@ def deviations(source_format: str, max_length: int) -> str:
     return "deviations: " + text
 
 
-def accuracy_tables(mentions: pd.DataFrame, stores, select_split: str = "train",
+def accuracy_tables(mentions: pd.DataFrame, provenance: dict, select_split: str = "train",
                     eval_split: str = "test", n_boot: int = 1000, seed: int = 0,
                     source_format: str = "conllu", max_length: int = 128,
                     selection: pd.DataFrame | None = None, selection_label: str = "",
@@ -803,7 +812,8 @@ def accuracy_tables(mentions: pd.DataFrame, stores, select_split: str = "train",
     Parameters
     ----------
     mentions : the per-mention table of the :class:`Coreference` analysis (:func:`read_mentions`).
-    stores : the store it came from (for the caption's model and corpus).
+    provenance : the provenance of the :class:`Coreference` result (its caption's model, corpus
+        and view: ``Result.provenance``, or as its rule saved it).
     select_split, eval_split, n_boot, seed, selection, selection_label : as for :func:`table2`.
     source_format, max_length : the documents' source format and wordpiece budget (for the deviations).
     weighting : the view of the maps the mentions were scored on (for the caption).
@@ -824,7 +834,7 @@ def accuracy_tables(mentions: pd.DataFrame, stores, select_split: str = "train",
     heads = head_accuracy(mentions, list(chosen), by_kind=list(chosen)[-1])
     heads.attrs["panels"] = [(f"acc_{s}", f"accuracy on {s} (best {h})", h) for s, h in chosen.items()]
     heads.attrs["caption"] = "; ".join(
-        [describe(store_provenance(stores, weighting), mentions["doc"].nunique(),
+        [describe({**provenance, "weighting": weighting}, mentions["doc"].nunique(),
                   "documents with mentions"),
          "evaluated mentions: " + ", ".join(f"{s} {heads[f'n_{s}'].iloc[0]}" for s in chosen),
          deviations(source_format, max_length),

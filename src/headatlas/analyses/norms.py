@@ -186,8 +186,8 @@ class NormShares(Analysis):
         self._norm_sums = self._norm_sums + state["norm_sums"]
         self._class_tokens = self._class_tokens + state["class_tokens"]
         self._n_queries += int(state["n_queries"])
-        counts = state["pair_counts"]
-        bounds = np.cumsum([0, *counts.reshape(len(counts), -1).sum(axis=1)])  # each example's pairs
+        counts = np.asarray(state["pair_counts"]).reshape(-1, len(CLASSES), self.n_layers)
+        bounds = np.cumsum([0, *counts.sum(axis=(1, 2))])  # each example's pairs
         self._pair_example += state["pair_example"].tolist()
         self._pair_alpha += [state["pair_alpha"][a:b] for a, b in zip(bounds[:-1], bounds[1:])]
         self._pair_norm += [state["pair_norm"][a:b] for a, b in zip(bounds[:-1], bounds[1:])]

@@ -204,6 +204,7 @@ class ProbeFeatures(Analysis):
 
     name = "probe_features"
     unit = "sentences"
+    data_options = ("corpus", "path")
     STORE_ATTRS = ("model_name", "model_id", "corpus", "n_layers", "n_heads", "random_init")
 
     def __init__(self, n_layers: int, n_heads: int, corpus: str | Path, path: str | Path,
@@ -218,11 +219,16 @@ class ProbeFeatures(Analysis):
         self._written = 0
         self._unaligned: dict[int, int] = {}  # every cached sentence (corpus position): unaligned words
         self._merged: dict[int, np.ndarray] = {}  # merged sentences: flat float16 maps
+        self._in_memory = False  # fed by a fused extraction (no store to size a file from)
 
     def start(self, stores: StoreSet | None) -> None:
         if stores is None:
             raise HeadAtlasError("the probe feature cache is built from a store (its example "
                                  "order sizes the cache), not from a list of examples")
+        if not stores.paths:  # a fused extraction: examples in any order, kept until result()
+            self._attrs = {k: stores.attrs[k] for k in self.STORE_ATTRS if k in stores.attrs}
+            self._in_memory = True
+            return
         shards = [Store(p) for p in stores.paths]
         try:
             order = _aligned_examples(shards, self.sentences, self.corpus)
@@ -237,6 +243,12 @@ class ProbeFeatures(Analysis):
         self._maps = self._file.create_dataset("maps", (int(self._map_offsets[-1]),), np.float16)
 
     def update(self, example: Example) -> None:
+        if self._in_memory:
+            n = len(self.sentences[example.index].words)
+            _check_tree(self.sentences[example.index])
+            self._merged[int(example.index)] = sentence_maps(example, n, self.how).astype(np.float16).ravel()
+            self._unaligned[int(example.index)] = n - len(np.unique(example.word_ids[example.word_ids >= 0]))
+            return
         s = self._written
         if s >= len(self._indices) or example.index != self._indices[s]:
             raise StoreError(f"example {example.id} arrived out of the store's order")
@@ -281,7 +293,7 @@ class ProbeFeatures(Analysis):
             self._unaligned[i] = int(state["unaligned"][k])
 
     def result(self) -> Result:
-        if self._file is None:
+        if self._file is None and not self._in_memory:
             raise HeadAtlasError("the probe feature cache is written from a store: start() first")
         if self._written != len(self._indices):
             raise HeadAtlasError(f"the probe feature cache needs every example of the store: "

@@ -61,6 +61,12 @@ class Result:
     def provenance(self) -> dict:
         return self.attrs.get("provenance", {})
 
+    def save_provenance(self, path: str | Path) -> None:
+        """Write :attr:`provenance` (model, corpus, options, N, lengths) to ``path`` as JSON: what
+        a later rule's caption needs from a result it reads as a table."""
+        with atomic_path(path) as tmp:
+            Path(tmp).write_text(json.dumps(self.provenance, default=_plain, indent=1))
+
     def claims_table(self) -> pd.DataFrame:
         """The claims as a ``paper_claims.csv`` table (:data:`headatlas.claims.COLUMNS`)."""
         return claims_table(self.claims)
@@ -127,3 +133,8 @@ def _plain(value):
     if isinstance(value, Path):
         return str(value)
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def read_provenance(path: str | Path) -> dict:
+    """The provenance :meth:`Result.save_provenance` wrote."""
+    return json.loads(Path(path).read_text())

@@ -35,7 +35,7 @@ from headatlas.heads import Column, HeadColumns, head_name, head_table
 from headatlas.store.example import Example
 
 # Thresholds of Clark's published clustering code (General_Analysis.ipynb).
-from headatlas.store.reader import pick_example
+from headatlas.store.maps import as_maps, pick_example
 ENTROPY_THRESHOLD = 3.8
 POSITION_THRESHOLD = 0.5
 SPECIAL_TOKEN_THRESHOLD = 0.6
@@ -276,7 +276,8 @@ def example_heads(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFram
     Parameters
     ----------
     rel, special, entropy : the three per-head tables of the store.
-    stores : the store (path or shard paths).
+    stores : the store (path or shard paths), or the :class:`~headatlas.store.maps.Maps` of a
+        fused run.
     index : corpus index of the segment to draw; by default the shortest with at
         least ``min_tokens`` tokens (Fig. 1 shows short excerpts).
     weighting : the view the tables were computed on; the segment is drawn under it too.
@@ -289,9 +290,10 @@ def example_heads(rel: pd.DataFrame, special: pd.DataFrame, entropy: pd.DataFram
     example : the segment.
     """
     heads = pick_example_heads(rel, special, entropy)
-    example = pick_example(stores, index, min_tokens=min_tokens, weighting=weighting)
+    maps = as_maps(stores)
+    example = pick_example(maps, index, min_tokens=min_tokens, weighting=weighting)
     table = pd.DataFrame([(b, l, h) for b, (l, h) in heads.items()], columns=["behaviour", "layer", "head"])
-    provenance = store_provenance(stores, weighting)
+    provenance = store_provenance(maps.records, weighting)
     table.attrs["caption"] = describe(provenance, 1, f"segment shown ({example.id}) of "
                                                      f"{provenance['n_examples']}")
     return table, heads, example

@@ -58,7 +58,8 @@ from headatlas.errors import StoreError
 from headatlas.heads import Column, HeadColumns, head_name
 from headatlas.stats import bootstrap_ratio
 from headatlas.store.example import Example
-from headatlas.store.reader import Store, StoreSet
+from headatlas.store.maps import as_maps
+from headatlas.store.reader import StoreSet
 from headatlas.store.wordlevel import FROM_MODES, units, word_level, word_units
 
 DIRECTIONS = ("dep->head", "head->dep")
@@ -484,6 +485,7 @@ class DependencyHeads(Analysis):
 
     name = "dependency_heads"
     unit = "sentences"
+    data_options = ("corpus",)
     # Store attributes the scores keep (and save).
     STORE_ATTRS = ("model_name", "model_id", "n_layers", "n_heads", "corpus", "max_length")
 
@@ -998,21 +1000,6 @@ def line_panel(example: Example, sentence: Sentence, relation: str, direction: s
                      np.isin(unit_words, marked) & (unit_words >= 0))
 
 
-def load_examples(stores, indices: Iterable[int], weighting: str = "attention") -> dict[int, Example]:
-    """The store examples with these corpus indices, read directly (no full pass).
-
-    Returns ``{corpus index: Example}`` under ``weighting``; indices not in the store are absent.
-    """
-    wanted = set(indices)
-    paths = [stores] if isinstance(stores, (str, Path)) else list(stores)
-    found = {}
-    for path in paths:
-        with Store(path, weighting) as store:
-            for position in np.flatnonzero(np.isin(store.example_index, list(wanted))):
-                found[int(store.example_index[position])] = store.example(int(position))
-    return found
-
-
 def line_examples(scores: DependencyScores, stores, corpus: str | Path, how: str = "mean",
                   relations: Sequence[str] = LINE_RELATIONS) -> tuple[pd.DataFrame, list[list[LinePanel]]]:
     """Fig. 5: the best head of each relation drawn on two real sentences.
@@ -1020,7 +1007,8 @@ def line_examples(scores: DependencyScores, stores, corpus: str | Path, how: str
     Parameters
     ----------
     scores : the treebank's :class:`DependencyScores` (the best heads are chosen on them).
-    stores, corpus : the store shards and the prepared corpus the scores came from.
+    stores, corpus : the store shards (or the :class:`~headatlas.store.maps.Maps` of a fused
+        run) and the prepared corpus the scores came from.
     how : word-level attention *from* a split word.
     relations : the relations to draw; those absent from the treebank are left out.
 
@@ -1036,8 +1024,8 @@ def line_examples(scores: DependencyScores, stores, corpus: str | Path, how: str
     picks = {r: example_sentences(scores, r, best.at[r, "direction"], best.at[r, "layer"],
                                   best.at[r, "head"]) for r in drawn}
     records = list(read_jsonl(corpus))
-    examples = load_examples(stores, [i for indices in picks.values() for i in indices],
-                             scores.attrs.get("weighting", "attention"))  # the view scored
+    examples = as_maps(stores).examples([i for indices in picks.values() for i in indices],
+                                        scores.attrs.get("weighting", "attention"))  # the view scored
     panels, rows = [], []
     for relation, indices in picks.items():
         head = best.loc[relation]

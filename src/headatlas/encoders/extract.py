@@ -21,9 +21,8 @@ import logging
 import queue
 import threading
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -35,7 +34,9 @@ from headatlas.encoders.inputs import Encoded, collate, encode_corpus, length_ba
 from headatlas.corpora.records import Sentence
 from headatlas.errors import EmptyStoreError, ModelError
 from headatlas.encoders.models import LoadedModel, check_max_length
+from headatlas.io import check_free_space
 from headatlas.provenance import code_version
+from headatlas.store.schema import NORMS_RECORDED, store_bytes
 from headatlas.store.writer import StoreWriter
 from headatlas.store.reader import empty_store_message
 from headatlas.encoders.valuenorms import model_class, norm_recorder
@@ -203,9 +204,14 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
     attrs["model_class"] = model_class(loaded.model)
     if warning:
         log.warning("%s", warning)
+    expected = store_bytes([len(e) for e in examples], loaded.n_layers, loaded.n_heads,
+                           attrs["norms"] == NORMS_RECORDED)
+    check_free_space(Path(out_path).parent, expected)  # refuse now, not after hours
     with StoreWriter(out_path, attrs) as writer, recorder, \
             tqdm(total=len(examples), desc=f"extract {Path(out_path).parent.name}", unit="ex",
                  disable=not progress, mininterval=2) as bar:
+
+        writer.expected_bytes = expected
 
         def write_batch(item) -> None:
             batch, attn, norms = item

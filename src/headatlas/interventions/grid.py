@@ -83,7 +83,7 @@ def ablation_grid(task: str | Task, spec: dict, data: str | Path, types_path: st
     types = ablation.read_head_types(types_path, config.num_hidden_layers, config.num_attention_heads)
     settings = {"source": str(data), "corpus": corpus, "split": split, "max_examples": max_examples,
                 "max_length": max_length, "batch_size": batch_size}
-    task_score, described = task.evaluation(model, tokenizer, task.read(data), settings, options)
+    task_score, described = task.evaluation(model, tokenizer, task.read(data, options), settings, options)
 
     def evaluate(actions: torch.Tensor) -> dict[str, float]:
         return task_score(ablation.plan(actions, renormalise))

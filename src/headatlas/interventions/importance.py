@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -736,7 +736,8 @@ def build_task(task: str | Task, spec: dict, data, *, corpus: str = "", split: s
     model, tokenizer = load_task_model(task, source, revision)
     settings = {"source": str(data), "corpus": corpus, "split": split, "importance_split": importance_split,
                 "max_examples": max_examples, "max_length": max_length, "batch_size": batch_size}
-    return kind.from_records(model, tokenizer, task.read(data), **select(kind.settings, settings, options))
+    return kind.from_records(model, tokenizer, task.read(data, options),
+                            **select(kind.settings, settings, task.code_options(options)))
 
 
 # ----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
 from pathlib import Path
 
 import yaml
@@ -47,7 +48,7 @@ def load_config(config: dict, schema_path: str | Path) -> dict:
         Listing every problem found, each naming its key.
     """
     schema = yaml.safe_load(Path(schema_path).read_text())
-    problems = schema_problems(config, schema)
+    problems = control_problems(config) + schema_problems(config, schema)
     if not problems:  # names and paths are only worth checking in a well-formed config
         problems = reference_problems(config) + path_problems(config) + capability_problems(config)
     if problems:
@@ -91,6 +92,29 @@ def schema_problems(config: dict, schema: dict) -> list[str]:
     """Every schema violation of ``config`` (defaults filled in on the way), as messages."""
     errors = sorted(_filling_validator(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     return list(dict.fromkeys(_describe(e) for e in errors))
+
+
+# A newline or another control character in a name or a path has no use, and would let a
+# configuration shared as a file write markup (a reStructuredText directive) into a report.
+CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+
+
+def control_problems(config, path: tuple = ()) -> list[str]:
+    """Every key and string value of ``config`` holding a control character, by key."""
+    problems = []
+    items = config.items() if isinstance(config, dict) else enumerate(config) \
+        if isinstance(config, list) else ()
+    for key, value in items:
+        shown = key.encode("unicode_escape").decode() if isinstance(key, str) else key
+        where = key_of((*path, shown))
+        if isinstance(key, str) and CONTROL.search(key):
+            problems.append(f"`{where}`: the name {key!r} holds a control character (a newline?); "
+                            "names are letters, digits, '_', '-' and '.'")
+        if isinstance(value, str) and CONTROL.search(value):
+            problems.append(f"`{where}`: {value!r} holds a control character (a newline?); remove it")
+        elif isinstance(value, (dict, list)):
+            problems += control_problems(value, (*path, shown))
+    return problems
 
 
 def key_of(path) -> str:
@@ -186,7 +210,6 @@ def reference_problems(config: dict) -> list[str]:
     """Names that point at models or corpora which are not configured (or of the wrong kind)."""
     models = sorted(config["models"])
     corpora = config["corpora"]
-    treebanks = corpora_of(config, "treebank")
     labelled = labelled_treebanks(config)
     problems: list[str] = []
 

@@ -29,6 +29,28 @@ def limit_threads(n: int) -> None:
         sys.modules["torch"].set_num_threads(n)
 
 
+def check_stores(snakemake) -> None:
+    """Refuse a job's ``stores`` (stores, or fused mode's states) written for another model or
+    corpus than the job's: a file copied over another's path would otherwise be analysed."""
+    wildcards = dict(snakemake.wildcards.items())
+    paths = list(snakemake.input.get("stores", [])) if hasattr(snakemake.input, "get") else []
+    if not paths or not {"model", "corpus"} <= set(wildcards):
+        return
+    from headatlas.errors import StoreError
+    from headatlas.store.schema import rebuild_hint
+    from headatlas.store.states import open_record
+
+    for path in paths:
+        with open_record(path) as record:
+            found = {k: record.attrs.get(k) for k in ("model_name", "corpus")}
+        expected = {"model_name": wildcards["model"], "corpus": wildcards["corpus"]}
+        if found != expected:
+            raise StoreError(f"{path}: written for model {found['model_name']!r} on corpus "
+                             f"{found['corpus']!r}, but this job analyses model "
+                             f"{expected['model_name']!r} on {expected['corpus']!r} (a file copied "
+                             f"over another's?); {rebuild_hint(path)}")
+
+
 @contextlib.contextmanager
 def rule_logging(snakemake):
     """Send logging, warnings and progress bars (stderr) of a rule to its log file, and hold
@@ -48,6 +70,7 @@ def rule_logging(snakemake):
     old_stderr = sys.stderr
     sys.stderr = handle
     try:
+        check_stores(snakemake)
         yield logging.getLogger(f"rule.{snakemake.rule}")
     except Exception as err:
         logging.getLogger(f"rule.{snakemake.rule}").error("%s: %s", type(err).__name__, err)

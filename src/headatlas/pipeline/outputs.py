@@ -8,6 +8,8 @@ and the scripts of analyses that need more than it does):
 * ``claims``: its claims (``paper_claims.csv``);
 * ``result``: the whole result (:meth:`~headatlas.analyses.result.Result.save`, ``.npz``), for
   rules that read it later (its caption travels with it);
+* ``provenance``: its provenance alone (JSON), for rules that read one of its tables and caption
+  what they draw from it;
 * ``figure``: drawn by ``headatlas.plots.<module>.plot_<analysis>(*tables, path, caption)``,
   the result's tables in order (a figure is the list of its files: headatlas.plots.files).
 """
@@ -38,10 +40,12 @@ def write_outputs(result: Result, outputs: Mapping[str, object], module: str, an
             write_table(result.claims_table(), path, float_format=float_format)
         elif name == "result":
             result.save(path)
+        elif name == "provenance":
+            result.save_provenance(path)
         elif name == "table":
             write_table(result.table, path, float_format=float_format)
         elif name in result.tables:
             write_table(result.tables[name], path, float_format=float_format)
         else:
             raise KeyError(f"output {name!r} of {analysis}: the result has the tables "
-                           f"{', '.join(result.tables) or 'none'} (and claims, result, figure)")
+                           f"{', '.join(result.tables) or 'none'} (and claims, result, provenance, figure)")

@@ -126,6 +126,9 @@ class Plan:
     weightings: dict[str, list[str]]
     # models whose attention stores stay on disk; the others' are temp() (extraction.keep_stores).
     kept_stores: list[str]
+    # model -> how its attention is extracted: store (maps to disk) or fused (statistics in the
+    # forward pass; `extraction.mode`, a model's `extraction_mode`).
+    modes: dict[str, str] = field(default_factory=dict)
     # model -> the analyses whose outputs are asked for it (`models.<m>.analyses`); None = all.
     analyses: dict[str, list[str] | None]
     # model -> the loss of its gradient importance (auto resolved from the checkpoint's tensors;
@@ -152,7 +155,19 @@ class Plan:
     @property
     def temp_stores(self) -> list[str]:
         """Models whose stores are deleted once every job that reads them has run."""
-        return [m for m in self.weightings if m not in self.kept_stores]
+        return [m for m in self.weightings if m not in self.kept_stores and not self.fused(m)]
+
+    def fused(self, model: str) -> bool:
+        """Whether ``model``'s analyses run inside the forward pass (no store written)."""
+        return self.modes.get(model, "store") == "fused"
+
+    @property
+    def fused_models(self) -> list[str]:
+        return [m for m in self.weightings if self.fused(m)]
+
+    def keeps_maps(self, model: str) -> bool:
+        """Whether maps of ``model`` stay on disk after the run: its store, or its exemplars."""
+        return self.fused(model) or model in self.kept_stores
 
     def suffixes(self, model: str) -> list[str]:
         """The output-folder suffixes of ``model``'s weightings: '' (attention), '-norm'."""
@@ -259,6 +274,7 @@ def plan(config: dict) -> Plan:
         leave_out(("importance",), "which heads matter (single-head disabling, head importance, "
                   "pruning)", why)
     keep = config["extraction"]["keep_stores"]
+    modes = {m: spec.get("extraction_mode") or config["extraction"]["mode"] for m, spec in models.items()}
     return Plan(
         results=config["results"], segments=corpora_of(config, "segments"),
         treebanks=corpora_of(config, "treebank"), documents=documents, labelled_treebanks=labelled,
@@ -270,8 +286,8 @@ def plan(config: dict) -> Plan:
         patterns_corpora=list(patterns["corpora"]), patterns_labels=labels, importance=importance,
         corpus_models=corpus_models, coref_selection=coref_selection(config, corpus_models),
         omitted=omitted, weightings=weightings,
-        kept_stores=[m for m in models if keep == "all" or m in keep], analyses=analyses,
-        gradient_losses=losses)
+        kept_stores=[m for m in models if (keep == "all" or m in keep) and modes[m] == "store"],
+        modes=modes, analyses=analyses, gradient_losses=losses)
 
 
 def packaged_pattern_labels() -> tuple[Path, Path]:

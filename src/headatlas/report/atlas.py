@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
@@ -148,14 +147,15 @@ class AtlasPlan:
     ``plan`` is the workflow's :class:`headatlas.pipeline.plan.Plan`; ``declared()`` the per-head
     tables the rules declare (:class:`Declaration`); ``planned(model)`` the ones the run writes
     for a model (:class:`HeadTable`), and ``planned_paths()`` every final output the run plans;
-    ``store_shards(model, corpus)`` the workflow's helper of that name.
+    ``map_shards(model, corpus)`` the workflow's helper of that name (the store's shards, or in
+    fused mode the exemplars').
     """
 
     def __init__(self, plan, models: Iterable[str], corpora: Iterable[str],
                  declared: Callable[[], list[Declaration]], planned: Callable[[str], list[HeadTable]],
-                 planned_paths: Callable[[], list[str]], store_shards: Callable[[str, str], list[str]]):
+                 planned_paths: Callable[[], list[str]], map_shards: Callable[[str, str], list[str]]):
         self.plan, self.declared, self.planned, self.planned_paths = plan, declared, planned, planned_paths
-        self.models_configured, self.corpora, self.store_shards = list(models), list(corpora), store_shards
+        self.models_configured, self.corpora, self.map_shards = list(models), list(corpora), map_shards
         task = plan.importance.task_model if plan.importance else None
         # the task model of `importance` has per-head tables under results/<task>/ even when it
         # is not a configured model
@@ -180,26 +180,25 @@ class AtlasPlan:
 
     def stores(self) -> dict[str, dict[str, list[str]]]:
         """model -> corpus -> shards, for the page's examples: the stores kept after the run
-        (`extraction.keep_stores`) of corpora some planned analysis of the model reads."""
+        (`extraction.keep_stores`; in fused mode the exemplars) of corpora some planned
+        analysis of the model reads."""
         planned, results = self.planned_paths(), self.plan.results
-        return {m: {c: self.store_shards(m, c) for c in self.corpora if self.plan.runs_on(m, c)
+        return {m: {c: self.map_shards(m, c) for c in self.corpora if self.plan.runs_on(m, c)
                     and any(p.startswith(f"{results}/{m}/{c}/") for p in planned)}
-                for m in self.models() if m in self.plan.kept_stores}
+                for m in self.models() if self.plan.keeps_maps(m)}
 
     def store_files(self) -> list[str]:
         return [path for corpora in self.stores().values() for shards in corpora.values()
                 for path in shards]
 
-    def targets(self, model: str) -> list[str]:
-        """The atlas's final outputs for ``model``: its heads.csv and dictionary (and the task
-        model's, asked with the model it is fine-tuned from, as its importance is), and the page."""
+    def asked(self, model: str) -> list[str]:
+        """The models whose atlas is asked with ``model``'s outputs: itself, and the task model
+        of the importance with the model it is fine-tuned from (as its importance is)."""
         models = [model]
         if self.task_model and model == (self.plan.ablation.base if self.plan.ablation else None):
             models.append(self.task_model)
         chosen = self.models()
-        return [f"{self.plan.results}/{m}/{name}" for m in models if m in chosen
-                for name in ("heads.csv", "heads_columns.csv")] + \
-            ([f"{self.plan.results}/atlas.html"] if chosen else [])
+        return [m for m in models if m in chosen]
 
 
 @dataclass

@@ -176,12 +176,22 @@ def _text(value) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
+# JSON inside a <script> element: no character may end the element or open a comment there,
+# whatever a corpus word holds ("</script>", "<!--"); U+2028/2029 are escaped by ensure_ascii.
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def script_json(data) -> str:
+    """``data`` as JSON that is safe inside an HTML ``<script>`` element (and still JSON)."""
+    return json.dumps(data, separators=(",", ":"), allow_nan=False, ensure_ascii=True).translate(_SCRIPT_SAFE)
+
+
 def page(models: Sequence[ModelData], title: str = "headatlas: the head atlas") -> str:
     """The page's HTML (one string): the data inline as JSON, the script and style inline."""
     data = {"title": title, "models": [
         {"name": m.name, **_table_payload(m.heads, m.columns), "examples": m.examples,
          "notes": m.notes} for m in models]}
-    payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    payload = script_json(data)
     template = (Path(__file__).resolve().parents[1] / "data" / "atlas.html.tmpl").read_text(encoding="utf-8")
     return template.replace("{{TITLE}}", html.escape(title)).replace("{{DATA}}", payload)
 

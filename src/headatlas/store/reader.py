@@ -4,6 +4,7 @@ streamed in corpus order, every read checked (a damaged store is a :class:`~head
 from __future__ import annotations
 
 import contextlib
+import warnings
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -55,6 +56,15 @@ class Store:
             self._file.close()
             raise
 
+    def _unchecked(self) -> None:
+        """A store of schema 1-2 (older code, no checksums): refused, unless asked for."""
+        what = (f"{self.path}: schema version {self.attrs['schema_version']}, written by older code "
+                "without checksums (damage in it would go unseen)")
+        if not schema.READ_UNCHECKED:
+            raise StoreError(f"{what}; {rebuild_hint(self.path)}; or read it as it is with "
+                             "HEADATLAS_READ_UNCHECKED=1")
+        warnings.warn(f"{what}: read as it is (HEADATLAS_READ_UNCHECKED=1)", stacklevel=3)
+
     def _open(self) -> None:
         with self._reading():
             attrs = self._file.attrs
@@ -68,6 +78,8 @@ class Store:
             self.attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in attrs.items()}
             self.norms = self.attrs.get("norms", NORMS_OFF)
             self.checksums = int(self.attrs["schema_version"]) >= 3
+            if not self.checksums:
+                self._unchecked()
             if self.weighting == "norm" or self.read_norms:
                 self._check_norms("the norm weighting" if self.weighting == "norm" else "this analysis")
             self.n_layers = int(attrs["n_layers"])
@@ -304,26 +316,6 @@ def corpus_order(shards: Sequence[Store]) -> list[tuple[int, int]]:
             raise StoreError(f"corpus record {a} is stored twice ({shards[k].path}, {shards[m].path}): "
                              "the shards are not of one extraction; re-extract the corpus")
     return [(k, i) for _, k, i in keys]
-
-
-def pick_example(paths: Sequence[str | Path], index: int | None = None,
-                 min_tokens: int = 24, weighting: str = "attention") -> Example:
-    """The example with corpus ``index``, or else the shortest with at least ``min_tokens``.
-
-    Reads only the chosen example's attention (under ``weighting``).
-    """
-    candidates = []  # (n_tokens, shard path, position in shard)
-    for path in paths:
-        with Store(path) as store:
-            for i, (n, k) in enumerate(zip(store.lengths, store.example_index)):
-                if index is None or k == index:
-                    candidates.append((int(n), Path(path), i))
-    if not candidates:
-        raise StoreError(f"no example with corpus index {index} in {list(map(str, paths))}")
-    readable = [c for c in candidates if c[0] >= min_tokens]
-    _, path, i = min(readable or candidates)
-    with Store(path, weighting) as store:
-        return store.example(i)
 
 
 def open_stores(paths: str | Path | Iterable[str | Path], weighting: str = "attention",

@@ -12,6 +12,7 @@ import sys
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+import os
 from typing import Iterable, Sequence
 
 import h5py
@@ -24,6 +25,9 @@ READABLE_VERSIONS = (1, 2, 3)
 # HDF5 1.10 format (checksummed metadata). Module-level so benchmarks/integrity.py can time
 # the store without them (False writes a version-2 store); the pipeline never turns them off.
 CHECKSUMS = True
+# A store without checksums (versions 1-2, written by older code) is refused unless this is set:
+# HEADATLAS_READ_UNCHECKED=1 reads it, with a warning that damage would go unseen.
+READ_UNCHECKED = os.environ.get("HEADATLAS_READ_UNCHECKED") == "1"
 LIBVER = ("v110", "v110")
 CHUNK_CACHE = None  # HDF5's chunk cache per open dataset, bytes (None: h5py's default, 1 MiB)
 # The `norms` attribute: whether the value norms were recorded, and if not, why.
@@ -114,6 +118,17 @@ STRING_CRC_ATTR = "crc32"  # attribute of example_ids and skipped_ids: CRC-32 of
 def strings_crc32(strings: Iterable[str]) -> int:
     """CRC-32 of strings as UTF-8 joined by NUL: the checksum of a string dataset (version 3)."""
     return zlib.crc32("\x00".join(strings).encode("utf-8"))
+
+
+def store_bytes(lengths, n_layers: int, n_heads: int, norms: bool) -> int:
+    """Bytes of a store of examples of these lengths (wordpieces): float16 maps
+    ``2·L·H·n²``, with value norms ``2·L·H·n`` and the layer norm maps ``2·L·n²`` when recorded
+    (docs/scaling.md); the per-example strings and offsets are small beside them."""
+    n = np.asarray(lengths, dtype=np.int64)
+    per = 2 * n_layers * n_heads * n * n
+    if norms:
+        per = per + 2 * n_layers * n_heads * n + 2 * n_layers * n * n
+    return int(per.sum())
 
 
 def rebuild_hint(path: str | Path) -> str:

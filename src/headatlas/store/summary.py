@@ -5,19 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from headatlas.store.reader import Store
+from headatlas.store.states import open_record
 
 
 def corpus_summary(stats: dict, store_paths: list[str]) -> pd.DataFrame:
     """One ``quantity, value`` row per count, so the report shows every drop and skip, and the
-    length distribution (wordpieces) of what was extracted."""
+    length distribution (wordpieces) of what was extracted (``store_paths``: the stores, or in
+    fused mode the states files)."""
     rows = [(key, value) for key, value in stats.items() if not isinstance(value, dict)]
     for key, value in stats.items():
         if isinstance(value, dict):
             rows += [(f"{key}.{k}", v) for k, v in value.items()]
     kept, skipped, too_long, lengths = 0, [], 0, []
     for path in store_paths:
-        with Store(path) as store:
+        with open_record(path) as store:
             kept += len(store)
             too_long += int(store.attrs.get("n_too_long", 0))
             skipped += store.skipped_ids

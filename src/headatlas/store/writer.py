@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 from pathlib import Path
 from typing import Sequence
@@ -12,7 +11,7 @@ import h5py
 import numpy as np
 
 from headatlas.errors import StoreError
-from headatlas.io import partial_path, remove_stale_partials
+from headatlas.io import disk_full, is_disk_full, partial_path, remove_stale_partials
 from headatlas.store import schema
 from headatlas.store.schema import (NORM_DATASETS, NORMS_OFF, NORMS_RECORDED, NORMS_STATES, SCHEMA_VERSION,
                                     STRING_CRC_ATTR, dataset_dtype, strings_crc32)
@@ -49,6 +48,7 @@ class StoreWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_partials(self.path)
         self.partial = partial_name(self.path)
+        self.expected_bytes: float | None = None  # the predicted size, for a full disk's message
         self._file = None
         try:
             with self._writing():
@@ -90,11 +90,10 @@ class StoreWriter:
         try:
             yield
         except OSError as err:
-            full = getattr(err, "errno", None) == errno.ENOSPC or "No space left" in str(err)
-            why = (f"the disk is full (free space on {self.path.parent.resolve()}, or point "
-                   "results/ elsewhere)") if full else "check the folder's permissions and free space"
-            raise StoreError(f"{self.path}: writing the attention store failed ({err}); {why}; "
-                             f"nothing was written at {self.path}") from err
+            if is_disk_full(err):
+                raise disk_full(self.path, self.expected_bytes) from None
+            raise StoreError(f"{self.path}: writing the attention store failed ({err}); check the "
+                             f"folder's permissions and free space; nothing was written at {self.path}") from err
 
     def add(self, index: int, example_id: str, tokens: Sequence[str], input_ids, token_type_ids,
             word_ids, attn: np.ndarray, n_words: int | None = None, value_norms: np.ndarray | None = None,
@@ -202,6 +201,8 @@ class StoreWriter:
         try:
             if self._file is not None and self._file.id.valid:
                 self._file.close()
+        except OSError:  # a full disk fails the last flush too: the file goes anyway
+            pass
         finally:
             self.partial.unlink(missing_ok=True)
 

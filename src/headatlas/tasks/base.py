@@ -77,7 +77,8 @@ class Task:
         (:meth:`evaluation`).
     settings : which of :data:`SETTINGS` the evaluator takes as keywords.
     options : the ``ablation:`` section of its own options (its entries are the evaluator's
-        further keywords), or None.
+        further keywords, but ``reader_options``), or None.
+    reader_options : the keys of that section the reader takes instead (``strict``).
     unit : what its scores average over (``"sentences"``, ``"questions"``).
     untrained_floor : metric -> score (%) below which a model never learnt the task; claims on
         such a model are not applicable. Empty when no floor is needed.
@@ -98,6 +99,7 @@ class Task:
     evaluator: str
     settings: tuple[str, ...]
     options: str | None = None
+    reader_options: tuple[str, ...] = ()
     unit: str = "units"
     untrained_floor: dict[str, float] = field(default_factory=dict, hash=False)
     baseline: str = ""
@@ -120,15 +122,21 @@ class Task:
 
         return getattr(transformers, self.model_class)
 
-    def read(self, path) -> list:
-        """The task's records from its data file (``reader``)."""
-        return list(load(self.reader)(path))
+    def read(self, path, options: Mapping | None = None) -> list:
+        """The task's records from its data file (``reader``), with its ``reader_options``."""
+        chosen = {k: v for k, v in (options or {}).items() if k in self.reader_options}
+        return list(load(self.reader)(path, **chosen))
+
+    def code_options(self, options: Mapping | None) -> dict:
+        """Its options section without the reader's: the evaluator's and scorers' keywords."""
+        return {k: v for k, v in (options or {}).items() if k not in self.reader_options}
 
     def evaluation(self, model, tokenizer, records, settings: Mapping | None = None,
                    options: Mapping | None = None) -> tuple[Callable, str]:
         """``(evaluate, description)`` of ``model`` on ``records`` (``evaluator``), with the
         run ``settings`` it takes and its ``options``."""
-        return load(self.evaluator)(model, tokenizer, records, **select(self.settings, settings or {}, options))
+        return load(self.evaluator)(model, tokenizer, records,
+                                    **select(self.settings, settings or {}, self.code_options(options)))
 
     # --- names and notes ---------------------------------------------------------------------
 

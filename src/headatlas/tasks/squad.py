@@ -46,6 +46,7 @@ class SquadExample:
     question: str
     answers: list[str]
     answer_starts: list[int]
+    where: str = ""  # its JSON path in the file, data[i].paragraphs[j].qas[k]
 
 
 V11_SHAPE = ("{'version': '1.1', 'data': [{'title': str, 'paragraphs': [{'context': str, 'qas': "
@@ -53,7 +54,7 @@ V11_SHAPE = ("{'version': '1.1', 'data': [{'title': str, 'paragraphs': [{'contex
 _FIX = f"a SQuAD v1.1 file (e.g. the official dev-v1.1.json) is expected: {V11_SHAPE}"
 
 
-def read_squad(path: str | Path) -> list[SquadExample]:
+def read_squad(path: str | Path, strict: bool = False) -> list[SquadExample]:
     """Read a SQuAD v1.1 JSON file (``{"data": [{"title", "paragraphs": [...]}]}``).
 
     Every question must have at least one answer (v2.0's unanswerable
@@ -63,8 +64,8 @@ def read_squad(path: str | Path) -> list[SquadExample]:
     (the Hugging Face ``datasets`` export), a v2.0 file, ``answers`` as an
     object of lists, a field of the wrong type, an ``answer_start`` outside its
     context, duplicate question ids. An answer whose text is not found at its
-    ``answer_start`` is logged, not refused (the official script never reads
-    the offsets).
+    ``answer_start`` is logged with its JSON path, not refused (the official script never reads
+    the offsets, but the importance loss points at them); ``strict`` refuses it.
     """
     path = Path(path)
     text = path.read_text(encoding="utf-8-sig")
@@ -110,11 +111,32 @@ def read_squad(path: str | Path) -> list[SquadExample]:
         raise CorpusFormatError(path, 0, f"{len(repeated)} question id(s) occur more than once "
                                 f"({', '.join(repeated[:5])}): predictions are keyed by id",
                                 "SQuAD v1.1 gives every question its own id; was a file concatenated?")
-    misaligned = sum(e.context[s:s + len(t)] != t for e in examples for t, s in zip(e.answers, e.answer_starts))
+    misaligned = misaligned_answers(examples)
     if misaligned:
-        log.warning("%s: %d answer(s) not found at their answer_start (the EM/F1 score never reads the "
-                    "offsets; the importance loss points at those positions)", path, misaligned)
+        n_answers = sum(len(e.answers) for e in examples)
+        shown = "; ".join(misaligned[:5]) + ("; ..." if len(misaligned) > 5 else "")
+        message = (f"{len(misaligned)} of {n_answers} answer(s) not found at their answer_start: "
+                   f"{shown}")
+        fix = ("correct each answer_start to where its text begins in the context (the official "
+               "dev-v1.1.json has none wrong)")
+        if strict:
+            raise CorpusFormatError(path, 0, message, fix)
+        log.warning("%s: %s (the EM/F1 score never reads the offsets; the importance loss points at "
+                    "those positions: %s, or set `ablation.squad.strict: true` to stop on them)",
+                    path, message, fix)
     return examples
+
+
+def misaligned_answers(examples: Sequence[SquadExample]) -> list[str]:
+    """Each answer whose text is not at its ``answer_start``: its JSON path and what is there."""
+    found = []
+    for e in examples:
+        for k, (text, start) in enumerate(zip(e.answers, e.answer_starts)):
+            there = e.context[start:start + len(text)]
+            if there != text:
+                found.append(f"{e.where}.answers[{k}] (id {e.id}): {text!r} is not at {start} "
+                             f"({there!r} is)")
+    return found
 
 
 def _is_json(line: str) -> bool:
@@ -177,7 +199,7 @@ def _squad_paragraph(path: Path, title: str, paragraph, where: str) -> list[Squa
                                         f"({len(context)} characters)", _FIX)
             starts.append(start)
         examples.append(SquadExample(id=qid, title=title, context=context, question=question,
-                                     answers=texts, answer_starts=starts))
+                                     answers=texts, answer_starts=starts, where=at))
     return examples
 
 

@@ -1,0 +1,319 @@
+"""Fused extraction: every streaming analysis runs inside the forward pass; no map is stored.
+
+:func:`fused_extract` runs the encoder over a corpus shard as :func:`headatlas.encoders.extract.extract`
+does (the same inputs, batches, value norms), but instead of writing each batch's maps to a
+store it hands them to every planned analysis run (:class:`Run`: an analysis, its options and
+the view of the maps), then drops them. It writes the runs' states
+(:mod:`headatlas.store.states`: kilobytes to megabytes, whatever the corpus size) and a
+small **exemplar store**: the few examples the figures that draw maps read, as a store of
+today's schema.
+
+The maps an analysis sees are the store's, bit for bit: each is rounded to float16 and widened
+back exactly as a store reader widens it, so a table from a fused run equals the store run's
+(up to the order float sums are added in: batches come in length order, stores in corpus order).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from headatlas.analyses.base import Analysis, analysis_class, finish
+from headatlas.analyses.result import Result
+from headatlas.corpora.records import Sentence
+from headatlas.encoders.allocator import keep_buffers_in_heap
+from headatlas.encoders.extract import (capture_batch, largest_buffer, shard_range,
+                                        store_special_tokens)
+from headatlas.encoders.inputs import Encoded, collate, encode, encode_corpus, length_batches
+from headatlas.encoders.models import LoadedModel, check_max_length
+from headatlas.encoders.valuenorms import model_class, norm_recorder
+from headatlas.errors import EmptyStoreError, StoreError
+from headatlas.provenance import code_version
+from headatlas.store.example import Example
+from headatlas.store.halves import widen
+from headatlas.store.reader import empty_store_message
+from headatlas.store.schema import NORMS_RECORDED, SCHEMA_VERSION, rebuild_hint
+from headatlas.store.states import Source, States, write_states
+from headatlas.store.writer import StoreWriter
+from headatlas.weightings import check_weighting
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One analysis run inside the extraction: its key in the states file, the registered
+    analysis, its options, the view of the maps it reads (``attention`` or ``norm``) and how
+    many examples it sees (the first ``max_examples`` of the corpus, as a store run would)."""
+
+    key: str
+    analysis: str
+    options: dict = field(default_factory=dict, hash=False, compare=False)
+    weighting: str = "attention"
+    max_examples: int | None = None
+
+
+def run_key(analysis: str, weighting: str = "attention") -> str:
+    """The states file's name for an analysis under a weighting: ``entropy``, ``entropy-norm``."""
+    return analysis if check_weighting(weighting) == "attention" else f"{analysis}-{weighting}"
+
+
+def exemplar_indices(n_records: int, k: int, seed: int = 0, wanted: Iterable[int] = ()) -> set[int]:
+    """The corpus positions whose maps a fused extraction keeps (its exemplar store): ``wanted``
+    (positions the config asks a figure to draw) and a seeded sample of ``k`` others out of
+    ``n_records``. Every shard draws the same sample and keeps the part in its range."""
+    chosen = {int(i) for i in wanted if 0 <= int(i) < n_records}
+    rest = np.setdiff1d(np.arange(n_records), sorted(chosen))
+    if len(rest) and k > 0:
+        rng = np.random.default_rng(seed)
+        chosen.update(int(i) for i in rng.choice(rest, size=min(k, len(rest)), replace=False))
+    return chosen
+
+
+def _examples(batch: Sequence[Encoded], tokens: list[list[str]], attn: np.ndarray, norms: dict,
+              n_layers: int, n_heads: int, special: dict) -> list[Example]:
+    """The batch's examples as a store reader returns them: float16 maps widened to float32."""
+    out, a0, v0, m0 = [], 0, 0, 0
+    for encoded, toks in zip(batch, tokens):
+        n = len(encoded)
+        size = n_layers * n_heads * n * n
+        value_norms = norm_map = None
+        if norms:
+            value_norms = widen(norms["value_norms"][v0:v0 + n_layers * n_heads * n]).reshape(n_layers, n_heads, n)
+            norm_map = widen(norms["norm_map"][m0:m0 + n_layers * n * n]).reshape(n_layers, n, n)
+            v0, m0 = v0 + n_layers * n_heads * n, m0 + n_layers * n * n
+        out.append(Example(
+            index=encoded.index, id=encoded.id, tokens=toks,
+            input_ids=np.asarray(encoded.input_ids, np.int32),
+            token_type_ids=np.asarray(encoded.token_type_ids, np.int8),
+            word_ids=np.asarray(encoded.word_ids, np.int32),
+            attn=widen(attn[a0:a0 + size]).reshape(n_layers, n_heads, n, n),
+            value_norms=value_norms, norm_map=norm_map, **special))
+        a0 += size
+    return out
+
+
+def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_path: str | Path,
+                  runs: Sequence[Run], *, exemplar_path: str | Path | None = None, exemplars: int = 16,
+                  exemplar_seed: int = 0, wanted: Iterable[int] = (), max_length: int = 128,
+                  batch_size: int = 32, max_tokens: int | None = None, shard: int = 0, n_shards: int = 1,
+                  store_attrs: dict | None = None, progress: bool = True, norms: bool = True,
+                  inputs: dict | None = None) -> Counter:
+    """Run ``runs`` over this shard of ``sentences`` inside the forward pass; write their states
+    to ``states_path`` and the exemplars' maps to ``exemplar_path``.
+
+    ``inputs``: what the analyses need beside the maps, by option name (a corpus file, the
+    documents of coreference), given to every run that takes it (a run's own ``options`` win).
+    Raises as :func:`~headatlas.encoders.extract.extract` does (a ``max_length`` the model
+    cannot take, no example to extract), and leaves nothing behind then.
+    """
+    check_max_length(max_length, loaded.model.config, loaded.info.get("model_name", loaded.model_class))
+    tok, layers, heads = loaded.tokenizer, loaded.n_layers, loaded.n_heads
+    # Batches are cut over the whole corpus and dealt to the shards, so an example's batch (and
+    # so its maps, to the last bit) does not depend on how many shards there are.
+    everything, skipped_all = encode_corpus(tok, enumerate(sentences), max_length, Counter())
+    batches = list(length_batches(everything, batch_size, max_tokens))[shard::n_shards]
+    n_kept = sum(len(batch) for batch in batches)
+    skipped, stats = _skipped(sentences, set(skipped_all), shard, n_shards)
+    stats["kept"] = n_kept
+    attrs = {**loaded.info, **(store_attrs or {}), "n_layers": layers, "n_heads": heads,
+             "max_length": max_length, "shard": shard, "n_shards": n_shards, **code_version(),
+             "schema_version": SCHEMA_VERSION,  # of its exemplar store
+             **store_special_tokens(tok), "n_skipped": len(skipped), "n_too_long": stats["too_long"]}
+    if not everything:  # a shard may be dealt no batch; the corpus must have examples
+        raise EmptyStoreError(empty_store_message(attrs, len(skipped_all), len(skipped_all) - sum(
+            not s.words for s in sentences), where=f"{states_path} not written"))
+    attrs["norms"], recorder, warning = norm_recorder(loaded.model, norms)
+    attrs["model_class"] = model_class(loaded.model)
+    if warning:
+        log.warning("%s", warning)
+    streams = _streams(runs, layers, heads, inputs or {}, Source(attrs, skipped), everything)
+    if any(s.reads_norms for s in streams.values()) and attrs["norms"] != NORMS_RECORDED:
+        raise EmptyStoreError(f"{states_path}: an analysis reads value norms, and this model has "
+                              f"none (norms: {attrs['norms']}); set its `weightings: [attention]`")
+    if n_kept:
+        keep_buffers_in_heap(largest_buffer([e for b in batches for e in b], batch_size, layers, heads))
+    keep = exemplar_indices(len(sentences), exemplars, exemplar_seed, wanted)
+    writer = StoreWriter(exemplar_path, {**attrs, "n_examples_in_corpus": n_kept}) if exemplar_path else None
+    lengths: dict[int, int] = {}
+    seconds = Counter()  # process CPU seconds: the forward (and copies), each run
+    try:
+        with recorder, tqdm(total=n_kept, desc=f"fused {Path(states_path).parent.parent.name}",
+                            unit="ex", disable=not progress, mininterval=2) as bar:
+            for batch in batches:
+                start = time.process_time()
+                examples = _batch_examples(loaded, recorder, batch, attrs)
+                seconds["forward"] += time.process_time() - start
+                for encoded, example in zip(batch, examples):
+                    lengths[example.index] = example.n_tokens
+                    views = _Views(example)  # each weighting computed once, for every run
+                    for stream in streams.values():
+                        stream.add(views)
+                    if writer is not None and example.index in keep:
+                        _keep(writer, example, encoded.n_words, attrs)
+                bar.update(len(batch))
+        if writer is not None:
+            writer.skipped_ids = skipped
+            writer.close()
+            writer = None
+        seconds.update({k: s.seconds for k, s in streams.items()})
+        attrs["cpu_seconds"] = json.dumps({k: round(v, 3) for k, v in seconds.items()})
+        write_states(states_path, {k: (s.analysis, s.weighting) for k, s in streams.items()},
+                     attrs, skipped, lengths)
+    finally:
+        for stream in streams.values():
+            stream.analysis.close()
+        if writer is not None:
+            writer._discard()
+    log.info("fused: %d examples through %d analysis runs into %s; skipped %d (too long: %d); "
+             "CPU seconds: %s", n_kept, len(streams), states_path, len(skipped),
+             stats["too_long"], ", ".join(f"{k} {v:.1f}" for k, v in seconds.most_common()))
+    return stats
+
+
+def extract_examples(loaded: LoadedModel, sentences: Sequence[Sentence], indices: Iterable[int],
+                     weighting: str = "attention", max_length: int = 128,
+                     batch_size: int = 32) -> dict[int, Example]:
+    """The examples at these corpus positions, extracted again in memory under ``weighting``:
+    what a figure draws when a fused run's exemplar store lacks them
+    (:class:`~headatlas.store.maps.Maps`). Their own batch, so a map may differ from the
+    run's by one float16 step (a picture, never a table)."""
+    tok = loaded.tokenizer
+    encoded = [encode(tok, sentences[i], i) for i in sorted(set(indices))]
+    encoded = [e for e in encoded if len(e) <= max_length]
+    attrs = store_special_tokens(tok)
+    attrs["norms"], recorder, _ = norm_recorder(loaded.model, check_weighting(weighting) == "norm")
+    found = {}
+    with recorder:
+        for batch in length_batches(encoded, batch_size):
+            for example in _batch_examples(loaded, recorder, batch, attrs):
+                found[example.index] = example.weighted(weighting)
+    return found
+
+
+def _skipped(sentences: Sequence[Sentence], left_out: set[str], shard: int,
+             n_shards: int) -> tuple[list[str], Counter]:
+    """The records of this shard's index range that were left out (each shard reports its
+    range's, as a store shard does), and how many were empty or too long."""
+    skipped = [sentences[i].id for i in shard_range(len(sentences), shard, n_shards)
+               if sentences[i].id in left_out]
+    ids = set(skipped)
+    empty = sum(not s.words for s in sentences if s.id in ids)
+    return skipped, Counter(empty=empty, too_long=len(skipped) - empty)
+
+
+def _batch_examples(loaded: LoadedModel, recorder, batch: Sequence[Encoded], attrs: dict) -> list[Example]:
+    """One forward pass over ``batch``: its examples as a store would give them back."""
+    tok = loaded.tokenizer
+    device = next(loaded.model.parameters()).device
+    sizes = [len(e) for e in batch]
+    attn = capture_batch(loaded.model, collate(batch, tok.pad_token_id or 0, device), sizes).numpy()
+    norms = recorder.take_packed(sizes).arrays()
+    tokens = [tok.convert_ids_to_tokens(e.input_ids) for e in batch]
+    special = {k: attrs[k] for k in ("cls_token", "sep_token")}
+    return _examples(batch, tokens, attn, norms, loaded.n_layers, loaded.n_heads, special)
+
+
+def _keep(writer: StoreWriter, example: Example, n_words: int, attrs: dict) -> None:
+    """Write ``example`` to the exemplar store, as extraction writes it to a store."""
+    norms = ({"value_norms": example.value_norms, "norm_map": example.norm_map}
+             if attrs["norms"] == NORMS_RECORDED else {})
+    writer.add(example.index, example.id, example.tokens, example.input_ids, example.token_type_ids,
+               example.word_ids, example.attn, n_words=n_words, **norms)
+
+
+@dataclass
+class _Stream:
+    """A started analysis inside the extraction: the view it reads, and the examples it may see
+    (None: all)."""
+
+    analysis: Analysis
+    weighting: str
+    allowed: set[int] | None
+    seconds: float = 0.0  # CPU time in its updates (the weighting included), for the log
+
+    @property
+    def reads_norms(self) -> bool:
+        return self.weighting == "norm" or self.analysis.needs_norms
+
+    def add(self, views: "_Views") -> None:
+        if self.allowed is None or views.example.index in self.allowed:
+            start = time.process_time()
+            self.analysis.add(views[self.weighting])
+            self.seconds += time.process_time() - start
+
+
+class _Views(dict):
+    """One example under each weighting, computed when first asked for."""
+
+    def __init__(self, example: Example):
+        super().__init__()
+        self.example = example
+
+    def __missing__(self, weighting: str) -> Example:
+        self[weighting] = self.example.weighted(weighting)
+        return self[weighting]
+
+
+def _streams(runs: Sequence[Run], layers: int, heads: int, inputs: dict, source: Source,
+             everything: Sequence[Encoded]) -> dict[str, _Stream]:
+    """key -> each run's started analysis; its data options it is not given are None (a
+    cache's path: given when the states are merged)."""
+    out = {}
+    for run in runs:
+        cls = analysis_class(run.analysis)
+        options = {**{k: v for k, v in inputs.items() if k in cls.option_names()}, **run.options}
+        cls.check_options(options)
+        options.update({k: None for k in cls.data_options if k not in options})
+        if cls.needs_norms and run.weighting != "attention":
+            raise ValueError(f"{cls.name} reads the value norms itself: run it under attention")
+        acc = cls(layers, heads, **options)
+        acc.start(source)
+        allowed = None if run.max_examples is None else {e.index for e in everything[:run.max_examples]}
+        out[run.key] = _Stream(acc, check_weighting(run.weighting), allowed)
+    return out
+
+
+def result_from_states(paths: Iterable[str | Path], key: str, analysis: str | type[Analysis],
+                       weighting: str = "attention", **options) -> Result:
+    """The result of run ``key`` over every shard's states file, as one pass over the corpus
+    would give it: the shards' states merged into a fresh instance with ``options`` (which must
+    be those the extraction ran with), then finished with the files' provenance."""
+    cls = analysis_class(analysis)
+    cls.check_options(options)
+    paths = list(paths)
+    if not paths:
+        raise StoreError("no states file given")
+    skipped, shard_attrs = [], []
+    for path in paths:
+        with States(path) as states:
+            shard_attrs.append(states.attrs)
+            skipped += states.skipped_ids
+    attrs = shard_attrs[0]
+    acc = cls(int(attrs["n_layers"]), int(attrs["n_heads"]), **options)
+    wanted = json.loads(json.dumps(acc.settings(), default=str, sort_keys=True))
+    acc.start(Source(attrs, skipped))
+    for path in paths:
+        with States(path) as states:
+            about, state = states.run(key)
+            if about["analysis"] != cls.name or about["weighting"] != weighting:
+                raise StoreError(f"{path}: run {key!r} is {about['analysis']} ({about['weighting']}), "
+                                 f"not {cls.name} ({weighting}); {rebuild_hint(path)}")
+            if about["options"] != wanted:
+                raise StoreError(f"{path}: run {key!r} ran with options {about['options']}, not "
+                                 f"{wanted}: the states are of another configuration; "
+                                 f"{rebuild_hint(path)}")
+            acc.merge(state)
+    try:
+        result = acc.result()
+    finally:
+        acc.close()
+    return finish(acc, result, {**attrs, "n_examples": acc.n_examples}, weighting)

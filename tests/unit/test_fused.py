@@ -1,0 +1,192 @@
+"""Fused extraction (issue 32): the analyses run inside the forward pass give the store's tables.
+
+One tiny corpus is extracted twice with the tiny random BERT: into a store, then every
+registered analysis streams it (``run_analysis``); and fused, every analysis inside the
+forward pass, its state written per shard and merged (``result_from_states``). Every table,
+array and claim must agree (counts exactly, floats to 1e-6 relative), with one shard and with
+three, and the exemplar store must hold the examples asked for, as a store.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from headatlas.analyses.base import run_analysis
+from headatlas.analyses.fused import Run, exemplar_indices, fused_extract, run_key
+from headatlas.analyses.fused import result_from_states
+from headatlas.store.states import States
+from headatlas.errors import StoreError
+from headatlas.store.reader import open_stores
+from tests.unit.test_contract import CLASSES, RECORDS, inputs, required
+
+N_SHARDS = 3
+RUNS = [(cls, weighting) for cls in CLASSES
+        for weighting in (("attention",) if cls.needs_norms else ("attention", "norm"))]
+
+
+@pytest.fixture(scope="module")
+def extracted(tiny_model, tmp_path_factory):
+    """The store of the corpus, and its fused states in one shard and in three."""
+    from headatlas.corpora.records import write_jsonl
+    from headatlas.encoders.extract import extract
+
+    folder = tmp_path_factory.mktemp("fused")
+    write_jsonl(folder / "corpus.jsonl", RECORDS)
+    attrs = {"corpus": "contract", "corpus_sha256": "0" * 64}
+    # the same batches as the fused runs (batch composition moves a map by a float16 step)
+    extract(tiny_model, RECORDS, folder / "store.h5", max_length=32, batch_size=2, progress=False,
+            store_attrs=attrs)
+    pool = inputs(folder)
+    runs = [Run(run_key(cls.name, w), cls.name, {}, w) for cls, w in RUNS]
+    files = {}
+    for n_shards in (1, N_SHARDS):
+        files[n_shards] = []
+        for shard in range(n_shards):
+            shard_inputs = {**pool, "path": folder / f"cache-{n_shards}-{shard}.h5"}
+            states = folder / f"states-{n_shards}-{shard}.h5"
+            fused_extract(tiny_model, RECORDS, states, runs, exemplar_path=folder / f"exemplars-{n_shards}-{shard}.h5",
+                          exemplars=1, wanted=[2], max_length=32, batch_size=2, shard=shard, n_shards=n_shards,
+                          store_attrs=attrs, progress=False, inputs=shard_inputs)
+            files[n_shards].append(states)
+    return folder, files
+
+
+def assert_same(one, two):
+    assert list(one.tables) == list(two.tables) and list(one.arrays) == list(two.arrays)
+    for name in one.tables:
+        pd.testing.assert_frame_equal(two.tables[name], one.tables[name], check_exact=False, rtol=1e-6)
+    for name in one.arrays:
+        if np.issubdtype(one.arrays[name].dtype, np.number):
+            np.testing.assert_allclose(two.arrays[name], one.arrays[name], rtol=1e-6)
+        else:
+            np.testing.assert_array_equal(two.arrays[name], one.arrays[name])
+    assert one.claims == two.claims
+
+
+@pytest.mark.parametrize("n_shards", [1, N_SHARDS])
+@pytest.mark.parametrize("cls, weighting", RUNS, ids=lambda x: getattr(x, "name", x))
+def test_fused_states_give_the_store_tables(cls, weighting, n_shards, extracted):
+    folder, files = extracted
+    pool = inputs(folder)
+    options = {name: pool[name] for name in required(cls)}
+    if "path" in options:
+        options["path"] = folder / f"cache-store-{cls.name}-{weighting}.h5"
+    store = run_analysis(cls, [folder / "store.h5"], progress=False, weighting=weighting, **options)
+    if "path" in options:
+        options["path"] = folder / f"cache-fused-{cls.name}-{weighting}-{n_shards}.h5"
+    fused = result_from_states(files[n_shards], run_key(cls.name, weighting), cls, weighting, **options)
+    assert fused.caption == store.caption
+    assert fused.provenance["n_examples"] == store.provenance["n_examples"] == len(RECORDS)
+    assert_same(store, fused)
+
+
+def test_states_are_small_and_say_what_ran(extracted):
+    folder, files = extracted
+    with States(files[1][0]) as states:
+        assert states.attrs["model_name"] == "tiny" and states.attrs["corpus"] == "contract"
+        assert run_key("entropy", "norm") in states.keys
+        about, state = states.run("entropy")
+        assert about == {"analysis": "entropy", "weighting": "attention", "options": {}}
+        assert int(state["n_examples"]) == len(RECORDS)
+    with pytest.raises(StoreError, match="no analysis run 'nowhere'"):
+        with States(files[1][0]) as states:
+            states.run("nowhere")
+
+
+def test_options_other_than_the_extraction_s_are_refused(extracted):
+    _, files = extracted
+    with pytest.raises(StoreError, match="ran with options"):
+        result_from_states(files[1], "head_distances", "head_distances", average=False)
+
+
+def test_a_damaged_states_file_is_refused(extracted, tmp_path):
+    _, files = extracted
+    bad = tmp_path / "states.h5"
+    bad.write_bytes(files[1][0].read_bytes()[:2000])
+    with pytest.raises(StoreError, match=r"states\.h5.*snakemake --cores all --force"):
+        States(bad)
+
+
+def test_exemplars_are_a_store_of_the_chosen_examples(extracted):
+    folder, _ = extracted
+    chosen = exemplar_indices(len(RECORDS), 1, wanted=[2])
+    assert 2 in chosen and len(chosen) == 2
+    shards = [folder / f"exemplars-{N_SHARDS}-{s}.h5" for s in range(N_SHARDS)]
+    kept = {e.index: e for e in open_stores(shards)}  # a shard may hold none
+    assert set(kept) == chosen
+    store = {e.index: e for e in open_stores(folder / "store.h5")}
+    for index, example in kept.items():
+        np.testing.assert_array_equal(example.attn, store[index].attn)  # the store's maps, bit for bit
+
+
+def test_a_run_s_max_examples_are_the_store_run_s_first(extracted, tiny_model, tmp_path):
+    """``max_examples`` (a quick look) sees the first examples in corpus order in both modes."""
+    folder, _ = extracted
+    store = run_analysis("entropy", [folder / "store.h5"], progress=False, max_examples=2)
+    states = tmp_path / "states.h5"
+    fused_extract(tiny_model, RECORDS, states, [Run("entropy", "entropy", {}, "attention", 2)],
+                  max_length=32, batch_size=2, progress=False,
+                  store_attrs={"corpus": "contract", "corpus_sha256": "0" * 64})
+    fused = result_from_states([states], "entropy", "entropy")
+    assert fused.provenance["n_examples"] == store.provenance["n_examples"] == 2
+    assert_same(store, fused)
+
+
+def test_the_record_of_an_extraction_is_the_same_in_both_modes(extracted):
+    """Captions and the corpus summary read a states file as they read a store."""
+    from headatlas.analyses.base import store_provenance
+    from headatlas.store.summary import corpus_summary
+
+    folder, files = extracted
+    assert store_provenance(files[N_SHARDS]) == store_provenance([folder / "store.h5"])
+    pd.testing.assert_frame_equal(corpus_summary({}, files[N_SHARDS]),
+                                  corpus_summary({}, [folder / "store.h5"]))
+
+
+def test_a_figure_draws_the_store_s_example_from_the_exemplars_or_extracts_it(extracted, tiny_model):
+    """Fused mode's maps: the exemplars where they have the example, else it is extracted again."""
+    from headatlas.analyses.fused import extract_examples
+    from headatlas.store.maps import Maps, pick_example
+
+    folder, files = extracted
+    shards = [folder / f"exemplars-{N_SHARDS}-{s}.h5" for s in range(N_SHARDS)]
+    asked = []
+
+    def again(indices, weighting):
+        asked.extend(indices)
+        return extract_examples(tiny_model, RECORDS, indices, weighting, max_length=32)
+
+    maps = Maps(shards, records=files[N_SHARDS], extract_missing=again)
+    store = Maps([folder / "store.h5"])
+    assert maps.lengths() == store.lengths()
+    kept = sorted(exemplar_indices(len(RECORDS), 1, wanted=[2]))
+    lacking = next(i for i in range(len(RECORDS)) if i not in kept)
+    for index in (kept[0], lacking):
+        fused, stored = pick_example(maps, index, weighting="norm"), pick_example(store, index, weighting="norm")
+        assert fused.id == stored.id and fused.tokens == stored.tokens
+        np.testing.assert_allclose(fused.attn, stored.attn, atol=2e-3)  # a float16 step at most
+    assert asked == [lacking]
+    assert pick_example(maps, min_tokens=10).id == pick_example(store, min_tokens=10).id
+
+
+def test_an_interrupted_fused_extraction_leaves_nothing(tiny_model, tmp_path, monkeypatch):
+    from headatlas.analyses.surface import Entropy
+
+    def broken(self, example):
+        raise RuntimeError("killed mid-run")
+
+    monkeypatch.setattr(Entropy, "update", broken)
+    with pytest.raises(RuntimeError, match="killed"):
+        fused_extract(tiny_model, RECORDS, tmp_path / "states.h5", [Run("entropy", "entropy")],
+                      exemplar_path=tmp_path / "exemplars.h5", max_length=32, progress=False)
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_job_s_key_names_its_rule_and_wildcards_but_the_file_s():
+    from headatlas.pipeline.streams import job_key
+
+    assert job_key("surface_table", {"model": "m", "corpus": "c", "weighting": "-norm",
+                                     "analysis": "entropy"}) == "surface_table:analysis=entropy,weighting=-norm"
+    assert job_key("norm_shares", {"model": "m", "corpus": "c"}) == "norm_shares"

@@ -1,0 +1,24 @@
+"""benchmarks/gpu.py runs in its quick mode (tiny geometry, CPU): the script the GPU check uses."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu.py"
+
+
+def test_the_gpu_benchmark_runs_its_paths_on_the_cpu(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("gpu_benchmark", SCRIPT)
+    gpu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu)
+    out = tmp_path / "gpu.json"
+    assert gpu.main(["--quick", "--out", str(out), "--disk", str(tmp_path)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result["paths"]) == {"sdpa", "eager", "fused", "store"}
+    assert result["ratio_to_sdpa"]["sdpa"] == 1.0
+    assert all(row["tokens_per_s"] > 0 for row in result["paths"].values())
+    g = result["geometry"]  # 2 bytes per float16 weight: L·H·n per token, and the norms
+    assert result["device_to_host_bytes_per_token"]["store"] == 2 * g["layers"] * (g["heads"] * g["n"] + g["heads"] + g["n"])
+    assert result["paths"]["store"]["disk_bytes"] > 0
+    assert "| fused |" in capsys.readouterr().out
+    assert not list(tmp_path.glob("tmp*"))  # its work folder is gone
