@@ -54,7 +54,7 @@ def tiny_config(root: Path) -> dict:
     config["models"]["tiny"]["path"] = str(root / "tiny-bert")
     config["models"]["tiny_roberta"] = {"path": str(root / "tiny-roberta")}
     corpora = config["corpora"]
-    corpora["wikipedia"]["path"] = str(root / "wiki.json")
+    corpora["wikipedia"]["path"] = str(TOY / "corpora" / "wiki.json")  # one path: tables record it
     corpora["tb"]["path"] = str(root / "tb.conllu")
     corpora["tb_windows"] = {"kind": "documents", "from": "tb", "cover": "windows", "stride": 16}
     config["syntax"]["key_relations"].append("aux:pass")
@@ -87,7 +87,6 @@ def tiny_folder(root: Path, config: dict | None = None, n_docs: int = 3) -> Path
     """``root`` with the workflow, the tiny models and treebank, and ``config`` (default: the tiny one)."""
     copy_workflow(root)
     shutil.copytree(TOY / "models" / "tiny-bert", root / "tiny-bert")  # make_tiny_model(layers=2, heads=2)
-    shutil.copy2(TOY / "corpora" / "wiki.json", root / "wiki.json")
     make_tiny_encoder(root / "tiny-roberta", "roberta", layers=2, heads=2)
     write_treebank(root / "tb.conllu", n_docs=n_docs)  # n_docs=3: .test/corpora/tiny.conllu
     (root / "config.yaml").write_text(yaml.safe_dump(config or tiny_config(root)))

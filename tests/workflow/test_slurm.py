@@ -6,8 +6,8 @@ then runs with ``--workflow-profile profiles/slurm`` as shipped, plus what a clu
 accounting and a 2-core test machine need (:data:`OVERLAY`), extraction cut into two shards.
 Every job must be submitted to SLURM and seen as finished, extraction must go to the ``gpu``
 partition with one GPU per job (one job per shard: the profile leaves job arrays off), every
-output must be built, and every CSV table must be the one the local run (the ``tiny_workflow``
-fixture, one shard) wrote.
+output must be built, and every CSV table of its models must be the one the local run (the
+``tiny_workflow`` fixture, one shard) wrote. One family only (:data:`OWN`): ~100 jobs, not 183.
 
 Skipped, with the reason, where the machine cannot run SLURM (not root, no apt-get, no network to
 the Debian mirror, a real SLURM configuration in /etc/slurm) or when HEADATLAS_SLURM_TEST=0.
@@ -33,6 +33,10 @@ SCRIPT = ROOT / "tests" / "cluster" / "slurm.sh"
 LOCK = Path("/tmp/headatlas-slurm.lock")  # one cluster test at a time on a machine
 SHARDS = 2
 CORPORA = ("wikipedia", "tb", "tb_docs", "tb_windows")  # of the tiny config, all extracted for `tiny`
+# The models of the SLURM run: the tiny config's BERT and its fine-tuned tagger (the second
+# family adds nothing SLURM does, and half the jobs); their results, and `finetune/`, are the
+# local run's. Tables across models (scorecard, comparisons) differ by design.
+OWN = ("tiny", "tiny_upos", "finetune")
 # On top of profiles/slurm: a cluster without accounting (no -A; sacct answers nothing, so the
 # status comes from squeue), and a small machine (first status check after 2 s instead of 40;
 # one thread per extraction job on 2 cores). Successful jobs' SLURM logs are kept to be checked.
@@ -69,6 +73,7 @@ def slurm_run(slurm_cluster, tmp_path_factory):
     """The tiny workflow through sbatch, extraction in two shards: (folder, result, seconds)."""
     root = tmp_path_factory.mktemp("slurm")
     config = tiny_config(root)
+    del config["models"]["tiny_roberta"]
     config["extraction"]["shards"] = SHARDS
     tiny_folder(root, config)
     start = time.monotonic()
@@ -104,8 +109,9 @@ def test_every_job_went_through_sbatch(slurm_run):
     submitted = re.findall(r"Job \d+ has been submitted with SLURM jobid (\d+)", text)
     expected = {rule: n for rule, n in planned_jobs(root).items() if rule != "all"}  # `all` is local
     assert len(submitted) == sum(expected.values()), (len(submitted), expected)
-    # tiny: 4 corpora; tiny_roberta and the fine-tuned tiny_upos: those not restricted to tiny
-    assert expected["extract"] > len(CORPORA) * SHARDS and expected["extract"] % SHARDS == 0
+    # tiny: 4 corpora (the fine-tuned tiny_upos, without a second base model to compare with,
+    # reads no store of its own here)
+    assert expected["extract"] >= len(CORPORA) * SHARDS and expected["extract"] % SHARDS == 0
     assert "Error in rule" not in text and "SLURM-job" not in text  # no failed job, no retry
     jobs = slurm_jobs(text)
     assert jobs and all(job["state"] == "COMPLETED" for job in jobs), jobs
@@ -135,7 +141,8 @@ def test_every_output_is_built(slurm_run, tiny_workflow):
                 if p.is_file() and "attention" not in p.parts
                 and not p.name.endswith("report.html")}  # made by --report (tests of the local run), not a rule
 
-    assert outputs(root) == outputs(tiny_workflow)
+    own = {p for p in outputs(tiny_workflow) if p.split("/")[1] in OWN}
+    assert own <= outputs(root) <= outputs(tiny_workflow)
     for corpus in CORPORA:
         stores = sorted((root / "results" / "tiny" / corpus / "attention").glob("shard-*.h5"))
         assert [s.name for s in stores] == [f"shard-{i}.h5" for i in range(SHARDS)]
@@ -164,7 +171,8 @@ def test_tables_are_the_local_runs(slurm_run, tiny_workflow):
 
     root, _, _ = slurm_run
     tables = sorted(p.relative_to(tiny_workflow / "results").as_posix()
-                    for p in (tiny_workflow / "results").rglob("*.csv"))
+                    for p in (tiny_workflow / "results").rglob("*.csv") if p.relative_to(
+                        tiny_workflow / "results").parts[0] in OWN)
     assert len(tables) > 30
     identical, compared = [], []
     for name in tables:
