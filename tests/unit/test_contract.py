@@ -196,15 +196,7 @@ def test_merging_the_states_of_two_shards_is_one_pass(cls, weighting, order, tin
             acc.close()
     assert merged.n_examples == len(RECORDS)
     assert one.caption == two.caption
-    assert list(one.tables) == list(two.tables) and list(one.arrays) == list(two.arrays)
-    for name in one.tables:
-        pd.testing.assert_frame_equal(two.tables[name], one.tables[name], check_exact=False, rtol=1e-9)
-    for name in one.arrays:
-        if np.issubdtype(one.arrays[name].dtype, np.number):
-            np.testing.assert_allclose(two.arrays[name], one.arrays[name], rtol=1e-9)
-        else:
-            np.testing.assert_array_equal(two.arrays[name], one.arrays[name])
-    assert one.claims == two.claims
+    assert_same_result(one, two, rtol=1e-9)
 
 
 def test_an_unknown_name_says_what_to_import(tiny_store):
@@ -223,3 +215,16 @@ def test_captions_give_the_length_distribution(tiny_store):
     provenance = store_provenance([tiny_store / "shard-0.h5"])
     assert provenance["lengths"].startswith("lengths: median")
     assert describe(provenance, 1).endswith(provenance["lengths"])
+
+
+def assert_same_result(one, two, rtol: float) -> None:
+    """Two results with the same tables and arrays (numbers to ``rtol``) and the same claims."""
+    assert list(one.tables) == list(two.tables) and list(one.arrays) == list(two.arrays)
+    for name in one.tables:
+        pd.testing.assert_frame_equal(two.tables[name], one.tables[name], check_exact=False, rtol=rtol)
+    for name in one.arrays:
+        if np.issubdtype(one.arrays[name].dtype, np.number):
+            np.testing.assert_allclose(two.arrays[name], one.arrays[name], rtol=rtol)
+        else:
+            np.testing.assert_array_equal(two.arrays[name], one.arrays[name])
+    assert one.claims == two.claims

@@ -19,6 +19,7 @@ from headatlas.analyses.fused import result_from_states
 from headatlas.store.states import States
 from headatlas.errors import StoreError
 from headatlas.store.reader import open_stores
+from tests.unit.test_contract import assert_same_result
 from tests.unit.test_contract import CLASSES, RECORDS, inputs, required
 
 N_SHARDS = 3
@@ -54,15 +55,7 @@ def extracted(tiny_model, tmp_path_factory):
 
 
 def assert_same(one, two):
-    assert list(one.tables) == list(two.tables) and list(one.arrays) == list(two.arrays)
-    for name in one.tables:
-        pd.testing.assert_frame_equal(two.tables[name], one.tables[name], check_exact=False, rtol=1e-6)
-    for name in one.arrays:
-        if np.issubdtype(one.arrays[name].dtype, np.number):
-            np.testing.assert_allclose(two.arrays[name], one.arrays[name], rtol=1e-6)
-        else:
-            np.testing.assert_array_equal(two.arrays[name], one.arrays[name])
-    assert one.claims == two.claims
+    assert_same_result(one, two, rtol=1e-6)
 
 
 @pytest.mark.parametrize("n_shards", [1, N_SHARDS])
