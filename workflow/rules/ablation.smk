@@ -16,6 +16,7 @@ ABLATIONS = Results(
     category="Head-type ablation (Guan §5)",
     subcategory="{task_model}",
     task_model=lambda model: TASK_MODELS if model == ABLATION["model"] else [],
+    constrain={"task_model": TASK_MODELS},
 )
 
 
@@ -26,18 +27,12 @@ rule ablation:
         data=lambda wildcards: PLAN.ablation.data or [],
         code=code("ablation_grid.py"),
     output:
-        table=ABLATIONS.table(
-            "ablation.csv", "ablation_table", "Tables 2-3: ours vs paper"
-        ),
-        figure=ABLATIONS.figure(
-            "ablation.svg", "ablation_table", "Tables 2-3 as a chart"
-        ),
+        table=ABLATIONS.table("ablation.csv", "ablation_table", "Tables 2-3: ours vs paper"),
+        figure=ABLATIONS.figure("ablation.svg", "ablation_table", "Tables 2-3 as a chart"),
     log:
         logs("ablation/{task_model}"),
     benchmark:
         benchmarks("ablation/{task_model}")
-    wildcard_constraints:
-        task_model=one_of(TASK_MODELS),
     priority: CHAIN_PRIORITY
     conda:
         ENV
@@ -47,9 +42,7 @@ rule ablation:
     params:
         **pick(ABLATION, "task", "split", "renormalise", "batch_size", "max_examples"),
         **pick(ABLATION, "squad"),
-        **ablation_plan(
-            "base", "spec", "types_source", "types_own", "corpus", "max_length"
-        ),
+        **ablation_plan("base", "spec", "types_source", "types_own", "corpus", "max_length"),
     script:
         "../scripts/ablation_grid.py"
 
@@ -64,8 +57,6 @@ rule ablation_claims:
         logs("ablation/{task_model}.claims"),
     benchmark:
         benchmarks("ablation/{task_model}.claims")
-    wildcard_constraints:
-        task_model=one_of(TASK_MODELS),
     conda:
         ENV
     script:

@@ -22,6 +22,7 @@ HEAD_ATLAS = Results(
     labels=lambda text: {"model": "{model}", "result": text},
     category="Head atlas",
     model=ATLAS.asked,
+    constrain={"model": ATLAS.candidates},
 )
 ATLAS_PAGE = HEAD_ATLAS.at(RESULTS, final=lambda model: bool(ATLAS.models()))
 # The page's examples (PAGE_OPTIONS): per (model, corpus) 2, each at most 40 words. The page's
@@ -35,15 +36,11 @@ rule atlas_heads:
         code=lambda wildcards: code("atlas_heads.py", *ATLAS.modules()),
     output:
         heads=HEAD_ATLAS.table("heads.csv", "atlas_heads", "one profile per head"),
-        columns=HEAD_ATLAS.table(
-            "heads_columns.csv", "atlas_columns", "column dictionary"
-        ),
+        columns=HEAD_ATLAS.table("heads_columns.csv", "atlas_columns", "column dictionary"),
     log:
         logs("atlas/{model}/heads"),
     benchmark:
         benchmarks("atlas/{model}/heads")
-    wildcard_constraints:
-        model=one_of(ATLAS.candidates),
     conda:
         ENV
     params:
@@ -56,9 +53,7 @@ rule atlas_heads:
 
 rule atlas_page:
     input:
-        heads=lambda wildcards: [
-            output_of("atlas_heads", "heads", model=m) for m in ATLAS.models()
-        ],
+        heads=lambda wildcards: [output_of("atlas_heads", "heads", model=m) for m in ATLAS.models()],
         columns=lambda wildcards: [
             output_of("atlas_heads", "columns", model=m) for m in ATLAS.models()
         ],

@@ -24,8 +24,6 @@ use rule store_analysis as clustering_distances with:
         logs("clustering{weighting}/{model}/{corpus}/distances"),
     benchmark:
         benchmarks("clustering{weighting}/{model}/{corpus}/distances")
-    resources:
-        mem_mb=1000,
     params:
         module="clustering",
         analysis="head_distances",
@@ -65,9 +63,7 @@ rule clustering_structure:
         structure=HEAD_CLUSTERS.table(
             "structure.csv", "clustering_structure", "within vs between layers"
         ),
-        claims=HEAD_CLUSTERS.claims(
-            "paper_claims.csv", "clustering_structure", "paper vs ours"
-        ),
+        claims=HEAD_CLUSTERS.claims("paper_claims.csv", "clustering_structure", "paper vs ours"),
     log:
         logs("clustering{weighting}/{model}/{corpus}/structure"),
     benchmark:

@@ -8,6 +8,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from snakemake.io import strip_wildcard_constraints
 from snakemake.logging import logger
 
 from headatlas.corpora.prepare import source_files
@@ -93,9 +94,7 @@ def code(script, *modules):
     """The code input of the rules running ``script``, the digest file of the library files it
     imports, transitively, and of ``modules`` (``headatlas.x.y``, run by name at run time).
     """
-    files = [
-        Path(f) for f in code_files(WORKFLOW_DIR / "scripts" / script, LIBRARY, modules)
-    ]
+    files = [Path(f) for f in code_files(WORKFLOW_DIR / "scripts" / script, LIBRARY, modules)]
     digest = "".join(f"{file_sha256(f)}  {f.relative_to(LIBRARY)}\n" for f in files)
     name = "+".join([Path(script).stem, *modules])
     if len(name) > 120:  # many modules (the atlas): name them by a digest of their list
@@ -138,9 +137,7 @@ def model_fingerprint(model):
     spec = MODELS[model]
     folder = model_folder(spec)
     identity = model_identity(spec, folder)
-    path = write_fingerprint(
-        FINGERPRINTS, "models", model, identity, folder_files(folder), DIGESTS
-    )
+    path = write_fingerprint(FINGERPRINTS, "models", model, identity, folder_files(folder), DIGESTS)
     DIGESTS.save()
     return path
 
@@ -169,6 +166,16 @@ def model_inputs(wildcards):
     return loaded_from(wildcards.model)
 
 
+def prepared(names, per_model=False):
+    """The outputs of a corpus's preparation, {corpus} limited to ``names`` (the corpora of one
+    kind): <data>/corpora/<corpus>.jsonl, or per model (tokenizer) <corpus>/<model>.jsonl, and
+    the stats beside it."""
+    stem = f"{DATA}/corpora/{{corpus,{one_of(names)}}}"
+    if per_model:
+        stem = f"{stem}/{{model}}"
+    return {"corpus": f"{stem}.jsonl", "stats": f"{stem}.stats.json"}
+
+
 def corpus_file(wildcards):
     """The prepared corpus an extraction reads; segments/documents are per model (tokenizer)."""
     if CORPORA[wildcards.corpus]["kind"] in ("segments", "documents"):
@@ -178,8 +185,7 @@ def corpus_file(wildcards):
 
 def shards(pattern, model, corpus):
     return [
-        pattern.format(model=model, corpus=corpus, shard=i)
-        for i in range(EXTRACTION["shards"])
+        pattern.format(model=model, corpus=corpus, shard=i) for i in range(EXTRACTION["shards"])
     ]
 
 
@@ -341,9 +347,8 @@ def result(
     """
     declared = ANALYSES[analysis]
     kind = HEADS if heads else kind
-    declared["results"].append(
-        Declared(analysis, path, kind, heads, final, tuple(companions))
-    )
+    output, path = path, strip_wildcard_constraints(path)
+    declared["results"].append(Declared(analysis, path, kind, heads, final, tuple(companions)))
     if labels is None:
         labels = {
             **{w: f"{{{w}}}" for w in wildcard_names(path)},
@@ -358,10 +363,8 @@ def result(
     if as_table:
         TABLE_PAGES.append((path, entry))
         if final:
-            declared["results"].append(
-                Declared(analysis, f"{path}.html", TABLE, None, final)
-            )
-    return report(path, **entry) if in_report else path
+            declared["results"].append(Declared(analysis, f"{path}.html", TABLE, None, final))
+    return report(output, **entry) if in_report else output
 
 
 def claims(analysis, path, **entry):
@@ -379,8 +382,7 @@ def figure(analysis, path, **entry):
     primary, *copies = figure_files(path, config["plots"]["formats"])
     final = entry.get("final", True)
     return [result(analysis, primary, kind=FIGURE, **entry)] + [
-        result(analysis, copy, kind=FIGURE, final=final, in_report=False)
-        for copy in copies
+        result(analysis, copy, kind=FIGURE, final=final, in_report=False) for copy in copies
     ]
 
 
@@ -391,30 +393,55 @@ class Results:
     ``atlas_module``, by default headatlas.analyses.<name>),
     ``.claims(...)``,
     ``.figure(...)`` (``result``, ``claims`` and ``figure`` with the path in the folder; any of
-    their other arguments as keywords). ``labels(text)`` gives a result's report labels from its
-    label text (by default the folder's model and corpus and ``result: text``, with the
-    weighting beside them when the folder has one); ``entry`` holds arguments every result of
-    the folder shares (e.g. ``final``)."""
+    their other arguments as keywords), ``.path(file)`` (an output that is no result).
+    ``labels(text)`` gives a result's report labels from its label text (by default the
+    folder's model and corpus and ``result: text``, with the weighting beside them when the
+    folder has one); ``entry`` holds arguments every result of the folder shares (e.g.
+    ``final``).
+
+    The outputs are the rules' wildcard constraints too: a wildcard declared with a list of
+    values (``corpus=PLAN.documents``) matches only those in every output made here, and so
+    does each wildcard of ``constrain`` (wildcard -> names, or a regular expression; for those
+    declared by a function of the model). Inputs read the plain patterns: ``folder``, or ``rules.<rule>.output``.
+    """
 
     def __init__(
-        self, name, folder, atlas_module=None, labels=None, entry=None, **declaration
+        self,
+        name,
+        folder,
+        atlas_module=None,
+        labels=None,
+        entry=None,
+        constrain=None,
+        **declaration,
     ):
         targets(name, **declaration)
         self.name, self.folder = name, folder
         self.module = atlas_module or f"headatlas.analyses.{name}"
         self.labels, self.entry = labels or self.default_labels, entry or {}
+        listed = {w: v for w, v in declaration.items() if isinstance(v, (list, tuple))}
+        self.constraints = {**listed, **(constrain or {})}
 
     def at(self, folder, labels=None, **entry):
         """The same analysis's results in another folder (declared once, by this one)."""
         other = object.__new__(Results)
         other.name, other.folder, other.module = self.name, folder, self.module
         other.labels, other.entry = labels or other.default_labels, entry
+        other.constraints = self.constraints
         return other
 
+    def path(self, file):
+        """``file`` in the folder, as an output: each constrained wildcard (its first
+        occurrence, the one Snakemake reads) limited to its names."""
+        path = f"{self.folder}/{file}"
+        for wildcard, names in self.constraints.items():
+            regex = names if isinstance(names, str) else one_of(names)
+            constrained = f"{{{wildcard},{regex}}}"
+            path = path.replace(f"{{{wildcard}}}", constrained, 1)
+        return path
+
     def default_labels(self, text):
-        labels = {
-            w: f"{{{w}}}" for w in ("model", "corpus") if f"{{{w}}}" in self.folder
-        }
+        labels = {w: f"{{{w}}}" for w in ("model", "corpus") if f"{{{w}}}" in self.folder}
         labels["result"] = text
         return labelled(**labels) if "{weighting}" in self.folder else labels
 
@@ -422,16 +449,12 @@ class Results:
         entry = {**self.entry, **entry, "caption": caption}
         if label is not None:
             entry["labels"] = (
-                label
-                if callable(label) or isinstance(label, dict)
-                else self.labels(label)
+                label if callable(label) or isinstance(label, dict) else self.labels(label)
             )
         return entry
 
     def table(self, file, caption="result", label=None, **entry):
-        return result(
-            self.name, f"{self.folder}/{file}", **self._entry(caption, label, entry)
-        )
+        return result(self.name, self.path(file), **self._entry(caption, label, entry))
 
     def heads(self, file, caption="result", label=None, table=None, **entry):
         """A per-head table: the head atlas reads it through the analysis module's
@@ -440,14 +463,10 @@ class Results:
         return self.table(file, caption, label, heads=spec, **entry)
 
     def claims(self, file, caption="result", label=None, **entry):
-        return claims(
-            self.name, f"{self.folder}/{file}", **self._entry(caption, label, entry)
-        )
+        return claims(self.name, self.path(file), **self._entry(caption, label, entry))
 
     def figure(self, file, caption="result", label=None, **entry):
-        return figure(
-            self.name, f"{self.folder}/{file}", **self._entry(caption, label, entry)
-        )
+        return figure(self.name, self.path(file), **self._entry(caption, label, entry))
 
 
 def wildcard_names(path):
@@ -498,11 +517,7 @@ def all_results():
                 continue
             declared = planned_results(analysis, model) if analysis in ANALYSES else []
             kinds = {path: item for path, item, _ in declared}
-            found += [
-                (path, kinds.get(path))
-                for path in outputs(model)
-                if runs_here(model, path)
-            ]
+            found += [(path, kinds.get(path)) for path in outputs(model) if runs_here(model, path)]
     return found
 
 
@@ -514,11 +529,7 @@ def runs_here(model, path):
 def claims_files(wildcards):
     """Every claims table the included analyses declare, for every model; read when the DAG is
     built, so analyses included after the scorecard's rules join it too."""
-    return list(
-        dict.fromkeys(
-            path for path, item in all_results() if item and item.kind == CLAIMS
-        )
-    )
+    return list(dict.fromkeys(path for path, item in all_results() if item and item.kind == CLAIMS))
 
 
 def output_of(rule, name, **wildcards):
@@ -551,6 +562,37 @@ def coref_selection(wildcards):
     return [rules.coref_mentions.output.mentions.format(**at)]
 
 
+# --- head types (headtypes.smk) ---------------------------------------------------------------------
+
+
+def grid_stability(wildcards):
+    """Only the grid marks unstable heads: the other figures need not wait for stability."""
+    if wildcards.figure != "grid":
+        return []
+    return [rules.headtypes_stability.output.heads.format(**wildcards)]
+
+
+# --- dependency syntax (syntax.smk) -----------------------------------------------------------------
+
+
+def heatmap_figures(relations):
+    """Output <slug>: heatmap_<slug>.svg, per relation of ``relations`` (slug -> relation)."""
+    return {
+        slug: DEPENDENCIES.figure(f"heatmap_{slug}.svg", "syntax_heatmap", f"heat map {relation}")
+        for slug, relation in relations.items()
+    }
+
+
+# --- table pages (tables.smk) -----------------------------------------------------------------------
+
+
+def table_page_entry(page):
+    """``page`` as a report entry whose caption is table_page's and whose category,
+    subcategory and labels are its CSV's (filled with the job's wildcards)."""
+    fields = {key: TABLES.field(key) for key in ("category", "subcategory", "labels")}
+    return report(page, caption=caption_file("table_page"), **fields)
+
+
 # --- the attention patterns (patterns.smk) ---------------------------------------------------------
 
 
@@ -565,14 +607,10 @@ def pattern_tables(wildcards):
     corpora = patterns_corpora(wildcards.model)
     at = {"model": wildcards.model, "weighting": ""}
     return {
-        "heads": [
-            output_of("patterns_heads", "heads", corpus=c, **at) for c in corpora
-        ],
+        "heads": [output_of("patterns_heads", "heads", corpus=c, **at) for c in corpora],
         "types": optional(
             PLAN.surface_corpus in corpora
-            and output_of(
-                "headtypes_cluster", "features", corpus=PLAN.surface_corpus, **at
-            )
+            and output_of("headtypes_cluster", "features", corpus=PLAN.surface_corpus, **at)
         ),
     }
 
@@ -589,6 +627,19 @@ def probe_attention(wildcards):
 
 def probe_features(model, corpora):
     return [PROBES_FEATURES.format(model=model, corpus=c) for c in corpora]
+
+
+def edge_features(corpora):
+    """The feature caches of the model and its random twin on ``corpora`` (a function of the
+    job's wildcards, whose own corpus "{corpus}" stands for): the edge classifier reads both."""
+
+    def files(wildcards):
+        names = [c.format(corpus=wildcards.corpus) for c in corpora]
+        return [
+            f for m in (wildcards.model, PROBES["random_model"]) for f in probe_features(m, names)
+        ]
+
+    return files
 
 
 def probes_entropy(model):
@@ -637,8 +688,7 @@ def ablation_types(wildcards):
 def ablation_plan(*attributes):
     """Params read from PLAN.ablation when a job needs them (the plan is None when off)."""
     return {
-        name: (lambda wildcards, name=name: getattr(PLAN.ablation, name))
-        for name in attributes
+        name: (lambda wildcards, name=name: getattr(PLAN.ablation, name)) for name in attributes
     }
 
 
@@ -653,9 +703,7 @@ def importance_tables(wildcards=None):
     return {
         "types": optional(
             task.types_corpus
-            and output_of(
-                "headtypes_cluster", "features", corpus=task.types_corpus, **at
-            )
+            and output_of("headtypes_cluster", "features", corpus=task.types_corpus, **at)
         ),
         "patterns": optional(
             task.patterns_corpus

@@ -9,7 +9,6 @@ COREFERENCE = Results(
     category="Coreference (Clark §4.3)",
     corpus=PLAN.documents,
 )
-DOCUMENTS = {"corpus": one_of(PLAN.documents)}
 
 
 rule coref_mentions:
@@ -26,16 +25,12 @@ rule coref_mentions:
             final=False,
             in_report=False,  # 0.6-0.7 MB per table: a file only, for the report's 15 MB budget
         ),
-        summary=COREFERENCE.table(
-            "summary_counts.csv", "coref_summary", "coref: mention counts"
-        ),
-        provenance=f"{COREFERENCE.folder}/mentions.provenance.json",
+        summary=COREFERENCE.table("summary_counts.csv", "coref_summary", "coref: mention counts"),
+        provenance=COREFERENCE.path("mentions.provenance.json"),
     log:
         logs("coref{weighting}/{model}/{corpus}/mentions"),
     benchmark:
         benchmarks("coref{weighting}/{model}/{corpus}/mentions")
-    wildcard_constraints:
-        **DOCUMENTS,
     conda:
         ENV
     params:
@@ -54,9 +49,7 @@ rule coref_accuracy:
         provenance=rules.coref_mentions.output.provenance,
         code=code("coref_accuracy.py"),
     output:
-        table=COREFERENCE.table(
-            "accuracy.csv", "coref_accuracy", "coref: Table 2", as_table=True
-        ),
+        table=COREFERENCE.table("accuracy.csv", "coref_accuracy", "coref: Table 2", as_table=True),
         heads=COREFERENCE.heads("head_accuracy.csv", "coref_heads", "coref: per head"),
         heatmap=COREFERENCE.figure(
             "head_accuracy.svg",
@@ -67,8 +60,6 @@ rule coref_accuracy:
         logs("coref{weighting}/{model}/{corpus}/accuracy"),
     benchmark:
         benchmarks("coref{weighting}/{model}/{corpus}/accuracy")
-    wildcard_constraints:
-        **DOCUMENTS,
     conda:
         ENV
     params:
@@ -91,8 +82,6 @@ rule coref_claims:
         logs("coref{weighting}/{model}/{corpus}/claims"),
     benchmark:
         benchmarks("coref{weighting}/{model}/{corpus}/claims")
-    wildcard_constraints:
-        **DOCUMENTS,
     conda:
         ENV
     script:

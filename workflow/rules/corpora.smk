@@ -6,14 +6,11 @@ rule prepare_treebank:
         sources=corpus_sources,
         code=code("prepare_treebank.py"),
     output:
-        corpus=f"{DATA}/corpora/{{corpus}}.jsonl",
-        stats=f"{DATA}/corpora/{{corpus}}.stats.json",
+        **prepared(PLAN.treebanks),
     log:
         logs("prepare/{corpus}"),
     benchmark:
         benchmarks("prepare/{corpus}")
-    wildcard_constraints:
-        corpus=one_of(PLAN.treebanks),
     conda:
         ENV
     params:
@@ -30,14 +27,11 @@ rule prepare_segments:
         model=model_inputs,
         code=code("prepare_segments.py"),
     output:
-        corpus=f"{DATA}/corpora/{{corpus}}/{{model}}.jsonl",
-        stats=f"{DATA}/corpora/{{corpus}}/{{model}}.stats.json",
+        **prepared(PLAN.segments, per_model=True),
     log:
         logs("prepare/{corpus}.{model}"),
     benchmark:
         benchmarks("prepare/{corpus}.{model}")
-    wildcard_constraints:
-        corpus=one_of(PLAN.segments),
     priority: chain_priority
     conda:
         ENV
@@ -55,14 +49,11 @@ rule prepare_documents:
         model=model_inputs,
         code=code("prepare_documents.py"),
     output:
-        corpus=f"{DATA}/corpora/{{corpus}}/{{model}}.jsonl",
-        stats=f"{DATA}/corpora/{{corpus}}/{{model}}.stats.json",
+        **prepared(PLAN.documents, per_model=True),
     log:
         logs("prepare/{corpus}.{model}"),
     benchmark:
         benchmarks("prepare/{corpus}.{model}")
-    wildcard_constraints:
-        corpus=one_of(PLAN.documents),
     conda:
         ENV
     params:

@@ -9,10 +9,9 @@ TAGGER = Results(
     f"{RESULTS}/finetune/{{model}}/upos",
     category="Head-type ablation (Guan §5)",
     where=lambda w: w["model"] in PLAN.finetune_models,
+    constrain={"model": PLAN.finetune_models},
 )
-FINETUNE_OPTIONS = {
-    k: v for k, v in FINETUNE.items() if k not in ("models", "corpus", "threads")
-}
+FINETUNE_OPTIONS = {k: v for k, v in FINETUNE.items() if k not in ("models", "corpus", "threads")}
 
 
 rule finetune_upos:
@@ -22,16 +21,12 @@ rule finetune_upos:
         code=code("finetune_upos.py"),
     output:
         model=TAGGER.table("model/config.json", in_report=False),
-        metrics=TAGGER.table(
-            "metrics.csv", "finetune_metrics", "UPOS tagger: test accuracy"
-        ),
+        metrics=TAGGER.table("metrics.csv", "finetune_metrics", "UPOS tagger: test accuracy"),
         curve=TAGGER.table("curve.csv", "finetune_curve", "UPOS tagger: training curve"),
     log:
         logs("finetune/{model}/upos"),
     benchmark:
         benchmarks("finetune/{model}/upos")
-    wildcard_constraints:
-        model=one_of(PLAN.finetune_models),
     priority: CHAIN_PRIORITY
     conda:
         ENV

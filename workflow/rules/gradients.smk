@@ -6,9 +6,8 @@ GRADIENT_IMPORTANCE = Results(
     "gradients",
     f"{RESULTS}/{{model}}/{{corpus}}/gradients",
     category="Gradient importance (Clark §3.2)",
-    corpus=lambda model: (
-        [PLAN.surface_corpus] if model in PLAN.gradient_models else []
-    ),
+    corpus=lambda model: ([PLAN.surface_corpus] if model in PLAN.gradient_models else []),
+    constrain={"corpus": PLAN.segments},
 )
 
 
@@ -21,22 +20,18 @@ rule gradients_importance:
         heads=GRADIENT_IMPORTANCE.heads(
             "heads.csv", "gradients_importance", "per head", final=False
         ),
-        meta=f"{GRADIENT_IMPORTANCE.folder}/run.json",
+        meta=GRADIENT_IMPORTANCE.path("run.json"),
     log:
         logs("gradients/{model}/{corpus}/importance"),
     benchmark:
         benchmarks("gradients/{model}/{corpus}/importance")
-    wildcard_constraints:
-        corpus=one_of(PLAN.segments),
     conda:
         ENV
     threads: EXTRACTION["threads"]
     resources:
         mem_mb=4000,
     params:
-        **pick(
-            GRADIENTS, "loss", "max_examples", "batch_size", "max_batch_tokens", "seed"
-        ),
+        **pick(GRADIENTS, "loss", "max_examples", "batch_size", "max_batch_tokens", "seed"),
         spec=lambda wc: MODELS[wc.model],
         max_length=EXTRACTION["max_length"],
     script:
@@ -48,9 +43,7 @@ rule gradients_figure:
         **rules.gradients_importance.output,
         code=code("gradients_figure.py"),
     output:
-        figure=GRADIENT_IMPORTANCE.figure(
-            "gradients.svg", "gradients_importance", "Fig. 3"
-        ),
+        figure=GRADIENT_IMPORTANCE.figure("gradients.svg", "gradients_importance", "Fig. 3"),
     log:
         logs("gradients/{model}/{corpus}/figure"),
     benchmark:
@@ -66,12 +59,8 @@ rule gradients_claims:
         **rules.gradients_importance.output,
         code=code("gradients_claims.py"),
     output:
-        layers=GRADIENT_IMPORTANCE.table(
-            "layers.csv", "gradients_claims", "per layer vs paper"
-        ),
-        claims=GRADIENT_IMPORTANCE.claims(
-            "paper_claims.csv", "gradients_claims", "paper vs ours"
-        ),
+        layers=GRADIENT_IMPORTANCE.table("layers.csv", "gradients_claims", "per layer vs paper"),
+        claims=GRADIENT_IMPORTANCE.claims("paper_claims.csv", "gradients_claims", "paper vs ours"),
     log:
         logs("gradients/{model}/{corpus}/claims"),
     benchmark:

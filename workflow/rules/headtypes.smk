@@ -14,10 +14,9 @@ HEAD_TYPES = Results(
     corpus=[PLAN.surface_corpus] if PLAN.surface_corpus is not None else [],
     figure=HEADTYPES_FIGURES,
     # changes from each model it is compared with, under the weightings both have
-    base=lambda model: [
-        before for before, after in PLAN.headtype_pairs if after == model
-    ],
+    base=lambda model: [before for before, after in PLAN.headtype_pairs if after == model],
     where=lambda w: "base" not in w or w["weighting"] in PLAN.suffixes(w["base"]),
+    constrain={"base": list(MODELS)},
 )
 
 
@@ -32,8 +31,6 @@ use rule store_analysis as headtypes_features with:
     benchmark:
         benchmarks("headtypes{weighting}/{model}/{corpus}/features")
     priority: chain_priority
-    resources:
-        mem_mb=1000,
     params:
         module="headtypes",
         analysis="distance_features",
@@ -73,9 +70,7 @@ rule headtypes_stability:
         types=rules.headtypes_cluster.output.features,
         code=code("headtypes_stability.py"),
     output:
-        table=HEAD_TYPES.table(
-            "stability.csv", "headtypes_stability", "stability vs paper"
-        ),
+        table=HEAD_TYPES.table("stability.csv", "headtypes_stability", "stability vs paper"),
         heads=HEAD_TYPES.heads("stability_heads.csv", final=False, in_report=False),
     log:
         logs("headtypes{weighting}/{model}/{corpus}/stability"),
@@ -111,12 +106,7 @@ rule headtypes_figure:
     input:
         features=rules.headtypes_features.output.result,
         types=rules.headtypes_cluster.output.features,
-        # Only the grid marks unstable heads: the other figures need not wait for stability.
-        stability=lambda wc: (
-            [rules.headtypes_stability.output.heads.format(**wc)]
-            if wc.figure == "grid"
-            else []
-        ),
+        stability=grid_stability,
         code=code("headtypes_figure.py"),
     output:
         figure=HEAD_TYPES.figure("{figure}.svg", "headtypes_figure", "{figure}"),
@@ -124,8 +114,6 @@ rule headtypes_figure:
         logs("headtypes{weighting}/{model}/{corpus}/{figure}"),
     benchmark:
         benchmarks("headtypes{weighting}/{model}/{corpus}/{figure}")
-    wildcard_constraints:
-        figure=one_of(HEADTYPES_FIGURES),
     conda:
         ENV
     params:
@@ -139,9 +127,7 @@ rule headtypes_compare:
         # the same tables of the model {base}
         before=rules.headtypes_cluster.output.features.replace("{model}", "{base}"),
         after=rules.headtypes_cluster.output.features,
-        before_features=rules.headtypes_features.output.result.replace(
-            "{model}", "{base}"
-        ),
+        before_features=rules.headtypes_features.output.result.replace("{model}", "{base}"),
         after_features=rules.headtypes_features.output.result,
         code=code("headtypes_compare.py"),
     output:
@@ -151,7 +137,7 @@ rule headtypes_compare:
             "type changes from {base}",
             table="changes",
         ),
-        layers=f"{HEAD_TYPES.folder}/changes_from_{{base}}_by_layer.csv",
+        layers=HEAD_TYPES.path("changes_from_{base}_by_layer.csv"),
         figure=HEAD_TYPES.figure(
             "changes_from_{base}.svg",
             "headtypes_compare",
@@ -161,8 +147,6 @@ rule headtypes_compare:
         logs("headtypes{weighting}/{model}/{corpus}/changes_from_{base}"),
     benchmark:
         benchmarks("headtypes{weighting}/{model}/{corpus}/changes_from_{base}")
-    wildcard_constraints:
-        base=one_of(MODELS),
     conda:
         ENV
     script:

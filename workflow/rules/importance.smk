@@ -13,6 +13,7 @@ HEADS_MATTER = Results(
     category="Which heads matter (Kovaleva §6, Michel et al.)",
     subcategory="{task_model}",
     task_model=lambda model: IMPORTANCE_MODELS if model == ABLATION["model"] else [],
+    constrain={"task_model": IMPORTANCE_MODELS},
 )
 
 
@@ -43,8 +44,6 @@ rule importance:
         logs("importance/{task_model}"),
     benchmark:
         benchmarks("importance/{task_model}")
-    wildcard_constraints:
-        task_model=one_of(IMPORTANCE_MODELS),
     priority: CHAIN_PRIORITY
     conda:
         ENV
@@ -54,9 +53,7 @@ rule importance:
     params:
         **pick(ABLATION, "task", "split", "squad"),
         **ablation_plan("spec", "corpus", "max_length"),
-        **pick(
-            IMPORTANCE, "importance_split", "step", "seeds", "tolerance", "bootstrap"
-        ),
+        **pick(IMPORTANCE, "importance_split", "step", "seeds", "tolerance", "bootstrap"),
         **pick(IMPORTANCE, "max_examples", "batch_size"),
     script:
         "../scripts/importance.py"
@@ -78,8 +75,6 @@ rule importance_compare:
         logs("importance/{task_model}_compare"),
     benchmark:
         benchmarks("importance/{task_model}_compare")
-    wildcard_constraints:
-        task_model=one_of(IMPORTANCE_MODELS),
     conda:
         ENV
     params:

@@ -7,9 +7,9 @@ NORM_SHARES = Results(
     f"{RESULTS}/{{model}}/{{corpus}}/norms",
     category="Value norms (Kobayashi) and rollout",
     corpus=lambda model: [PLAN.surface_corpus] if model in PLAN.norm_models else [],
+    constrain={"model": PLAN.norm_models},
 )
 ROLLOUT = NORM_SHARES.at(f"{RESULTS}/{{model}}/{{corpus}}/rollout")
-NORM_MODELS = {"model": one_of(PLAN.norm_models)}
 
 
 use rule store_analysis as norm_shares with:
@@ -25,10 +25,6 @@ use rule store_analysis as norm_shares with:
         logs("norms/{model}/{corpus}/shares"),
     benchmark:
         benchmarks("norms/{model}/{corpus}/shares")
-    wildcard_constraints:
-        **NORM_MODELS,
-    resources:
-        mem_mb=1000,
     params:
         module="norms",
         analysis="norm_shares",
@@ -49,8 +45,6 @@ use rule store_analysis as rollout with:
         logs("rollout/{model}/{corpus}"),
     benchmark:
         benchmarks("rollout/{model}/{corpus}")
-    wildcard_constraints:
-        **NORM_MODELS,
     params:
         module="rollout",
         analysis="rollout",

@@ -14,9 +14,7 @@ HEAD_PATTERNS = Results(
     corpus=PLAN.patterns_corpora,
 )
 # A model's corpora side by side (none for a model without them), and the classifier's check.
-MODEL_PATTERNS = HEAD_PATTERNS.at(
-    f"{RESULTS}/{{model}}/patterns", final=patterns_corpora
-)
+MODEL_PATTERNS = HEAD_PATTERNS.at(f"{RESULTS}/{{model}}/patterns", final=patterns_corpora)
 CLASSIFIER = HEAD_PATTERNS.at(
     f"{RESULTS}/patterns", subcategory="classifier", final=bool(PLAN.patterns_labels)
 )
@@ -28,9 +26,7 @@ use rule store_analysis as patterns_heads with:
         stores=stores,
         code=analysis_code("patterns"),
     output:
-        heads=HEAD_PATTERNS.heads(
-            "heads.csv", "patterns_heads", "pattern shares per head"
-        ),
+        heads=HEAD_PATTERNS.heads("heads.csv", "patterns_heads", "pattern shares per head"),
         figure=HEAD_PATTERNS.figure(
             "heads.svg", "patterns_heads", "pattern shares per head (figure)"
         ),
@@ -38,11 +34,7 @@ use rule store_analysis as patterns_heads with:
         logs("patterns/{model}/{corpus}/heads"),
     benchmark:
         benchmarks("patterns/{model}/{corpus}/heads")
-    wildcard_constraints:
-        corpus=one_of(PLAN.patterns_corpora),
     priority: chain_priority
-    resources:
-        mem_mb=1000,
     params:
         module="patterns",
         analysis="patterns",
@@ -74,9 +66,7 @@ rule patterns_summary:
         types=MODEL_PATTERNS.table(
             "head_types.csv", "patterns_types", "patterns by Guan's head type"
         ),
-        claims=MODEL_PATTERNS.claims(
-            "paper_claims.csv", "patterns_claims", "paper vs ours"
-        ),
+        claims=MODEL_PATTERNS.claims("paper_claims.csv", "patterns_claims", "paper vs ours"),
     log:
         logs("patterns/{model}/summary"),
     benchmark:

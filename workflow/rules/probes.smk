@@ -15,9 +15,12 @@ PROBING = Results(
         "kind": kind,
     },
     category="Probing classifiers (Clark §5)",
-    corpus=lambda model: (
-        [PROBES["train"]] if PLAN.probes_on and model == PROBES["model"] else []
-    ),
+    corpus=lambda model: ([PROBES["train"]] if PLAN.probes_on and model == PROBES["model"] else []),
+    constrain={
+        "corpus": PLAN.labelled_treebanks,
+        "probe": [probe for probe, _ in PLAN.probe_runs],
+        "seed": r"\d+",
+    },
 )
 # word-level attention caches, one per (model, treebank)
 PROBES_FEATURES = f"{PROBING.folder}/features.h5"
@@ -29,13 +32,11 @@ rule probes_features:
         corpus=corpus_file,
         code=code("probes_features.py"),
     output:
-        temp(PROBES_FEATURES),
+        temp(PROBING.path("features.h5")),
     log:
         logs("probes/{model}/{corpus}/features"),
     benchmark:
         benchmarks("probes/{model}/{corpus}/features")
-    wildcard_constraints:
-        corpus=one_of(PLAN.labelled_treebanks),
     conda:
         ENV
     resources:
@@ -54,15 +55,12 @@ rule probes_run:
         tests=lambda wc: probe_features(probe_attention(wc), PROBES["test"]),
         code=code("probes_run.py"),
     output:
-        scores=f"{PROBING.folder}/runs/{{probe}}-seed{{seed}}.csv",
-        state=f"{PROBING.folder}/runs/{{probe}}-seed{{seed}}.pt",
+        scores=PROBING.path("runs/{probe}-seed{seed}.csv"),
+        state=PROBING.path("runs/{probe}-seed{seed}.pt"),
     log:
         logs("probes/{model}/{corpus}/{probe}-seed{seed}"),
     benchmark:
         benchmarks("probes/{model}/{corpus}/{probe}-seed{seed}")
-    wildcard_constraints:
-        probe=one_of([probe for probe, _ in PLAN.probe_runs]),
-        seed=r"\d+",
     conda:
         ENV
     threads: 1
@@ -88,9 +86,7 @@ rule probes_table3:
         random_entropy=lambda wc: probes_entropy(PROBES["random_model"]),
         code=code("probes_table3.py"),
     output:
-        table=PROBING.table(
-            "table3.csv", "probes_table3", "Table 3 (UAS)", as_table=True
-        ),
+        table=PROBING.table("table3.csv", "probes_table3", "Table 3 (UAS)", as_table=True),
         figure=PROBING.figure(
             "table3.svg", "probes_table3", PROBING.labels("Table 3 (UAS)", "figure")
         ),
@@ -117,9 +113,7 @@ rule probes_weights:
         ),
         code=code("probes_weights.py"),
     output:
-        table=PROBING.heads(
-            "attn_only_weights.csv", "probes_weights", "attn-only weights"
-        ),
+        table=PROBING.heads("attn_only_weights.csv", "probes_weights", "attn-only weights"),
         figure=PROBING.figure(
             "attn_only_weights.svg",
             "probes_weights",
@@ -139,15 +133,11 @@ rule probes_weights:
 
 rule probes_edges:
     input:
-        train=lambda wc: probe_features(wc.model, [wc.corpus])
-        + probe_features(PROBES["random_model"], [wc.corpus]),
-        tests=lambda wc: probe_features(wc.model, PROBES["test"])
-        + probe_features(PROBES["random_model"], PROBES["test"]),
+        train=edge_features(["{corpus}"]),
+        tests=edge_features(PROBES["test"]),
         code=code("probes_edges.py"),
     output:
-        table=PROBING.table(
-            "edges.csv", "probes_edges", "edge classifier (Coenen et al.)"
-        ),
+        table=PROBING.table("edges.csv", "probes_edges", "edge classifier (Coenen et al.)"),
     log:
         logs("probes/{model}/{corpus}/edges"),
     benchmark:

@@ -4,12 +4,8 @@
 # the included analyses declare with claims(...) (common.smk): an analysis joins it by declaring
 # its claims table (headatlas.claims.Claim rows) so.
 SHARED = {"category": "Scorecard and models compared", "subcategory": "all models"}
-SCORECARD = Results(
-    "scorecard", RESULTS, labels=lambda text: {"result": text}, **SHARED
-)
-COMPARED = Results(
-    "compare", f"{RESULTS}/compare", labels=lambda text: {"result": text}, **SHARED
-)
+SCORECARD = Results("scorecard", RESULTS, labels=lambda text: {"result": text}, **SHARED)
+COMPARED = Results("compare", f"{RESULTS}/compare", labels=lambda text: {"result": text}, **SHARED)
 
 
 rule scorecard:

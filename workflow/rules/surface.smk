@@ -4,9 +4,7 @@ SURFACE = Results(
     "surface",
     f"{RESULTS}/{{model}}/{{corpus}}/surface{{weighting}}",
     # labels: model, analysis and what it is (kind)
-    labels=lambda text, kind="table": labelled(
-        model="{model}", analysis=text, kind=kind
-    ),
+    labels=lambda text, kind="table": labelled(model="{model}", analysis=text, kind=kind),
     category="Surface patterns (Clark §3)",
     corpus=[PLAN.surface_corpus] if PLAN.surface_corpus is not None else [],
     analysis=list(config["surface"]["options"]),
@@ -26,14 +24,10 @@ use rule store_analysis as surface_table with:
         logs("surface{weighting}/{model}/{corpus}/{analysis}"),
     benchmark:
         benchmarks("surface{weighting}/{model}/{corpus}/{analysis}")
-    wildcard_constraints:
-        analysis=one_of(config["surface"]["options"]),
     params:
         module="surface",
         analysis=lambda wc: wc.analysis,
-        max_examples=lambda wc: config["surface"]["options"][wc.analysis][
-            "max_examples"
-        ],
+        max_examples=lambda wc: config["surface"]["options"][wc.analysis]["max_examples"],
 
 
 rule surface_claims:

@@ -14,7 +14,6 @@ HONEST = DEPENDENCIES.at(
     f"{RESULTS}/{{model}}/syntax{{weighting}}",
     lambda text: labelled(model="{model}", corpus="selection vs test", result=text),
 )
-SYNTAX_CORPORA = {"corpus": one_of(PLAN.labelled_treebanks)}
 SCORES = f"{DEPENDENCIES.folder}/scores.npz"
 
 
@@ -24,7 +23,7 @@ rule syntax_scores:
         corpus=corpus_file,
         code=code("syntax_scores.py"),
     output:
-        scores=SCORES,
+        scores=DEPENDENCIES.path("scores.npz"),
         heads=DEPENDENCIES.heads(
             "heads.csv",
             "syntax_heads",
@@ -38,8 +37,6 @@ rule syntax_scores:
         logs("syntax{weighting}/{model}/{corpus}/scores"),
     benchmark:
         benchmarks("syntax{weighting}/{model}/{corpus}/scores")
-    wildcard_constraints:
-        **SYNTAX_CORPORA,
     conda:
         ENV
     resources:
@@ -58,18 +55,12 @@ rule syntax_table1:
         scores=SCORES,
         code=code("syntax_table1.py"),
     output:
-        table=DEPENDENCIES.table(
-            "table1.csv", "syntax_table1", "Table 1", as_table=True
-        ),
-        claims=DEPENDENCIES.claims(
-            "paper_claims.csv", "syntax_claims", "Table 1 claims"
-        ),
+        table=DEPENDENCIES.table("table1.csv", "syntax_table1", "Table 1", as_table=True),
+        claims=DEPENDENCIES.claims("paper_claims.csv", "syntax_claims", "Table 1 claims"),
     log:
         logs("syntax{weighting}/{model}/{corpus}/table1"),
     benchmark:
         benchmarks("syntax{weighting}/{model}/{corpus}/table1")
-    wildcard_constraints:
-        **SYNTAX_CORPORA,
     conda:
         ENV
     params:
@@ -83,18 +74,11 @@ rule syntax_heatmaps:
         scores=SCORES,
         code=code("syntax_heatmaps.py"),
     output:
-        **{
-            slug: DEPENDENCIES.figure(
-                f"heatmap_{slug}.svg", "syntax_heatmap", f"heat map {relation}"
-            )
-            for slug, relation in PLAN.syntax_heatmaps.items()
-        },
+        **heatmap_figures(PLAN.syntax_heatmaps),
     log:
         logs("syntax{weighting}/{model}/{corpus}/heatmaps"),
     benchmark:
         benchmarks("syntax{weighting}/{model}/{corpus}/heatmaps")
-    wildcard_constraints:
-        **SYNTAX_CORPORA,
     conda:
         ENV
     params:
@@ -109,14 +93,12 @@ rule syntax_lines:
         scores=SCORES,
         code=code("syntax_lines.py"),
     output:
-        examples=f"{DEPENDENCIES.folder}/lines.csv",
+        examples=DEPENDENCIES.path("lines.csv"),
         figure=DEPENDENCIES.figure("lines.svg", "syntax_lines", "Fig. 5 example heads"),
     log:
         logs("syntax{weighting}/{model}/{corpus}/lines"),
     benchmark:
         benchmarks("syntax{weighting}/{model}/{corpus}/lines")
-    wildcard_constraints:
-        **SYNTAX_CORPORA,
     conda:
         ENV
     params:
@@ -141,12 +123,8 @@ rule syntax_honest:
         ),
         code=code("syntax_honest.py"),
     output:
-        table=HONEST.table(
-            "honest.csv", "syntax_honest", "honest regime", final=PLAN.honest
-        ),
-        figure=HONEST.figure(
-            "honest.svg", "syntax_honest", "both regimes", final=PLAN.honest
-        ),
+        table=HONEST.table("honest.csv", "syntax_honest", "honest regime", final=PLAN.honest),
+        figure=HONEST.figure("honest.svg", "syntax_honest", "both regimes", final=PLAN.honest),
     log:
         logs("syntax{weighting}/{model}/honest"),
     benchmark:

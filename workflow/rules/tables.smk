@@ -12,13 +12,7 @@ rule table_page:
         table="{table}.csv",
         code=code("table_page.py"),
     output:
-        report(
-            "{table}.csv.html",
-            caption=caption_file("table_page"),
-            category=TABLES.field("category"),
-            subcategory=TABLES.field("subcategory"),
-            labels=TABLES.field("labels"),
-        ),
+        table_page_entry("{table}.csv.html"),
     log:
         logs("tables/{table}"),
     benchmark:

@@ -17,6 +17,8 @@ rule store_analysis:
         benchmarks("template/{model}/{corpus}/analysis{weighting}")
     conda:
         ENV
+    resources:
+        mem_mb=1000,  # they stream: a few per-head sums and the current batch
     params:
         options={},
         weighting=weighting,
