@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from headatlas.pipeline import codedeps
 from headatlas.pipeline.codedeps import code_files, imported_modules
 
 
@@ -111,3 +112,63 @@ def test_the_notebook_entry_points_are_no_code_input_of_the_rules():
     root = Path(__file__).resolve().parents[2]
     files = code_files(root / "workflow" / "scripts" / "extract.py", root / "src")
     assert not [f for f in files if "/report/" in f]
+
+
+def closure_with_cache(script: Path, src: Path, cache_file: Path) -> list[str]:
+    """``code_files`` as one Snakefile parse makes it: a fresh cache read from ``cache_file``,
+    saved at the end."""
+    cache = codedeps.ImportCache(cache_file, src)
+    codedeps.use_cache(cache)
+    try:
+        return code_files(script, src)
+    finally:
+        cache.save()
+        codedeps.use_cache(None)
+
+
+def test_the_import_cache_gives_what_parsing_gives_and_parses_nothing_again(tmp_path, monkeypatch):
+    src = tmp_path / "src"
+    write(src, {"headatlas/__init__.py": "", "headatlas/a.py": "import headatlas.b\n",
+                "headatlas/b.py": "def f():\n    import headatlas.c\n", "headatlas/c.py": ""})
+    script = tmp_path / "s.py"
+    script.write_text("from headatlas import a\n")
+    cache_file = tmp_path / "imports.json"
+    codedeps.use_cache(None)
+    parsed = code_files(script, src)
+    assert closure_with_cache(script, src, cache_file) == parsed and len(parsed) == 4
+    monkeypatch.setattr(codedeps, "_parse", lambda *a: (_ for _ in ()).throw(AssertionError("parsed")))
+    assert closure_with_cache(script, src, cache_file) == parsed  # every file from the cache
+
+
+def test_the_import_cache_reads_an_edited_file_again(tmp_path):
+    src = tmp_path / "src"
+    write(src, {"headatlas/__init__.py": "", "headatlas/a.py": "", "headatlas/b.py": ""})
+    script = tmp_path / "s.py"
+    script.write_text("import headatlas.a\n")
+    cache_file = tmp_path / "imports.json"
+    assert len(closure_with_cache(script, src, cache_file)) == 2
+    (src / "headatlas" / "a.py").write_text("import headatlas.b\n")  # the same size would do too
+    assert any(f.endswith("b.py") for f in closure_with_cache(script, src, cache_file))
+
+
+def test_a_new_module_file_empties_the_import_cache(tmp_path):
+    """``from headatlas.tools import helper`` names a module only once tools/helper.py exists."""
+    src = tmp_path / "src"
+    write(src, {"headatlas/__init__.py": "", "headatlas/tools/__init__.py": ""})
+    script = tmp_path / "s.py"
+    script.write_text("from headatlas.tools import helper\n")
+    cache_file = tmp_path / "imports.json"
+    assert not any(f.endswith("helper.py") for f in closure_with_cache(script, src, cache_file))
+    write(src, {"headatlas/tools/helper.py": ""})
+    assert any(f.endswith("helper.py") for f in closure_with_cache(script, src, cache_file))
+
+
+def test_an_unreadable_import_cache_is_parsed_again(tmp_path):
+    src = tmp_path / "src"
+    write(src, {"headatlas/__init__.py": "", "headatlas/a.py": ""})
+    script = tmp_path / "s.py"
+    script.write_text("import headatlas.a\n")
+    cache_file = tmp_path / "imports.json"
+    cache_file.write_text("{not json")
+    assert len(closure_with_cache(script, src, cache_file)) == 2
+    assert '"tree"' in cache_file.read_text()  # rewritten whole

@@ -30,24 +30,29 @@ RUNS = [(cls, weighting) for cls in CLASSES
 @pytest.fixture(scope="module")
 def extracted(tiny_model, tmp_path_factory):
     """The store of the corpus, and its fused states in one shard and in three."""
+    return extract_both(tiny_model, tmp_path_factory.mktemp("fused"), (1, N_SHARDS))
+
+
+def extract_both(model, folder, shard_counts):
+    """``model``'s store of the corpus in ``folder``, and its fused states in each number of
+    shards: (folder, {n_shards: [states files]})."""
     from headatlas.corpora.records import write_jsonl
     from headatlas.encoders.extract import extract
 
-    folder = tmp_path_factory.mktemp("fused")
     write_jsonl(folder / "corpus.jsonl", RECORDS)
     attrs = {"corpus": "contract", "corpus_sha256": "0" * 64}
     # the same batches as the fused runs (batch composition moves a map by a float16 step)
-    extract(tiny_model, RECORDS, folder / "store.h5", max_length=32, batch_size=2, progress=False,
+    extract(model, RECORDS, folder / "store.h5", max_length=32, batch_size=2, progress=False,
             store_attrs=attrs)
     pool = inputs(folder)
     runs = [Run(run_key(cls.name, w), cls.name, {}, w) for cls, w in RUNS]
     files = {}
-    for n_shards in (1, N_SHARDS):
+    for n_shards in shard_counts:
         files[n_shards] = []
         for shard in range(n_shards):
             shard_inputs = {**pool, "path": folder / f"cache-{n_shards}-{shard}.h5"}
             states = folder / f"states-{n_shards}-{shard}.h5"
-            fused_extract(tiny_model, RECORDS, states, runs, exemplar_path=folder / f"exemplars-{n_shards}-{shard}.h5",
+            fused_extract(model, RECORDS, states, runs, exemplar_path=folder / f"exemplars-{n_shards}-{shard}.h5",
                           exemplars=1, wanted=[2], max_length=32, batch_size=2, shard=shard, n_shards=n_shards,
                           store_attrs=attrs, progress=False, inputs=shard_inputs)
             files[n_shards].append(states)
@@ -61,6 +66,21 @@ def assert_same(one, two):
 @pytest.mark.parametrize("n_shards", [1, N_SHARDS])
 @pytest.mark.parametrize("cls, weighting", RUNS, ids=lambda x: getattr(x, "name", x))
 def test_fused_states_give_the_store_tables(cls, weighting, n_shards, extracted):
+    assert_fused_is_store(extracted, cls, weighting, n_shards)
+
+
+def test_the_second_family_s_fused_states_give_its_store_tables(tiny_encoder_dirs, tmp_path):
+    """RoBERTa (byte-level BPE, <s> ... </s>, positions offset by 2) in three shards: every
+    analysis, both weightings (the workflow's fused run has the BERT alone)."""
+    from headatlas.encoders.models import load_model
+
+    model = load_model("tiny_roberta", {"path": str(tiny_encoder_dirs["roberta"])}, device="cpu")
+    found = extract_both(model, tmp_path, (N_SHARDS,))
+    for cls, weighting in RUNS:
+        assert_fused_is_store(found, cls, weighting, N_SHARDS)
+
+
+def assert_fused_is_store(extracted, cls, weighting, n_shards):
     folder, files = extracted
     pool = inputs(folder)
     options = {name: pool[name] for name in required(cls)}

@@ -1,9 +1,11 @@
 """Fused mode (issue 32) gives the store run's tables, in three shards, with no map stored.
 
-The tiny configuration runs again with ``extraction.mode: fused`` and ``extraction.shards: 3``
-(the fine-tuning, ablation and importance left out: they run their own forward passes, the
-same in both modes). Every table both runs write must be identical, as written, to the store
-run's (tiny_workflow: one shard, store mode); the scorecard's verdicts too.
+The tiny configuration runs again with ``extraction.mode: fused`` and ``extraction.shards: 3``,
+its BERT alone (the fine-tuning, ablation and importance left out: they run their own forward
+passes, the same in both modes; the second family too: the forward pass and the analyses are
+the same code for every family, and tests/unit/test_fused.py checks each analysis's states).
+Every table both runs write must be identical, as written, to the store run's (tiny_workflow:
+one shard, store mode); the scorecard's verdicts too.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ _spec.loader.exec_module(compare_tables)
 
 def fused_config(root: Path) -> dict:
     config = tiny_config(root)
+    del config["models"]["tiny_roberta"]
     config["extraction"].update(mode="fused", shards=3, exemplars=2)
     config["finetune"]["models"] = []
     config["ablation"]["model"] = None
@@ -46,7 +49,7 @@ def test_fused_tables_equal_the_store_run(tiny_workflow, fused_workflow):
     store, fused = tiny_workflow / "results", fused_workflow / "results"
     found = compare_tables.compare(store, fused, ignored={"seconds", "train_seconds"})
     both = found["identical"] + [n for n, _ in found["different"]]
-    assert len(both) > 60  # every analysis of the maps is among them
+    assert len(both) > 40  # every analysis of the maps is among them
     scorecards = {"scorecard.csv", "scorecard_long.csv"}
     different = [(n, d) for n, d in found["different"] if n not in scorecards]
     assert not different, "\n".join(f"{n}: {d}" for n, d in different)
@@ -54,7 +57,7 @@ def test_fused_tables_equal_the_store_run(tiny_workflow, fused_workflow):
     # runs have is the same, value and verdict
     ours, theirs = (pd.read_csv(r / "scorecard_long.csv", dtype=str, keep_default_na=False)
                     for r in (store, fused))
-    assert set(theirs["model"]) == {"tiny", "tiny_roberta"} and len(theirs) > 100
+    assert set(theirs["model"]) == {"tiny"} and len(theirs) > 50
     key = ["model", "id", "where"]
     pd.testing.assert_frame_equal(ours.set_index(key).loc[theirs.set_index(key).index],
                                   theirs.set_index(key))

@@ -13,7 +13,7 @@ from snakemake.logging import logger
 
 from headatlas.corpora.prepare import source_files
 from headatlas.encoders.capabilities import model_folder
-from headatlas.pipeline.codedeps import code_files, module_file
+from headatlas.pipeline.codedeps import ImportCache, code_files, module_file, use_cache
 from headatlas.pipeline.config import format_name
 from headatlas.pipeline.fingerprints import (
     DigestCache,
@@ -23,7 +23,6 @@ from headatlas.pipeline.fingerprints import (
     write_if_changed,
 )
 from headatlas.pipeline.plan import plan
-from headatlas.pipeline.streams import planned_runs
 from headatlas.plots.files import figure_files
 from headatlas.weightings import SUFFIX_PATTERN, weighting_of_suffix
 
@@ -88,6 +87,9 @@ def benchmarks(name):
 # and one of those files changed, with the newest file's mtime, so editing a module reruns
 # exactly the rules that import it, and a job's console entry names one file, not 11-26.
 CODE_DIGESTS = Path(".snakemake", "headatlas", "code")
+# each file's imports, kept between parses (saved once every rules file is read: the Snakefile)
+IMPORTS = ImportCache(Path(".snakemake", "headatlas", "imports.json"), LIBRARY)
+use_cache(IMPORTS)
 
 
 def code(script, *modules):
@@ -233,6 +235,8 @@ def fused_runs():
     """(model, corpus) -> every streaming job the run's targets need, as a fused extraction
     runs it (headatlas.pipeline.streams.planned_runs); found once, when the DAG is built.
     """
+    from headatlas.pipeline.streams import planned_runs  # the store reader: fused runs only
+
     targets = [*all_outputs(), *planned_paths()]
     return planned_runs(workflow.rules, targets, stop=EXTRACTION_RULES)
 

@@ -14,12 +14,16 @@ statically with :mod:`ast`, following what Python executes:
   at its module level count, not those inside its functions (``headatlas.atlas()``, a notebook
   entry point, imports the report only when a notebook calls it).
 
-Light on purpose: it runs when the Snakefile is parsed.
+Light on purpose: it runs when the Snakefile is parsed, and every job of a cluster run parses it
+again; :class:`ImportCache` keeps each file's imports between parses (by the file's content).
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
+import os
 import re
 from collections.abc import Iterable
 from functools import lru_cache
@@ -31,6 +35,7 @@ NAMED = re.compile(rf"({PACKAGE}(?:\.\w+)+)(?::\w+)?")
 FULL, TOP = "full", "top"  # how much of a file runs: all of it, or its module level only
 
 
+@lru_cache(maxsize=None)  # asked ~10,000 times per parse, of ~200 modules
 def module_file(module: str, src: Path) -> Path | None:
     """``headatlas.a.b`` -> ``src/headatlas/a/b.py`` or ``.../a/b/__init__.py``; None if neither."""
     base = src.joinpath(*module.split("."))
@@ -94,12 +99,72 @@ def _ours(modules: Iterable[str]) -> frozenset[str]:
     return frozenset(m for m in modules if m == PACKAGE or m.startswith(PACKAGE + "."))
 
 
+def _parse(path: Path, src: Path, text: str) -> tuple[frozenset[str], frozenset[str]]:
+    visitor = _Imports(path, src)
+    visitor.visit(ast.parse(text, filename=str(path)))
+    return _ours(visitor.top), _ours(visitor.top | visitor.anywhere)
+
+
+class ImportCache:
+    """Each library file's imports, as :func:`_parse` found them, kept in a JSON file between
+    Snakefile parses: an entry holds while the file's sha256 is the same and the library has the
+    same module files (whether ``from a import b`` names a module depends on which exist).
+    Parsing every file costs about a second, on each of the hundreds of job steps of a cluster
+    run; reading them back costs milliseconds."""
+
+    def __init__(self, path: str | Path, src: str | Path):
+        self.path, self.src = Path(path), Path(src).resolve()
+        modules = sorted(str(p.relative_to(self.src)) for p in self.src.rglob("*.py"))
+        self.tree = hashlib.sha256("\n".join(modules).encode()).hexdigest()
+        self.entries: dict[str, list] = {}
+        self.changed = False
+        try:
+            saved = json.loads(self.path.read_text())
+            if saved.get("tree") == self.tree:
+                self.entries = saved["files"]
+        except (OSError, ValueError, KeyError, AttributeError):
+            pass  # none yet, or unreadable: parse again
+
+    def read(self, path: Path) -> tuple[frozenset[str], frozenset[str]]:
+        text = path.read_text(encoding="utf-8")
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        key = str(path.resolve())
+        entry = self.entries.get(key)
+        if entry and entry[0] == digest:
+            return frozenset(entry[1]), frozenset(entry[2])
+        top, everything = _parse(path, self.src, text)
+        self.entries[key] = [digest, sorted(top), sorted(everything)]
+        self.changed = True
+        return top, everything
+
+    def save(self) -> None:
+        """Write the entries if any changed (atomically: parallel parses may write it too)."""
+        if not self.changed:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps({"tree": self.tree, "files": self.entries}))
+        os.replace(temporary, self.path)
+        self.changed = False
+
+
+_cache: ImportCache | None = None
+
+
+def use_cache(cache: ImportCache | None) -> None:
+    """Read files through ``cache`` from now on (None: parse every file)."""
+    global _cache
+    _cache = cache
+    for cached in (_read, _script_closure, module_file):
+        cached.cache_clear()
+
+
 @lru_cache(maxsize=None)  # each file is read once per Snakefile parse, not once per rule using it
 def _read(path: Path, src: Path) -> tuple[frozenset[str], frozenset[str]]:
     """(modules imported at module level, every module imported or named) of one file."""
-    visitor = _Imports(path, src)
-    visitor.visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
-    return _ours(visitor.top), _ours(visitor.top | visitor.anywhere)
+    if _cache is not None and _cache.src == src:
+        return _cache.read(path)
+    return _parse(path, src, path.read_text(encoding="utf-8"))
 
 
 def imported_modules(path: Path, src: Path, top_only: bool = False) -> frozenset[str]:

@@ -51,7 +51,6 @@ def job_result(smk, **extra) -> "Result":
     whichever mode extracted its stores; ``extra``: options only the script knows (an output
     path the analysis writes itself)."""
     from headatlas.analyses.base import analysis_class, run_analysis
-    from headatlas.analyses.fused import result_from_states
 
     p = smk.params
     importlib.import_module(f"headatlas.analyses.{p.module}")  # registers the analysis
@@ -60,6 +59,8 @@ def job_result(smk, **extra) -> "Result":
     weighting = p.get("weighting", "attention")
     stores = list(smk.input.stores)
     if stores and is_states(stores[0]):
+        from headatlas.analyses.fused import result_from_states  # imports the extraction (torch)
+
         return result_from_states(stores, job_key(smk.rule, dict(smk.wildcards.items())), cls,
                                   weighting, **options)
     return run_analysis(cls, stores, weighting=weighting, max_examples=p.get("max_examples"), **options)
