@@ -14,6 +14,7 @@ Each subcommand takes ``--help``. The Snakemake workflow itself runs with ``snak
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -67,8 +68,11 @@ def _atlas(argv: Sequence[str]) -> None:
     parser.add_argument("--weighting", choices=("attention", "norm"), default="attention")
     parser.add_argument("--sort", help="a column to sort the table by (largest first)")
     parser.add_argument("--top", type=int, default=20, help="rows to print (default 20)")
+    parser.add_argument("--columns", help="the columns to print, comma-separated (default: all, "
+                        "wrapped to the terminal's width)")
     args = parser.parse_args(argv)
-    with pd.option_context("display.width", 200, "display.max_columns", 12):
+    width = shutil.get_terminal_size().columns
+    try:
         if args.head:
             layer, _, head = args.head.partition("-")
             if not (layer.isdigit() and head.isdigit()):
@@ -76,12 +80,22 @@ def _atlas(argv: Sequence[str]) -> None:
             print(head_profile(args.model, int(layer), int(head), args.results, args.weighting).to_string())
             return
         table = load(args.results, args.model)
-        table = table[table["weighting"] == args.weighting]
-        if args.sort:
-            if args.sort not in table:
-                parser.error(f"no column {args.sort!r}; columns: {', '.join(table.columns)}")
-            table = table.sort_values(args.sort, ascending=False)
-        print(table.head(args.top).to_string(index=False))
+    except (FileNotFoundError, KeyError) as error:
+        raise SystemExit(f"headatlas atlas: {error.args[0] if error.args else error}") from None
+    table = table[table["weighting"] == args.weighting]
+    for column in [args.sort] if args.sort else []:
+        if column not in table:
+            parser.error(f"no column {column!r}; columns: {', '.join(table.columns)}")
+    if args.sort:
+        table = table.sort_values(args.sort, ascending=False)
+    if args.columns:
+        wanted = [c.strip() for c in args.columns.split(",") if c.strip()]
+        unknown = [c for c in wanted if c not in table]
+        if unknown:
+            parser.error(f"no column {', '.join(map(repr, unknown))}; columns: {', '.join(table.columns)}")
+        keys = [c for c in ("layer", "head") if c not in wanted]
+        table = table[keys + wanted]
+    print(table.head(args.top).to_string(index=False, line_width=width))
 
 
 def _patterns_eval(argv: Sequence[str]) -> None:
@@ -129,7 +143,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         if argv and argv[0] not in ("-h", "--help"):
             raise SystemExit(f"headatlas: unknown command {argv[0]!r}; one of {', '.join(COMMANDS)}")
         return
-    COMMANDS[argv[0]](argv[1:])
+    try:
+        COMMANDS[argv[0]](argv[1:])
+    except BrokenPipeError:  # the reader stopped early (| head): not an error
+        sys.stdout = None
 
 
 if __name__ == "__main__":

@@ -313,3 +313,21 @@ def test_readme_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     exec(compile(example, "README.md", "exec"), {})
     assert capsys.readouterr().out.strip()
+
+
+def test_the_atlas_command_names_a_missing_atlas_or_head_and_picks_columns(tmp_path, capsys, monkeypatch):
+    """`headatlas atlas`: a wrong model or head is one line, not a traceback; --columns picks."""
+    from headatlas.cli import main
+
+    folder = tmp_path / "results" / "m"
+    folder.mkdir(parents=True)
+    pd.DataFrame({"weighting": ["attention"] * 2, "layer": [1, 1], "head": [1, 2], "sep": [0.5, 0.1],
+                  "entropy": [1.0, 2.0]}).to_csv(folder / "heads.csv", index=False)
+    results = str(tmp_path / "results")
+    with pytest.raises(SystemExit, match="no head atlas"):
+        main(["atlas", "other", "--results", results])
+    with pytest.raises(SystemExit, match="m has no head 3-1"):
+        main(["atlas", "m", "3-1", "--results", results])
+    main(["atlas", "m", "--results", results, "--columns", "entropy", "--sort", "entropy"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["layer", "head", "entropy"] and lines[1].split() == ["1", "2", "2.0"]

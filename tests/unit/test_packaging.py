@@ -138,3 +138,21 @@ def test_the_atlas_command_prints_a_table_and_a_head(tmp_path, capsys):
     assert "0.21" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["atlas", "m", "two-one", "--results", str(tmp_path)])
+
+
+def test_citation_file_names_every_paper_the_readme_cites():
+    """README's BibTeX and CITATION.cff cite the same papers; each entry has one author field."""
+    import re
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    bibtex = root.joinpath("README.md").read_text().split("```bibtex", 1)[1].split("```", 1)[0]
+    entries = re.split(r"\n(?=@)", bibtex.strip())
+    assert len(entries) == 6
+    for entry in entries:
+        assert len(re.findall(r"^\s*author\s*=|,\s*author\s*=", entry, re.M)) == 1, entry
+    titles = {re.sub(r"[{}]", "", re.search(r"title\s*=\s*\{(.*)\},", e).group(1)).lower()
+              for e in entries[1:]}
+    cited = {r["title"].lower() for r in yaml.safe_load(root.joinpath("CITATION.cff").read_text())["references"]}
+    assert titles == cited

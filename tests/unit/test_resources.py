@@ -119,3 +119,13 @@ def test_the_slurm_profile_names_only_real_rules_and_has_no_fake_account():
     for rule, values in profile["set-resources"].items():
         if rule != "extract" or "mem_mb" in values:
             assert {"mem_mb", "runtime"} <= set(values), rule
+
+
+def test_the_profile_records_no_folder_outside_the_working_directory(tmp_path, monkeypatch):
+    from headatlas.pipeline.resources import measured_in
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "logs" / "benchmarks").mkdir(parents=True)
+    assert measured_in(["logs/benchmarks"]) == "logs/benchmarks"
+    text = measured_in(["logs/benchmarks", "/tmp/someone-else/run/logs/benchmarks"])
+    assert "someone-else" not in text and "2 finished run(s)" in text

@@ -204,7 +204,7 @@ def render(usage: dict[str, RuleUsage], policy: Policy, keep: dict[str, dict], s
     """The ``set-resources`` block, between the markers, with where each number comes from."""
     lines = [
         f"{BEGIN}: written by `python -m headatlas.pipeline.resources`; rerun it, do not edit the numbers.",
-        f"# Measured in: {note or ', '.join(sources)}",
+        f"# Measured in: {note or measured_in(sources)}",
         f"# mem_mb = peak RSS x {policy.mem_headroom:g} + {policy.overhead_mb} MB (the Snakemake "
         f"processes in the job), rounded up to 100;",
         f"# runtime = longest wall time x {policy.time_headroom:g}, at least {policy.min_runtime} min. "
@@ -228,6 +228,16 @@ def render(usage: dict[str, RuleUsage], policy: Policy, keep: dict[str, dict], s
             lines.append(f"    {key}: {_scalar(values[key])}")
     lines.append(END)
     return "\n".join(lines) + "\n"
+
+
+def measured_in(sources: Sequence[str]) -> str:
+    """The folders measured, as a profile may record them: relative to the working directory,
+    else only how many (an absolute path names one machine's, often temporary, folder)."""
+    here = Path.cwd().resolve()
+    inside = [Path(s).resolve() for s in sources if Path(s).resolve().is_relative_to(here)]
+    if len(inside) == len(sources):
+        return ", ".join(str(p.relative_to(here)) for p in inside)
+    return f"logs/benchmarks of {len(sources)} finished run(s) (say which with --note)"
 
 
 def _short(path: str) -> str:
