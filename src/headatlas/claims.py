@@ -203,3 +203,18 @@ def difference_text(difference: float, low: float, high: float) -> str:
 def pct(x: float, digits: int = 0) -> str:
     """A share (0..1) as a percentage, e.g. ``0.423 -> '42%'``; NaN as ``n/a``."""
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}%"
+
+
+def against(value: float, threshold: float, digits: int = 2, significant: bool = False) -> str:
+    """``value`` printed beside a rule's ``threshold`` with enough decimals that the printed number
+    compares with the threshold as the value does (-0.2996 against -0.3 is ``-0.2996``, not
+    ``-0.30``, which would read as meeting "<= -0.3"); ``digits`` decimals at least (significant
+    digits with ``significant``, as p-values are printed); ``n/a`` when undefined."""
+    if undefined(value):
+        return "n/a"
+    kind = "g" if significant else "f"
+    for places in range(digits, 10):
+        shown = float(f"{value:.{places}{kind}}")
+        if (shown < threshold) == (value < threshold) and (shown == threshold) == (value == threshold):
+            break
+    return f"{value:.{places}{kind}}"

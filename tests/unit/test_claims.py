@@ -5,7 +5,7 @@ import inspect
 
 import pytest
 
-from headatlas.claims import (COLUMNS, Claim, beats, beats_paired, claims_table, depth_layers, depth_text,
+from headatlas.claims import (COLUMNS, Claim, against, beats, beats_paired, claims_table, depth_layers, depth_text,
                               difference_text, holds_if, pct, read_claims, verdict)
 
 # Every module that judges paper claims; each exposes one ``paper_claims(...) -> list[Claim]``.
@@ -163,3 +163,13 @@ def test_gradient_and_norm_claims_with_undefined_ratios_are_not_applicable():
     assert verdicts["clark.s3_2.sep_gradient_small"] == "not applicable"
     rows = pd.DataFrame({"layer": [3], "attention": [0.6], "norm": [np.nan], "class": ["sep"]})
     assert _collapse_claim("k", "sep", rows, "norm", "c", "p", "n").verdict == "not applicable"
+
+
+def test_a_number_beside_its_threshold_is_printed_so_it_cannot_contradict_it():
+    """MPNet's layer 4 printed "-0.30" beside "<= -0.3" while its rho, -0.2996, fails the rule."""
+    assert against(-0.2996, -0.3) == "-0.2996"  # above the threshold: "-0.30" would read as meeting it
+    assert against(-0.3004, -0.3) == "-0.3004"  # below it: "-0.30" would read as equal
+    assert against(-0.3, -0.3) == "-0.30" and against(-0.41, -0.3) == "-0.41" and against(0.5, -0.3) == "0.50"
+    assert against(float("nan"), -0.3) == "n/a"
+    assert against(0.0514, 0.05, 3, significant=True) == "0.0514" and against(0.5, 0.05, 3, significant=True) == "0.5"
+    assert against(0.050004, 0.05, 3, significant=True) == "0.050004"

@@ -457,6 +457,7 @@ def test_clusters_that_are_not_distinct_are_not_named():
     for key in ("four_types", "shares", "dense_first_layers", "vertical_higher_layers"):
         assert c.loc[f"guan.types.{key}", "verdict"] == "not applicable", key
         assert c.loc[f"guan.types.{key}", "note"].startswith("no distinct types (gap test")
+        assert c.loc[f"guan.types.{key}", "ours"] == ht.NO_TYPES, key  # not "dense 0%, ..."
     assert c.loc["guan.stability", "verdict"] == "not applicable"
 
 

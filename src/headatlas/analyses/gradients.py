@@ -56,7 +56,7 @@ from tqdm.auto import tqdm
 
 from headatlas.analyses.base import describe, length_text
 from headatlas.analyses.result import Result
-from headatlas.claims import PAPER_LAYERS, Claim, depth_layers, depth_text, holds_if, span_text
+from headatlas.claims import PAPER_LAYERS, Claim, against, depth_layers, depth_text, holds_if, span_text
 from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
 from headatlas.encoders.inputs import Encoded, collate, encode, encode_corpus
@@ -593,7 +593,8 @@ def paper_claims(layers: pd.DataFrame, loss: str) -> list[Claim]:
         Claim("clark.s3_2.sep_gradient_where_attended", CLARK_S32,
               "the sink's gradient is small where attention to it is high",
               "[SEP]: both change at layer 5 of 12",
-              f"Spearman rho = {rho:.2f} over {n_layers} layers (one-sided p = {rho_p:.3g})",
+              f"Spearman rho = {against(rho, RHO_THRESHOLD)} over {n_layers} layers (one-sided p = "
+              f"{against(rho_p, RHO_ALPHA, 3, significant=True)})",
               holds_if(None if np.isnan(rho) else rho <= RHO_THRESHOLD and rho_p < RHO_ALPHA, rho_p),
               "Spearman rho over layers between attention to the layer's sink and that sink's "
               f"gradient ratio to other keys, both on the same inputs, <= {RHO_THRESHOLD} with a one-sided "

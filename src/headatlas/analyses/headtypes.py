@@ -869,8 +869,8 @@ def paper_claims(types: pd.DataFrame, stability: pd.DataFrame, n_references: int
         found = sorted(types.loc[types["type"] == t, "layer"].unique())
         return f"in {len(found)} of {n_layers} layers" if found else "no such heads"
 
-    def claim(key, text, paper, ours, holds, rule, note=""):
-        return Claim(f"guan.types.{key}", GUAN + " §4", text, paper, ours,
+    def claim(key, text, paper, ours, holds, rule, note=""):  # without types: no shares to show
+        return Claim(f"guan.types.{key}", GUAN + " §4", text, paper, ours if named else NO_TYPES,
                      holds_if(holds if named else None), rule, note if named else why)
 
     lower, upper = (lambda d: d <= 0.5), (lambda d: d > 0.5)

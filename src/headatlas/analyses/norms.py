@@ -29,7 +29,7 @@ from scipy.stats import spearmanr
 
 from headatlas.analyses.base import Analysis, describe, register
 from headatlas.analyses.result import Result
-from headatlas.claims import Claim, holds_if, verdict
+from headatlas.claims import Claim, against, holds_if, verdict
 from headatlas.store.example import Example, token_masks
 from headatlas.weightings import row_normalised
 
@@ -332,7 +332,7 @@ def _correlation_claim(correlation: pd.DataFrame, rows: pd.DataFrame) -> Claim:
                        f"({int(correlation.at[c, 'n_pairs'])} sampled (head, query, key) pairs)"
                        for c in pd.unique(rows["class"]))
     ours = (f"{label} in {_layers_text(layers)}: Spearman ρ within each layer "
-            f"{', '.join(_rho_text(r) for r in per_layer)}; pooled over all layers {pooled}; "
+            f"{', '.join(against(r, RHO_NEGATIVE) for r in per_layer)}; pooled over all layers {pooled}; "
             f"other tokens pooled {_rho_text(correlation.at['other', 'spearman'])}")
     result = holds_if(all(r <= RHO_NEGATIVE for r in per_layer) if per_layer else None, *per_layer)
     return Claim(

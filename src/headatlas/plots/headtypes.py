@@ -55,7 +55,13 @@ def plot_tsne(types: pd.DataFrame, xy: np.ndarray, path: str | Path, caption: st
         for (x, y), layer, head in zip(xy, types["layer"], types["head"]):
             ax.annotate(head_name(layer, head), (x, y), fontsize=5, color="0.35", xytext=(2, 2),
                         textcoords="offset points")
-    ax.set(title="t-SNE of the 21-d distance features (colour: k-means type)", xticks=[], yticks=[])
+    try:
+        features = f"{len(feature_columns(types))}-d distance features"
+    except ValueError:  # a table of types alone
+        features = "distance features"
+    # two lines: one is wider than the axes beside the legend
+    ax.set(title=f"t-SNE of the {features}\n(colour: k-means type)",
+           xticks=[], yticks=[])
     legend_beside(ax, fontsize=8)
     atomic_savefig(fig, path)
 
