@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
+import time
 from pathlib import Path
 
 
@@ -51,10 +53,50 @@ def check_stores(snakemake) -> None:
                              f"over another's?); {rebuild_hint(path)}")
 
 
+# A progress bar's state in what tqdm writes: "45%|####      | 9/20 [01:02<01:16, 7.1s/it]".
+PROGRESS = re.compile(r"(?:(?P<desc>[^\r\n|]*?):\s*)?(?P<pct>\d+)%\|[^|]*\|\s*(?P<rest>[^\r\n]*)")
+
+
+class ConsoleProgress:
+    """The job's stderr: everything goes to its log; a progress bar's state also goes to the
+    console, one line at most every ``every`` seconds, so a long job (fine-tuning, ablation:
+    minutes) says where it is where the user is looking, not only in its log."""
+
+    def __init__(self, log, console, job: str, every: float = 60.0, clock=time.monotonic):
+        self.log, self.console, self.job, self.every, self.clock = log, console, job, every, clock
+        self.last = clock()  # the first line after a minute: short jobs say nothing
+
+    def write(self, text: str) -> int:
+        self.log.write(text)
+        now = self.clock()
+        if now - self.last >= self.every:
+            bars = list(PROGRESS.finditer(text))
+            if bars:
+                bar = bars[-1]
+                what = f"{bar['desc'].strip()}: " if bar["desc"] and bar["desc"].strip() else ""
+                self.console.write(f"[{self.job}] {what}{bar['pct']}% {bar['rest'].strip()}\n")
+                self.console.flush()
+                self.last = now
+        return len(text)
+
+    def flush(self) -> None:
+        self.log.flush()
+
+    def __getattr__(self, name):  # the rest of a file's face (encoding, fileno, isatty): the log's
+        return getattr(self.log, name)
+
+
+def job_name(snakemake) -> str:
+    """``rule model=minilm corpus=gum``: how the console names a job."""
+    wildcards = " ".join(f"{k}={v}" for k, v in snakemake.wildcards.items())
+    return f"{snakemake.rule} {wildcards}".strip()
+
+
 @contextlib.contextmanager
 def rule_logging(snakemake):
     """Send logging, warnings and progress bars (stderr) of a rule to its log file, and hold
-    the job to its ``threads`` (:func:`limit_threads`).
+    the job to its ``threads`` (:func:`limit_threads`); a progress bar's state also reaches the
+    console once a minute (:class:`ConsoleProgress`).
 
     An exception is logged with its message before it propagates, so the log
     says what went wrong and Snakemake still marks the job as failed.
@@ -64,11 +106,12 @@ def rule_logging(snakemake):
     handle = open(log_path, "w", buffering=1) if log_path else sys.stderr
     if log_path:
         log_path.parent.mkdir(parents=True, exist_ok=True)
-    logging.basicConfig(stream=handle, level=logging.INFO, force=True,
+    old_stderr = sys.stderr
+    stream = ConsoleProgress(handle, old_stderr, job_name(snakemake)) if log_path else handle
+    logging.basicConfig(stream=stream, level=logging.INFO, force=True,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.captureWarnings(True)
-    old_stderr = sys.stderr
-    sys.stderr = handle
+    sys.stderr = stream
     try:
         check_stores(snakemake)
         yield logging.getLogger(f"rule.{snakemake.rule}")
