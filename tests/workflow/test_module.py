@@ -11,6 +11,7 @@ workflow's own, and the direct run builds them all (the whole DAG twice cost ~4 
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -96,3 +97,51 @@ def test_tables_are_the_direct_runs(module_run, tiny_workflow):
         import pandas as pd
 
         pd.testing.assert_frame_equal(comparable(theirs, name), comparable(ours, name), obj=name)
+
+
+# The workflow from a release, as the catalog deploys it: ``github("<owner>/headatlas",
+# path="workflow/Snakefile", tag=...)``. Offline, the same kind of source: a git repository with a
+# tag (``gitfile``), whose files Snakemake reads from git, not from a folder (issue 38: the
+# workflow stopped at its first line, Path(<a git source>)). The library is the installed package.
+RELEASED = """\
+from snakemake.sourcecache import LocalGitFile
+
+# Snakemake 9's gitfile() joins a script's path given as a str only (github() takes either)
+_join = LocalGitFile.join
+LocalGitFile.join = lambda self, path: _join(self, str(path))
+
+
+configfile: "my-config.yaml"
+
+
+module headatlas:
+    snakefile:
+        gitfile("{repo}", path="workflow/Snakefile", tag="v0.0.0-test")
+    config:
+        config
+
+
+use rule * from headatlas
+"""
+
+
+def test_the_workflow_runs_as_a_module_from_a_tagged_git_source(tiny_workflow, tmp_path):
+    from tests.workflow.conftest import copy_workflow
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    copy_workflow(repo)  # the working tree's workflow, committed and tagged
+    shutil.rmtree(repo / "src")  # a release's user has the package installed, not its source
+    git = ["git", "-C", str(repo), "-c", "user.name=test", "-c", "user.email=test@example.org"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "release"], ["tag", "v0.0.0-test"]):
+        subprocess.run(git + args, check=True, capture_output=True)
+    root = tmp_path / "wrapper"
+    root.mkdir()
+    config = tiny_config(tiny_workflow)
+    (root / "my-config.yaml").write_text(yaml.safe_dump(config))
+    (root / "Snakefile").write_text(RELEASED.format(repo=repo))
+    plan = snakemake(root, "--cores", "1", "-n", "all")
+    assert {"extract", "syntax_scores", "scorecard", "atlas_page"} <= set(planned_jobs(plan))
+    target = "results/tiny/tb/syntax/table1.csv"
+    snakemake(root, "--cores", "2", target)
+    assert (root / target).read_bytes() == (tiny_workflow / target).read_bytes()

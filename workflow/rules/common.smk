@@ -96,7 +96,8 @@ def code(script, *modules):
     """The code input of the rules running ``script``, the digest file of the library files it
     imports, transitively, and of ``modules`` (``headatlas.x.y``, run by name at run time).
     """
-    files = [Path(f) for f in code_files(WORKFLOW_DIR / "scripts" / script, LIBRARY, modules)]
+    script_file = workflow.source_path(f"../scripts/{script}")  # a clone's, or the source cache's
+    files = [Path(f) for f in code_files(script_file, LIBRARY, modules)]
     digest = "".join(f"{file_sha256(f)}  {f.relative_to(LIBRARY)}\n" for f in files)
     name = "+".join([Path(script).stem, *modules])
     if len(name) > 120:  # many modules (the atlas): name them by a digest of their list
