@@ -156,3 +156,11 @@ def test_citation_file_names_every_paper_the_readme_cites():
               for e in entries[1:]}
     cited = {r["title"].lower() for r in yaml.safe_load(root.joinpath("CITATION.cff").read_text())["references"]}
     assert titles == cited
+
+
+def test_the_embedded_configuration_is_one_file_where_the_catalog_looks():
+    """config/config.yaml (snakedeploy's and the catalog's place) is the embedded default; the
+    top-level config.yaml the README's commands read is a link to it, not a copy kept by hand."""
+    root = Path(__file__).resolve().parents[2]
+    assert (root / "config" / "config.yaml").is_file() and not (root / "config" / "config.yaml").is_symlink()
+    assert (root / "config.yaml").resolve() == (root / "config" / "config.yaml").resolve()
