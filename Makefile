@@ -11,10 +11,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install reproduce report test test-fast bench lint dry-run resources clean two-models
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet -r requirements-dev.txt
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 

@@ -17,16 +17,20 @@ from headatlas.pipeline import configdocs
 from headatlas.cli import COMMANDS
 from tests.conftest import ROOT
 
-TEST_ONLY = {"pytest", "snakefmt", "websocket-client"}  # requirements.txt lines the rules' environment does not need
-
-
-def requirement_pins() -> list[str]:
-    lines = (re.sub(r"\s*#.*", "", l).strip() for l in (ROOT / "requirements.txt").read_text().splitlines())
-    return [l for l in lines if l and l.split("==")[0] not in TEST_ONLY]
+def requirement_pins(name: str = "requirements.txt") -> list[str]:
+    lines = (re.sub(r"\s*#.*", "", l).strip() for l in (ROOT / name).read_text().splitlines())
+    return [l for l in lines if l]
 
 
 def test_every_requirement_is_pinned():
     assert all("==" in pin for pin in requirement_pins()), requirement_pins()
+
+
+def test_the_test_pins_add_to_the_runtime_pins_only_what_tests_and_lint_need():
+    dev = requirement_pins("requirements-dev.txt")
+    assert dev[0] == "-r requirements.txt" and all("==" in pin for pin in dev[1:])
+    assert {pin.split("==")[0] for pin in dev[1:]} == {"pytest", "snakefmt", "websocket-client"}
+    assert not {pin.split("==")[0] for pin in dev[1:]} & {pin.split("==")[0] for pin in requirement_pins()}
 
 
 def test_conda_env_is_self_contained_and_matches_requirements():
