@@ -83,8 +83,9 @@ def test_update_keeps_the_other_keys_and_the_rest_of_the_profile(tmp_path):
     text = profile.read_text()
     loaded = yaml.safe_load(text)
     assert "# keep me" in text and loaded["executor"] == "slurm" and loaded["set-threads"] == {"extract": 8}
-    assert loaded["set-resources"]["extract"] == {"mem_mb": 1600, "runtime": 10,
+    assert loaded["set-resources"]["extract"] == {"mem_mb": "1600 * attempt", "runtime": 10,
                                                   "slurm_partition": "gpu", "gres": "gpu:1"}
+    assert eval(loaded["set-resources"]["extract"]["mem_mb"], {"attempt": 2}) == 3200  # a retry: twice
     assert loaded["set-resources"]["ablation"] == {"mem_mb": 5}  # not measured: kept
     assert text.count(res.BEGIN) == text.count(res.END) == 1
     res.main([str(bench), "--rules", str(RULES), "--profile", str(profile), "--update"])

@@ -55,6 +55,7 @@ class Policy:
     overhead_mb: int = 500
     time_headroom: float = 2.0
     min_runtime: int = 10
+    per_attempt: bool = True  # mem_mb x the attempt: the profile's retry asks for more memory
 
 
 @dataclass
@@ -206,7 +207,7 @@ def render(usage: dict[str, RuleUsage], policy: Policy, keep: dict[str, dict], s
         f"{BEGIN}: written by `python -m headatlas.pipeline.resources`; rerun it, do not edit the numbers.",
         f"# Measured in: {note or measured_in(sources)}",
         f"# mem_mb = peak RSS x {policy.mem_headroom:g} + {policy.overhead_mb} MB (the Snakemake "
-        f"processes in the job), rounded up to 100;",
+        f"processes in the job), rounded up to 100{', x the attempt (a retry asks for twice that)' if policy.per_attempt else ''};",
         f"# runtime = longest wall time x {policy.time_headroom:g}, at least {policy.min_runtime} min. "
         "Other keys of a rule are kept.",
     ]
@@ -219,6 +220,8 @@ def render(usage: dict[str, RuleUsage], policy: Policy, keep: dict[str, dict], s
         if rule in usage:
             u = usage[rule]
             values.update(u.resources(policy))
+            if policy.per_attempt:  # an expression Snakemake evaluates per attempt
+                values["mem_mb"] = f"{values['mem_mb']} * attempt"
             lines.append(f"  {rule}:  # {len(u.files)} job(s); peak {u.max_rss:.0f} MB "
                          f"({_short(u.max_rss_file)}), longest {u.seconds:.0f} s ({_short(u.seconds_file)})"
                          + (f"; pattern shared with {', '.join(u.shared_with)}" if u.shared_with else ""))
