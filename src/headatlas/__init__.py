@@ -6,7 +6,8 @@ Packages in data-flow order: :mod:`~headatlas.corpora` -> :mod:`~headatlas.encod
 into the workflow by :mod:`~headatlas.pipeline`. The modules at this level are shared leaves
 (errors, io, heads, stats, provenance, claims, weightings) and the console script (cli).
 
-Notebook entry points: :func:`atlas` and :func:`head`.
+Notebook entry points: :func:`atlas` and :func:`head` (the head atlas of a run), :func:`example`
+(one example's maps from a store) and :func:`bertviz` (those maps as bertviz's views take them).
 """
 
 from headatlas.provenance import package_version as _package_version
@@ -34,3 +35,30 @@ def head(model, layer, head, results="results", weighting=None):
     from headatlas.report.atlas import head_profile
 
     return head_profile(model, layer, head, results, weighting)
+
+
+def example(stores, which=0, weighting="attention"):
+    """One example of an attention store (a path, or a list of shard paths), without streaming
+    the others: the ``which``-th in corpus order, or the one whose record id is ``which`` (a str).
+    Its ``attn`` is [layers, heads, n, n] (float32; ``weighting="norm"``: Kobayashi's view), its
+    ``tokens`` the n wordpieces.
+
+    >>> ex = headatlas.example("results/minilm/wikipedia/attention/shard-0.h5", 3)  # doctest: +SKIP
+    >>> ex.attn[2, 8]  # layer 3, head 9 (0-based here)  # doctest: +SKIP
+    """
+    from headatlas.store.reader import open_stores
+
+    return open_stores(stores, weighting).find(which)
+
+
+def bertviz(example):
+    """``(attention, tokens)`` as bertviz's ``head_view`` and ``model_view`` take them: one torch
+    tensor [1, heads, n, n] per layer, and the n tokens.
+
+    >>> from bertviz import head_view  # doctest: +SKIP
+    >>> head_view(*headatlas.bertviz(headatlas.example(store, 3)))  # doctest: +SKIP
+    """
+    import torch
+
+    attention = tuple(torch.from_numpy(layer.copy())[None] for layer in example.attn)
+    return attention, list(example.tokens)

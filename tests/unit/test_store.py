@@ -196,3 +196,26 @@ def test_a_batch_write_checks_its_sizes(tmp_path):
                              heads=2, n_words=[1], value_norms=np.zeros(4, np.float16),
                              norm_map=np.zeros(3, np.float16))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_one_example_is_read_by_position_or_id_over_shards_and_given_to_bertviz(tmp_path):
+    """headatlas.example: the i-th in corpus order (shards merged) or by record id; bertviz: one
+    [1, heads, n, n] tensor per layer and the tokens, as bertviz's head_view takes them."""
+    import headatlas
+
+    write(tmp_path / "shard-1.h5", [5, 3], indices=[1, 3])
+    write(tmp_path / "shard-0.h5", [4, 6], indices=[0, 2])
+    shards = [tmp_path / "shard-0.h5", tmp_path / "shard-1.h5"]
+    streamed = list(open_stores(shards))
+    for i, ex in enumerate(streamed):
+        found = headatlas.example(shards, i)
+        assert found.id == ex.id == f"ex{i}" and np.array_equal(found.attn, ex.attn)
+    assert headatlas.example(shards, "ex3").index == 3 and headatlas.example(shards, -1).id == "ex3"
+    with pytest.raises(KeyError, match="no example 'nope'"):
+        headatlas.example(shards, "nope")
+    with pytest.raises(IndexError, match="the stores hold 4"):
+        headatlas.example(shards, 4)
+    attention, tokens = headatlas.bertviz(headatlas.example(shards, 2))
+    assert len(attention) == streamed[2].attn.shape[0] and tokens == streamed[2].tokens
+    assert tuple(attention[0].shape) == (1, streamed[2].attn.shape[1], 6, 6)
+    assert np.array_equal(attention[0][0].numpy(), streamed[2].attn[0])

@@ -278,6 +278,26 @@ class StoreSet:
     def _open(self, path: Path) -> Store:
         return Store(path, self.weighting, self.norms)
 
+    def find(self, which: int | str) -> Example:
+        """One example without streaming the others: the ``which``-th in corpus order (an int,
+        as :meth:`__iter__` counts), or the one whose record id is ``which`` (a str)."""
+        shards = [self._open(path) for path in self.paths]
+        try:
+            order = corpus_order(shards)
+            if isinstance(which, str):
+                found = [(k, i) for k, i in order if shards[k].example_ids[i] == which]
+                if not found:
+                    raise KeyError(f"no example {which!r} in {', '.join(map(str, self.paths))}")
+                k, i = found[0]
+            else:
+                if not -len(order) <= which < len(order):
+                    raise IndexError(f"example {which}: the stores hold {len(order)} (0-{len(order) - 1})")
+                k, i = order[which]
+            return shards[k].example(i)
+        finally:
+            for shard in shards:
+                shard.close()
+
     def __iter__(self) -> Iterator[Example]:
         """Every shard's examples merged into corpus order, so the stream (and every table that
         follows it: row order, bootstrap units, probe training order) does not depend on how
