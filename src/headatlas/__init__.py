@@ -62,3 +62,28 @@ def bertviz(example):
 
     attention = tuple(torch.from_numpy(layer.copy())[None] for layer in example.attn)
     return attention, list(example.tokens)
+
+
+def disable_heads(model, heads):
+    """Forward keyword arguments that switch attention heads off in a transformers encoder (Michel
+    et al.'s gates: each head's output multiplied by 0): ``model(**inputs, **disable_heads(model,
+    [(3, 9)]))`` with ``heads`` as 1-based (layer, head) pairs. The model's attention becomes
+    headatlas's eager implementation (as in the ablation and importance rules; the same weights).
+
+    >>> logits = model(**inputs, **headatlas.disable_heads(model, [(3, 9), (5, 1)])).logits  # doctest: +SKIP
+    """
+    import torch
+
+    from headatlas.interventions import ablation
+
+    config = model.config
+    n_layers, n_heads = config.num_hidden_layers, config.num_attention_heads
+    gates = torch.ones(n_layers, n_heads, device=next(model.parameters()).device)
+    for layer, head in heads:
+        if not (1 <= layer <= n_layers and 1 <= head <= n_heads):
+            raise ValueError(f"head {layer}-{head}: the model has layers 1-{n_layers} and heads 1-{n_heads}")
+        gates[layer - 1, head - 1] = 0.0
+    ablation.register()
+    if getattr(config, "_attn_implementation", None) != ablation.IMPLEMENTATION:
+        model.set_attn_implementation(ablation.IMPLEMENTATION)
+    return {"headatlas_gates": gates}

@@ -413,3 +413,31 @@ def test_an_untrained_model_without_distinct_types_says_both(tmp_path):
     claims = paper_claims(table)
     assert len(claims) == 7 and {c.verdict for c in claims} == {"not applicable"}
     assert all(UNTRAINED in c.note and "head types are not distinct" in c.note for c in claims)
+
+
+def test_disable_heads_zeroes_exactly_those_heads_outputs(tiny_model_dir):
+    """headatlas.disable_heads: no head named -> the model's own output; head (1, 2) named -> the
+    input of layer 1's output projection is zero on that head's slice, and only there."""
+    import torch
+    from transformers import BertModel
+
+    import headatlas
+
+    model = BertModel.from_pretrained(tiny_model_dir, attn_implementation="eager").eval()
+    inputs = {"input_ids": torch.tensor([[2, 5, 6, 7, 3]]), "attention_mask": torch.ones(1, 5, dtype=torch.long)}
+    with torch.no_grad():
+        plain = model(**inputs).last_hidden_state
+        kept = model(**inputs, **headatlas.disable_heads(model, [])).last_hidden_state
+        seen = []
+        hook = model.encoder.layer[0].attention.output.dense.register_forward_pre_hook(
+            lambda module, args: seen.append(args[0].clone()))
+        off = model(**inputs, **headatlas.disable_heads(model, [(1, 2)])).last_hidden_state
+        hook.remove()
+    torch.testing.assert_close(kept, plain, rtol=1e-5, atol=1e-6)
+    width = model.config.hidden_size // model.config.num_attention_heads
+    context = seen[0][0]  # [tokens, heads x width]
+    assert torch.count_nonzero(context[:, width:2 * width]) == 0
+    assert torch.count_nonzero(context[:, :width]) == context[:, :width].numel()
+    assert not torch.allclose(off, plain)
+    with pytest.raises(ValueError, match="head 3-1: the model has layers 1-2"):
+        headatlas.disable_heads(model, [(3, 1)])
