@@ -91,12 +91,21 @@ def claims_table(claims: Iterable[Claim]) -> pd.DataFrame:
     return pd.DataFrame([asdict(c) for c in claims], columns=list(COLUMNS))
 
 
+# Renamed claims: old id -> new, read under the new id for one release (a claims file an earlier
+# release wrote still joins its scorecard row).
+ALIASES = {
+    # it tests the model's own sink, [SEP] or not (renamed in 0.4)
+    "clark.s3_2.sep_gradient_where_attended": "clark.s3_2.sink_gradient_where_attended",
+}
+
+
 def read_claims(path) -> list[Claim]:
-    """The claims of one ``paper_claims.csv``."""
+    """The claims of one ``paper_claims.csv`` (a renamed claim under its new id: :data:`ALIASES`)."""
     table = pd.read_csv(path, keep_default_na=False, dtype=str)
     missing = set(COLUMNS) - set(table.columns)
     if missing:
         raise ValueError(f"{path}: not a claims table (missing columns {sorted(missing)})")
+    table["id"] = table["id"].map(lambda claim_id: ALIASES.get(claim_id, claim_id))
     return [Claim(**{k: row[k] for k in COLUMNS}) for row in table.to_dict("records")]
 
 

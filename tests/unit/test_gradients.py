@@ -255,7 +255,7 @@ def test_layer_table_and_claims_on_a_six_layer_model():
     assert claims.loc["clark.s3_2.sink_gradient_small", "verdict"] == "holds"
     # Ranks over layers: attention 1.5, 1.5, 3.5, 5.5, 5.5, 3.5; ratio 5.5, 5.5, 2.5 x 4 (means 3.5).
     # Deviations -2 -2 0 2 2 0 and 2 2 -1 -1 -1 -1: rho = -12 / sqrt(16 * 12) = -0.866.
-    where = claims.loc["clark.s3_2.sep_gradient_where_attended"]
+    where = claims.loc["clark.s3_2.sink_gradient_where_attended"]
     # One-sided p, exact over the 720 orderings of the ratios' ranks: rho is this low only when the
     # two 5.5's fall on the attention's two 1.5's (layers 1-2): 2! x 4! = 48 of 720 = 1/15 = 0.067,
     # not < 0.05: two layers against four is not yet a trend (the old rule held).
@@ -263,7 +263,7 @@ def test_layer_table_and_claims_on_a_six_layer_model():
     assert where["verdict"] == "does not hold"
     flat = by_id(paper_claims(layer_table(heads.assign(sep=2.0)), "mlm"))
     assert flat.loc["clark.s3_2.sep_gradient_small", "verdict"] == "does not hold"  # ratio 1
-    assert flat.loc["clark.s3_2.sep_gradient_where_attended", "verdict"] == "not applicable"  # rho NaN
+    assert flat.loc["clark.s3_2.sink_gradient_where_attended", "verdict"] == "not applicable"  # rho NaN
 
 
 def test_the_printed_gradient_ratio_is_the_ratio_of_the_printed_means():
@@ -308,7 +308,7 @@ def test_the_sink_is_the_models_own_per_layer_with_sep_beside():
     assert sep["ours"].startswith("[SEP] is the sink in no layer from layer 3 on")
     # The correlation follows the sink: attention to it 0.3, 0.3, 0.5 x 4 against ratios 1, 1,
     # 0.05 x 4 -> rho = -1.
-    where = claims.loc["clark.s3_2.sep_gradient_where_attended"]
+    where = claims.loc["clark.s3_2.sink_gradient_where_attended"]
     # Ties: attention 0.3 x 2, 0.5 x 4 and ratios 1 x 2, 0.05 x 4 give rho = -1; an ordering of the
     # ratio ranks reaches it only with both 1's on the 0.3's: 2 x 24 of 720 = 1/15 = 0.067.
     assert where["ours"] == "Spearman rho = -1.00 over 6 layers (one-sided p = 0.0667)"
@@ -424,10 +424,21 @@ def test_a_correlation_over_three_layers_is_not_evidence():
     heads = pd.DataFrame({"layer": [1, 2, 3], "head": 1, "sep": [1.0, 1.5, 0.5], "punct": 1.0,
                           "cls": 1.0, "other": 1.0, "attn_sep": [0.1, 0.2, 0.3]})
     where = by_id(paper_claims(layer_table(heads), "mlm")).loc[
-        "clark.s3_2.sep_gradient_where_attended"]
+        "clark.s3_2.sink_gradient_where_attended"]
     # attention ranks 1, 2, 3 against ratio ranks 2, 3, 1: rho -0.5 <= -0.5, the old rule held.
     assert where["ours"] == "Spearman rho = -0.50 over 3 layers (one-sided p = 0.5)"
     assert where["verdict"] == "does not hold"
     # Eight layers in perfectly opposite order: p = 1/8! -> holds.
     rho, p = spearman_less(np.arange(8.0), -np.arange(8.0))
     assert rho == pytest.approx(-1) and p == pytest.approx(1 / 40320)
+
+
+def test_the_renamed_sink_claim_is_read_under_its_new_id_and_says_when_it_is_on_a_knife_edge(tmp_path):
+    from headatlas.analyses.gradients import knife_edge
+    from headatlas.claims import Claim, claims_table, read_claims
+
+    old = Claim("clark.s3_2.sep_gradient_where_attended", "s", "c", "p", "o", "holds", "r", "n")
+    claims_table([old]).to_csv(tmp_path / "paper_claims.csv", index=False)
+    assert read_claims(tmp_path / "paper_claims.csv")[0].id == "clark.s3_2.sink_gradient_where_attended"
+    assert "knife edge: p = 0.0514 against 0.05 over 6 layers" in knife_edge(0.0514, 6)
+    assert knife_edge(0.2, 6) == "" and knife_edge(0.001, 6) == "" and knife_edge(float("nan"), 6) == ""
