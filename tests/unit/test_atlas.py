@@ -310,6 +310,10 @@ def test_readme_example_runs(tmp_path, monkeypatch, capsys):
         for w in ("attention", "norm")], ignore_index=True)
     (tmp_path / "results" / "minilm").mkdir(parents=True)
     table.to_csv(tmp_path / "results" / "minilm" / "heads.csv", index=False)
+    from tests.unit.test_store import write  # the store its one-example line reads
+
+    (tmp_path / "results" / "minilm" / "wikipedia" / "attention").mkdir(parents=True)
+    write(tmp_path / "results" / "minilm" / "wikipedia" / "attention" / "shard-0.h5", [4, 5, 6, 7])
     monkeypatch.chdir(tmp_path)
     exec(compile(example, "README.md", "exec"), {})
     assert capsys.readouterr().out.strip()
