@@ -105,7 +105,7 @@ def read_claims(path) -> list[Claim]:
     missing = set(COLUMNS) - set(table.columns)
     if missing:
         raise ValueError(f"{path}: not a claims table (missing columns {sorted(missing)})")
-    table["id"] = table["id"].map(lambda claim_id: ALIASES.get(claim_id, claim_id))
+    table["id"] = table["id"].replace(ALIASES)
     return [Claim(**{k: row[k] for k in COLUMNS}) for row in table.to_dict("records")]
 
 

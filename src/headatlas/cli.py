@@ -57,8 +57,6 @@ def _config_docs(argv: Sequence[str]) -> None:
 
 def _atlas(argv: Sequence[str]) -> None:
     """A model's head table (results/<model>/heads.csv), sorted by a column, or one head's profile."""
-    import pandas as pd
-
     from headatlas.report.atlas import head_profile, load
 
     parser = argparse.ArgumentParser(prog="headatlas atlas", description=_atlas.__doc__)
@@ -83,18 +81,14 @@ def _atlas(argv: Sequence[str]) -> None:
     except (FileNotFoundError, KeyError) as error:
         raise SystemExit(f"headatlas atlas: {error.args[0] if error.args else error}") from None
     table = table[table["weighting"] == args.weighting]
-    for column in [args.sort] if args.sort else []:
-        if column not in table:
-            parser.error(f"no column {column!r}; columns: {', '.join(table.columns)}")
+    wanted = [c.strip() for c in (args.columns or "").split(",") if c.strip()]
+    unknown = [c for c in [args.sort, *wanted] if c and c not in table]
+    if unknown:
+        parser.error(f"no column {', '.join(map(repr, unknown))}; columns: {', '.join(table.columns)}")
     if args.sort:
         table = table.sort_values(args.sort, ascending=False)
-    if args.columns:
-        wanted = [c.strip() for c in args.columns.split(",") if c.strip()]
-        unknown = [c for c in wanted if c not in table]
-        if unknown:
-            parser.error(f"no column {', '.join(map(repr, unknown))}; columns: {', '.join(table.columns)}")
-        keys = [c for c in ("layer", "head") if c not in wanted]
-        table = table[keys + wanted]
+    if wanted:
+        table = table[[c for c in ("layer", "head") if c not in wanted] + wanted]
     print(table.head(args.top).to_string(index=False, line_width=width))
 
 

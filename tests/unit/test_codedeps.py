@@ -126,13 +126,20 @@ def closure_with_cache(script: Path, src: Path, cache_file: Path) -> list[str]:
         codedeps.use_cache(None)
 
 
-def test_the_import_cache_gives_what_parsing_gives_and_parses_nothing_again(tmp_path, monkeypatch):
+def library(tmp_path: Path, files: dict[str, str], script_text: str) -> tuple[Path, Path, Path]:
+    """A library under ``tmp_path/src``, a script importing from it and where its cache goes."""
     src = tmp_path / "src"
-    write(src, {"headatlas/__init__.py": "", "headatlas/a.py": "import headatlas.b\n",
-                "headatlas/b.py": "def f():\n    import headatlas.c\n", "headatlas/c.py": ""})
+    write(src, files)
     script = tmp_path / "s.py"
-    script.write_text("from headatlas import a\n")
-    cache_file = tmp_path / "imports.json"
+    script.write_text(script_text)
+    return src, script, tmp_path / "imports.json"
+
+
+def test_the_import_cache_gives_what_parsing_gives_and_parses_nothing_again(tmp_path, monkeypatch):
+    src, script, cache_file = library(tmp_path, {
+        "headatlas/__init__.py": "", "headatlas/a.py": "import headatlas.b\n",
+        "headatlas/b.py": "def f():\n    import headatlas.c\n", "headatlas/c.py": ""},
+        "from headatlas import a\n")
     codedeps.use_cache(None)
     parsed = code_files(script, src)
     assert closure_with_cache(script, src, cache_file) == parsed and len(parsed) == 4
@@ -141,11 +148,8 @@ def test_the_import_cache_gives_what_parsing_gives_and_parses_nothing_again(tmp_
 
 
 def test_the_import_cache_reads_an_edited_file_again(tmp_path):
-    src = tmp_path / "src"
-    write(src, {"headatlas/__init__.py": "", "headatlas/a.py": "", "headatlas/b.py": ""})
-    script = tmp_path / "s.py"
-    script.write_text("import headatlas.a\n")
-    cache_file = tmp_path / "imports.json"
+    src, script, cache_file = library(tmp_path, {"headatlas/__init__.py": "", "headatlas/a.py": "",
+                                                 "headatlas/b.py": ""}, "import headatlas.a\n")
     assert len(closure_with_cache(script, src, cache_file)) == 2
     (src / "headatlas" / "a.py").write_text("import headatlas.b\n")  # the same size would do too
     assert any(f.endswith("b.py") for f in closure_with_cache(script, src, cache_file))
@@ -153,22 +157,16 @@ def test_the_import_cache_reads_an_edited_file_again(tmp_path):
 
 def test_a_new_module_file_empties_the_import_cache(tmp_path):
     """``from headatlas.tools import helper`` names a module only once tools/helper.py exists."""
-    src = tmp_path / "src"
-    write(src, {"headatlas/__init__.py": "", "headatlas/tools/__init__.py": ""})
-    script = tmp_path / "s.py"
-    script.write_text("from headatlas.tools import helper\n")
-    cache_file = tmp_path / "imports.json"
+    src, script, cache_file = library(tmp_path, {"headatlas/__init__.py": "", "headatlas/tools/__init__.py": ""},
+                                      "from headatlas.tools import helper\n")
     assert not any(f.endswith("helper.py") for f in closure_with_cache(script, src, cache_file))
     write(src, {"headatlas/tools/helper.py": ""})
     assert any(f.endswith("helper.py") for f in closure_with_cache(script, src, cache_file))
 
 
 def test_an_unreadable_import_cache_is_parsed_again(tmp_path):
-    src = tmp_path / "src"
-    write(src, {"headatlas/__init__.py": "", "headatlas/a.py": ""})
-    script = tmp_path / "s.py"
-    script.write_text("import headatlas.a\n")
-    cache_file = tmp_path / "imports.json"
+    src, script, cache_file = library(tmp_path, {"headatlas/__init__.py": "", "headatlas/a.py": ""},
+                                      "import headatlas.a\n")
     cache_file.write_text("{not json")
     assert len(closure_with_cache(script, src, cache_file)) == 2
     assert '"tree"' in cache_file.read_text()  # rewritten whole

@@ -13,7 +13,7 @@ from snakemake.logging import logger
 
 from headatlas.corpora.prepare import source_files
 from headatlas.encoders.capabilities import model_folder
-from headatlas.pipeline.codedeps import ImportCache, code_files, module_file, use_cache
+from headatlas.pipeline.codedeps import ImportCache, code_files, file_sha256, module_file, use_cache
 from headatlas.pipeline.config import format_name
 from headatlas.pipeline.fingerprints import (
     DigestCache,
@@ -114,11 +114,6 @@ def analysis_code(module):
     """
     modules = [f"headatlas.{p}.{module}" for p in ("analyses", "plots")]
     return code("analysis.py", *(m for m in modules if module_file(m, LIBRARY)))
-
-
-@functools.cache  # read once per parse: scripts share most of their library files
-def file_sha256(path):
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 # Content fingerprints of what comes from outside the workflow (headatlas.pipeline.fingerprints):

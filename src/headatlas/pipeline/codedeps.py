@@ -126,13 +126,12 @@ class ImportCache:
             pass  # none yet, or unreadable: parse again
 
     def read(self, path: Path) -> tuple[frozenset[str], frozenset[str]]:
-        text = path.read_text(encoding="utf-8")
-        digest = hashlib.sha256(text.encode()).hexdigest()
+        digest = file_sha256(path)  # the code inputs' digests hash the same bytes: read once
         key = str(path.resolve())
         entry = self.entries.get(key)
         if entry and entry[0] == digest:
             return frozenset(entry[1]), frozenset(entry[2])
-        top, everything = _parse(path, self.src, text)
+        top, everything = _parse(path, self.src, path.read_text(encoding="utf-8"))
         self.entries[key] = [digest, sorted(top), sorted(everything)]
         self.changed = True
         return top, everything
@@ -148,6 +147,12 @@ class ImportCache:
         self.changed = False
 
 
+@lru_cache(maxsize=None)  # once per parse: the import cache and every code input ask for it
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, hex."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 _cache: ImportCache | None = None
 
 
@@ -155,7 +160,7 @@ def use_cache(cache: ImportCache | None) -> None:
     """Read files through ``cache`` from now on (None: parse every file)."""
     global _cache
     _cache = cache
-    for cached in (_read, _script_closure, module_file):
+    for cached in (_read, _script_closure, module_file, file_sha256):
         cached.cache_clear()
 
 

@@ -17,12 +17,12 @@ def is_local(folder) -> bool:
     return isinstance(folder, (str, os.PathLike))
 
 
-def file_names(folder) -> list[str]:
-    """The names of the files in ``folder`` (``workflow.current_basedir`` or one of its
-    sub-folders, ``.join("rules")``), sorted: from the disk, or from the git tree of the source's
-    tag, branch or commit."""
-    if is_local(folder):
-        return sorted(p.name for p in Path(folder).iterdir() if p.is_file())
+def file_names(basedir, sub: str) -> list[str]:
+    """The names of the files in ``sub``, a folder of ``basedir`` (``workflow.current_basedir``),
+    sorted: from the disk, or from the git tree of the source's tag, branch or commit."""
+    if is_local(basedir):
+        return sorted(p.name for p in Path(basedir, sub).iterdir() if p.is_file())
+    folder = basedir.join(sub)
     tree = _repository(folder).commit(folder.ref).tree
     if folder.path.strip("/"):
         tree = tree / folder.path.strip("/")

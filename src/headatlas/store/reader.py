@@ -285,10 +285,9 @@ class StoreSet:
         try:
             order = corpus_order(shards)
             if isinstance(which, str):
-                found = [(k, i) for k, i in order if shards[k].example_ids[i] == which]
-                if not found:
+                k, i = next(((k, i) for k, i in order if shards[k].example_ids[i] == which), (None, None))
+                if k is None:
                     raise KeyError(f"no example {which!r} in {', '.join(map(str, self.paths))}")
-                k, i = found[0]
             else:
                 if not -len(order) <= which < len(order):
                     raise IndexError(f"example {which}: the stores hold {len(order)} (0-{len(order) - 1})")
