@@ -5,7 +5,7 @@ import pytest
 
 from headatlas.claims import Claim, claims_table, verdict
 from headatlas.report.compare import shares_by_model, special_by_depth, table1_by_model
-from headatlas.report.scorecard import (ABSENT, by_weighting, collect, model_of, models_of, own_columns,
+from headatlas.report.scorecard import (ABSENT, by_weighting, caption, collect, model_of, models_of, on_noise, own_columns,
                                  own_tally, scorecard, source_key, tally, to_html)
 
 MODELS = ["big", "small"]
@@ -63,7 +63,7 @@ def test_the_wide_scorecard(files):
     results, paths = files
     wide = scorecard(collect(paths, results, MODELS), MODELS).set_index("id")
     assert list(wide.columns) == ["source", "claim", "paper", "rule", "big: ours", "big: verdict",
-                                  "small: ours", "small: verdict", "note"]
+                                  "small: ours", "small: verdict", "holds on a control", "note"]
     assert wide.loc["s.b", ["big: ours", "big: verdict", "small: ours", "small: verdict"]].tolist() == \
         ["62%", "holds", "2%", "does not hold"]
     assert wide.loc["s.b", "rule"] == "r"  # the same for both models: said once
@@ -176,3 +176,50 @@ def test_own_tally_counts_each_views_own_claims(weighted):
     assert counts.loc[("helper", "attention")].tolist() == [0, 1, 0]  # absent claims are not counted
     assert ("idle", "attention") not in counts.index
     assert counts.loc[("unjudged", "attention")].tolist() == [0, 0, 1]  # counted, though not a column
+
+
+@pytest.fixture
+def controlled(tmp_path):
+    """big (trained) and noise (a random encoder, the control): s.a holds on both, s.b only on big,
+    s.c on neither; noise's norm view does not exist."""
+    results = tmp_path / "results"
+    paths = [write(results / "noise" / "w" / "surface" / "paper_claims.csv",
+                   [c("s.a", "S §1", True, "9%"), c("s.b", "S §1", False), c("s.c", "S §1", None)]),
+             write(results / "big" / "w" / "surface" / "paper_claims.csv",
+                   [c("s.a", "S §1", True), c("s.b", "S §1", True), c("s.c", "S §1", False)]),
+             write(results / "big" / "w" / "surface-norm" / "paper_claims.csv", [c("s.b", "S §1", True)])]
+    return collect(paths, results, ["noise", "big"])
+
+
+def test_a_control_comes_last_and_flags_the_claims_it_holds(controlled):
+    models = models_of(controlled, ["noise", "big"], ["noise"])
+    assert models == ["big", "noise"]  # configured first, but a control goes last
+    assert on_noise(controlled, ["noise"]).to_dict() == {"s.a": "noise attention", "s.b": "", "s.c": "",
+                                                         "s.b [norm weighting]": ""}
+    assert (on_noise(controlled, []) == "").all()  # no control, no flag
+    wide = scorecard(controlled, models, ["noise"]).set_index("id")
+    assert wide["holds on a control"].tolist() == ["noise attention", "", "", ""]
+    assert list(wide.columns[-2:]) == ["holds on a control", "note"]
+    view = by_weighting(controlled, models, ["noise"])
+    assert view.set_index("id")["holds on a control"].to_dict() == {"s.a": "noise attention", "s.b": "",
+                                                                     "s.c": ""}
+    views = own_columns(controlled, models)
+    assert views[-1] == ("noise", "attention")
+    page = to_html(view, views, "cap", ["noise"])
+    assert '<th colspan="1" class="control">noise<br><span class="dim">control: random encoder</span>' in page
+    assert page.count('class="noise"') == 1 and "cannot tell a trained model from noise (noise attention)" in page
+    assert 'class="control"' not in to_html(view, views, "cap")  # columns unmarked: no control named
+    assert "1 claims hold on it too" in caption(controlled, models, 3, ["noise"])
+
+
+def test_the_summary_marks_the_control_and_lists_what_it_holds(controlled):
+    from headatlas.report.findings import furthest, summary_html
+
+    models = models_of(controlled, ["noise", "big"], ["noise"])
+    # Without the control, s.c fails on big alone; the control's failures are no finding.
+    assert furthest(controlled, 5, ["noise"])["claim_id"].tolist() == ["s.c"]
+    assert furthest(controlled, 5)["claim_id"].tolist() == ["s.c", "s.b"]
+    page = summary_html(controlled, models, "results", controls=["noise"])
+    assert "<td>noise (control: random encoder)</td>" in page
+    assert "1 claims hold on the random control (noise) too" in page and "<code>s.a</code>" in page
+    assert "On noise" not in summary_html(controlled, models, "results")

@@ -27,6 +27,7 @@ rule scorecard:
         ENV
     params:
         models=list(MODELS),
+        controls=[m for m in MODELS if MODELS[m].get("random_init")],
         results=lambda wildcards, output: str(Path(output.table).parent),
     script:
         "../scripts/scorecard.py"

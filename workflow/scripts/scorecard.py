@@ -11,13 +11,14 @@ with rule_logging(snakemake) as log:
     p = snakemake.params
     paths = list(snakemake.input.claims)
     long = collect(paths, p.results, p.models)
-    models = models_of(long, p.models)  # the configured ones, then e.g. a fine-tuned task model
-    wide = scorecard(long, models)
+    controls = [m for m in p.controls if m in set(long["model"])]  # random encoders: last, marked
+    models = models_of(long, p.models, controls)  # the configured ones, a fine-tuned task model, controls
+    wide = scorecard(long, models, controls)
     write_table(wide, snakemake.output.table)
     write_table(long, snakemake.output.long)
     with atomic_open(snakemake.output.html) as handle:
-        handle.write(to_html(by_weighting(long, models), own_columns(long, models),
-                             caption(long, models, len(paths))))
+        handle.write(to_html(by_weighting(long, models, controls), own_columns(long, models),
+                             caption(long, models, len(paths), controls), controls))
     with atomic_open(snakemake.output.summary) as handle:
-        handle.write(summary_html(long, models, p.results))
+        handle.write(summary_html(long, models, p.results, controls=controls))
     log.info("%d claims from %d files\n%s", len(wide), len(paths), tally(long, models).to_string(index=False))

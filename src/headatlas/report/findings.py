@@ -3,8 +3,9 @@
 :func:`summary_html` writes a short HTML fragment that the report's landing page (workflow.rst)
 embeds: per model and weighting, how many of its own claims hold, do not hold, are not applicable;
 then the findings furthest from the papers (:func:`furthest`), each one sentence with the paper's
-number, ours, and a link to the claims table it comes from. Nothing is typed by hand: every
-sentence is built from a claims row.
+number, ours, and a link to the claims table it comes from; then the claims that hold on a
+control (a random encoder: :func:`~headatlas.report.scorecard.on_noise`), which say little.
+Nothing is typed by hand: every sentence is built from a claims row.
 
 Light module (pandas only).
 """
@@ -19,9 +20,20 @@ from urllib.parse import quote
 import pandas as pd
 
 from headatlas.claims import FAILS, HOLDS, NOT_APPLICABLE
-from headatlas.report.scorecard import ABSENT, CLAIMS_FILE, own_tally, with_weighting
+from headatlas.report.scorecard import ABSENT, CLAIMS_FILE, CONTROL, on_noise, own_tally, with_weighting
 
 N_FINDINGS = 5
+# The fragment is the landing page's summary and its own report item (an iframe): styled by itself
+# (scoped to its class), and where no report app is at hand (the item's iframe cannot reach the
+# page's `app`), its links become the paths they name instead of throwing.
+STYLE = ("<style>.headatlas-scorecard-summary{font:14px/1.45 system-ui,sans-serif;color:#222}"
+         ".headatlas-scorecard-summary table{border-collapse:collapse;margin:6px 0}"
+         ".headatlas-scorecard-summary th,.headatlas-scorecard-summary td{border-bottom:1px solid #ddd;"
+         "padding:3px 10px;text-align:left}.headatlas-scorecard-summary li{margin:4px 0}</style>")
+STANDALONE = ("<script>if(typeof app==='undefined'){document.querySelectorAll("
+              "'.headatlas-scorecard-summary a[href^=\"javascript:\"]').forEach(function(a){"
+              "var c=document.createElement('code');c.textContent=a.textContent;a.replaceWith(c);});}"
+              "</script>")
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 
@@ -39,13 +51,14 @@ def gap(paper: str, ours: str) -> float:
     return abs(a - b) / max(abs(a), abs(b))
 
 
-def furthest(long: pd.DataFrame, n: int = N_FINDINGS) -> pd.DataFrame:
+def furthest(long: pd.DataFrame, n: int = N_FINDINGS, controls: Sequence[str] = ()) -> pd.DataFrame:
     """The claims furthest from the papers: one row per claim (the first model's first view that
     does not hold it), ranked by the share of its judged views (model, weighting; holds or does not
     hold) that do not hold it, then by :func:`gap`; at most one per paper section (``source``)
-    while other sections remain, so the summary is not n relations of one table. Adds ``failed``,
+    while other sections remain, so the summary is not n relations of one table. The ``controls``
+    (random encoders: a claim failing there is expected) are left out. Adds ``failed``,
     ``judged``."""
-    views = with_weighting(long[long["ours"] != ABSENT])
+    views = with_weighting(long[(long["ours"] != ABSENT) & ~long["model"].isin(list(controls))])
     judged = views[views["verdict"].isin([HOLDS, FAILS])]
     failing = judged[judged["verdict"] == FAILS]
     if failing.empty:
@@ -81,24 +94,42 @@ def sentence(row, results: str) -> str:
             f"From {report_link(path, path)}.")
 
 
-def counts_table(counts: pd.DataFrame) -> str:
+def counts_table(counts: pd.DataFrame, controls: Sequence[str] = ()) -> str:
     head = "".join(f"<th>{h}</th>" for h in ("model", "weighting", "holds", "does not hold", "n/a"))
     rows = "".join(
-        f"<tr><td>{html.escape(r['model'])}</td><td>{r['weighting']}</td><td>{r[HOLDS]}</td>"
+        f"<tr><td>{html.escape(r['model'])}{f' ({CONTROL})' if r['model'] in controls else ''}</td>"
+        f"<td>{r['weighting']}</td><td>{r[HOLDS]}</td>"
         f"<td>{r[FAILS]}</td><td>{r[NOT_APPLICABLE]}</td></tr>" for r in counts.to_dict("records"))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
-def summary_html(long: pd.DataFrame, models: Sequence[str], results: str, n: int = N_FINDINGS) -> str:
+def noise_paragraph(long: pd.DataFrame, controls: Sequence[str]) -> str:
+    """The claims a control holds too, by id: a trained model holding them says little."""
+    if not controls:
+        return ""
+    held = on_noise(long, controls, "claim_id")
+    held = held[held != ""]
+    if held.empty:
+        return (f"<p><b>On noise</b>: no claim holds on the random control ({', '.join(controls)}): "
+                "every rule can tell a trained model from noise.</p>")
+    ids = ", ".join(f"<code>{html.escape(i)}</code>" for i in held.index)
+    return (f"<p><b>On noise</b>: {len(held)} claims hold on the random control "
+            f"({', '.join(controls)}) too, so their rule cannot tell a trained model from noise and "
+            f"holding them says little: {ids}.</p>")
+
+
+def summary_html(long: pd.DataFrame, models: Sequence[str], results: str, n: int = N_FINDINGS,
+                 controls: Sequence[str] = ()) -> str:
     """The landing page's summary (an HTML fragment; class ``headatlas-scorecard-summary``)."""
     counts = own_tally(long, models) if not long.empty else pd.DataFrame(
         columns=["model", "weighting", HOLDS, FAILS, NOT_APPLICABLE])
-    found = furthest(long, n) if not long.empty else pd.DataFrame()
+    found = furthest(long, n, controls) if not long.empty else pd.DataFrame()
+    noise = noise_paragraph(long, controls) if not long.empty else ""
     items = "".join(f"<li>{sentence(r, results)}</li>" for r in found.to_dict("records"))
     findings = (f"<p><b>Furthest from the papers</b> (claims that do not hold in the most views):</p>"
                 f"<ol>{items}</ol>") if items else "<p>Every judged claim holds.</p>"
     n_claims = with_weighting(long)["claim_id"].nunique() if not long.empty else 0
-    return (f'<div class="headatlas-scorecard-summary"><p><b>What was found.</b> {n_claims} claims '
+    return (f'<div class="headatlas-scorecard-summary">{STYLE}<p><b>What was found.</b> {n_claims} claims '
             f"of the papers, each judged per model and weighting on the model's own results "
-            f"(n/a: not applicable, e.g. a relation too rare to score):</p>{counts_table(counts)}"
-            f"{findings}</div>\n")
+            f"(n/a: not applicable, e.g. a relation too rare to score):</p>{counts_table(counts, controls)}"
+            f"{findings}{noise}{STANDALONE}</div>\n")

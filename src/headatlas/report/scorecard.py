@@ -10,6 +10,11 @@ it — :func:`by_weighting` folds each claim's norm-weighted twin into the same 
 column per model and weighting) and :func:`to_html` renders that for the report. Nothing in
 it is typed by hand: every cell comes from a claims file.
 
+A **control** is a model whose encoder is random (``random_init: true``, e.g. ``minilm_random``): its
+columns come last and are marked, and a claim that holds on a control is flagged
+(:func:`on_noise`): its rule cannot tell a trained model from noise, so holding on a trained one
+says little.
+
 Read by the scorecard rule (workflow/rules/scorecard.smk) and the findings page.
 """
 
@@ -31,6 +36,8 @@ NORM_TAG = " [norm weighting]"
 LONG_COLUMNS = ("model", *COLUMNS, "where")
 ABSENT = "not run for this model"
 COLOURS = {HOLDS: "#d9f2d9", FAILS: "#f8d7d5", NOT_APPLICABLE: "#eeeeee"}
+CONTROL = "control: random encoder"
+NOISE = "holds on the random control too: this rule cannot tell a trained model from noise"
 
 
 def is_norm_folder(where: str) -> bool:
@@ -58,10 +65,20 @@ def model_of(path, results: str | Path) -> tuple[str, str]:
     return parts[0], "/".join(parts[1:-1])
 
 
-def models_of(long: pd.DataFrame, configured: Sequence[str]) -> list[str]:
+def models_of(long: pd.DataFrame, configured: Sequence[str], controls: Sequence[str] = ()) -> list[str]:
     """The scorecard's model columns: the configured models in config order, then any other model
-    that has claims (e.g. a task model the workflow fine-tuned)."""
-    return list(dict.fromkeys([*configured, *long["model"]]))
+    that has claims (e.g. a task model the workflow fine-tuned), then the ``controls``."""
+    found = list(dict.fromkeys([*configured, *long["model"]]))
+    return [m for m in found if m not in controls] + [m for m in found if m in controls]
+
+
+def on_noise(long: pd.DataFrame, controls: Sequence[str], key: str = "id") -> pd.Series:
+    """Per claim (``key``: ``id``, or ``claim_id`` of :func:`with_weighting` to fold the norm twin
+    in): the control views that hold it (``"minilm_random attention"``), ``""`` where none does."""
+    long = with_weighting(long)
+    held = long[long["model"].isin(list(controls)) & (long["verdict"] == HOLDS)]
+    views = (held["model"] + " " + held["weighting"]).groupby(held[key], sort=False).agg(", ".join)
+    return views.reindex(list(dict.fromkeys(long[key])), fill_value="")
 
 
 def collect(paths: Iterable, results: str | Path, models: Sequence[str]) -> pd.DataFrame:
@@ -124,14 +141,15 @@ def _one(values: pd.Series, models: Sequence[str]) -> str:
     return " | ".join(f"{m}: {v}" for m, v in stated.items())
 
 
-def scorecard(long: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
+def scorecard(long: pd.DataFrame, models: Sequence[str], controls: Sequence[str] = ()) -> pd.DataFrame:
     """The wide scorecard: a row per claim; ``id, source, claim, paper, rule``, then per model
-    ``<model>: ours`` and ``<model>: verdict``, then ``note``.
+    ``<model>: ours`` and ``<model>: verdict``, then ``holds on a control`` (:func:`on_noise`)
+    and ``note``.
 
     ``rule`` and ``note`` are one text when every model states the same, else
     ``model: text`` parts joined by `` | ``.
     """
-    rows = []
+    rows, noise = [], on_noise(long, controls)
     for claim_id, group in long.groupby("id", sort=False):
         by_model = group.set_index("model").reindex(list(models))
         row = {"id": claim_id, "source": group["source"].iloc[0], "claim": group["claim"].iloc[0],
@@ -141,10 +159,11 @@ def scorecard(long: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
             row[f"{m}: ours"] = by_model.at[m, "ours"] if pd.notna(by_model.at[m, "ours"]) else ABSENT
             row[f"{m}: verdict"] = by_model.at[m, "verdict"] if pd.notna(by_model.at[m, "verdict"]) \
                 else NOT_APPLICABLE
+        row["holds on a control"] = noise.get(claim_id, "")
         row["note"] = _one(by_model["note"].fillna(""), models)
         rows.append(row)
     columns = ["id", "source", "claim", "paper", "rule",
-               *[f"{m}: {k}" for m in models for k in ("ours", "verdict")], "note"]
+               *[f"{m}: {k}" for m in models for k in ("ours", "verdict")], "holds on a control", "note"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -180,13 +199,14 @@ def own_columns(long: pd.DataFrame, models: Sequence[str]) -> list[tuple[str, st
     return [view for view in own_views(long, models) if view in present]
 
 
-def by_weighting(long: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
+def by_weighting(long: pd.DataFrame, models: Sequence[str], controls: Sequence[str] = ()) -> pd.DataFrame:
     """The scorecard as the report shows it: a row per claim (its norm twin folded in), ``id, source,
     claim, paper, rule``, then per view of :func:`own_columns` ``<model> <weighting>: ours`` and
-    ``...: verdict`` (:data:`ABSENT` where that view lacks the claim), then ``note``."""
+    ``...: verdict`` (:data:`ABSENT` where that view lacks the claim), then ``holds on a control``
+    (:func:`on_noise`, either weighting) and ``note``."""
     long = with_weighting(long)
     views = own_columns(long, models)
-    rows = []
+    rows, noise = [], on_noise(long, controls, "claim_id")
     for claim_id, group in long.groupby("claim_id", sort=False):
         stated = group[group["ours"] != ABSENT]
         labels = [f"{m} {w}" for m, w in zip(stated["model"], stated["weighting"])]
@@ -197,10 +217,12 @@ def by_weighting(long: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
             found = (m, w) in indexed.index
             row[f"{m} {w}: ours"] = indexed.at[(m, w), "ours"] if found else ABSENT
             row[f"{m} {w}: verdict"] = indexed.at[(m, w), "verdict"] if found else NOT_APPLICABLE
+        row["holds on a control"] = noise.get(claim_id, "")
         row["note"] = _one(stated["note"].fillna(""), labels)
         rows.append(row)
     columns = ["id", "source", "claim", "paper", "rule",
-               *[f"{m} {w}: {k}" for m, w in views for k in ("ours", "verdict")], "note"]
+               *[f"{m} {w}: {k}" for m, w in views for k in ("ours", "verdict")], "holds on a control",
+               "note"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -214,34 +236,45 @@ def own_tally(long: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
     return counts.rename_axis(index=["model", "weighting"], columns=None).reset_index()
 
 
-def to_html(view: pd.DataFrame, views: Sequence[tuple[str, str]], caption: str = "") -> str:
+def to_html(view: pd.DataFrame, views: Sequence[tuple[str, str]], caption: str = "",
+            controls: Sequence[str] = ()) -> str:
     """The scorecard (:func:`by_weighting`) as one self-contained HTML page: claim (with its source,
     id and notes), the paper, the rule, then a column per (model, weighting) view with the verdict
-    over our number, verdict cells coloured."""
+    over our number, verdict cells coloured. A control's columns are marked (:data:`CONTROL`) and a
+    claim it holds is flagged (:data:`NOISE`)."""
     def esc(text) -> str:
         return html.escape(str(text))
 
+    def marked(m: str) -> str:
+        return ' class="control"' if m in controls else ""
+
     models = list(dict.fromkeys(m for m, _ in views))
-    top = "".join(f'<th colspan="{sum(v == m for v, _ in views)}">{esc(m)}</th>' for m in models)
-    second = "".join(f"<th>{esc(w)}</th>" for _, w in views)
+    top = "".join(f'<th colspan="{sum(v == m for v, _ in views)}"{marked(m)}>{esc(m)}'
+                  + (f'<br><span class="dim">{CONTROL}</span>' if m in controls else "") + "</th>"
+                  for m in models)
+    second = "".join(f"<th{marked(m)}>{esc(w)}</th>" for m, w in views)
     body = []
     for row in view.to_dict("records"):
         note = f'<br><span class="dim">{esc(row["note"])}</span>' if row["note"] else ""
+        noise = (f'<br><span class="noise">{NOISE} ({esc(row["holds on a control"])})</span>'
+                 if row.get("holds on a control") else "")
         tds = (f'<td><b>{esc(row["claim"])}</b><br><span class="dim">{esc(row["source"])} · '
-               f'<code>{esc(row["id"])}</code></span>{note}</td><td>{esc(row["paper"])}</td>'
+               f'<code>{esc(row["id"])}</code></span>{noise}{note}</td><td>{esc(row["paper"])}</td>'
                f'<td class="dim">{esc(row["rule"])}</td>')
         for m, w in views:
             verdict, ours = row[f"{m} {w}: verdict"], row[f"{m} {w}: ours"]
             if ours == ABSENT:
-                tds += '<td class="absent">not run</td>'
+                tds += f'<td class="absent{" control" if m in controls else ""}">not run</td>'
             else:
-                tds += (f'<td style="background:{COLOURS.get(verdict, "#fff")}"><b>{esc(verdict)}</b>'
+                tds += (f'<td{marked(m)} style="background:{COLOURS.get(verdict, "#fff")}"><b>{esc(verdict)}</b>'
                         f"<br>{esc(ours)}</td>")
         body.append(f"<tr>{tds}</tr>")
     style = ("body{font:13px/1.35 system-ui,sans-serif;margin:12px;color:#222}"
              "table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:3px 5px;vertical-align:top}"
              "thead th{background:#f3f3f3;position:sticky;top:0}thead tr+tr th{top:1.6em}"
-             ".dim{color:#666}td.absent{color:#999;background:#f7f7f7}td{min-width:6em}")
+             ".dim{color:#666}td.absent{color:#999;background:#f7f7f7}td{min-width:6em}"
+             ".control{border-left:3px double #777;font-style:italic}thead th.control{background:#e8e8f4}"
+             ".noise{color:#8a4b00}")
     text = f"<p>{esc(caption)}</p>" if caption else ""
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Scorecard</title>'
             f'<style>{style}</style></head><body><div class="headatlas-scorecard">{text}'
@@ -250,11 +283,15 @@ def to_html(view: pd.DataFrame, views: Sequence[tuple[str, str]], caption: str =
             f'<tbody>{"".join(body)}</tbody></table></div></body></html>\n')
 
 
-def caption(long: pd.DataFrame, models: Sequence[str], n_files: int) -> str:
+def caption(long: pd.DataFrame, models: Sequence[str], n_files: int, controls: Sequence[str] = ()) -> str:
     """What the scorecard is made of: claims, models, files, and how verdicts are decided."""
     n_claims = with_weighting(long)["claim_id"].nunique() if not long.empty else 0
+    flagged = (on_noise(long, controls, "claim_id") != "").sum() if controls and not long.empty else 0
+    control = (f" {', '.join(controls)}: a control (random encoder, last columns, marked); "
+               f"{flagged} claims hold on it too and are flagged: their rule cannot tell a trained "
+               "model from noise." if controls else "")
     return (f"{n_claims} claims of the papers, judged for {len(models)} models "
             f"({', '.join(models)}) from {n_files} claims files (paper_claims.csv), a column per model "
             "and weighting that states claims of its own. Each verdict is computed by the rule beside "
             "it; layer ranges are compared by relative depth (layer / number of layers); 'not run' "
-            "means the analysis is not run for that model or weighting.")
+            f"means the analysis is not run for that model or weighting.{control}")
