@@ -173,6 +173,8 @@ def test_read_head_types_errors(tmp_path):
 
 
 def test_grid_has_the_papers_rows():
+    from headatlas.analyses.headtypes import NO_TYPES
+
     grid = variants()
     by_id = {v.paper_id: v for v in grid if v.paper_id}
     assert sorted(by_id, key=int) == [str(i) for i in range(1, 20)]
@@ -182,12 +184,13 @@ def test_grid_has_the_papers_rows():
     # 16: only diagonal keeps intra-sentence attention; 19: only dense&vertical keeps inter.
     assert [by_id["16"].action(t) for t in ("dense", "diagonal")] == ["no_intra", "keep"]
     assert by_id["19"].action("vertical") == "no_inter" and by_id["19"].action("dense&vertical") == "keep"
-    assert grid[0].name == "unablated" and len(grid) == 33
-    # The floors: every head pruned, every head uniform (every type, so every head).
+    assert grid[0].name == "unablated" and len(grid) == 34
+    # The floors: every head pruned, uniform, without inter-sentence attention (every type: every head).
     floors = {v.name: v for v in grid if v.group == "floor"}
     assert {v.action(t) for t in ("dense", "diagonal", "dense&vertical", "vertical")
             for v in [floors["prune all"]]} == {"prune"}
     assert {floors["uniform all"].action(t) for t in ("dense", "vertical")} == {"uniform"}
+    assert {floors["no inter all"].action(t) for t in ("dense", "diagonal", NO_TYPES)} == {"no_inter"}
 
 
 def test_run_grid_scores_each_distinct_plan_once():
@@ -343,6 +346,36 @@ def test_claims_are_judged_above_the_floor_without_attention(tmp_path):
     assert "near 0" in c.loc["guan.ablation.prune_diagonal", "note"]  # the paper's reading
 
 
+def inter_grid(no_inter_all: float, diagonal: float = 96.1, only_dense_vertical: float = 95.0) -> pd.DataFrame:
+    """A tagger's grid with the inter-sentence floor and the two inter-sentence claims' rows."""
+    rows = [("1", "unablated", 0, 96.2), ("", "prune all", 72, 86.5), ("", "uniform all", 72, 88.0),
+            ("", "no inter all", 72, no_inter_all), ("13", "diagonal: no inter", 6, diagonal),
+            ("19", "only dense&vertical keeps inter", 47, only_dense_vertical)]
+    table = pd.DataFrame(rows, columns=["paper_id", "variant", "heads_changed", "accuracy"])
+    return table.assign(accuracy_pct_of_unablated=100 * table["accuracy"] / 96.2)
+
+
+def test_inter_sentence_claims_are_judged_above_the_model_without_any():
+    """Every head without inter-sentence attention: 96.0 of 96.2, a gap of 0.2 point. Judged above
+    the all-pruned floor (9.7 points), "diagonal: no inter" at 96.1 keeps 99.0% (holds) and "only
+    dense&vertical keeps inter" at 95.0 keeps 87.6% (holds) whatever the heads do: both are not
+    applicable. With a floor of 90.0 (6.2 points inter-sentence attention gives): 96.1 keeps
+    98.4% (< 98.5: does not hold) and 95.0 keeps 80.6% (>= 50: holds)."""
+    from headatlas.interventions.ablation import paper_claims
+
+    flat = by_id(paper_claims(inter_grid(96.0)))
+    inter = ["guan.ablation.diagonal_no_inter", "guan.ablation.only_dense_vertical_inter"]
+    assert flat.loc[inter, "verdict"].tolist() == ["not applicable"] * 2
+    assert all("inter-sentence attention contributes nothing measurable (unablated 96.20, floor 96.00: "
+               "a gap of 0.20 < 1 point)" in n for n in flat.loc[inter, "note"])
+    assert "(score - no inter all) / (unablated - no inter all)" in flat.loc[inter[0], "rule"]
+    real = by_id(paper_claims(inter_grid(90.0)))
+    assert real.loc[inter, "verdict"].tolist() == ["does not hold", "holds"]
+    assert real.loc[inter[0], "ours"].startswith(
+        "accuracy 96.10: 98.4% of what inter-sentence attention gives (every head without it 90.00); "
+        "99.0% of what attention gives")
+
+
 def test_claims_are_not_applicable_when_attention_contributes_nothing(tmp_path):
     """The tiny workflow's tagger scores 100% whatever its heads do. Judged the old way, pruning the
     vertical heads "costs little" (holds) and pruning the diagonal heads "breaks" nothing (does not
@@ -395,8 +428,8 @@ def test_heads_without_distinct_types_score_only_the_floors(tmp_path):
         return {"accuracy": 100.0 - 10 * int((actions != KEEP).sum())}
 
     table = run_grid(evaluate, types, "accuracy", progress=False)
-    assert list(table["variant"]) == ["unablated", "prune all", "uniform all"]
-    assert list(table["heads_changed"]) == [0, 4, 4] and list(table["accuracy"]) == [100.0, 60.0, 60.0]
+    assert list(table["variant"]) == ["unablated", "prune all", "uniform all", "no inter all"]
+    assert list(table["heads_changed"]) == [0, 4, 4, 4] and list(table["accuracy"]) == [100.0, 60.0, 60.0, 60.0]
     claims = paper_claims(table)
     assert len(claims) == 7 and {c.verdict for c in claims} == {"not applicable"}
     assert all("head types are not distinct" in c.note for c in claims)

@@ -240,16 +240,22 @@ class Variant:
 
 # The floors every effect is measured against (issue 23 item 1): a tagger keeps most of its
 # accuracy with no attention at all (its embeddings and feed-forward layers tag most words), so
-# shares of the unablated score hide what the heads do. Action -> variant name.
-FLOORS = {"prune": "prune all", "uniform": "uniform all"}
+# shares of the unablated score hide what the heads do. Claims about inter-sentence attention are
+# judged above the model without any (issue 37): a tagger of single sentences needs none, and
+# there every "no inter" variant keeps ~100% whichever heads keep it. Action -> variant name.
+FLOORS = {"prune": "prune all", "uniform": "uniform all", "no_inter": "no inter all"}
+# What the model loses at each floor, in a claim's words.
+FLOOR_GIVES = {"prune": "attention", "uniform": "attention beyond uniform",
+               "no_inter": "inter-sentence attention"}
 
 
 def variants(named: bool = True) -> list[Variant]:
     """The grid: Tables 2 and 3 of the paper, extended to every type (``named`` False: the head
     types are not distinct, and only the unablated model and the floors are scored).
 
-    Unablated; the two floors (every head pruned, every head uniform: what
-    the model scores without what attention gives, :data:`FLOORS`); prune
+    Unablated; the floors (every head pruned, every head uniform: what
+    the model scores without what attention gives; every head without
+    inter-sentence attention: :data:`FLOORS`); prune
     one type (paper rows 2-5); prune two types, diagonal and one other kept
     (6-7); keep only one type (others pruned); substitute one type with
     uniform attention (8-11); remove intra- or inter-sentence attention of
@@ -353,7 +359,8 @@ def run_grid(evaluate: Callable[[torch.Tensor], dict[str, float]], types: np.nda
 
 
 # Share columns of the table (suffixes after the metric), by the floor they are measured from.
-SHARE_COLUMNS = {"prune": "pct_of_attention", "uniform": "pct_of_attention_vs_uniform"}
+SHARE_COLUMNS = {"prune": "pct_of_attention", "uniform": "pct_of_attention_vs_uniform",
+                 "no_inter": "pct_of_inter_attention"}
 # Below this gap (points of the task metric, in %) between the unablated model and a floor,
 # attention contributes nothing measurable and shares of it are ratios of noise: scored on a few
 # thousand words (or questions), a paired difference of about a point has a standard error of
@@ -367,13 +374,13 @@ def floor_score(table: pd.DataFrame, metric: str, action: str = "prune") -> floa
     return float(row.iloc[0]) if len(row) else float("nan")
 
 
-def contribution_missing(intact: float, floor: float) -> str | None:
-    """Why ``intact - floor`` (what attention gives, points) cannot carry shares, or None."""
+def contribution_missing(intact: float, floor: float, what: str = "attention") -> str | None:
+    """Why ``intact - floor`` (what ``what`` gives, points) cannot carry shares, or None."""
     if np.isnan(floor):
         return "no floor row in the table (run the ablation rule again)"
     gap = intact - floor
     if gap < MIN_CONTRIBUTION:
-        return (f"attention contributes nothing measurable (unablated {intact:.2f}, floor "
+        return (f"{what} contributes nothing measurable (unablated {intact:.2f}, floor "
                 f"{floor:.2f}: a gap of {gap:.2f} < {MIN_CONTRIBUTION:g} point)")
     return None
 
@@ -429,21 +436,23 @@ def _untrained_rule() -> str:
 
 BREAKS = 50.0  # "breaks the model" / "inoperative": below this share (%) of what attention gives
 # (paper row, claim, the paper's number or words, rule: "below" or "at least" a share (%) of what
-# attention gives: (score - all heads pruned) / (unablated - all heads pruned), share_of_attention)
+# the floor's part of attention gives: (score - floor) / (unablated - floor), share_of_attention;
+# the floor (:data:`FLOORS`): every head pruned, or for inter-sentence claims every head without it)
 CLAIMS = (
     ("3", "prune_diagonal", "pruning the diagonal heads makes the model inoperative",
-     "F1 7.55 of 89.68 (8%)", "below", BREAKS),
-    ("5", "prune_vertical", "pruning the vertical heads costs little", "< 1.5% lost", "at least", 98.5),
+     "F1 7.55 of 89.68 (8%)", "below", BREAKS, "prune"),
+    ("5", "prune_vertical", "pruning the vertical heads costs little", "< 1.5% lost", "at least", 98.5,
+     "prune"),
     ("8", "uniform_dense", "uniform attention in place of the dense heads costs little", "< 10% lost",
-     "at least", 90.0),
+     "at least", 90.0, "prune"),
     ("12", "diagonal_no_intra", "the diagonal heads carry local information: without their "
-     "intra-sentence attention the model fails", "EM 19.96%", "below", BREAKS),
+     "intra-sentence attention the model fails", "EM 19.96%", "below", BREAKS, "prune"),
     ("13", "diagonal_no_inter", "the diagonal heads' inter-sentence attention hardly matters",
-     "'little interference'", "at least", 98.5),
+     "'little interference'", "at least", 98.5, "no_inter"),
     ("16", "only_diagonal_intra", "keeping only the diagonal heads' intra-sentence attention keeps "
-     "the model usable", "EM 71.80%", "at least", BREAKS),
+     "the model usable", "EM 71.80%", "at least", BREAKS, "prune"),
     ("19", "only_dense_vertical_inter", "keeping only the dense&vertical heads' inter-sentence "
-     "attention keeps the model usable", "EM 75.54%", "at least", BREAKS),
+     "attention keeps the model usable", "EM 75.54%", "at least", BREAKS, "no_inter"),
 )
 
 
@@ -487,10 +496,9 @@ def paper_claims(table: pd.DataFrame, task: str | Task | None = None) -> list[Cl
     untrained = untrained_reason({m: rows.at["1", m] for m in floor if m in rows.columns}, task) \
         if "1" in rows.index and task is not None else None
     floors = {action: floor_score(table, metric, action) for action in FLOORS}
-    missing = contribution_missing(unablated, floors["prune"])
     only_floors = set(table["variant"]) <= {"unablated", *FLOORS.values()}
     claims = []
-    for paper_id, key, claim, paper, how, threshold in CLAIMS:
+    for paper_id, key, claim, paper, how, threshold, floor_action in CLAIMS:
         if paper_id not in rows.index and only_floors:  # the types are not distinct
             claims.append(Claim(
                 f"guan.ablation.{key}", GUAN_ABLATION, claim, f"{paper} (row {paper_id})", "n/a",
@@ -501,24 +509,28 @@ def paper_claims(table: pd.DataFrame, task: str | Task | None = None) -> list[Cl
             continue
         row = rows.loc[paper_id]
         score, changed = float(row[metric]), int(row["heads_changed"])
-        share = share_of_attention(score, unablated, floors["prune"])
+        gives, floor = FLOOR_GIVES[floor_action], FLOORS[floor_action]
+        missing = contribution_missing(unablated, floors[floor_action], gives)
+        share = share_of_attention(score, unablated, floors[floor_action])
         holds = None if changed == 0 or untrained or missing else (share < threshold if how == "below"
                                                                    else share >= threshold)
         claims.append(Claim(
             f"guan.ablation.{key}", GUAN_ABLATION, claim,
-            f"{paper} (row {paper_id}; read as a share of what attention gives)",
-            _measured(metric, score, unablated, floors, changed), holds_if(holds),
-            f"{row['variant']}: score {how} {threshold:g}% of what attention gives, (score - all heads "
-            "pruned) / (unablated - all heads pruned) (not applicable if no head has that type"
+            f"{paper} (row {paper_id}; read as a share of what {gives} gives)",
+            _measured(metric, score, unablated, floors, changed, floor_action), holds_if(holds),
+            f"{row['variant']}: score {how} {threshold:g}% of what {gives} gives, (score - {floor}) / "
+            f"(unablated - {floor}) (not applicable if no head has that type"
             f"{',' if _untrained_rule() else ' or'} if that gap is below {MIN_CONTRIBUTION:g} point: "
-            f"attention contributes nothing measurable{_untrained_rule()})",
+            f"{gives} contributes nothing measurable{_untrained_rule()})",
             "; ".join(filter(None, [untrained, missing and f"not applicable: {missing}", PAPER_READING,
                                     f"no re-training; paper: {PAPER_MODEL}"]))))
     return claims
 
 
-def _measured(metric: str, score: float, unablated: float, floors: dict[str, float], changed: int) -> str:
-    """A claim's ``ours``: the score, its share of what attention gives above each floor, of the unablated.
+def _measured(metric: str, score: float, unablated: float, floors: dict[str, float], changed: int,
+              floor_action: str = "prune") -> str:
+    """A claim's ``ours``: the score, its share of what attention gives above each floor, of the unablated
+    (a claim judged above the inter-sentence floor, ``floor_action`` ``no_inter``, starts with that share).
 
     Undefined numbers print as ``n/a``, never ``nan`` (which would make the claim undefined even
     when only the side reading, the uniform floor, is missing).
@@ -527,7 +539,9 @@ def _measured(metric: str, score: float, unablated: float, floors: dict[str, flo
         return "n/a" if undefined(x) else f"{x:.{1 if unit else 2}f}{unit}"
 
     shares = {a: share_of_attention(score, unablated, f) for a, f in floors.items()}
-    return (f"{metric} {number(score)}: {number(shares['prune'], '%')} of what attention gives "
+    inter = (f"{number(shares['no_inter'], '%')} of what inter-sentence attention gives (every head "
+             f"without it {number(floors['no_inter'])}); " if floor_action == "no_inter" else "")
+    return (f"{metric} {number(score)}: {inter}{number(shares['prune'], '%')} of what attention gives "
             f"(unablated {number(unablated)}, all heads pruned {number(floors['prune'])}; "
             f"{number(shares['uniform'], '%')} above uniform attention, {number(floors['uniform'])}), "
             f"{number(100 * score / unablated if unablated else float('nan'), '%')} of the unablated "

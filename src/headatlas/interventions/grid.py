@@ -112,7 +112,9 @@ def floors_text(table: pd.DataFrame, metric: str) -> str:
     floors = {a: ablation.floor_score(table, metric, a) for a in ablation.FLOORS}
     missing = ablation.contribution_missing(intact, floors["prune"])
     measured = (f"{metric} {intact:.2f} unablated, {floors['prune']:.2f} with every head pruned, "
-                f"{floors['uniform']:.2f} with every head uniform")
+                f"{floors['uniform']:.2f} with every head uniform"
+                + (f", {floors['no_inter']:.2f} with no inter-sentence attention (the floor of the "
+                   "inter-sentence claims)" if not pd.isna(floors["no_inter"]) else ""))
     if missing:
         return f"Floors: {measured}; shares of the unablated score shown: {missing}."
     return (f"Floors: {measured}; bars show the share of what attention gives, (score - every head "

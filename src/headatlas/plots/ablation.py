@@ -69,9 +69,11 @@ def plot_ablation(table: pd.DataFrame, metric: str, path: str | Path, caption: s
 
 
 def _floor_lines(ax, table: pd.DataFrame, metric: str, shares: np.ndarray) -> None:
-    """The floors as vertical lines on the share axis: all pruned at 0, all uniform where it falls."""
+    """The floors as vertical lines on the share axis: all pruned at 0, all uniform and no head
+    attending across sentences where they fall."""
     for name, label, colour, style in (("prune all", "every head pruned", "#c0392b", "-"),
-                                       ("uniform all", "every head uniform", "#2980b9", ":")):
+                                       ("uniform all", "every head uniform", "#2980b9", ":"),
+                                       ("no inter all", "no inter-sentence attention", "#8e44ad", "-.")):
         rows = np.flatnonzero(table["variant"].to_numpy() == name)
         if rows.size and np.isfinite(shares[rows[0]]):
             score = float(table[metric].iloc[rows[0]])
