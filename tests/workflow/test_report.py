@@ -91,9 +91,12 @@ def test_the_key_tables_are_shown_as_tables_and_the_atlas_is_linked(report):
 
 
 def test_the_landing_page_is_reachable_in_a_browser(report_file, browser, tmp_path):  # noqa: F811
-    """In a window lower than the rule graph, the landing text starts in view (Snakemake centres
-    it: its top was cut off where nothing scrolls to), and every link of the summary names an item."""
-    browser.call("Emulation.setDeviceMetricsOverride", width=1400, height=900, deviceScaleFactor=1,
+    """On a laptop's 1280 x 800 window, lower and narrower than the rule graph, the landing text
+    starts in view right of the menu (Snakemake centres it: its top and left were cut off where
+    nothing scrolls to, the left under the menu), the summary table fits, and every link of the
+    summary names an item. The summary as its own item (no report app in its frame) shows its links
+    as paths instead of throwing."""
+    browser.call("Emulation.setDeviceMetricsOverride", width=1280, height=800, deviceScaleFactor=1,
                  mobile=False)
     browser.call("Page.navigate", url=report_file.as_uri())
     browser.wait_for("Page.loadEventFired", 60)
@@ -104,13 +107,28 @@ def test_the_landing_page_is_reachable_in_a_browser(report_file, browser, tmp_pa
     browser.screenshot(tmp_path / "landing.png")
     layout = browser.js("""(() => { const text = document.querySelector('.prose');
         const graph = text.parentElement.parentElement;
-        return {top: text.getBoundingClientRect().top, graph: graph.getBoundingClientRect().height,
+        const menu = document.querySelector('#app .flex-row > .text-white.h-screen').getBoundingClientRect();
+        const table = document.querySelector('.headatlas-scorecard-summary table').getBoundingClientRect();
+        return {top: text.getBoundingClientRect().top, left: text.getBoundingClientRect().left,
+                menu: menu.right, table: table.right, graph: graph.getBoundingClientRect().height,
+                graph_width: graph.scrollWidth, width: window.innerWidth,
                 window: window.innerHeight}; })()""")
     assert layout["graph"] > layout["window"], "the rule graph fits: the check proves nothing"
     assert 0 <= layout["top"] < 100, layout
+    assert layout["menu"] <= layout["left"] and layout["table"] <= layout["width"], layout
     missing = browser.js("""[...document.querySelectorAll('.headatlas-scorecard-summary a')]
         .map(a => decodeURIComponent(a.href.match(/showResultInfo\\('([^']*)'\\)/)[1]))
         .filter(path => !(path in results))""")
     assert missing == [] and browser.js("typeof app.showResultInfo") == "function"
     assert not browser.errors()
     print(f"landing: {layout}; screenshot {tmp_path / 'landing.png'}")
+    # The summary's own item: the fragment in a frame of its own, where `app` is not defined.
+    item = tmp_path / "findings-item.html"
+    item.write_bytes((report_file.parent / "results" / "findings.html").read_bytes())
+    browser.call("Page.navigate", url=item.as_uri())
+    browser.wait_for("Page.loadEventFired", 60)
+    shown = browser.js("""[document.querySelectorAll('.headatlas-scorecard-summary a').length,
+        document.querySelectorAll('.headatlas-scorecard-summary li code').length,
+        getComputedStyle(document.querySelector('.headatlas-scorecard-summary td')).paddingLeft]""")
+    assert shown[0] == 0 and shown[1] >= 1 and shown[2] == "10px", shown
+    assert not browser.errors()
