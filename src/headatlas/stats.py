@@ -52,26 +52,59 @@ def bootstrap_ratio(correct, total, n_boot: int = 1000, seed: int = 0, level: fl
     total = np.broadcast_to(total[:, None] if total.ndim == 1 else total, correct.shape)
     keep = (total > 0).any(axis=1)
     correct, total = correct[keep], total[keep]
-    n_units, n_systems = correct.shape
-    if n_units == 0:
+    n_systems = correct.shape[1]
+    if len(correct) == 0:
         nan = np.full(n_systems, np.nan)
         return (float("nan"), float("nan")) if single else (nan, nan.copy())
-    rng = np.random.default_rng(seed)
-    chunk = max(1, CHUNK_ELEMENTS // n_units)
     ratios = []
-    for start in range(0, n_boot, chunk):
-        size = min(chunk, n_boot - start)
-        pick = rng.integers(0, n_units, size=(size, n_units))
-        # Draws per resample and unit; a matrix product then sums every system at once
-        # (exact: the sums are of integers far below 2**53).
-        rows = np.repeat(np.arange(size) * n_units, n_units)
-        weights = np.bincount(rows + pick.ravel(), minlength=size * n_units).reshape(size, n_units)
-        weights = weights.astype(float)
+    for weights in _resample_weights(len(correct), n_boot, seed):
         with np.errstate(invalid="ignore", divide="ignore"):
             ratios.append((weights @ correct) / (weights @ total))
     ratios = np.concatenate(ratios)  # [n_boot, S]
     low, high = _nan_quantiles(ratios, [(1 - level) / 2, (1 + level) / 2])
     return (float(low[0]), float(high[0])) if single else (low, high)
+
+
+def bootstrap_share(correct, total, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+                    ) -> tuple[float, float]:
+    """Paired percentile bootstrap interval of ``100 (r_v - r_f) / (r_u - r_f)``, resampling units.
+
+    ``correct`` is ``[U, 3]``: per unit, the correct items of a variant ``v``, of the reference
+    ``u`` (the unablated model) and of the floor ``f``; ``total`` ``[U]`` the unit's scored items,
+    shared by the three (they score the same units). Each ``r`` is ``sum(correct) / sum(total)``
+    on the same resample, so the interval is that of the share of the reference's gap above the
+    floor the variant keeps (the ablation's "share of what attention gives"). Resamples whose
+    gap is 0 are left out; NaN when nothing is left.
+    """
+    correct, total = np.asarray(correct, dtype=float), np.asarray(total, dtype=float)
+    if correct.ndim != 2 or correct.shape[1] != 3 or total.shape != correct.shape[:1]:
+        raise ValueError(f"bootstrap_share takes correct [U, 3] and total [U], got {correct.shape} "
+                         f"and {total.shape}")
+    keep = total > 0
+    correct, total = correct[keep], total[keep]
+    if len(correct) == 0:
+        return float("nan"), float("nan")
+    shares = []
+    for weights in _resample_weights(len(correct), n_boot, seed):
+        v, u, f = ((weights @ correct) / (weights @ total)[:, None]).T
+        with np.errstate(invalid="ignore", divide="ignore"):
+            shares.append(np.where(u != f, 100.0 * (v - f) / (u - f), np.nan))
+    low, high = _nan_quantiles(np.concatenate(shares)[:, None], [(1 - level) / 2, (1 + level) / 2])
+    return float(low[0]), float(high[0])
+
+
+def _resample_weights(n_units: int, n_boot: int, seed: int):
+    """Chunks ``[chunk, n_units]`` of draws per resample and unit (multinomial counts), ``n_boot``
+    rows in all: a matrix product with per-unit sums then sums every system at once (exact: the
+    sums are of integers far below 2**53)."""
+    rng = np.random.default_rng(seed)
+    chunk = max(1, CHUNK_ELEMENTS // n_units)
+    for start in range(0, n_boot, chunk):
+        size = min(chunk, n_boot - start)
+        pick = rng.integers(0, n_units, size=(size, n_units))
+        rows = np.repeat(np.arange(size) * n_units, n_units)
+        weights = np.bincount(rows + pick.ravel(), minlength=size * n_units).reshape(size, n_units)
+        yield weights.astype(float)
 
 
 def _nan_quantiles(values: np.ndarray, q) -> np.ndarray:

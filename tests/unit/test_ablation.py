@@ -218,6 +218,28 @@ def test_run_grid_scores_each_distinct_plan_once():
     assert broken["f1_pct_of_unablated"].isna().all()  # no share of a zero score
 
 
+def test_run_grid_keeps_per_unit_scores_out_of_the_table():
+    from headatlas.interventions.grid import unit_arrays
+    from headatlas.interventions.ablation import saved_units
+
+    def evaluate(actions):  # two sentences of 2 words; each changed head costs sentence 1 a word
+        changed = int((actions != KEEP).sum())
+        return {"accuracy": 100.0 - 25 * min(changed, 2), "units": (np.array([2.0 - min(changed, 2), 2.0]),
+                                                                     np.array([2.0, 2.0]))}
+
+    types = np.array([["dense", "vertical"]], dtype=object)
+    units: dict = {}
+    table = run_grid(evaluate, types, "accuracy", progress=False, units=units)
+    assert "units" not in table.columns and list(units) == list(table["variant"])
+    assert units["prune dense"][0].tolist() == [1.0, 2.0] and units["prune all"][0].tolist() == [0.0, 2.0]
+    arrays = unit_arrays(units)
+    assert arrays["unit_correct"].shape == (len(table), 2) and arrays["unit_total"].tolist() == [2.0, 2.0]
+    again = saved_units(arrays, {"unit_variants": list(units)})
+    assert again["prune dense"][0].tolist() == [1.0, 2.0] and unit_arrays({}) == {}
+    with pytest.raises(ValueError, match="different units"):
+        unit_arrays({"a": ([1.0], [2.0]), "b": ([1.0], [3.0])})
+
+
 def test_paper_claims_of_the_ablation_grid(tmp_path):
     from headatlas.interventions.ablation import paper_claims
 
@@ -376,6 +398,55 @@ def test_inter_sentence_claims_are_judged_above_the_model_without_any():
         "99.0% of what attention gives")
 
 
+def tagger_units(drops: dict[str, int]) -> dict:
+    """Per-sentence scores behind :func:`tagger_grid`: 1,000 sentences of 10 words, the unablated
+    model 9,620 words right (620 sentences all right, 380 with one error), every head pruned one
+    word fewer in each of the first 970 sentences (8,650), and each variant one word fewer than the
+    unablated model in each of its first ``drops[variant]`` sentences."""
+    words = np.full(1000, 10.0)
+    unablated = np.where(np.arange(1000) < 620, 10.0, 9.0)
+
+    def fewer(n):
+        return unablated - (np.arange(1000) < n)
+
+    return {"unablated": (unablated, words), "prune all": (fewer(970), words),
+            **{name: (fewer(n), words) for name, n in drops.items()}}
+
+
+def test_verdicts_rest_on_the_paired_bootstrap_interval(tmp_path):
+    """Pruning the vertical heads loses 10 words of the 970 attention gives: 98.97% of it, above
+    the 98.5% of "costs little" - but 10 words over 1,000 sentences is within noise (the interval,
+    about 98.2-99.6%, straddles 98.5): undecided, not applicable. The other claims are far from
+    their thresholds and keep their verdicts (uniform dense: 86.6%, wholly below 90%)."""
+    from headatlas.interventions.ablation import decide, paper_claims
+    from headatlas.stats import bootstrap_share
+
+    units = tagger_units({"prune vertical": 10, "prune diagonal": 820, "uniform dense": 130,
+                          "only diagonal keeps intra": 890})
+    c = by_id(paper_claims(tagger_grid(tmp_path), "upos", units=units))
+    assert c["verdict"].to_dict() == {"guan.ablation.prune_diagonal": "holds",
+                                      "guan.ablation.prune_vertical": "not applicable",
+                                      "guan.ablation.uniform_dense": "does not hold",
+                                      "guan.ablation.only_diagonal_intra": "does not hold"}
+    low, high = bootstrap_share(np.stack([units[v][0] for v in ("prune vertical", "unablated", "prune all")],
+                                         axis=1), units["unablated"][1])
+    assert 97.9 < low < 98.5 < high < 99.9
+    assert f"undecided, the 95% interval of the share ({low:.1f}% to {high:.1f}%) straddles 98.5%" in \
+        c.loc["guan.ablation.prune_vertical", "note"]
+    assert c.loc["guan.ablation.prune_vertical", "ours"].startswith(
+        f"accuracy 96.10: 99.0% [{low:.1f}% to {high:.1f}%, 95% interval] of what attention gives")
+    assert "paired bootstrap 95% interval of that share over sentences" in c.loc["guan.ablation.uniform_dense", "rule"]
+    # Units that all score alike leave no noise: the interval is the point (9 of 10 right, half
+    # above a floor of 5: 80%).
+    same = np.tile([[9.0, 10.0, 5.0]], (50, 1))
+    assert bootstrap_share(same, np.full(50, 10.0)) == pytest.approx((80.0, 80.0))
+    assert [decide("at least", 50, 60, 70), decide("at least", 50, 40, 60), decide("at least", 50, 30, 40),
+            decide("below", 50, 30, 40), decide("below", 50, 40, 60), decide("below", 50, 60, 70)] == \
+        [True, None, False, True, None, False]
+    # Without per-unit scores (a grid from before), the point estimate decides, as before.
+    assert by_id(paper_claims(tagger_grid(tmp_path)))["verdict"]["guan.ablation.prune_vertical"] == "holds"
+
+
 def test_claims_are_not_applicable_when_attention_contributes_nothing(tmp_path):
     """The tiny workflow's tagger scores 100% whatever its heads do. Judged the old way, pruning the
     vertical heads "costs little" (holds) and pruning the diagonal heads "breaks" nothing (does not
@@ -474,3 +545,20 @@ def test_disable_heads_zeroes_exactly_those_heads_outputs(tiny_model_dir):
     assert not torch.allclose(off, plain)
     with pytest.raises(ValueError, match="head 3-1: the model has layers 1-2"):
         headatlas.disable_heads(model, [(3, 1)])
+
+
+def test_claims_on_unstable_head_types_are_not_applicable(tmp_path):
+    """The tagger's types keep 48.6% of heads across refits (the paper's procedure): each type
+    names another set of heads from fit to fit, so no claim about ablating a type is judged; at
+    96% (the paper's models) the verdicts stand; types given by hand (no stability) are judged."""
+    from headatlas.interventions.ablation import UNSTABLE, paper_claims, type_stability, unstable_types
+
+    table = pd.DataFrame({"resample": ["heads", "inputs"], "consistent_pct": [48.61, 98.61]})
+    assert type_stability(table) == 48.61 and np.isnan(type_stability(table.iloc[1:]))
+    claims = paper_claims(tagger_grid(tmp_path))
+    shaky = unstable_types(claims, type_stability(table))
+    assert {c.verdict for c in shaky} == {"not applicable"} and [c.ours for c in shaky] == [c.ours for c in claims]
+    assert all(c.note.startswith(f"{UNSTABLE}: 48.6% of heads keep their type across refits") for c in shaky)
+    assert all("fewer than 80% of heads keep their type" in c.rule for c in shaky)
+    assert unstable_types(claims, 96.0) == claims and unstable_types(claims, float("nan")) == claims
+    assert unstable_types(claims, 48.61, minimum=40) == claims

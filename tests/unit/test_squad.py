@@ -207,7 +207,9 @@ def test_ablation_evaluator_describes_the_windows(tiny_qa):
     assert described == (f"SQuAD v1.1 ({path}), 1 questions, windows of 24 wordpieces (stride 8); "
                          "context sentences split at . ! ? before a capital")
     scores = evaluate(plan(torch.zeros((2, 2), dtype=torch.long)))
-    assert set(scores) == {"exact_match", "f1"}
+    assert set(scores) == {"exact_match", "f1", "units"}
+    f1, questions = scores["units"]  # per question: its F1 (0-1) over 1, the headline metric's units
+    assert questions.tolist() == [1.0] and 100 * f1.sum() / questions.sum() == pytest.approx(scores["f1"])
 
 
 def test_a_misaligned_answer_is_named_by_its_json_path_and_stops_a_strict_read(tmp_path, caplog):

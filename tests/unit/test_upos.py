@@ -115,6 +115,11 @@ def test_fine_tuning_lowers_the_loss_and_saves_a_loadable_checkpoint(tmp_path):
     assert loaded.config.id2label[0] == "ADJ" and len(loaded.config.id2label) == len(set(TAGS.values()))
     examples = pack_documents(result.tokenizer, corpus()[:8], loaded.config.label2id, 32)
     assert tag_scores(loaded, examples) == tag_scores(result.model, examples)
+    # Per sentence, in order: its correct and scored words (the ablation's bootstrap units).
+    scores = tag_scores(loaded, examples, batch_size=3, units=True)
+    correct, words = scores["units"]
+    assert words.tolist() == [len(s.upos) for s in corpus()[:8]]
+    assert 100 * correct.sum() / words.sum() == pytest.approx(scores["accuracy"]) and (correct <= words).all()
     encoder = load_model("tuned", {"path": str(folder)}, device="cpu")  # as extraction loads it
     assert encoder.n_layers == 2 and encoder.n_heads == 2
 
@@ -229,8 +234,14 @@ def test_ablation_grid_scores_the_registered_task_into_one_result(tmp_path):
                            tmp_path / "types.csv", "tiny_upos", types_source="tiny on tb", types_own=True,
                            corpus="tb", max_examples=4, max_length=32, batch_size=4, progress=False)
     assert list(result.tables) == ["ablation"] and result.attrs == {
-        "task": "upos", "metric": "accuracy", "caption": result.caption}
+        "task": "upos", "metric": "accuracy", "caption": result.caption, "unit": "sentences",
+        "unit_variants": list(result.table["variant"])}
     table = result.table
+    # Per sentence and variant, the words right (the claims' paired bootstrap): they add up to
+    # each variant's accuracy.
+    correct, words = result.arrays["unit_correct"], result.arrays["unit_total"]
+    assert correct.shape == (len(table), len(words)) and words.sum() > 0
+    assert 100 * correct.sum(axis=1) / words.sum() == pytest.approx(table["accuracy"].to_numpy())
     assert table["variant"].iloc[0] == "unablated" and table["accuracy"].between(0, 100).all()
     assert {"accuracy", "loss", "accuracy_pct_of_attention"} <= set(table.columns)
     assert result.caption.startswith(f"Task model tiny_upos ({tmp_path / 'tagger'}, 2x2 heads); UPOS tagging, "

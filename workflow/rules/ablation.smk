@@ -29,6 +29,7 @@ rule ablation:
     output:
         table=ABLATIONS.table("ablation.csv", "ablation_table", "Tables 2-3: ours vs paper"),
         figure=ABLATIONS.figure("ablation.svg", "ablation_table", "Tables 2-3 as a chart"),
+        result=ABLATIONS.path("ablation.npz"),  # the whole grid, per-unit scores for the claims
     log:
         logs("ablation/{task_model}"),
     benchmark:
@@ -50,6 +51,8 @@ rule ablation:
 rule ablation_claims:
     input:
         table=rules.ablation.output.table,
+        result=rules.ablation.output.result,
+        stability=ablation_stability,
         code=code("ablation_claims.py"),
     output:
         ABLATIONS.claims("paper_claims.csv", "ablation_claims", "claims vs paper"),
@@ -59,5 +62,7 @@ rule ablation_claims:
         benchmarks("ablation/{task_model}.claims")
     conda:
         ENV
+    params:
+        **pick(ABLATION, "bootstrap", "min_type_stability"),
     script:
         "../scripts/ablation_claims.py"

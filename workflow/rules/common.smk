@@ -685,6 +685,15 @@ def ablation_types(wildcards):
     )
 
 
+def ablation_stability(wildcards):
+    """The stability of the head types the ablation reads (none for a table given by hand)."""
+    task = PLAN.ablation
+    if task.types_csv:
+        return []
+    folder = dict(model=task.types_model, corpus=task.types_corpus, weighting="")
+    return output_of("headtypes_stability", "table", **folder)
+
+
 def ablation_plan(*attributes):
     """Params read from PLAN.ablation when a job needs them (the plan is None when off)."""
     return {

@@ -16,5 +16,6 @@ with rule_logging(snakemake) as log:
         renormalise=p.renormalise, batch_size=p.batch_size, max_examples=p.max_examples,
         max_length=p.max_length, options=getattr(p, task.options) if task.options else None)
     write_table(result.table, snakemake.output.table, float_format="%.4g")
+    result.save(snakemake.output.result)
     plot_ablation(result.table, result.attrs["metric"], snakemake.output.figure, result.caption)
     log.info("%s\n%s", result.caption, result.table.to_string(index=False))

@@ -48,7 +48,9 @@ from tqdm.auto import tqdm
 from headatlas.analyses.headtypes import NO_TYPES
 from headatlas.claims import Claim, holds_if, undefined
 from headatlas.errors import HeadAtlasError
+from headatlas.stats import bootstrap_share
 from headatlas.tasks import TASKS, Task, get_task, task_of_metric
+from headatlas.tasks.base import UNITS
 
 log = logging.getLogger(__name__)
 
@@ -318,7 +320,8 @@ PAPER_MODEL = "bert-large-uncased-whole-word-masking-finetuned-squad (24 x 16 he
 # ----------------------------------------------------------------------------
 
 def run_grid(evaluate: Callable[[torch.Tensor], dict[str, float]], types: np.ndarray,
-             main: str, grid: Sequence[Variant] | None = None, progress: bool = True) -> pd.DataFrame:
+             main: str, grid: Sequence[Variant] | None = None, progress: bool = True,
+             units: dict | None = None) -> pd.DataFrame:
     """Score every variant: one row per variant, our metrics beside the paper's numbers.
 
     ``evaluate(actions)`` scores the task under the ``[layers, heads]`` plan;
@@ -328,19 +331,26 @@ def run_grid(evaluate: Callable[[torch.Tensor], dict[str, float]], types: np.nda
     :data:`FLOORS`: ``<main>_pct_of_attention`` (every head pruned, the
     reference of the claims) and ``<main>_pct_of_attention_vs_uniform`` (every
     head uniform). Variants that change the same heads in the same way (a type
-    with no heads) are scored once.
+    with no heads) are scored once. Per-unit scores an evaluation returns
+    (:data:`~headatlas.tasks.base.UNITS`) go to ``units`` (variant name -> ``(numerator,
+    denominator)``) when it is given, not into the table.
     """
     grid = variants(named=bool(np.isin(types, TYPES).any())) if grid is None else grid
     if grid[0].actions:
         raise ValueError("the first variant must be the unablated model (the reference)")
     done: dict[bytes, dict[str, float]] = {}
+    per_unit: dict[bytes, tuple | None] = {}
     rows = []
     for variant in tqdm(grid, desc="ablation", unit="variant", disable=not progress):
         actions = head_actions(types, variant)
         key = actions.numpy().tobytes()
         if key not in done:
-            done[key] = evaluate(actions)
+            scores = dict(evaluate(actions))
+            per_unit[key] = scores.pop(UNITS, None)
+            done[key] = scores
             log.info("%s: %s", variant.name, done[key])
+        if units is not None and per_unit[key] is not None:
+            units[variant.name] = per_unit[key]
         paper = PAPER.get(variant.paper_id, {})
         rows.append({"paper_id": variant.paper_id, "group": variant.group, "variant": variant.name,
                      **{t: MARKS[variant.action(t)] for t in TYPES},
@@ -465,7 +475,57 @@ PAPER_READING = ("the paper's shares are of the unablated SQuAD score; a SQuAD m
                  "floor measured with every head pruned")
 
 
-def paper_claims(table: pd.DataFrame, task: str | Task | None = None) -> list[Claim]:
+# Head types must be stable to be ablated as types (issue 37): Guan et al.'s fine-tuned models keep
+# 94-96% of heads in their cluster across refits on half the heads; below this share, one head in
+# five or more changes type between refits, and "the vertical heads" names a different set each time.
+MIN_TYPE_STABILITY = 80.0
+UNSTABLE = "not applicable: head types unstable"
+
+
+def type_stability(table: pd.DataFrame) -> float:
+    """The share (%) of heads that keep their type across refits, by the paper's procedure (the
+    ``heads`` row of :func:`headatlas.analyses.headtypes.stability_table`), NaN without that row."""
+    row = table.loc[table["resample"] == "heads", "consistent_pct"]
+    return float(row.iloc[0]) if len(row) else float("nan")
+
+
+def unstable_types(claims: list[Claim], stability: float, minimum: float = MIN_TYPE_STABILITY) -> list[Claim]:
+    """``claims`` with every verdict not applicable, saying why, when the head types they ablate are
+    less stable than ``minimum`` (% of heads keeping their type across refits); as they are
+    otherwise (NaN stability: types given by hand, nothing to check)."""
+    from dataclasses import replace
+
+    if np.isnan(stability) or stability >= minimum:
+        return claims
+    why = (f"{UNSTABLE}: {stability:.1f}% of heads keep their type across refits on half the heads "
+           f"(the paper's procedure; Guan et al.: 94-96%), below {minimum:g}%, so each type names a "
+           "different set of heads from fit to fit")
+    return [replace(c, verdict=holds_if(None), note=f"{why}; {c.note}",
+                    rule=f"{c.rule}; not applicable if fewer than {minimum:g}% of heads keep their type "
+                    "across refits") for c in claims]
+
+
+def saved_units(arrays: dict, attrs: dict) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Variant name -> ``(correct, total)`` per unit, from the grid's saved result
+    (:func:`headatlas.interventions.grid.unit_arrays`); empty when it has none."""
+    if "unit_correct" not in arrays:
+        return {}
+    return {name: (arrays["unit_correct"][i], arrays["unit_total"])
+            for i, name in enumerate(attrs.get("unit_variants", []))}
+
+
+def decide(how: str, threshold: float, low: float, high: float) -> bool | None:
+    """A claim's verdict from the interval of its share: True when the whole interval is on the
+    claim's side of ``threshold`` (``how``: "below" or "at least"), False when it is wholly on the
+    other, None (undecided) when it straddles it."""
+    above, under = low >= threshold, high < threshold
+    if how == "below":
+        above, under = under, above
+    return True if above else False if under else None
+
+
+def paper_claims(table: pd.DataFrame, task: str | Task | None = None,
+                 units: dict | None = None, n_boot: int = 1000, seed: int = 0) -> list[Claim]:
     """Guan et al.'s ablation findings judged on our grid (:class:`~headatlas.claims.Claim` records).
 
     ``table`` is :func:`run_grid` (as read back from ``ablation.csv``). Each
@@ -479,6 +539,12 @@ def paper_claims(table: pd.DataFrame, task: str | Task | None = None) -> list[Cl
     measurable: any share of it is noise), a model below its task's untrained floor
     (``task``, default: the task of the table's headline metric,
     :func:`headatlas.tasks.task_of_metric`).
+
+    With ``units`` (:func:`saved_units`: per-unit scores of the variant, the unablated model and
+    the floor), each verdict is taken on the paired bootstrap 95% interval of the share
+    (:func:`headatlas.stats.bootstrap_share`, ``n_boot`` resamples of the units, ``seed``) by
+    :func:`decide`: an interval that straddles the threshold is undecided (not applicable, with
+    the interval), so no verdict rests on a difference smaller than the noise of the test set.
 
     Returns
     -------
@@ -512,23 +578,38 @@ def paper_claims(table: pd.DataFrame, task: str | Task | None = None) -> list[Cl
         gives, floor = FLOOR_GIVES[floor_action], FLOORS[floor_action]
         missing = contribution_missing(unablated, floors[floor_action], gives)
         share = share_of_attention(score, unablated, floors[floor_action])
-        holds = None if changed == 0 or untrained or missing else (share < threshold if how == "below"
-                                                                   else share >= threshold)
+        judged = not (changed == 0 or untrained or missing)
+        holds = None if not judged else (share < threshold if how == "below" else share >= threshold)
+        paired = units and all(v in units for v in (row["variant"], "unablated", floor))
+        interval, undecided = None, ""
+        if judged and paired:
+            interval = bootstrap_share(np.stack([units[v][0] for v in (row["variant"], "unablated", floor)],
+                                                axis=1), units["unablated"][1], n_boot, seed)
+            if not np.isnan(interval).any():
+                holds = decide(how, threshold, *interval)
+                undecided = holds is None and (
+                    f"not applicable: undecided, the 95% interval of the share ({interval[0]:.1f}% to "
+                    f"{interval[1]:.1f}%) straddles {threshold:g}%")
+        unit = task.unit if task is not None else "units"
+        judge = (f"; judged on the paired bootstrap 95% interval of that share over {unit} ({n_boot} "
+                 f"resamples: the variant, the unablated model and the floor on the same {unit}): holds "
+                 "when the whole interval is on the claim's side, not applicable (undecided) when it "
+                 "straddles the threshold" if paired else "")
         claims.append(Claim(
             f"guan.ablation.{key}", GUAN_ABLATION, claim,
             f"{paper} (row {paper_id}; read as a share of what {gives} gives)",
-            _measured(metric, score, unablated, floors, changed, floor_action), holds_if(holds),
+            _measured(metric, score, unablated, floors, changed, floor_action, interval), holds_if(holds),
             f"{row['variant']}: score {how} {threshold:g}% of what {gives} gives, (score - {floor}) / "
-            f"(unablated - {floor}) (not applicable if no head has that type"
+            f"(unablated - {floor}){judge} (not applicable if no head has that type"
             f"{',' if _untrained_rule() else ' or'} if that gap is below {MIN_CONTRIBUTION:g} point: "
             f"{gives} contributes nothing measurable{_untrained_rule()})",
-            "; ".join(filter(None, [untrained, missing and f"not applicable: {missing}", PAPER_READING,
-                                    f"no re-training; paper: {PAPER_MODEL}"]))))
+            "; ".join(filter(None, [untrained, missing and f"not applicable: {missing}", undecided,
+                                    PAPER_READING, f"no re-training; paper: {PAPER_MODEL}"]))))
     return claims
 
 
 def _measured(metric: str, score: float, unablated: float, floors: dict[str, float], changed: int,
-              floor_action: str = "prune") -> str:
+              floor_action: str = "prune", interval: tuple[float, float] | None = None) -> str:
     """A claim's ``ours``: the score, its share of what attention gives above each floor, of the unablated
     (a claim judged above the inter-sentence floor, ``floor_action`` ``no_inter``, starts with that share).
 
@@ -539,9 +620,12 @@ def _measured(metric: str, score: float, unablated: float, floors: dict[str, flo
         return "n/a" if undefined(x) else f"{x:.{1 if unit else 2}f}{unit}"
 
     shares = {a: share_of_attention(score, unablated, f) for a, f in floors.items()}
-    inter = (f"{number(shares['no_inter'], '%')} of what inter-sentence attention gives (every head "
-             f"without it {number(floors['no_inter'])}); " if floor_action == "no_inter" else "")
-    return (f"{metric} {number(score)}: {inter}{number(shares['prune'], '%')} of what attention gives "
+    ci = {floor_action: f" [{number(interval[0], '%')} to {number(interval[1], '%')}, 95% interval]"} \
+        if interval else {}
+    inter = (f"{number(shares['no_inter'], '%')}{ci.get('no_inter', '')} of what inter-sentence attention "
+             f"gives (every head without it {number(floors['no_inter'])}); " if floor_action == "no_inter" else "")
+    return (f"{metric} {number(score)}: {inter}{number(shares['prune'], '%')}{ci.get('prune', '')} of what "
+            "attention gives "
             f"(unablated {number(unablated)}, all heads pruned {number(floors['prune'])}; "
             f"{number(shares['uniform'], '%')} above uniform attention, {number(floors['uniform'])}), "
             f"{number(100 * score / unablated if unablated else float('nan'), '%')} of the unablated "

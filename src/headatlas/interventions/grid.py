@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -88,7 +89,8 @@ def ablation_grid(task: str | Task, spec: dict, data: str | Path, types_path: st
     def evaluate(actions: torch.Tensor) -> dict[str, float]:
         return task_score(ablation.plan(actions, renormalise))
 
-    table = ablation.run_grid(evaluate, types, task.metric, progress=progress)
+    units: dict = {}
+    table = ablation.run_grid(evaluate, types, task.metric, progress=progress, units=units)
     counts = (", ".join(f"{t} {n}" for t, n in ablation.type_counts(types).items())
               if (types != NO_TYPES).any() else f"{NO_TYPES}: only the floors scored")
     caption = (
@@ -103,7 +105,22 @@ def ablation_grid(task: str | Task, spec: dict, data: str | Path, types_path: st
         + (f"; deviations: {task.deviation}" if task.deviation else "")
         + "."
     )
-    return Result(tables={TABLE: table}, attrs={"task": task.name, "metric": task.metric, "caption": caption})
+    return Result(tables={TABLE: table}, arrays=unit_arrays(units),
+                  attrs={"task": task.name, "metric": task.metric, "caption": caption,
+                         "unit": task.unit, "unit_variants": list(units)})
+
+
+def unit_arrays(units: dict) -> dict:
+    """The grid's per-unit scores as arrays: ``unit_correct`` ``[variants, units]`` (in the
+    order of ``units``) and ``unit_total`` ``[units]``, which every variant shares (the same units
+    are scored); empty when the task returned none."""
+    if not units:
+        return {}
+    totals = [np.asarray(total, dtype=float) for _, total in units.values()]
+    if any(not np.array_equal(t, totals[0]) for t in totals):
+        raise ValueError("the ablation's variants scored different units: per-unit totals differ")
+    return {"unit_correct": np.stack([np.asarray(c, dtype=float) for c, _ in units.values()]),
+            "unit_total": totals[0]}
 
 
 def floors_text(table: pd.DataFrame, metric: str) -> str:

@@ -15,6 +15,9 @@ The evaluator contract. ``evaluator(model, tokenizer, records, **settings)`` ret
 e.g. :func:`headatlas.interventions.ablation.plan`), so the task never knows what is done to its
 heads. ``settings`` are the run settings the task names in :attr:`Task.settings` (from
 :data:`SETTINGS`), then the entries of its own options section (:attr:`Task.options`).
+The scores may carry :data:`UNITS`: the headline metric per evaluation unit (sentence, question)
+as ``(numerator [U], denominator [U])``, the metric being ``100 sum(numerator) / sum(denominator)``,
+for paired bootstrap intervals of the ablation's claims.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 from headatlas.errors import HeadAtlasError
+
+UNITS = "units"  # the evaluator's per-unit scores of its headline metric (the contract above)
 
 # The run settings a task's code may take (the `ablation:` and `importance:` options the rules
 # pass): what each means is given by the code that takes it.

@@ -23,10 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+import numpy as np
 import torch
 
 from headatlas.encoders.batching import pad_batch
 from headatlas.errors import CorpusFormatError
+from headatlas.tasks.base import UNITS
 from headatlas.encoders.models import takes_token_types
 
 log = logging.getLogger(__name__)
@@ -238,26 +240,30 @@ def metric_max_over_ground_truths(metric_fn: Callable[[str, str], float], predic
     return max(metric_fn(prediction, ground_truth) for ground_truth in ground_truths)
 
 
-def squad_evaluate(examples: list[SquadExample], predictions: dict[str, str]) -> dict[str, float]:
+def squad_evaluate(examples: list[SquadExample], predictions: dict[str, str], units: bool = False) -> dict:
     """Official SQuAD v1.1 exact match and F1, in percent, over all ``examples``.
 
     A question without a prediction scores 0 (one warning lists them);
-    predictions for unknown ids are ignored, as in ``evaluate-v1.1.py``.
+    predictions for unknown ids are ignored, as in ``evaluate-v1.1.py``. ``units``: also
+    :data:`~headatlas.tasks.base.UNITS`, each question's F1 (0-1) over 1.
     """
     if not examples:
         raise ValueError("squad_evaluate needs at least one example")
-    exact_match = f1 = 0.0
+    exact_match = 0.0
+    f1 = np.zeros(len(examples))
     missing = [example.id for example in examples if example.id not in predictions]
-    for example in examples:
+    for i, example in enumerate(examples):
         if example.id in predictions:
             prediction = predictions[example.id]
             exact_match += metric_max_over_ground_truths(exact_match_score, prediction,
                                                          example.answers)
-            f1 += metric_max_over_ground_truths(f1_score, prediction, example.answers)
+            f1[i] = metric_max_over_ground_truths(f1_score, prediction, example.answers)
     if missing:
         log.warning("%d unanswered question(s) will receive score 0: %s", len(missing),
                     ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
-    return {"exact_match": 100.0 * exact_match / len(examples), "f1": 100.0 * f1 / len(examples)}
+    scores = {"exact_match": 100.0 * exact_match / len(examples),
+              "f1": 100.0 * sum(f1.tolist()) / len(examples)}  # summed in order, as the official script
+    return {**scores, UNITS: (f1, np.ones(len(examples)))} if units else scores
 
 
 # ----------------------------------------------------------------------------
@@ -366,7 +372,7 @@ def squad_task(model, tokenizer, examples: Sequence, batch_size: int = 32, max_l
     def evaluate(batch_kwargs: Callable | None = None) -> dict[str, float]:
         predictions = squad_predictions(model, windows, examples, batch_size, batch_kwargs,
                                         max_answer_length)
-        return squad_evaluate(examples, predictions)
+        return squad_evaluate(examples, predictions, units=True)
 
     return evaluate
 

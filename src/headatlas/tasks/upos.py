@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
@@ -43,6 +44,7 @@ from tqdm.auto import tqdm
 from headatlas.encoders.batching import pad_batch
 from headatlas.corpora.records import Sentence
 from headatlas.errors import HeadAtlasError
+from headatlas.tasks.base import UNITS
 from headatlas.io import partial_path
 from headatlas.encoders.models import takes_token_types
 
@@ -214,11 +216,13 @@ def batches(examples: Sequence[Packed], size: int, order: Sequence[int] | None =
 
 @torch.inference_mode()
 def tag_scores(model, examples: Sequence[Packed], batch_size: int = 32,
-               extra_inputs: Callable[[torch.Tensor], dict] | None = None) -> dict[str, float]:
+               extra_inputs: Callable[[torch.Tensor], dict] | None = None, units: bool = False) -> dict:
     """Word accuracy (%) and mean cross-entropy over the scored wordpieces.
 
     ``extra_inputs(sentence_ids)`` adds keyword arguments to each forward
-    call (the ablation passes its per-batch state this way).
+    call (the ablation passes its per-batch state this way). ``units``: also
+    :data:`~headatlas.tasks.base.UNITS`, per sentence (in the examples' order) its correct
+    and scored words, for bootstrap intervals over sentences.
     """
     if not examples:
         raise ValueError("tag_scores needs at least one example")
@@ -227,20 +231,31 @@ def tag_scores(model, examples: Sequence[Packed], batch_size: int = 32,
     device = next(model.parameters()).device
     pad = model.config.pad_token_id or 0
     token_types = takes_token_types(model)
-    correct = total = 0
+    correct = total = offset = 0
     loss_sum = 0.0
+    n_sentences = sum(max(e.sentence_ids) + 1 for e in examples)
+    unit_correct, unit_total = np.zeros(n_sentences), np.zeros(n_sentences)
     for batch in batches(examples, batch_size):
         inputs, sentence_ids = collate(batch, pad, token_types)
         labels = inputs.pop("labels").to(device)
         extra = extra_inputs(sentence_ids.to(device)) if extra_inputs else {}
         logits = model(**{k: v.to(device) for k, v in inputs.items()}, **extra).logits
         scored = labels != IGNORE
-        correct += int((logits.argmax(-1)[scored] == labels[scored]).sum())
+        hits = logits.argmax(-1)[scored] == labels[scored]
+        correct += int(hits.sum())
         total += int(scored.sum())
         loss_sum += float(torch.nn.functional.cross_entropy(logits[scored], labels[scored],
                                                             reduction="sum"))
+        # A sentence's unit: the examples' sentences numbered in order (sentence ids are per example).
+        per_example = torch.tensor([max(e.sentence_ids) + 1 for e in batch])
+        starts = offset + torch.cumsum(per_example, 0) - per_example
+        unit = (starts[:, None] + sentence_ids)[scored.cpu()].numpy()
+        np.add.at(unit_correct, unit, hits.cpu().numpy())
+        np.add.at(unit_total, unit, 1)
+        offset += int(per_example.sum())
     model.train(was_training)
-    return {"accuracy": 100.0 * correct / total, "loss": loss_sum / total, "n_words": total}
+    scores = {"accuracy": 100.0 * correct / total, "loss": loss_sum / total, "n_words": total}
+    return {**scores, UNITS: (unit_correct, unit_total)} if units else scores
 
 
 # ----------------------------------------------------------------------------
@@ -424,9 +439,9 @@ def upos_task(model, examples: Sequence[Packed], batch_size: int = 32
     e.g. :func:`headatlas.interventions.ablation.plan`), or None for the plain forward.
     """
 
-    def evaluate(batch_kwargs: Callable | None = None) -> dict[str, float]:
-        scores = tag_scores(model, examples, batch_size, batch_kwargs)
-        return {"accuracy": scores["accuracy"], "loss": scores["loss"]}
+    def evaluate(batch_kwargs: Callable | None = None) -> dict:
+        scores = tag_scores(model, examples, batch_size, batch_kwargs, units=True)
+        return {"accuracy": scores["accuracy"], "loss": scores["loss"], UNITS: scores[UNITS]}
 
     return evaluate
 
