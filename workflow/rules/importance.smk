@@ -53,7 +53,15 @@ rule importance:
     params:
         **pick(ABLATION, "task", "split", "squad"),
         **ablation_plan("spec", "corpus", "max_length"),
-        **pick(IMPORTANCE, "importance_split", "step", "seeds", "tolerance", "bootstrap"),
+        **pick(
+            IMPORTANCE,
+            "importance_split",
+            "step",
+            "seeds",
+            "tolerance",
+            "claim_tolerance_pct",
+            "bootstrap",
+        ),
         **pick(IMPORTANCE, "max_examples", "batch_size"),
     script:
         "../scripts/importance.py"

@@ -18,7 +18,8 @@ with rule_logging(snakemake) as log:
     if shares[-1] < 1:
         shares.append(1.0)
     result = run_experiments(task, shares, p.seeds, p.tolerance, p.bootstrap["n"],
-                             p.bootstrap["seed"], snakemake.wildcards.task_model)
+                             p.bootstrap["seed"], snakemake.wildcards.task_model,
+                             claim_tolerance=p.claim_tolerance_pct)
     tables, metric = result.tables, result.attrs["metric"]
     for name in ("heads", "layers", "curves"):
         write_table(tables[name], snakemake.output[name], float_format="%.6g")

@@ -62,6 +62,11 @@ log = logging.getLogger(__name__)
 ORDERS = ("importance", "reverse", "random")
 # Michel et al. (2019): BERT-base on MNLI.
 PAPER_PRUNABLE = 40.0  # "up to about ... 40% of heads ... without incurring any noticeable negative impact"
+# The prunable-share claim's loss allowed, as a % of what attention gives (intact minus every head
+# removed), not in points (issue 37): Michel et al.'s "no noticeable impact" on MNLI, about a
+# point of BERT-base's ~84% above a chance floor of 33%, is ~2% of that gap; one point of a tagger
+# that keeps 86% of its 96.6% without any head would be 10%.
+CLAIM_TOLERANCE_PCT = 2.0
 
 
 # ----------------------------------------------------------------------------
@@ -557,7 +562,8 @@ def chance_gains(n: int, side: float = 0.025, alpha: float = 0.05) -> int:
 
 
 def paper_claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, base: float,
-                 metric: str, tolerance: float, note: str, task: str | Task | None = None) -> list[Claim]:
+                 metric: str, tolerance: float, note: str, task: str | Task | None = None,
+                 claim_tolerance: float = CLAIM_TOLERANCE_PCT) -> list[Claim]:
     """Kovaleva et al.'s and Michel et al.'s claims about disabling heads, beside ours.
 
     ``task``: the registered task scored; when the intact ``metric`` is below its
@@ -566,6 +572,8 @@ def paper_claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame
     the intact score is less than :data:`headatlas.interventions.ablation.MIN_CONTRIBUTION` point above the
     score with every head removed (the pruning curves' 100%): attention contributes nothing
     measurable, so every head is "harmless" and "prunable" whatever the heads do (issue 23 item 1).
+    The prunable share is judged within ``claim_tolerance`` % of what attention gives (intact minus
+    every head removed; :data:`CLAIM_TOLERANCE_PCT`); ``tolerance`` (points) is printed beside it.
 
     Returns
     -------
@@ -581,7 +589,7 @@ def paper_claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame
     found = [replace(c, rule=f"{c.rule}; not applicable if the intact score is less than "
                      f"{MIN_CONTRIBUTION:g} point above every head removed (attention contributes "
                      "nothing measurable)") for c in _claims(heads, layers, curves, base, metric,
-                                                              tolerance, note)]
+                                                              tolerance, note, claim_tolerance)]
     task = get_task(task) if task is not None else None
     low = task.untrained({metric: base}) if task is not None else []
     if low:
@@ -602,20 +610,23 @@ def all_removed(curves: pd.DataFrame) -> float:
 
 
 def _claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, base: float,
-            metric: str, tolerance: float, note: str) -> list[Claim]:
+            metric: str, tolerance: float, note: str, claim_tolerance: float) -> list[Claim]:
     n = len(heads)
     better = int(heads["improves"].sum())
     better_sig = int(((heads["ci_low"] > 0)).sum())
     drops = int((heads["ci_high"] < 0).sum())
     harmless = n - drops
-    prunable = prunable_share(curves, tolerance)
-    random_prunable = prunable_share(curves, tolerance, "random")
     floor = all_removed(curves)
-    # The tolerance beside what attention gives: a tagger keeps most of its accuracy without any
-    # head, so the same points of tolerance are a larger share of a smaller contribution.
-    scale = ("" if undefined(floor) or base - floor <= 0 else
-             f"; {tolerance:g} point(s) = {100 * tolerance / (base - floor):.0f}% of what attention gives "
-             f"(intact {base:.2f}, every head removed {floor:.2f})")
+    # The claim's tolerance is a share of what attention gives: a tagger keeps most of its accuracy
+    # without any head, so the same points are a larger share of a smaller contribution. Without
+    # a measured floor, the points of ``tolerance`` decide.
+    relative = not undefined(floor) and base - floor > 0
+    points = claim_tolerance * (base - floor) / 100 if relative else tolerance
+    prunable = prunable_share(curves, points)
+    random_prunable = prunable_share(curves, points, "random")
+    within = (f"{points:.2f} point(s) of {metric} = {claim_tolerance:g}% of what attention gives "
+              f"(intact {base:.2f}, every head removed {floor:.2f}); within {tolerance:g} point(s): "
+              f"{prunable_share(curves, tolerance):.0f}%" if relative else f"{points:g} point(s) of {metric}")
     mid = curves[(curves["share_pct"] > 0) & (curves["share_pct"] < 100)]
     by_order = mid.groupby("order")["score"].mean()
     gap = float(by_order.get("importance", np.nan) - by_order.get("random", np.nan))
@@ -636,11 +647,12 @@ def _claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, bas
         Claim("michel.s4.prunable_share", "Michel et al. 2019 §4.2, Fig. 4",
               "a large share of heads can be pruned by importance with little loss",
               f"about {PAPER_PRUNABLE:.0f}% of BERT's heads on MNLI",
-              f"{prunable:.0f}% prunable for <= {tolerance:g} point(s) of {metric} "
-              f"(random order: {random_prunable:.0f}%){scale}",
+              f"{prunable:.0f}% prunable for <= {within} (random order: {random_prunable:.0f}%)",
               verdict(prunable >= PAPER_PRUNABLE - 10),
-              f"largest share within {tolerance:g} point(s), importance order, >= "
-              f"{PAPER_PRUNABLE - 10:.0f}% (the paper's 40% less one 10% step)", note),
+              f"largest share within {claim_tolerance:g}% of what attention gives (intact minus every "
+              f"head removed; the paper's ~1 point of MNLI is ~2% of BERT's gap above chance), "
+              f"importance order, >= {PAPER_PRUNABLE - 10:.0f}% (the paper's 40% less one 10% step)",
+              note),
         Claim("michel.s4.importance_beats_random", "Michel et al. 2019 §4.1",
               "pruning by importance keeps more of the score than pruning at random",
               "importance order tracks the best order (pruning by accuracy difference)",
@@ -657,7 +669,8 @@ def _claims(heads: pd.DataFrame, layers: pd.DataFrame, curves: pd.DataFrame, bas
 
 def run_experiments(task: HeadTask, shares: Sequence[float], seeds: Sequence[int],
                     tolerance: float = 1.0, n_boot: int = 1000, seed: int = 0,
-                    name: str = "", progress: bool = True) -> Result:
+                    name: str = "", progress: bool = True,
+                    claim_tolerance: float = CLAIM_TOLERANCE_PCT) -> Result:
     """Single-head and whole-layer disabling, importance, pruning curves; the claims and a caption.
 
     Returns
@@ -699,7 +712,7 @@ def run_experiments(task: HeadTask, shares: Sequence[float], seeds: Sequence[int
                f"pruning in {len(shares)} steps, random order over seeds {list(seeds)}. Paper: "
                "Kovaleva et al. 2019 and Michel et al. 2019 on BERT-base fine-tuned on GLUE.")
     found = paper_claims(heads, layers, curves, scorer.base.value, task.metric, tolerance, note,
-                         task.definition)
+                         task.definition, claim_tolerance)
     return Result(tables={"heads": heads, "layers": layers, "curves": curves, "summary": summary},
                   claims=found, attrs={"task": task.definition.name if task.definition else None,
                                        "metric": task.metric, "caption": caption})
