@@ -271,7 +271,7 @@ def to_html(view: pd.DataFrame, views: Sequence[tuple[str, str]], caption: str =
         body.append(f"<tr>{tds}</tr>")
     style = ("body{font:13px/1.35 system-ui,sans-serif;margin:12px;color:#222}"
              "table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:3px 5px;vertical-align:top}"
-             "thead th{background:#f3f3f3;position:sticky;top:0}thead tr+tr th{top:1.6em}"
+             "thead{position:sticky;top:0;z-index:1}thead th{background:#f3f3f3}"
              ".dim{color:#666}td.absent{color:#999;background:#f7f7f7}td{min-width:6em}"
              ".control{border-left:3px double #777;font-style:italic}thead th.control{background:#e8e8f4}"
              ".noise{color:#8a4b00}")
