@@ -13,7 +13,7 @@ import pytest
 import headatlas
 from headatlas.report import atlas as atlas_module
 from headatlas.report.atlas import Declaration, HeadTable, absent, build, hint, write
-from headatlas.report.atlas_page import build_page, pick_examples, read_example, unit_words
+from headatlas.report.atlas_page import build_page, display_units, pick_examples, read_example
 from headatlas.store.writer import StoreWriter
 
 L, H = 2, 3
@@ -223,8 +223,6 @@ def test_examples_are_words_and_bytes(tmp_path):
     path = tmp_path / "s.h5"
     sentences = [["the", "cats", "sat"], ["a"] * 30, ["one", "house", "was", "big", "and", "red"]]
     write_store(path, sentences)
-    assert unit_words(["[CLS]", "ho", "##use", "Ġwas", "[SEP]"], np.array([-1, 0, 0, 1, -1])) == \
-        ["[CLS]", "house", "was", "[SEP]"]
     chosen = pick_examples([path], n=2, max_units=10, min_units=4)
     assert [i for _, i in chosen][0] == 2  # 6 words: nearest 0.6 * 10
     record = read_example(path, 1, max_units=10, norm=False)
@@ -233,6 +231,28 @@ def test_examples_are_words_and_bytes(tmp_path):
     import base64
     maps = np.frombuffer(base64.b64decode(record["maps"]["attention"]), dtype=np.uint8)
     assert maps.size == L * H * 10 * 10
+
+
+def test_the_page_shows_punctuation_and_words_as_written():
+    """Wikipedia's whitespace words carry their punctuation ("insects," is one word): on the page
+    its leading and trailing punctuation pieces are units of their own, so a head attending to ','
+    shows it; a word of punctuation alone, or inside a word ("U.S"), stays whole. The corpus's
+    words give the text as written (an uncased model's pieces are lower-cased)."""
+    tokens = ["[CLS]", "stick", "insects", ",", "(", "ph", "##asm", "##ids", ")", "Ġu", ".", "s", ".", ",", "[SEP]"]
+    word_ids = np.array([-1, 0, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 4, -1])
+    ids, texts = display_units(tokens, word_ids)
+    assert texts == ["[CLS]", "stick", "insects", ",", "(", "phasmids", ")", "u.s", ".", ",", "[SEP]"]
+    assert ids.tolist() == [-1, 0, 1, 2, 3, 4, 4, 4, 5, 6, 6, 6, 7, 8, -1]
+    written = ["Stick", "insects,", "(Phasmids)", "U.S.", ","]
+    assert display_units(tokens, word_ids, written)[1] == \
+        ["[CLS]", "Stick", "insects", ",", "(", "Phasmids", ")", "U.S", ".", ",", "[SEP]"]
+    # The maps follow the units: attention to "insects," splits into "insects" and ",".
+    from headatlas.store.wordlevel import word_level
+
+    attn = np.zeros((1, 1, len(tokens), len(tokens)))
+    attn[0, 0, :, 3] = 1.0  # every token attends to the comma piece
+    maps = word_level(attn, ids, "mean")[0, 0]
+    assert maps.shape == (11, 11) and maps[:, 3].tolist() == [1.0] * 11 and maps[:, 2].sum() == 0
 
 
 def test_page_is_self_contained(tmp_path):

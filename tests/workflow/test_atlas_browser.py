@@ -203,6 +203,22 @@ def check_atlas_page(browser: Browser, results: Path, shots: Path, model: str | 
     browser.wait_for("Page.loadEventFired")
     assert browser.js("document.querySelectorAll('td.cell').length") > 0, "no grid drawn"
     models = browser.js("[...document.querySelectorAll('table.grid')].map(t => t.dataset.model)")
+    # The first colouring colours every grid it can (the column most models have); the choices
+    # are grouped by analysis; the table opens with model, head and that column, model and head
+    # frozen when it scrolls sideways.
+    coloured = browser.js("[...document.querySelectorAll('table.grid')].map(t => "
+                          "t.querySelectorAll('td.cell:not(.empty)').length)")
+    colour = browser.js("document.getElementById('colour').value")
+    covering = {m: pd.read_csv(results / m / "heads.csv").get(colour, pd.Series(dtype=float)).notna().any()
+                for m in models}
+    assert [n > 0 for n in coloured] == list(covering.values()), (colour, coloured)
+    tables = [pd.read_csv(results / m / "heads.csv") for m in models]
+    shared = set.intersection(*[{c for c in t.select_dtypes("number") if t[c].notna().any()} for t in tables])
+    assert not shared - {"layer", "head"} or all(covering.values()), (colour, covering)
+    assert browser.js("document.querySelectorAll('#colour optgroup').length") >= 2
+    first = browser.js("[...document.querySelectorAll('#heads-table thead th')].slice(0, 3).map(t => t.dataset.col)")
+    assert first == ["model", "head", colour], first
+    assert browser.js("getComputedStyle(document.querySelector('#heads-table tbody td:nth-child(2)')).position") == "sticky"
     model = model or models[0]
     heads = pd.read_csv(results / model / "heads.csv")
     # The last head of the grid's last layer: a cell away from the first one drawn.

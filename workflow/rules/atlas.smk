@@ -25,9 +25,10 @@ HEAD_ATLAS = Results(
     constrain={"model": ATLAS.candidates},
 )
 ATLAS_PAGE = HEAD_ATLAS.at(RESULTS, final=lambda model: bool(ATLAS.models()))
-# The page's examples (PAGE_OPTIONS): per (model, corpus) 2, each at most 40 words. The page's
-# size is about models with stores x corpora x examples x layers x heads x 2 weightings x
-# max_units^2 bytes, x 4/3 for base64 (3.1 MB at most for the default run's MiniLM).
+# The page's examples (`atlas:`, defaults PAGE_OPTIONS): per (model, corpus) 2, each at most 40
+# words, as written in the prepared corpus. The page's size is about models with stores x
+# corpora x examples x layers x heads x 2 weightings x max_units^2 bytes, x 4/3 for base64 (3.1 MB
+# at most for the default run's MiniLM).
 
 
 rule atlas_heads:
@@ -58,6 +59,7 @@ rule atlas_page:
             output_of("atlas_heads", "columns", model=m) for m in ATLAS.models()
         ],
         stores=lambda wildcards: ATLAS.store_files(),
+        corpora=lambda wildcards: [f for files in atlas_corpora().values() for f in files.values()],
         code=code("atlas_page.py"),
     output:
         # Not embedded in the report (up to 3.4 MB, a third of its size budget): the landing page
@@ -72,6 +74,7 @@ rule atlas_page:
     params:
         models=lambda wildcards: ATLAS.models(),
         stores=lambda wildcards: ATLAS.stores(),
-        options=PAGE_OPTIONS,
+        corpora=atlas_corpora,
+        options={**PAGE_OPTIONS, **config["atlas"]},
     script:
         "../scripts/atlas_page.py"

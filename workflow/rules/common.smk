@@ -7,6 +7,7 @@ import hashlib
 import itertools
 import re
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from snakemake.io import strip_wildcard_constraints
 from snakemake.logging import logger
@@ -179,6 +180,15 @@ def corpus_file(wildcards):
     if CORPORA[wildcards.corpus]["kind"] in ("segments", "documents"):
         return f"{DATA}/corpora/{wildcards.corpus}/{wildcards.model}.jsonl"
     return f"{DATA}/corpora/{wildcards.corpus}.jsonl"
+
+
+def atlas_corpora(wildcards=None):
+    """model -> corpus -> the prepared file the atlas's kept stores were read from (atlas.smk):
+    the page shows the examples' words as written."""
+    return {
+        model: {c: corpus_file(SimpleNamespace(model=model, corpus=c)) for c in corpora}
+        for model, corpora in ATLAS.stores().items()
+    }
 
 
 def shards(pattern, model, corpus):

@@ -22,6 +22,7 @@ import base64
 import html
 import json
 import math
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -29,9 +30,10 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from headatlas.corpora.records import read_jsonl
 from headatlas.report.atlas import PAGE_OPTIONS
 from headatlas.store.reader import Store
-from headatlas.store.wordlevel import units, word_level, word_units
+from headatlas.store.wordlevel import word_level, word_units
 
 SPECIAL_WORD_MARKERS = "Ġ▁"
 
@@ -47,18 +49,59 @@ class ModelData:
     notes: list[str] = field(default_factory=list)
 
 
-def unit_words(tokens: Sequence[str], word_ids: np.ndarray) -> list[str]:
-    """The text of each word unit (:func:`headatlas.store.wordlevel.units`): a word's pieces joined
-    (``##`` continuation marks and ``Ġ``/``▁`` word-start marks dropped); special tokens as is."""
-    unit = units(word_ids)
-    words = [""] * (int(unit.max()) + 1 if len(unit) else 0)
-    for token, u, w in zip(tokens, unit, word_ids):
+def piece_text(token: str) -> str:
+    """A word piece's text: ``##`` continuation and ``Ġ``/``▁`` word-start marks dropped."""
+    return token[2:] if token.startswith("##") else token.lstrip(SPECIAL_WORD_MARKERS)
+
+
+def is_punctuation(text: str) -> bool:
+    return bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
+
+
+def display_units(tokens: Sequence[str], word_ids: np.ndarray, words: Sequence[str] | None = None
+                  ) -> tuple[np.ndarray, list[str]]:
+    """Word ids for the page, and the text of each unit: a word's leading and trailing
+    punctuation pieces are units of their own (Wikipedia's whitespace words carry them: "insects,"
+    is "insects" and ","), so heads that attend to punctuation show it; a word of punctuation
+    only stays whole. ``words`` (the corpus record's words, segment B's after A's) give each word
+    its text as written (an uncased model's pieces are lower-cased); without them, the pieces'.
+    Special tokens keep id -1 and their token as text.
+
+    Returns ``(ids, texts)``: per token a new word id (units in token order, as
+    :func:`headatlas.store.wordlevel.units` numbers them) and per unit its text.
+    """
+    word_ids = np.asarray(word_ids)
+    ids = np.full(len(word_ids), -1, dtype=np.int64)
+    texts: list[str] = []
+    next_id, t = 0, 0
+    while t < len(word_ids):
+        w = int(word_ids[t])
         if w < 0:
-            words[u] = token
-        else:
-            piece = token[2:] if token.startswith("##") else token.lstrip(SPECIAL_WORD_MARKERS)
-            words[u] += piece
-    return [w if w else "·" for w in words]
+            texts.append(tokens[t])
+            t += 1
+            continue
+        end = t
+        while end < len(word_ids) and word_ids[end] == w:
+            end += 1
+        pieces = [piece_text(tokens[k]) for k in range(t, end)]
+        punct = [is_punctuation(x) for x in pieces]
+        lead = 0 if all(punct) else next(k for k, x in enumerate(punct) if not x)
+        trail = 0 if all(punct) else next(k for k, x in enumerate(reversed(punct)) if not x)
+        core = slice(lead, len(pieces) - trail)
+        written = words[w] if words is not None and w < len(words) else None
+        core_text = "".join(pieces[core])
+        if written is not None:
+            cut = written[len("".join(pieces[:lead])):len(written) - len("".join(pieces[len(pieces) - trail:]))]
+            core_text = cut or core_text  # as written (case, accents), unless nothing is left
+        groups = [[k] for k in range(lead)] + [list(range(core.start, core.stop))] + \
+            [[k] for k in range(core.stop, len(pieces))]
+        for group in groups:
+            ids[[t + k for k in group]] = next_id
+            texts.append(core_text if group and group[0] == core.start and core.stop > core.start
+                         else "".join(pieces[k] for k in group))
+            next_id += 1
+        t = end
+    return ids, [x if x else "·" for x in texts]
 
 
 def _quantise(maps: np.ndarray) -> str:
@@ -83,24 +126,36 @@ def pick_examples(shards: Sequence[str | Path], n: int = 2, max_units: int = 40,
     return [(path, i) for _, _, path, i in candidates[:n]]
 
 
-def read_example(path: str | Path, position: int, max_units: int, norm: bool) -> dict:
-    """One example of a store as the page holds it: words, and per weighting its word-level maps
-    (quantised, base64), cut to ``max_units`` words (:func:`kept_units`)."""
+def read_example(path: str | Path, position: int, max_units: int, norm: bool,
+                 corpus: str | Path | None = None) -> dict:
+    """One example of a store as the page holds it: words (:func:`display_units`; as written
+    in the prepared ``corpus`` file when given), and per weighting its word-level maps (quantised,
+    base64), cut to ``max_units`` words (:func:`kept_units`)."""
     with Store(path, "attention", norms=norm) as store:
         example = store.example(position)
         corpus_index = int(store.example_index[position])
     views = {"attention": example}
     if norm:
         views["norm"] = example.weighted("norm")
-    words = unit_words(example.tokens, example.word_ids)
-    keep = kept_units(word_units(example.word_ids), max_units)
+    written = record_words(corpus, corpus_index) if corpus else None
+    ids, words = display_units(example.tokens, example.word_ids, written)
+    keep = kept_units(word_units(ids), max_units)
     record = {"id": example.id, "index": corpus_index, "words": [words[u] for u in keep],
               "n_units": len(words), "layers": int(example.attn.shape[0]),
               "heads": int(example.attn.shape[1]), "maps": {}}
     for weighting, view in views.items():
-        maps = word_level(view.attn, view.word_ids, "mean")[..., keep[:, None], keep[None, :]]
+        maps = word_level(view.attn, ids, "mean")[..., keep[:, None], keep[None, :]]
         record["maps"][weighting] = _quantise(maps)
     return record
+
+
+def record_words(path: str | Path, index: int) -> list[str]:
+    """The words of record ``index`` of a prepared corpus (segment B's after A's), as written."""
+    for i, sentence in enumerate(read_jsonl(path)):
+        if i == index:
+            return list(sentence.words) + list(sentence.words_b or [])
+    raise ValueError(f"{path}: no record {index} (the store was extracted from another file: rerun "
+                     "its extraction)")
 
 
 def kept_units(unit_word: np.ndarray, max_units: int) -> np.ndarray:
@@ -115,8 +170,9 @@ def kept_units(unit_word: np.ndarray, max_units: int) -> np.ndarray:
 
 
 def model_examples(stores: dict[str, Sequence[str | Path]], n: int, max_units: int,
-                   min_units: int, norm: bool) -> list[dict]:
-    """Examples of every corpus of one model: ``stores`` maps corpus -> its shard paths."""
+                   min_units: int, norm: bool, corpora: dict[str, str | Path] | None = None) -> list[dict]:
+    """Examples of every corpus of one model: ``stores`` maps corpus -> its shard paths,
+    ``corpora`` corpus -> the prepared file the stores were extracted from (the words as written)."""
     examples = []
     for corpus, shards in stores.items():
         if not shards:
@@ -124,7 +180,7 @@ def model_examples(stores: dict[str, Sequence[str | Path]], n: int, max_units: i
         with Store(shards[0]) as first:
             has_norms = first.has_norms
         for path, position in pick_examples(shards, n, max_units, min_units):
-            record = read_example(path, position, max_units, norm and has_norms)
+            record = read_example(path, position, max_units, norm and has_norms, (corpora or {}).get(corpus))
             examples.append({"corpus": corpus, **record})
     return examples
 
@@ -213,9 +269,11 @@ def size_report(models: Sequence[ModelData], text: str) -> str:
 def build_page(models: Sequence[str], results: str | Path,
                stores: dict[str, dict[str, Sequence[str]]], examples: int = PAGE_OPTIONS["examples"],
                max_units: int = PAGE_OPTIONS["max_units"],
-               min_units: int = PAGE_OPTIONS["min_units"]) -> tuple[str, list[ModelData]]:
+               min_units: int = PAGE_OPTIONS["min_units"],
+               corpora: dict[str, dict[str, str]] | None = None) -> tuple[str, list[ModelData]]:
     """Read every model's ``heads.csv`` and dictionary under ``results`` and the examples of
-    ``stores`` (model -> corpus -> shards; models without stores show numbers only) -> the page."""
+    ``stores`` (model -> corpus -> shards; models without stores show numbers only) -> the page.
+    ``corpora`` (model -> corpus -> prepared file) give the examples' words as written."""
     parts = []
     for name in models:
         heads = pd.read_csv(Path(results) / name / "heads.csv")
@@ -226,6 +284,7 @@ def build_page(models: Sequence[str], results: str | Path,
             "no attention examples: this model's stores are not kept after the run "
             "(extraction.keep_stores)"]
         parts.append(ModelData(name, heads, columns,
-                               model_examples(model_stores, examples, max_units, min_units, norm),
+                               model_examples(model_stores, examples, max_units, min_units, norm,
+                                              (corpora or {}).get(name)),
                                notes))
     return page(parts), parts
