@@ -24,16 +24,12 @@ from headatlas.report.scorecard import ABSENT, CLAIMS_FILE, CONTROL, on_noise, o
 
 N_FINDINGS = 5
 # The fragment is the landing page's summary and its own report item (an iframe): styled by itself
-# (scoped to its class), and where no report app is at hand (the item's iframe cannot reach the
-# page's `app`), its links become the paths they name instead of throwing.
+# (scoped to its class). It holds no script: the report embeds it in a JavaScript string inside a
+# <script> element, which a "</script>" would end.
 STYLE = ("<style>.headatlas-scorecard-summary{font:14px/1.45 system-ui,sans-serif;color:#222}"
          ".headatlas-scorecard-summary table{border-collapse:collapse;margin:6px 0}"
          ".headatlas-scorecard-summary th,.headatlas-scorecard-summary td{border-bottom:1px solid #ddd;"
          "padding:3px 10px;text-align:left}.headatlas-scorecard-summary li{margin:4px 0}</style>")
-STANDALONE = ("<script>if(typeof app==='undefined'){document.querySelectorAll("
-              "'.headatlas-scorecard-summary a[href^=\"javascript:\"]').forEach(function(a){"
-              "var c=document.createElement('code');c.textContent=a.textContent;a.replaceWith(c);});}"
-              "</script>")
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 
@@ -80,8 +76,11 @@ def claims_path(results: str, model: str, where: str) -> str:
 
 
 def report_link(path: str, text: str) -> str:
-    """A link that opens ``path``'s entry in Snakemake's report (as its own workflow.rst links do)."""
-    return f"<a href=\"javascript:app.showResultInfo('{quote(path)}')\">{html.escape(text)}</a>"
+    """A link that opens ``path``'s entry in Snakemake's report (as its own workflow.rst links do);
+    where the report's ``app`` is out of reach (the summary's own item, in a frame of its own) it
+    does nothing rather than throw."""
+    return (f"<a href=\"javascript:void(typeof app !== 'undefined' &amp;&amp; app.showResultInfo('{quote(path)}'))\">"
+            f"{html.escape(text)}</a>")
 
 
 def sentence(row, results: str) -> str:
@@ -132,4 +131,4 @@ def summary_html(long: pd.DataFrame, models: Sequence[str], results: str, n: int
     return (f'<div class="headatlas-scorecard-summary">{STYLE}<p><b>What was found.</b> {n_claims} claims '
             f"of the papers, each judged per model and weighting on the model's own results "
             f"(n/a: not applicable, e.g. a relation too rare to score):</p>{counts_table(counts, controls)}"
-            f"{findings}{noise}{STANDALONE}</div>\n")
+            f"{findings}{noise}</div>\n")
