@@ -34,3 +34,19 @@ def test_long_text_gets_a_wide_column_short_text_one_line():
     html = page(pd.DataFrame({"note": ["x" * 61], "head": ["head->dep"], "mid": ["y" * 30]}), "t")
     assert '<td class="long">' in html and '<td class="short">head-&gt;dep</td>' in html
     assert f"<td>{'y' * 30}</td>" in html
+
+
+def test_the_papers_columns_sit_beside_ours(tmp_path):
+    """Table 1 is 22 columns wide: the paper's (paper_acc, ...) came last, off-screen; now each
+    sits after ours of the same name, and one without a twin keeps its place."""
+    from headatlas.report.htmltable import paper_beside
+
+    columns = ["relation", "head", "acc", "acc_low", "paper_relation", "paper_head", "paper_acc", "paper_baseline",
+               "note"]
+    assert paper_beside(columns) == ["relation", "paper_relation", "head", "paper_head", "acc", "paper_acc",
+                                     "acc_low", "paper_baseline", "note"]
+    csv = tmp_path / "t.csv"
+    csv.write_text("relation,acc,paper_relation,paper_acc\nall,38.9,all,34.5\n,,prep,66.7\n")
+    html = csv_page(csv)
+    assert "<th>relation</th><th>paper_relation</th><th>acc</th><th>paper_acc</th>" in html
+    assert '<td></td><td class="short">prep</td><td></td><td class="num">66.7</td>' in html

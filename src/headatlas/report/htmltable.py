@@ -82,7 +82,19 @@ def page(table: pd.DataFrame, title: str, note: str = "",
             f"</tbody></table></body></html>\n")
 
 
+PAPER = "paper_"  # a column of the paper's numbers: paper_<ours>, or paper_<name> of its own
+
+
+def paper_beside(columns: list[str]) -> list[str]:
+    """``columns`` with each paper column right after ours of the same name (``paper_acc`` after
+    ``acc``), so a wide table shows the paper's number beside ours rather than off-screen; a paper
+    column without a twin keeps its place."""
+    ours = [c for c in columns if not (c.startswith(PAPER) and c[len(PAPER):] in columns)]
+    return [x for c in ours for x in (c, PAPER + c) if x in columns]
+
+
 def csv_page(csv_path, title: str | None = None, note: str = "") -> str:
-    """The CSV at ``csv_path`` as a page, its cells as written in the file (read as text)."""
+    """The CSV at ``csv_path`` as a page, its cells as written in the file (read as text), each
+    paper column beside ours (:func:`paper_beside`)."""
     table = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
-    return page(table, title or str(csv_path), note)
+    return page(table[paper_beside(list(table.columns))], title or str(csv_path), note)
