@@ -41,6 +41,25 @@ def test_conda_env_is_self_contained_and_matches_requirements():
     assert pip == requirement_pins()
 
 
+def test_the_container_recipe_is_built_from_the_pin_list():
+    """envs/Dockerfile is the generator's output (regenerate it when requirements.txt changes) and
+    installs every runtime pin exactly once: torch from PyTorch's CPU index, the rest from PyPI."""
+    from headatlas.pipeline.container import dockerfile, pins
+
+    recipe = (ROOT / "envs" / "Dockerfile").read_text()
+    assert recipe == dockerfile(), \
+        "envs/Dockerfile is out of date: python -m headatlas.pipeline.container > envs/Dockerfile"
+    assert pins() == requirement_pins()
+    words = re.findall(r"\S+==\S+", recipe)
+    assert sorted(words) == sorted(requirement_pins())
+    assert "RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in recipe
+    instructions = {"FROM", "ENV", "RUN", "ARG", "COPY", "WORKDIR"}
+    continued = False
+    for line in recipe.splitlines():  # every line an instruction, a comment or a continuation
+        assert continued or not line or line.startswith("#") or line.split()[0] in instructions, line
+        continued = line.endswith("\\")
+
+
 def test_config_reference_is_current():
     committed = (ROOT / "config" / "README.md").read_text()
     assert committed == configdocs.markdown(), \
