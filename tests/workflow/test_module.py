@@ -75,6 +75,23 @@ def test_the_whole_plan_follows_the_config(module_run):
     assert [name for name in files if not name.startswith(FOLDERS)] == []
 
 
+def test_pathvars_relocate_a_module_as_the_catalog_does(tiny_workflow, tmp_path):
+    """Snakemake 9's pathvars (`module ...: pathvars: {results, logs, resources}`) decide where
+    every file of the plan lands when the config leaves `results`, `logs`, `data` at their
+    defaults; a config key given explicitly wins over its pathvar."""
+    (tmp_path / "my-config.yaml").write_text(yaml.safe_dump(tiny_config(tiny_workflow)))
+    pathvars = '    pathvars:\n        results="pv-out",\n        logs="pv-logs",\n        resources="pv-data",\n'
+    wrapper = WRAPPER.format(snakefile=ROOT / "workflow" / "Snakefile").replace("\n\n\nuse rule", "\n" + pathvars + "\n\nuse rule")
+    (tmp_path / "Snakefile").write_text(wrapper)
+    files = planned_files(snakemake(tmp_path, "--cores", "1", "-n", "all").stdout)
+    assert len(files) > 500 and [f for f in files if not f.startswith(("pv-out/", "pv-logs/", "pv-data/"))] == []
+    assert any(f.startswith("pv-data/corpora/") for f in files)
+    config = {**tiny_config(tiny_workflow), "results": "mine"}
+    (tmp_path / "my-config.yaml").write_text(yaml.safe_dump(config))
+    files = planned_files(snakemake(tmp_path, "--cores", "1", "-n", "all").stdout)
+    assert {f.split("/")[0] for f in files} == {"mine", "pv-logs", "pv-data"}
+
+
 def test_paths_follow_the_config(module_run):
     root, _ = module_run
     assert (root / "prepared" / "corpora" / "tb.jsonl").exists()

@@ -56,6 +56,25 @@ def load_config(config: dict, schema_path: str | Path) -> dict:
     return config
 
 
+# Snakemake 9's pathvars, the catalog's way to relocate a module's files (`module x: pathvars:
+# {results: ..., logs: ..., resources: ...}`), for the keys that say where files land.
+PATHVARS = {"results": "results", "logs": "logs", "data": "resources"}  # config key -> pathvar
+
+
+def relocate(config: dict, pathvars) -> dict:
+    """Set ``results``, ``logs`` and ``data`` from Snakemake's ``pathvars`` (``<results>``,
+    ``<logs>``, ``<resources>``) where the config leaves the key at its default and the pathvar
+    differs from Snakemake's own default: an explicit config key wins. Returns ``config``."""
+    from snakemake.pathvars import Pathvars
+
+    snakemake_defaults, ours = Pathvars.with_defaults(), default_config()
+    for key, name in PATHVARS.items():
+        value = pathvars.apply(f"<{name}>")
+        if config[key] == ours[key] and value != snakemake_defaults.apply(f"<{name}>"):
+            config[key] = value
+    return config
+
+
 # --- the schema ---------------------------------------------------------------------------
 
 def schema_path() -> Path:
