@@ -59,7 +59,9 @@ rule atlas_page:
             output_of("atlas_heads", "columns", model=m) for m in ATLAS.models()
         ],
         stores=lambda wildcards: ATLAS.store_files(),
-        corpora=lambda wildcards: [f for files in atlas_corpora().values() for f in files.values()],
+        corpora=lambda wildcards: list(
+            dict.fromkeys(f for files in atlas_corpora().values() for f in files.values())
+        ),
         code=code("atlas_page.py"),
     output:
         # Not embedded in the report (up to 3.4 MB, a third of its size budget): the landing page
