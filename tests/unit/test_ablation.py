@@ -562,3 +562,16 @@ def test_claims_on_unstable_head_types_are_not_applicable(tmp_path):
     assert all("fewer than 80% of heads keep their type" in c.rule for c in shaky)
     assert unstable_types(claims, 96.0) == claims and unstable_types(claims, float("nan")) == claims
     assert unstable_types(claims, 48.61, minimum=40) == claims
+
+
+def test_the_library_defaults_are_the_schemas():
+    """The verdict rules' defaults live in the library (for notebooks) and in the schema (for the
+    workflow): one value."""
+    from headatlas.interventions.ablation import MIN_TYPE_STABILITY
+    from headatlas.interventions.importance import CLAIM_TOLERANCE_PCT
+    from headatlas.pipeline.config import default_config
+
+    defaults = default_config()
+    assert defaults["ablation"]["min_type_stability"] == MIN_TYPE_STABILITY
+    assert defaults["importance"]["claim_tolerance_pct"] == CLAIM_TOLERANCE_PCT
+    assert defaults["ablation"]["bootstrap"] == {"n": 1000, "seed": 0}
