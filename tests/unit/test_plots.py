@@ -480,3 +480,24 @@ def test_the_figure_keeps_its_caption_after_the_caption_free_copy(tmp_path):
     assert CAPTION in svg_text(tmp_path / "a.svg") and "model tiny" not in svg_text(tmp_path / "a.nocaption.svg")
     assert tuple(fig.get_size_inches()) == size and fig.get_layout_engine().get()["rect"] == rect
     assert fig.caption.get_visible()
+
+
+def test_a_contact_sheet_shows_the_first_column_apart_from_the_frame(tmp_path):
+    """The labelling sheets: a map whose only weight is on its first key ([CLS], the commonest
+    stripe) shows that column as its own dark line, white between it and the frame (drawn flush
+    against the frame, the frame line hid it from the labellers: issue 37)."""
+    import numpy as np
+    from PIL import Image
+
+    from headatlas.plots.patterns import draw_contact_sheet
+
+    attn = np.zeros((20, 20))
+    attn[:, 0] = 1.0
+    draw_contact_sheet([attn], [np.zeros(20, dtype=int)], ["m"], tmp_path / "s.png", columns=1)
+    grey = np.asarray(Image.open(tmp_path / "s.png").convert("L"), dtype=float)
+    row = grey[grey.shape[0] // 2]
+    dark = row < 128
+    runs = np.flatnonzero(np.diff(dark.astype(int)) == 1)  # where each dark run starts
+    assert len(runs) >= 3, runs  # left frame, the [CLS] column, right frame
+    first_end = np.flatnonzero(np.diff(dark.astype(int)) == -1)[0]
+    assert (row[first_end + 1:runs[1] + 1] > 200).all()  # white between frame and column

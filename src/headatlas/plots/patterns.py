@@ -30,8 +30,9 @@ def draw_contact_sheet(maps: Sequence[np.ndarray], token_types: Sequence[np.ndar
     """Maps ``[n, n]`` (query rows, key columns) in a grid, each under its title.
 
     Each map is drawn with a linear grey scale from 0 (white) to its own largest
-    weight (black); red ticks outside the map mark where the token type (the
-    segment) changes, i.e. after the first ``[SEP]``.
+    weight (black), inside a white margin (the frame line would hide the first column, ``[CLS]``,
+    one of the commonest stripes: issue 37); red ticks outside the map mark where the token type
+    (the segment) changes, i.e. after the first ``[SEP]``.
     """
     if not len(maps) == len(token_types) == len(titles):
         raise ValueError("need one token-type array and one title per map")
@@ -47,15 +48,17 @@ def draw_contact_sheet(maps: Sequence[np.ndarray], token_types: Sequence[np.ndar
         ax.axis("off")
     for ax, attn, types, title in zip(axes, maps, token_types, titles):
         n = len(attn)
+        edge = -0.5 - max(1.0, 0.02 * n)  # the margin between the frame and the map
         ax.axis("on")
         ax.imshow(attn, cmap="Greys", vmin=0, vmax=max(float(attn.max()), 1e-6),
                   interpolation="nearest", extent=(-0.5, n - 0.5, n - 0.5, -0.5))
         ax.set_xticks([])
         ax.set_yticks([])
         for boundary in np.flatnonzero(np.diff(np.asarray(types)) != 0) + 0.5:
-            ax.plot([boundary, boundary], [-0.5 - n * 0.04, -0.5], color="red", lw=1.5, clip_on=False)
-            ax.plot([-0.5 - n * 0.04, -0.5], [boundary, boundary], color="red", lw=1.5, clip_on=False)
-        ax.set(xlim=(-0.5, n - 0.5), ylim=(n - 0.5, -0.5))  # the ticks outside must not widen them
+            ax.plot([boundary, boundary], [edge - n * 0.04, edge], color="red", lw=1.5, clip_on=False)
+            ax.plot([edge - n * 0.04, edge], [boundary, boundary], color="red", lw=1.5, clip_on=False)
+        # the ticks outside must not widen the limits
+        ax.set(xlim=(edge, n - 1 - edge), ylim=(n - 1 - edge, edge))
         ax.set_title(title, fontsize=9 if len(title) <= 24 else 7)
     atomic_savefig(fig, path)
 
