@@ -13,6 +13,7 @@ in the scorecard, and rerun when its library module is edited.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -166,4 +167,7 @@ def test_an_analysis_is_three_files(tmp_path):
     plan = snakemake(root, "-n", "--cores", "1").stdout
     assert "rule toy:" in plan
     rules = {line.split()[1].rstrip(":") for line in plan.splitlines() if line.startswith("rule ")}
-    assert rules <= {"toy", "all", "atlas_heads", "atlas_page", "scorecard"}
+    # (table_page: the column dictionary's table page, heads_columns.csv.html, and only that)
+    assert rules <= {"toy", "all", "atlas_heads", "atlas_page", "scorecard", "table_page"}
+    pages = re.findall(r"^\s+output: (\S+\.csv\.html)", plan, re.M)
+    assert ("table_page" in rules) == bool(pages) and all(p.endswith("heads_columns.csv.html") for p in pages), pages

@@ -37,7 +37,9 @@ rule atlas_heads:
         code=lambda wildcards: code("atlas_heads.py", *ATLAS.modules()),
     output:
         heads=HEAD_ATLAS.table("heads.csv", "atlas_heads", "one profile per head"),
-        columns=HEAD_ATLAS.table("heads_columns.csv", "atlas_columns", "column dictionary"),
+        columns=HEAD_ATLAS.table(
+            "heads_columns.csv", "atlas_columns", "column dictionary", as_table=True
+        ),
     log:
         logs("atlas/{model}/heads"),
     benchmark:
