@@ -127,17 +127,17 @@ def pick_examples(shards: Sequence[str | Path], n: int = 2, max_units: int = 40,
 
 
 def read_example(path: str | Path, position: int, max_units: int, norm: bool,
-                 corpus: str | Path | None = None) -> dict:
+                 written: dict[int, list[str]] | None = None) -> dict:
     """One example of a store as the page holds it: words (:func:`display_units`; as written
-    in the prepared ``corpus`` file when given), and per weighting its word-level maps (quantised,
-    base64), cut to ``max_units`` words (:func:`kept_units`)."""
+    in the corpus when ``written``, corpus index -> words, has its record), and per weighting its
+    word-level maps (quantised, base64), cut to ``max_units`` words (:func:`kept_units`)."""
     with Store(path, "attention", norms=norm) as store:
         example = store.example(position)
         corpus_index = int(store.example_index[position])
     views = {"attention": example}
     if norm:
         views["norm"] = example.weighted("norm")
-    written = record_words(corpus, corpus_index) if corpus else None
+    written = (written or {}).get(corpus_index)
     ids, words = display_units(example.tokens, example.word_ids, written)
     keep = kept_units(word_units(ids), max_units)
     record = {"id": example.id, "index": corpus_index, "words": [words[u] for u in keep],
@@ -149,13 +149,15 @@ def read_example(path: str | Path, position: int, max_units: int, norm: bool,
     return record
 
 
-def record_words(path: str | Path, index: int) -> list[str]:
-    """The words of record ``index`` of a prepared corpus (segment B's after A's), as written."""
-    for i, sentence in enumerate(read_jsonl(path)):
-        if i == index:
-            return list(sentence.words) + list(sentence.words_b or [])
-    raise ValueError(f"{path}: no record {index} (the store was extracted from another file: rerun "
-                     "its extraction)")
+def record_words(path: str | Path, indices: set[int]) -> dict[int, list[str]]:
+    """The words of the records ``indices`` of a prepared corpus (segment B's after A's), as
+    written, read in one pass."""
+    found = {i: list(s.words) + list(s.words_b or []) for i, s in enumerate(read_jsonl(path)) if i in indices}
+    missing = sorted(indices - set(found))
+    if missing:
+        raise ValueError(f"{path}: no record {missing[0]} (the store was extracted from another file: "
+                         "rerun its extraction)")
+    return found
 
 
 def kept_units(unit_word: np.ndarray, max_units: int) -> np.ndarray:
@@ -169,6 +171,11 @@ def kept_units(unit_word: np.ndarray, max_units: int) -> np.ndarray:
     return np.sort(np.concatenate([special, words]))[:max_units]
 
 
+def _corpus_index(path: str | Path, position: int) -> int:
+    with Store(path) as store:
+        return int(store.example_index[position])
+
+
 def model_examples(stores: dict[str, Sequence[str | Path]], n: int, max_units: int,
                    min_units: int, norm: bool, corpora: dict[str, str | Path] | None = None) -> list[dict]:
     """Examples of every corpus of one model: ``stores`` maps corpus -> its shard paths,
@@ -179,8 +186,11 @@ def model_examples(stores: dict[str, Sequence[str | Path]], n: int, max_units: i
             continue
         with Store(shards[0]) as first:
             has_norms = first.has_norms
-        for path, position in pick_examples(shards, n, max_units, min_units):
-            record = read_example(path, position, max_units, norm and has_norms, (corpora or {}).get(corpus))
+        chosen = pick_examples(shards, n, max_units, min_units)
+        corpus_file = (corpora or {}).get(corpus)
+        written = record_words(corpus_file, {_corpus_index(p, i) for p, i in chosen}) if corpus_file else None
+        for path, position in chosen:
+            record = read_example(path, position, max_units, norm and has_norms, written)
             examples.append({"corpus": corpus, **record})
     return examples
 

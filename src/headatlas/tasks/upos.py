@@ -246,13 +246,13 @@ def tag_scores(model, examples: Sequence[Packed], batch_size: int = 32,
         total += int(scored.sum())
         loss_sum += float(torch.nn.functional.cross_entropy(logits[scored], labels[scored],
                                                             reduction="sum"))
-        # A sentence's unit: the examples' sentences numbered in order (sentence ids are per example).
-        per_example = torch.tensor([max(e.sentence_ids) + 1 for e in batch])
-        starts = offset + torch.cumsum(per_example, 0) - per_example
-        unit = (starts[:, None] + sentence_ids)[scored.cpu()].numpy()
-        np.add.at(unit_correct, unit, hits.cpu().numpy())
-        np.add.at(unit_total, unit, 1)
-        offset += int(per_example.sum())
+        if units:  # a sentence's unit: the examples' sentences in order (ids are per example)
+            per_example = torch.tensor([max(e.sentence_ids) + 1 for e in batch])
+            starts = offset + torch.cumsum(per_example, 0) - per_example
+            unit = (starts[:, None] + sentence_ids)[scored.cpu()].numpy()
+            np.add.at(unit_correct, unit, hits.cpu().numpy())
+            np.add.at(unit_total, unit, 1)
+            offset += int(per_example.sum())
     model.train(was_training)
     scores = {"accuracy": 100.0 * correct / total, "loss": loss_sum / total, "n_words": total}
     return {**scores, UNITS: (unit_correct, unit_total)} if units else scores
