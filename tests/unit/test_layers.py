@@ -84,3 +84,28 @@ def test_no_import_cycles_between_modules():
         if node not in state:
             visit(node, [node])
     assert not cycles, "\n".join(cycles)
+
+
+# Every job is a fresh interpreter, so what a script imports at module level is paid by each of
+# its jobs (hundreds per run, each a whole Snakemake process on a cluster). A job that draws or
+# reads tables runs no model and widens no float16 map: no torch (~1.5 s), no numba (~0.25 s,
+# imported by the first map read), no scipy.optimize (~0.4 s).
+LIGHT_SCRIPTS = ("clustering_mds", "clustering_structure", "headtypes_figure", "headtypes_claims",
+                 "syntax_lines", "coref_accuracy", "compare_table1", "table_page", "scorecard")
+HEAVY = ("torch", "numba", "scipy.optimize")
+
+
+def test_drawing_and_table_jobs_import_no_model_code():
+    import ast
+    import subprocess
+    import sys
+
+    scripts = Path(__file__).resolve().parents[2] / "workflow" / "scripts"
+    code = []
+    for name in LIGHT_SCRIPTS:
+        tree = ast.parse((scripts / f"{name}.py").read_text())
+        code += [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    # one interpreter for all: what none of them imports, the union does not either
+    check = "\n".join(code + ["import sys", f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"])
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -21,14 +21,18 @@ Natural logarithms throughout (nats), so 0 <= JS <= log 2 per row.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-import torch
 
 from headatlas.analyses.base import Analysis, describe, register
 from headatlas.analyses.result import Result
 from headatlas.claims import Claim, holds_if
 from headatlas.heads import Column, HeadColumns, head_name, head_names, head_table
+
+if TYPE_CHECKING:
+    import torch
 
 SMOOTHING = 0.001  # Clark's code: 0.999 * a + 0.001 / n
 # The permutation test's default; the brief asks for at least 1,000.
@@ -42,6 +46,8 @@ def _xlogx_rows(x: torch.Tensor, buffer: torch.Tensor, zeros: bool = True) -> to
     which makes ``0 log 0 = 0``. In-place log and product (``xlogy`` is ~2.5x slower here);
     each row's keys are summed in float32 (a few hundred terms), then cast.
     """
+    import torch
+
     if zeros:
         torch.clamp_min(x, torch.finfo(x.dtype).tiny, out=buffer).log_()
     else:
@@ -77,6 +83,8 @@ def pairwise_js(attn: np.ndarray, smoothing: float = SMOOTHING) -> np.ndarray:
     if attn.ndim != 3 or attn.shape[1] != attn.shape[2]:
         raise ValueError(f"attention of shape {attn.shape}: expected [heads, n, n]")
     n_heads, n = attn.shape[:2]
+    import torch  # here: the jobs that only read the distances (MDS, structure) need no torch
+
     p = torch.from_numpy(np.asarray(attn, dtype=np.float32)) * (1 - smoothing) + smoothing / n
     zeros = smoothing == 0  # smoothed rows are strictly positive: no 0 log 0 to guard
     half_plogp = 0.5 * _xlogx_rows(p, torch.empty_like(p), zeros).sum(-1)

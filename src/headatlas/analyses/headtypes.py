@@ -59,7 +59,6 @@ from typing import Iterable
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import linear_sum_assignment
 
 from headatlas.analyses.base import Analysis, length_text, register
 from headatlas.analyses.result import Result
@@ -338,6 +337,8 @@ def name_clusters(cluster_centres: np.ndarray) -> list[str]:
         return names
     far, special = p["far"], p["special"]
     scores = np.stack([far - special, p["near"], np.minimum(far, special), special - far])  # TYPES x k
+    from scipy.optimize import linear_sum_assignment  # here: figure jobs import this module
+
     type_idx, cluster_idx = linear_sum_assignment(scores, maximize=True)
     names = [""] * k
     for t, c in zip(type_idx, cluster_idx):
@@ -394,6 +395,8 @@ def match_labels(labels: np.ndarray, reference: np.ndarray, k: int) -> np.ndarra
         raise ValueError(f"labels must lie in 0..{k - 1}")
     overlap = np.zeros((k, k), dtype=np.int64)
     np.add.at(overlap, (labels, reference), 1)
+    from scipy.optimize import linear_sum_assignment
+
     rows, cols = linear_sum_assignment(overlap, maximize=True)
     mapping = np.empty(k, dtype=np.int64)
     mapping[rows] = cols

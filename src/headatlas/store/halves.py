@@ -9,17 +9,10 @@ all 65,536 bit patterns instead: 0.4 ms, and bitwise numpy's result by construct
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 # numpy's float32 value of every float16 bit pattern (256 KB: stays in a core's L2 cache).
 TABLE = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
-
-
-@numba.njit(nogil=True, cache=True)
-def _lookup(bits, table, out):  # pragma: no cover (compiled; tested through widen)
-    for i in range(bits.shape[0]):
-        out[i] = table[bits[i]]
 
 
 def widen(halves: np.ndarray) -> np.ndarray:
@@ -27,6 +20,8 @@ def widen(halves: np.ndarray) -> np.ndarray:
     than float16 is cast by numpy)."""
     if halves.dtype != np.float16:
         return halves.astype(np.float32)
+    from headatlas.store._widen_kernel import lookup  # numba, on the first read only
+
     out = np.empty(halves.shape, np.float32)
-    _lookup(np.ascontiguousarray(halves).reshape(-1).view(np.uint16), TABLE, out.reshape(-1))
+    lookup(np.ascontiguousarray(halves).reshape(-1).view(np.uint16), TABLE, out.reshape(-1))
     return out
