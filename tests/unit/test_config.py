@@ -201,7 +201,7 @@ def test_embedded_plan_runs_everything():
     assert p.honest and p.probes_on
     assert p.gradient_models == ["minilm", "minilm_upos"]  # the random encoder is left out ...
     assert [o.what for o in p.omitted] == [  # ... and says so, as for the helpers' analyses (the budget)
-        "corpora, surface, syntax, coref, clustering, gradients, norms, patterns of minilm_upos",
+        "corpora, surface, syntax, coref, clustering, gradients, norms, patterns, sinks of minilm_upos",
         "corpora, coref, clustering, gradients, norms of minilm_random",  # the control's claims run
         "norm-weighted views, norm shares and rollout of minilm_upos, minilm_random",
         "gradient importance of minilm_random"]
@@ -299,7 +299,7 @@ def test_a_model_may_ask_for_some_analyses_only():
     assert p.asks("m_random", "syntax") and not p.asks("m_random", "coref") and p.asks("m", "coref")
     said = [str(o) for o in p.omitted if "m_random" in o.what and "analyses" in o.why]
     assert said == ["left out: corpora, surface, coref, clustering, headtypes, gradients, norms, "
-                    "patterns of m_random: its `analyses` asks for syntax; the tables other "
+                    "patterns, sinks of m_random: its `analyses` asks for syntax; the tables other "
                     "analyses read from it still run"]
     config["models"]["m_random"]["analyses"] = ["syntax", "ablation"]
     with pytest.raises(ConfigError, match=r"models.m_random.analyses.1"):

@@ -15,14 +15,14 @@ from matplotlib.patches import Rectangle
 
 from headatlas.analyses.syntax import LinePanel
 from headatlas.plots import (ablation, base, clustering, coref, files, gradients, headtypes, norms, probes,
-                             rollout, surface, syntax)
+                             rollout, sinks, surface, syntax)
 from headatlas.store.example import Example
 
 CAPTION = "model tiny, corpus unit-test, N=2 segments; deviation: none"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 N_LAYERS, N_HEADS = 2, 3
 PLOT_MODULES = ("surface", "syntax", "coref", "clustering", "gradients", "headtypes", "probes",
-                "ablation", "norms", "rollout")
+                "ablation", "norms", "rollout", "sinks")
 
 
 def per_head(**columns):
@@ -212,7 +212,11 @@ def tiny_calls(example):
                             "special": 0.6} for s in ("attention", "norm") for layer in (1, 2)])
     profile = pd.DataFrame([{"source": s, "layer": layer, "offset": k, "mass": 0.5 if k == 0 else 0.05}
                             for s in ("attention", "norm") for layer in (1, 2) for k in (-2, -1, 0, 1, 2)])
+    sink_heads = per_head(sink_rate=(0, 1))
+    sink_layers = pd.DataFrame([{"layer": layer, "role": role, "sink_rate": 0.5}
+                                for layer in (1, 2) for role in ("any", "cls", "sep", "punct", "first", "other")])
     return {
+        "plot_sink_rate": lambda p: sinks.plot_sink_rate(sink_heads, sink_layers, p, CAPTION),
         "plot_norm_shares": lambda p: norms.plot_norm_shares(shares, correlation, p, CAPTION),
         "plot_rollout": lambda p: rollout.plot_rollout(rolled, profile, p, CAPTION),
         "plot_relative_position": lambda p: surface.plot_relative_position(

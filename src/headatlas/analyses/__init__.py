@@ -14,6 +14,7 @@ module registers its analyses by name.
 * :mod:`~headatlas.analyses.headtypes`: distance features and head types (Guan et al.)
 * :mod:`~headatlas.analyses.norms`: attention weighted by value-vector norms (Kobayashi et al. 2020)
 * :mod:`~headatlas.analyses.rollout`: attention rollout from α and from the norm maps (Abnar & Zuidema 2020)
+* :mod:`~headatlas.analyses.sinks`: attention sinks per head and token role (Gu et al. 2025)
 
 Every analysis of the maps also runs on Kobayashi's norm-weighted maps:
 ``run_analysis(..., weighting="norm")`` (:mod:`headatlas.weightings`).

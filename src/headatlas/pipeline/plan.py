@@ -207,8 +207,8 @@ def plan(config: dict) -> Plan:
 
     models, surface = config["models"], config["surface"]["corpus"]
     if surface is None:
-        leave_out(("surface_", "clustering_", "gradients_", "headtypes_", "norm_shares", "rollout"),
-                  "surface patterns, clustering, gradients, head types, norm shares, rollout",
+        leave_out(("surface_", "clustering_", "gradients_", "headtypes_", "norm_shares", "rollout", "sink_rate"),
+                  "surface patterns, clustering, gradients, head types, norm shares, rollout, sinks",
                   "`surface.corpus` is not set (name a segments corpus)")
     analyses = {m: spec.get("analyses") for m, spec in models.items()}
     for m, chosen in analyses.items():

@@ -1,0 +1,160 @@
+"""Attention sinks (Gu et al. 2025, "When Attention Sink Emerges in Language Models").
+
+Gu et al. measure a sink with each key token's **importance** in a head: the mean over the
+queries of the attention it receives, ``a_k = (1/n) Σ_q α[q, k]`` (their code divides by the
+number of queries that can see k; in an encoder every query sees every key, so it is n). A head
+*has a sink on k* in an example when ``a_k > ε`` (ε = 0.3, their default), and the **sink rate**
+is the share of (example, head) pairs with a sink, averaged over layers and heads. Their models
+are decoders, whose sink is the first token; an encoder's candidates are its special tokens, so
+:class:`SinkRate` counts the sinks per **role** of the key token:
+
+* ``cls``: the tokenizer's ``[CLS]`` (``<s>``); ``sep``: every ``[SEP]`` (``</s>``);
+* ``punct``: a period or comma (the token classes every analysis shares,
+  :func:`headatlas.store.example.token_masks`);
+* ``first``: the first token that is none of these (the first word piece: a decoder's sink
+  position once the special tokens are set apart);
+* ``other``: every other token.
+
+Under the norm weighting (Kobayashi et al. 2020: α_ij‖f(x_j)‖ renormalised per row) the same
+count says whether the sink survives once the values are weighed: Kobayashi found the [SEP]
+attention of BERT carries little, since those tokens' values are small. Each (example, head)
+with a sink counts once for ``any`` and once for each role it has a sink on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from headatlas.analyses.base import Analysis, describe, register
+from headatlas.analyses.result import Result
+from headatlas.claims import Claim, holds_if, pct
+from headatlas.heads import Column, HeadColumns, head_table
+from headatlas.store.example import Example, token_masks
+
+ROLES = ("cls", "sep", "punct", "first", "other")
+ROLE_LABELS = {"cls": "[CLS]", "sep": "[SEP]", "punct": ". ,", "first": "first word piece",
+               "other": "other tokens"}
+EPSILON = 0.3  # Gu et al.'s threshold on a key's mean attention
+GU = "Gu et al. 2025"
+
+
+def role_masks(tokens, cls_token: str, sep_token: str) -> np.ndarray:
+    """``[len(ROLES), n]`` boolean masks, one role per token (the first that applies in ROLES'
+    order for a token that is two things, e.g. a [SEP] that is also the first token)."""
+    cls, sep, punct = token_masks(tokens, cls_token, sep_token)
+    sep &= ~cls
+    punct &= ~(cls | sep)
+    content = ~(cls | sep | punct)
+    first = np.zeros_like(content)
+    if content.any():
+        first[np.argmax(content)] = True
+    return np.stack([cls, sep, punct, first, content & ~first])
+
+
+def key_importance(attn: np.ndarray) -> np.ndarray:
+    """``[..., n]`` mean over the queries of the attention each key receives: ``attn [..., q, k]``."""
+    return attn.mean(axis=-2, dtype=np.float64)
+
+
+@register
+class SinkRate(Analysis):
+    """Which heads have an attention sink, on which kind of token, how often (Gu et al.).
+
+    Parameters
+    ----------
+    epsilon : float
+        A key is a sink of a head in an example when its mean attention over the queries
+        exceeds ``epsilon`` (Gu et al.: 0.3).
+
+    The result's tables:
+
+    ``heads``, one row per head
+        ``sink_rate``: share of the examples in which the head has a sink on any token;
+        ``sink_<role>`` for each role of :data:`ROLES`: the share with a sink on a token of that
+        role; ``top_importance``: the mean over examples of the largest key importance.
+    ``layers``, one row per (layer, role) and ``any``: ``sink_rate``, the mean over the layer's
+        heads (Gu et al.'s metric restricted to one layer).
+
+    State: ``sinks [R + 2, L, H]`` (examples with a sink: on any key, on a key of each role,
+    on [CLS] or [SEP]), ``top [L, H]``
+    (sum of the largest importance) and the base class's example count.
+    """
+
+    name = "sink_rate"
+    unit = "segments"
+
+    def __init__(self, n_layers: int, n_heads: int, epsilon: float = EPSILON):
+        super().__init__(n_layers, n_heads)
+        if not 0 < epsilon < 1:
+            raise ValueError(f"epsilon must lie in (0, 1), got {epsilon}")
+        self.epsilon = epsilon
+        self._sinks = np.zeros((len(ROLES) + 2, n_layers, n_heads))
+        self._top = np.zeros((n_layers, n_heads))
+
+    def update(self, example: Example) -> None:
+        importance = key_importance(example.attn)  # [L, H, n]
+        over = importance > self.epsilon
+        roles = role_masks(example.tokens, example.cls_token, example.sep_token)  # [R, n]
+        self._sinks[0] += over.any(axis=-1)
+        self._sinks[1:-1] += (over[None] & roles[:, None, None, :]).any(axis=-1)
+        self._sinks[-1] += (over & (roles[0] | roles[1])).any(axis=-1)
+        self._top += importance.max(axis=-1)
+
+    def _state(self) -> dict[str, np.ndarray]:
+        return {"sinks": self._sinks, "top": self._top}
+
+    def _merge(self, state: dict[str, np.ndarray]) -> None:
+        self._sinks = self._sinks + state["sinks"]
+        self._top = self._top + state["top"]
+
+    def result(self) -> Result:
+        n = self.n_examples
+        rates = self._sinks / n if n else np.full_like(self._sinks, np.nan)
+        top = self._top / n if n else np.full_like(self._top, np.nan)
+        heads = head_table(self.n_layers, self.n_heads, sink_rate=rates[0],
+                           **{f"sink_{role}": rates[r + 1] for r, role in enumerate(ROLES)},
+                           top_importance=top)
+        layers = pd.DataFrame([{"layer": layer + 1, "role": role, "sink_rate": rates[r, layer].mean()}
+                               for layer in range(self.n_layers)
+                               for r, role in enumerate(("any",) + ROLES + ("special",))])
+        return Result({"heads": heads, "layers": layers},
+                      claims=paper_claims(rates, self.epsilon))
+
+    def caption(self, result: Result, provenance: dict) -> str:
+        return (f"{describe(provenance, provenance['n_examples'])}; attention sinks (Gu et al. 2025): a head "
+                f"has a sink on a key when the key's mean attention over the queries exceeds "
+                f"ε = {self.epsilon:g}; sink rate = share of (segment, head) pairs with one; key roles "
+                + ", ".join(ROLE_LABELS.values()))
+
+
+def paper_claims(rates: np.ndarray, epsilon: float) -> list[Claim]:
+    """Gu et al.'s finding read on an encoder: sinks in most heads, and on the special tokens.
+
+    ``rates [R + 2, L, H]``: the share of examples with a sink (on any key, per role, on [CLS]
+    or [SEP]); the means over heads are Gu et al.'s sink rates."""
+    overall, special = float(rates[0].mean()), float(rates[-1].mean())
+    on_special = special / overall if overall else float("nan")
+    rule = f"ε = {epsilon:g}; share of (segment, head) pairs"
+    return [
+        Claim("gu.sinks.most_heads", f"{GU} §3", "attention sinks appear in most heads of a trained model",
+              "sink rate 70-91% (decoders, first token, ε = 0.3)", pct(overall, 1),
+              holds_if(overall > 0.5, overall), f"sink rate > 50% ({rule}, any key)"),
+        Claim("gu.sinks.on_special_tokens", f"{GU} §3 (Clark et al. 2019 §3.2 for encoders)",
+              "the sinks sit on the special tokens", "the first token (decoders); [SEP] (Clark)",
+              f"{pct(on_special, 1)} of the sinks ({pct(special, 1)} of pairs, of {pct(overall, 1)})",
+              holds_if(on_special > 0.5, on_special),
+              f"> 50% of the (segment, head) pairs with a sink have it on [CLS] or [SEP] (ε = {epsilon:g})"),
+    ]
+
+
+ATLAS = {"sink_rate": HeadColumns("attention sinks", f"{GU} §3", rank=13, columns=(
+    Column("sink_rate", "sink_rate", "share", "share of segments in which a key gets > ε mean attention",
+           "70-91% of heads in decoders (Gu et al.)"),
+    Column("sink_cls", "sink_cls", "share", "the same with the sink on [CLS]"),
+    Column("sink_sep", "sink_sep", "share", "the same on [SEP]"),
+    Column("sink_punct", "sink_punct", "share", "the same on '.' or ','"),
+    Column("sink_first", "sink_first", "share", "the same on the first word piece"),
+    Column("sink_other", "sink_other", "share", "the same on any other token"),
+    Column("top_importance", "top_importance", "share", "mean largest mean attention a key gets"),
+))}
