@@ -30,6 +30,7 @@ from headatlas.analyses.base import Analysis, describe, register
 from headatlas.analyses.result import Result
 from headatlas.claims import Claim, holds_if, pct
 from headatlas.heads import Column, HeadColumns, head_table
+from headatlas.stats import bootstrap_ratio
 from headatlas.store.example import Example, token_masks
 
 ROLES = ("cls", "sep", "punct", "first", "other")
@@ -76,9 +77,16 @@ class SinkRate(Analysis):
     ``layers``, one row per (layer, role) and ``any``: ``sink_rate``, the mean over the layer's
         heads (Gu et al.'s metric restricted to one layer).
 
+    The claims' verdicts come from percentile bootstrap intervals over segments (1,000
+    resamples, :func:`headatlas.stats.bootstrap_ratio`): a rate holds above 50% when the whole
+    interval is, fails when the interval's top is at most 50%, and is undecided (not applicable,
+    with the interval) in between.
+
     State: ``sinks [R + 2, L, H]`` (examples with a sink: on any key, on a key of each role,
-    on [CLS] or [SEP]), ``top [L, H]``
-    (sum of the largest importance) and the base class's example count.
+    on [CLS] or [SEP]), ``top [L, H]`` (sum of the largest importance), ``segments [N, 3]``
+    (per example its corpus index and how many heads have a sink, and one on [CLS] or [SEP]:
+    the bootstrap's units, sorted by index so that any order of merging resamples the same) and
+    the base class's example count.
     """
 
     name = "sink_rate"
@@ -91,22 +99,27 @@ class SinkRate(Analysis):
         self.epsilon = epsilon
         self._sinks = np.zeros((len(ROLES) + 2, n_layers, n_heads))
         self._top = np.zeros((n_layers, n_heads))
+        self._segments = np.zeros((0, 3), dtype=np.int64)
 
     def update(self, example: Example) -> None:
         importance = key_importance(example.attn)  # [L, H, n]
         over = importance > self.epsilon
         roles = role_masks(example.tokens, example.cls_token, example.sep_token)  # [R, n]
-        self._sinks[0] += over.any(axis=-1)
+        any_key, special = over.any(axis=-1), (over & (roles[0] | roles[1])).any(axis=-1)
+        self._sinks[0] += any_key
         self._sinks[1:-1] += (over[None] & roles[:, None, None, :]).any(axis=-1)
-        self._sinks[-1] += (over & (roles[0] | roles[1])).any(axis=-1)
+        self._sinks[-1] += special
         self._top += importance.max(axis=-1)
+        row = np.array([[example.index, any_key.sum(), special.sum()]], dtype=np.int64)
+        self._segments = np.concatenate([self._segments, row])
 
     def _state(self) -> dict[str, np.ndarray]:
-        return {"sinks": self._sinks, "top": self._top}
+        return {"sinks": self._sinks, "top": self._top, "segments": self._segments}
 
     def _merge(self, state: dict[str, np.ndarray]) -> None:
         self._sinks = self._sinks + state["sinks"]
         self._top = self._top + state["top"]
+        self._segments = np.concatenate([self._segments, np.asarray(state["segments"], np.int64)])
 
     def result(self) -> Result:
         n = self.n_examples
@@ -118,8 +131,9 @@ class SinkRate(Analysis):
         layers = pd.DataFrame([{"layer": layer + 1, "role": role, "sink_rate": rates[r, layer].mean()}
                                for layer in range(self.n_layers)
                                for r, role in enumerate(("any",) + ROLES + ("special",))])
+        segments = self._segments[np.argsort(self._segments[:, 0], kind="stable")]
         return Result({"heads": heads, "layers": layers},
-                      claims=paper_claims(rates, self.epsilon))
+                      claims=paper_claims(segments[:, 1:], self.n_layers * self.n_heads, self.epsilon))
 
     def caption(self, result: Result, provenance: dict) -> str:
         return (f"{describe(provenance, provenance['n_examples'])}; attention sinks (Gu et al. 2025): a head "
@@ -128,23 +142,39 @@ class SinkRate(Analysis):
                 + ", ".join(ROLE_LABELS.values()))
 
 
-def paper_claims(rates: np.ndarray, epsilon: float) -> list[Claim]:
+def most(low: float, high: float) -> bool | None:
+    """Whether a share is above 50%, from its interval: None (undecided) when it straddles 50%."""
+    if high <= 0.5:
+        return False
+    return True if low > 0.5 else None
+
+
+def paper_claims(segments: np.ndarray, n_heads: int, epsilon: float) -> list[Claim]:
     """Gu et al.'s finding read on an encoder: sinks in most heads, and on the special tokens.
 
-    ``rates [R + 2, L, H]``: the share of examples with a sink (on any key, per role, on [CLS]
-    or [SEP]); the means over heads are Gu et al.'s sink rates."""
-    overall, special = float(rates[0].mean()), float(rates[-1].mean())
-    on_special = special / overall if overall else float("nan")
-    rule = f"ε = {epsilon:g}; share of (segment, head) pairs"
+    ``segments [N, 2]``: per segment, the heads (of ``n_heads``) with a sink on any key, and
+    with one on [CLS] or [SEP]; the rates are ratios of their sums, the intervals resample the
+    segments."""
+    any_key, special = segments[:, 0].astype(float), segments[:, 1].astype(float)
+    total = np.full(len(segments), float(n_heads))
+    overall = any_key.sum() / total.sum() if len(segments) else float("nan")
+    on_special = special.sum() / any_key.sum() if any_key.sum() else float("nan")
+    intervals = [bootstrap_ratio(any_key, total), bootstrap_ratio(special, any_key)]
+    (low, high), (s_low, s_high) = intervals
+    undecided = "undecided: the 95% interval over segments straddles 50%"
     return [
         Claim("gu.sinks.most_heads", f"{GU} §3", "attention sinks appear in most heads of a trained model",
-              "sink rate 70-91% (decoders, first token, ε = 0.3)", pct(overall, 1),
-              holds_if(overall > 0.5, overall), f"sink rate > 50% ({rule}, any key)"),
+              "sink rate 70-91% (decoders, first token, ε = 0.3)", f"{pct(overall, 1)} [{pct(low, 1)}, {pct(high, 1)}]",
+              holds_if(most(low, high), overall),
+              f"sink rate > 50% over its whole 95% interval (ε = {epsilon:g}; (segment, head) pairs, any key)",
+              undecided if most(low, high) is None and len(segments) else ""),
         Claim("gu.sinks.on_special_tokens", f"{GU} §3 (Clark et al. 2019 §3.2 for encoders)",
               "the sinks sit on the special tokens", "the first token (decoders); [SEP] (Clark)",
-              f"{pct(on_special, 1)} of the sinks ({pct(special, 1)} of pairs, of {pct(overall, 1)})",
-              holds_if(on_special > 0.5, on_special),
-              f"> 50% of the (segment, head) pairs with a sink have it on [CLS] or [SEP] (ε = {epsilon:g})"),
+              f"{pct(on_special, 1)} [{pct(s_low, 1)}, {pct(s_high, 1)}] of the sinks",
+              holds_if(most(s_low, s_high), on_special),
+              f"> 50% of the (segment, head) pairs with a sink have it on [CLS] or [SEP], over the whole "
+              f"95% interval (ε = {epsilon:g})",
+              undecided if most(s_low, s_high) is None and any_key.sum() else ""),
     ]
 
 
