@@ -83,6 +83,7 @@ def test_the_verdicts_come_out_either_way():
     claims = claims_of([uniform] * 40)  # a random encoder: no sink anywhere
     assert claims["gu.sinks.most_heads"].verdict == "does not hold"
     assert claims["gu.sinks.on_special_tokens"].verdict == "not applicable"  # none to place
+    assert claims["gu.sinks.on_special_tokens"].ours == "no sink in any (segment, head) pair"
 
 
 def test_epsilon_and_merging():

@@ -170,7 +170,8 @@ def paper_claims(segments: np.ndarray, n_heads: int, epsilon: float) -> list[Cla
               undecided if most(low, high) is None and len(segments) else ""),
         Claim("gu.sinks.on_special_tokens", f"{GU} §3 (Clark et al. 2019 §3.2 for encoders)",
               "the sinks sit on the special tokens", "the first token (decoders); [SEP] (Clark)",
-              f"{pct(on_special, 1)} [{pct(s_low, 1)}, {pct(s_high, 1)}] of the sinks",
+              f"{pct(on_special, 1)} [{pct(s_low, 1)}, {pct(s_high, 1)}] of the sinks" if any_key.sum()
+              else "no sink in any (segment, head) pair",
               holds_if(most(s_low, s_high), on_special),
               f"> 50% of the (segment, head) pairs with a sink have it on [CLS] or [SEP], over the whole "
               f"95% interval (ε = {epsilon:g})",
