@@ -70,10 +70,10 @@ def test_the_scorecard_collects_every_claims_file(tiny_workflow):
     results = tiny_workflow / "results"
     claims = sorted(results.glob("*/**/paper_claims.csv"))
     # surface, clustering, gradients, head types, Table 1 (tb), coreference (tb_docs), each map
-    # analysis also under the norm weighting, Kobayashi's norms, Kovaleva's patterns, and the
-    # ablation and head importance of the fine-tuned task model tiny_upos (not a configured
-    # model: a column of its own)
-    maps = {"surface", "clustering", "headtypes", "syntax", "coref"}
+    # analysis also under the norm weighting, Kobayashi's norms, Kovaleva's patterns, Gu's sinks,
+    # and the ablation and head importance of the fine-tuned task model tiny_upos (not a
+    # configured model: a column of its own)
+    maps = {"surface", "clustering", "headtypes", "syntax", "coref", "sinks"}
     assert {p.parent.name for p in claims} == maps | {f"{m}-norm" for m in maps} | {
         "gradients", "norms", "ablation", "patterns", "importance"}
     long = pd.read_csv(results / "scorecard_long.csv", keep_default_na=False)

@@ -23,10 +23,10 @@ def plot_sink_rate(heads: pd.DataFrame, layers: pd.DataFrame, path: str | Path, 
     image = draw_head_heatmap(left, head_grid(heads, "sink_rate"), vmin=0, vmax=1, annotate="{:.2f}")
     fig.colorbar(image, ax=left, label="sink rate")
     left.set_title("sink rate per head", fontsize=10)
-    for role, (label, colour) in ROLES.items():
+    for role, (label, colour) in ROLES.items():  # "any" dashed and on top: a role may equal it
         rows = layers[layers["role"] == role]
         right.plot(rows["layer"], rows["sink_rate"], marker="o", markersize=3, color=colour, label=label,
-                   linewidth=2 if role == "any" else 1)
+                   linestyle="--" if role == "any" else "-", zorder=3 if role == "any" else 2)
     layer_axis(right, int(layers["layer"].max()), "sink rate (mean over heads)")
     right.set_ylim(-0.02, 1.02)
     right.set_title("per layer, by the sink token's role", fontsize=10)
