@@ -99,7 +99,7 @@ class SinkRate(Analysis):
         self.epsilon = epsilon
         self._sinks = np.zeros((len(ROLES) + 2, n_layers, n_heads))
         self._top = np.zeros((n_layers, n_heads))
-        self._segments = np.zeros((0, 3), dtype=np.int64)
+        self._segments: list[tuple[int, int, int]] = []  # a list: appending is the hot path
 
     def update(self, example: Example) -> None:
         importance = key_importance(example.attn)  # [L, H, n]
@@ -110,16 +110,16 @@ class SinkRate(Analysis):
         self._sinks[1:-1] += (over[None] & roles[:, None, None, :]).any(axis=-1)
         self._sinks[-1] += special
         self._top += importance.max(axis=-1)
-        row = np.array([[example.index, any_key.sum(), special.sum()]], dtype=np.int64)
-        self._segments = np.concatenate([self._segments, row])
+        self._segments.append((example.index, int(any_key.sum()), int(special.sum())))
 
     def _state(self) -> dict[str, np.ndarray]:
-        return {"sinks": self._sinks, "top": self._top, "segments": self._segments}
+        return {"sinks": self._sinks, "top": self._top,
+                "segments": np.array(self._segments, dtype=np.int64).reshape(-1, 3)}
 
     def _merge(self, state: dict[str, np.ndarray]) -> None:
         self._sinks = self._sinks + state["sinks"]
         self._top = self._top + state["top"]
-        self._segments = np.concatenate([self._segments, np.asarray(state["segments"], np.int64)])
+        self._segments += [tuple(row) for row in np.asarray(state["segments"], np.int64).tolist()]
 
     def result(self) -> Result:
         n = self.n_examples
@@ -131,7 +131,7 @@ class SinkRate(Analysis):
         layers = pd.DataFrame([{"layer": layer + 1, "role": role, "sink_rate": rates[r, layer].mean()}
                                for layer in range(self.n_layers)
                                for r, role in enumerate(("any",) + ROLES + ("special",))])
-        segments = self._segments[np.argsort(self._segments[:, 0], kind="stable")]
+        segments = np.array(sorted(self._segments), dtype=np.int64).reshape(-1, 3)
         return Result({"heads": heads, "layers": layers},
                       claims=paper_claims(segments[:, 1:], self.n_layers * self.n_heads, self.epsilon))
 
@@ -159,24 +159,24 @@ def paper_claims(segments: np.ndarray, n_heads: int, epsilon: float) -> list[Cla
     total = np.full(len(segments), float(n_heads))
     overall = any_key.sum() / total.sum() if len(segments) else float("nan")
     on_special = special.sum() / any_key.sum() if any_key.sum() else float("nan")
-    intervals = [bootstrap_ratio(any_key, total), bootstrap_ratio(special, any_key)]
-    (low, high), (s_low, s_high) = intervals
+    (low, high), (s_low, s_high) = bootstrap_ratio(any_key, total), bootstrap_ratio(special, any_key)
+    most_heads, on_special_tokens = most(low, high), most(s_low, s_high)
     undecided = "undecided: the 95% interval over segments straddles 50%"
     return [
         Claim("gu.sinks.most_heads", f"{GU} §3", "attention sinks appear in most heads of a trained model",
               "first-token sink rate 92-99% (7-8B decoders), 18% (their 60M model); ε = 0.3",
               f"{pct(overall, 1)} [{pct(low, 1)}, {pct(high, 1)}]",
-              holds_if(most(low, high), overall),
+              holds_if(most_heads, overall),
               f"sink rate > 50% over its whole 95% interval (ε = {epsilon:g}; (segment, head) pairs, any key)",
-              undecided if most(low, high) is None and len(segments) else ""),
+              undecided if most_heads is None and len(segments) else ""),
         Claim("gu.sinks.on_special_tokens", f"{GU} §3 (Clark et al. 2019 §3.2 for encoders)",
               "the sinks sit on the special tokens", "the first token (decoders); [SEP] (Clark)",
               f"{pct(on_special, 1)} [{pct(s_low, 1)}, {pct(s_high, 1)}] of the sinks" if any_key.sum()
               else "no sink in any (segment, head) pair",
-              holds_if(most(s_low, s_high), on_special),
+              holds_if(on_special_tokens, on_special),
               f"> 50% of the (segment, head) pairs with a sink have it on [CLS] or [SEP], over the whole "
               f"95% interval (ε = {epsilon:g})",
-              undecided if most(s_low, s_high) is None and any_key.sum() else ""),
+              undecided if on_special_tokens is None and any_key.sum() else ""),
     ]
 
 

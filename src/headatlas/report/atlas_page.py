@@ -114,6 +114,11 @@ def pick_examples(shards: Sequence[str | Path], n: int = 2, max_units: int = 40,
                   min_units: int = 8) -> list[tuple[str, int]]:
     """``(shard, position)`` of ``n`` examples whose word count is nearest ``0.6 * max_units``
     (at least ``min_units`` where any is that long), ties by corpus order."""
+    return [(path, i) for path, i, _ in _pick(shards, n, max_units, min_units)]
+
+
+def _pick(shards, n: int, max_units: int, min_units: int) -> list[tuple[str, int, int]]:
+    """:func:`pick_examples` with each example's corpus index: ``(shard, position, index)``."""
     target = max(min_units, round(0.6 * max_units))
     candidates = []
     for path in shards:
@@ -123,7 +128,7 @@ def pick_examples(shards: Sequence[str | Path], n: int = 2, max_units: int = 40,
                 candidates.append((abs(words - target) + (1000 if words < min_units else 0),
                                    int(index), str(path), i))
     candidates.sort()
-    return [(path, i) for _, _, path, i in candidates[:n]]
+    return [(path, i, index) for _, index, path, i in candidates[:n]]
 
 
 def read_example(path: str | Path, position: int, max_units: int, norm: bool,
@@ -171,11 +176,6 @@ def kept_units(unit_word: np.ndarray, max_units: int) -> np.ndarray:
     return np.sort(np.concatenate([special, words]))[:max_units]
 
 
-def _corpus_index(path: str | Path, position: int) -> int:
-    with Store(path) as store:
-        return int(store.example_index[position])
-
-
 def model_examples(stores: dict[str, Sequence[str | Path]], n: int, max_units: int,
                    min_units: int, norm: bool, corpora: dict[str, str | Path] | None = None) -> list[dict]:
     """Examples of every corpus of one model: ``stores`` maps corpus -> its shard paths,
@@ -186,10 +186,10 @@ def model_examples(stores: dict[str, Sequence[str | Path]], n: int, max_units: i
             continue
         with Store(shards[0]) as first:
             has_norms = first.has_norms
-        chosen = pick_examples(shards, n, max_units, min_units)
+        chosen = _pick(shards, n, max_units, min_units)
         corpus_file = (corpora or {}).get(corpus)
-        written = record_words(corpus_file, {_corpus_index(p, i) for p, i in chosen}) if corpus_file else None
-        for path, position in chosen:
+        written = record_words(corpus_file, {index for _, _, index in chosen}) if corpus_file else None
+        for path, position, _ in chosen:
             record = read_example(path, position, max_units, norm and has_norms, written)
             examples.append({"corpus": corpus, **record})
     return examples
