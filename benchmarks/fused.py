@@ -14,7 +14,7 @@ seed 0, 128 wordpieces):
 - ``forward``: the bare forward pass, sdpa attention returning no weights, the same batches;
 - ``store``: the store path end to end: ``extract`` (every map to an HDF5 store) and then each
   streaming job the default config runs on Wikipedia (:data:`JOBS`: 3 surface analyses,
-  clustering's distances, head-type features under both views; patterns, norm shares and
+  sinks, clustering's distances, head-type features under both views; patterns, norm shares and
   rollout) streaming that store;
 - ``fused``: ``fused_extract`` with the same jobs inside the forward pass;
 - ``fused_stats``: fused with the per-head statistics only (every job but clustering's);
@@ -47,6 +47,7 @@ CLUSTERING = {"average": True, "smoothing": 0.001}  # config.yaml's clustering o
 JOBS = [
     *[(f"surface_{a}", "surface", a, {}, ("attention", "norm"))
       for a in ("relative_position", "special_tokens", "entropy")],
+    ("sinks", "sinks", "sink_rate", {}, ("attention", "norm")),
     ("clustering", "clustering", "head_distances", CLUSTERING, ("attention", "norm")),
     ("headtypes", "headtypes", "distance_features", {"n_windows": 16}, ("attention", "norm")),
     ("patterns", "patterns", "patterns", {}, ("attention",)),
@@ -161,10 +162,10 @@ def store_path(loaded, sentences, work: Path, files: list[Path]) -> dict:
     return detail
 
 
-def measure(scale: float, folder: Path) -> dict:
+def measure(scale: float, folder: Path, paths=PATHS) -> dict:
     corpus = segments(int(round(scale * 1000)), folder)
     found = {}
-    for path in PATHS:
+    for path in paths:
         out = subprocess.run([sys.executable, __file__, "--child", path, "--corpus", str(corpus),
                               "--work", str(folder)], capture_output=True, text=True, cwd=ROOT)
         if out.returncode:
@@ -173,13 +174,13 @@ def measure(scale: float, folder: Path) -> dict:
         print(f"  {scale:g}x {path:12s} {found[path]['cpu']:8.1f} CPU-s {found[path]['wall']:8.1f} s "
               f"{found[path]['disk'] / 1e6:10.1f} MB {found[path]['peak_rss_kb'] / 1e3:8.0f} MB RSS",
               file=sys.stderr, flush=True)
-    cpu = {p: found[p]["cpu"] for p in PATHS}
-    return {"scale": scale, "segments": int(round(scale * 1000)), "paths": found, "ratios": {
-        "fused_stats/forward": cpu["fused_stats"] / cpu["forward"],
-        "fused/forward": cpu["fused"] / cpu["forward"],
-        "fused/store": cpu["fused"] / cpu["store"],
-        "clustering/forward": cpu["clustering"] / cpu["forward"],
-        "disk fused/store": found["fused"]["disk"] / found["store"]["disk"]}}
+    cpu = {p: found[p]["cpu"] for p in paths}
+    ratios = {"fused_stats/forward": ("fused_stats", "forward"), "fused/forward": ("fused", "forward"),
+              "fused/store": ("fused", "store"), "clustering/forward": ("clustering", "forward")}
+    out = {k: cpu[a] / cpu[b] for k, (a, b) in ratios.items() if a in cpu and b in cpu}
+    if "fused" in found and "store" in found:
+        out["disk fused/store"] = found["fused"]["disk"] / found["store"]["disk"]
+    return {"scale": scale, "segments": int(round(scale * 1000)), "paths": found, "ratios": out}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, nargs="+", default=[1, 3, 10],
                         help="corpus sizes, in thousands of segments")
     parser.add_argument("--quick", action="store_true", help="48 segments: the code path only")
+    parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS),
+                        help="the paths to time (default: all; forward is always timed)")
     parser.add_argument("--out", type=Path, default=HERE / "out" / "fused.json")
     parser.add_argument("--child", choices=PATHS, help=argparse.SUPPRESS)
     parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
@@ -199,17 +202,20 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.out.parent / "fused-work"
     folder.mkdir(parents=True, exist_ok=True)
     scales = [0.048] if args.quick else args.scale
-    rows = [measure(s, folder) for s in scales]
+    paths = ["forward", *[p for p in args.paths if p != "forward"]]
+    rows = [measure(s, folder, paths) for s in scales]
     smallest = rows[0]["paths"]
     for row in rows:
-        row["ratios"]["peak RSS fused / smallest scale's"] = (
-            row["paths"]["fused"]["peak_rss_kb"] / smallest["fused"]["peak_rss_kb"])
+        if "fused" in row["paths"]:
+            row["ratios"]["peak RSS fused / smallest scale's"] = (
+                row["paths"]["fused"]["peak_rss_kb"] / smallest["fused"]["peak_rss_kb"])
     args.out.write_text(json.dumps(rows, indent=2))
     print("| segments | " + " | ".join(rows[0]["ratios"]) + " |")
     print("|---" * (len(rows[0]["ratios"]) + 1) + "|")
     for row in rows:
         print(f"| {row['segments']:,} | " + " | ".join(f"{v:.3g}" for v in row["ratios"].values()) + " |")
-    detail = rows[-1]["paths"]["fused"]["detail"]
+    last = rows[-1]["paths"]
+    detail = (last.get("fused") or last.get("fused_stats") or {}).get("detail", {})
     print("\nwhere the fused run's CPU goes (largest scale): " +
           ", ".join(f"{k} {v:.1f} s" for k, v in sorted(detail.items(), key=lambda kv: -kv[1])))
     return 0

@@ -97,9 +97,9 @@ def test_importing_an_analysis_module_imports_no_other():
     code = ("import sys, headatlas.analyses.surface; "
             "print(sorted(m for m in sys.modules if m.startswith('headatlas.analyses.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    # the contract (base, result) and the analysis, no other analysis
-    assert out.stdout.strip() == \
-        "['headatlas.analyses.base', 'headatlas.analyses.result', 'headatlas.analyses.surface']"
+    # the contract (base, batch, result) and the analysis, no other analysis
+    assert out.stdout.strip() == ("['headatlas.analyses.base', 'headatlas.analyses.batch', "
+                                  "'headatlas.analyses.result', 'headatlas.analyses.surface']")
 
 
 RUNS = [(cls, weighting) for cls in CLASSES
@@ -217,14 +217,16 @@ def test_captions_give_the_length_distribution(tiny_store):
     assert describe(provenance, 1).endswith(provenance["lengths"])
 
 
-def assert_same_result(one, two, rtol: float) -> None:
-    """Two results with the same tables and arrays (numbers to ``rtol``) and the same claims."""
+def assert_same_result(one, two, rtol: float, atol: float = 0.0) -> None:
+    """Two results with the same tables and arrays (numbers to ``rtol``, or ``atol`` for those
+    near 0) and the same claims."""
     assert list(one.tables) == list(two.tables) and list(one.arrays) == list(two.arrays)
     for name in one.tables:
-        pd.testing.assert_frame_equal(two.tables[name], one.tables[name], check_exact=False, rtol=rtol)
+        pd.testing.assert_frame_equal(two.tables[name], one.tables[name], check_exact=False, rtol=rtol,
+                                      atol=atol)
     for name in one.arrays:
         if np.issubdtype(one.arrays[name].dtype, np.number):
-            np.testing.assert_allclose(two.arrays[name], one.arrays[name], rtol=rtol)
+            np.testing.assert_allclose(two.arrays[name], one.arrays[name], rtol=rtol, atol=atol)
         else:
             np.testing.assert_array_equal(two.arrays[name], one.arrays[name])
     assert one.claims == two.claims

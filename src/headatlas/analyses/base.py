@@ -43,6 +43,7 @@ from typing import Any, ClassVar, Iterable
 import numpy as np
 from tqdm.auto import tqdm
 
+from headatlas.analyses.batch import MapBatch
 from headatlas.analyses.result import Result
 from headatlas.errors import HeadAtlasError, StoreError
 from headatlas.store.example import Example
@@ -68,7 +69,8 @@ class OptionError(HeadAtlasError, TypeError):
 
 
 class Analysis(ABC):
-    """Base class: subclasses set ``name`` and implement ``update``, ``_state``, ``_merge`` and
+    """Base class: subclasses set ``name`` and implement ``update`` (one example) or
+    ``update_batch`` (a :class:`~headatlas.analyses.batch.MapBatch`), ``_state``, ``_merge`` and
     ``result``.
 
     Parameters
@@ -148,14 +150,39 @@ class Analysis(ABC):
         """
 
     def add(self, example: Example) -> None:
-        """Fold one example in (:meth:`update`) and count it."""
-        self.update(example)
+        """Fold one example in (:meth:`update`, or :meth:`update_batch` on a batch of one) and
+        count it."""
+        if self.batched():
+            self.update_batch(MapBatch.of([example]))
+        else:
+            self.update(example)
         self.n_examples += 1
         self.lengths.append(example.n_tokens)
 
-    @abstractmethod
+    def add_batch(self, batch: MapBatch) -> None:
+        """Fold a batch in (:meth:`update_batch`, or :meth:`update` example by example) and count it."""
+        if not self.batched():
+            for example in batch.host_examples():
+                self.add(example)
+            return
+        self.update_batch(batch)
+        self.n_examples += len(batch)
+        self.lengths += batch.lengths.tolist()
+
+    @classmethod
+    def batched(cls) -> bool:
+        """Whether the analysis reads whole batches (:meth:`update_batch`) rather than examples."""
+        return cls.update_batch is not Analysis.update_batch
+
     def update(self, example: Example) -> None:
-        """Fold one example into the running statistics."""
+        """Fold one example into the running statistics (or implement :meth:`update_batch`)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither update nor update_batch")
+
+    def update_batch(self, batch: MapBatch) -> None:
+        """Fold a batch into the running statistics, with the functions of ``batch.xp`` only, so
+        that the same code runs on numpy maps and on a device's torch maps (only sums and
+        per-example scores go to the host: :func:`~headatlas.analyses.batch.to_host`)."""
+        raise NotImplementedError
 
     def close(self) -> None:
         """Release what :meth:`start` acquired (files); called after every run. Default: nothing."""

@@ -27,14 +27,16 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from headatlas.analyses.base import Analysis, analysis_class, finish
+from headatlas.analyses.batch import MapBatch
 from headatlas.analyses.result import Result
 from headatlas.corpora.records import Sentence
 from headatlas.encoders.allocator import keep_buffers_in_heap
-from headatlas.encoders.extract import (capture_batch, largest_buffer, shard_range,
+from headatlas.encoders.batching import HostArray, pack_examples
+from headatlas.encoders.extract import (forward_attentions, largest_buffer, shard_range,
                                         store_special_tokens)
 from headatlas.encoders.inputs import Encoded, collate, encode, encode_corpus, length_batches
 from headatlas.encoders.models import LoadedModel, check_max_length
-from headatlas.encoders.valuenorms import model_class, norm_recorder
+from headatlas.encoders.valuenorms import model_class, norm_recorder, pack_norms
 from headatlas.errors import EmptyStoreError, StoreError
 from headatlas.provenance import code_version
 from headatlas.store.example import Example
@@ -106,12 +108,16 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                   exemplar_seed: int = 0, wanted: Iterable[int] = (), max_length: int = 128,
                   batch_size: int = 32, max_tokens: int | None = None, shard: int = 0, n_shards: int = 1,
                   store_attrs: dict | None = None, progress: bool = True, norms: bool = True,
-                  inputs: dict | None = None) -> Counter:
+                  inputs: dict | None = None, on_device: bool | None = None) -> Counter:
     """Run ``runs`` over this shard of ``sentences`` inside the forward pass; write their states
     to ``states_path`` and the exemplars' maps to ``exemplar_path``.
 
     ``inputs``: what the analyses need beside the maps, by option name (a corpus file, the
     documents of coreference), given to every run that takes it (a run's own ``options`` win).
+    ``on_device``: whether the batched analyses (:meth:`Analysis.batched`) read each batch where
+    the model computed it, as one :class:`~headatlas.analyses.batch.MapBatch` (default: when the
+    model is not on the CPU, where numpy one example at a time is faster); then no map leaves
+    the device unless an analysis without a batched path, or an exemplar, needs it.
     Raises as :func:`~headatlas.encoders.extract.extract` does (a ``max_length`` the model
     cannot take, no example to extract), and leaves nothing behind then.
     """
@@ -139,6 +145,12 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
     if any(s.reads_norms for s in streams.values()) and attrs["norms"] != NORMS_RECORDED:
         raise EmptyStoreError(f"{states_path}: an analysis reads value norms, and this model has "
                               f"none (norms: {attrs['norms']}); set its `weightings: [attention]`")
+    # On a device (or when asked: the tests), the batched analyses read the whole batch where it
+    # was computed; the rest, and every analysis on the CPU, read host examples one at a time.
+    on_device = (next(loaded.model.parameters()).device.type != "cpu") if on_device is None else on_device
+    on_device_streams = [s for s in streams.values() if on_device and s.analysis.batched()]
+    per_example = [s for s in streams.values() if s not in on_device_streams]
+    device_weightings = sorted({s.weighting for s in on_device_streams})
     if n_kept:
         keep_buffers_in_heap(largest_buffer([e for b in batches for e in b], batch_size, layers, heads))
     keep = exemplar_indices(len(sentences), exemplars, exemplar_seed, wanted)
@@ -150,15 +162,19 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                             unit="ex", disable=not progress, mininterval=2) as bar:
             for batch in batches:
                 start = time.process_time()
-                examples = _batch_examples(loaded, recorder, batch, attrs)
+                kept = [e for e in batch if e.index in keep] if writer is not None else []
+                host = not on_device or bool(kept) or bool(per_example)
+                examples, views = _forward(loaded, recorder, batch, attrs, host, device_weightings)
                 seconds["forward"] += time.process_time() - start
-                for encoded, example in zip(batch, examples):
-                    lengths[example.index] = example.n_tokens
+                for stream in on_device_streams:
+                    stream.add_batch(views[stream.weighting])
+                for encoded, example in zip(batch, examples or ()):
                     views = _Views(example)  # each weighting computed once, for every run
-                    for stream in streams.values():
+                    for stream in per_example:
                         stream.add(views)
-                    if writer is not None and example.index in keep:
+                    if example.index in keep and writer is not None:
                         _keep(writer, example, encoded.n_words, attrs)
+                lengths.update((e.index, len(e)) for e in batch)
                 bar.update(len(batch))
         if writer is not None:
             writer.skipped_ids = skipped
@@ -212,14 +228,67 @@ def _skipped(sentences: Sequence[Sentence], left_out: set[str], shard: int,
 
 def _batch_examples(loaded: LoadedModel, recorder, batch: Sequence[Encoded], attrs: dict) -> list[Example]:
     """One forward pass over ``batch``: its examples as a store would give them back."""
+    return _forward(loaded, recorder, batch, attrs, host=True)[0]
+
+
+def _forward(loaded: LoadedModel, recorder, batch: Sequence[Encoded], attrs: dict, host: bool = True,
+             views: Sequence[str] = ()) -> tuple[list[Example] | None, dict[str, MapBatch]]:
+    """One forward pass over ``batch``: its examples as a store would give them back (``host``:
+    the maps copied to the host) and the whole batch under each weighting of ``views`` as a
+    :class:`MapBatch` on the model's device (:func:`device_views`)."""
+    import torch
+
     tok = loaded.tokenizer
     device = next(loaded.model.parameters()).device
     sizes = [len(e) for e in batch]
-    attn = capture_batch(loaded.model, collate(batch, tok.pad_token_id or 0, device), sizes).numpy()
-    norms = recorder.take_packed(sizes).arrays()
     tokens = [tok.convert_ids_to_tokens(e.input_ids) for e in batch]
     special = {k: attrs[k] for k in ("cls_token", "sep_token")}
-    return _examples(batch, tokens, attn, norms, loaded.n_layers, loaded.n_heads, special)
+    with torch.inference_mode():
+        layers = forward_attentions(loaded.model, collate(batch, tok.pad_token_id or 0, device))
+        norms = recorder.take_layers()
+        examples = None
+        if host:
+            attn = HostArray(pack_examples(layers, sizes, token_dims=2)).numpy()
+            examples = _examples(batch, tokens, attn, pack_norms(norms, sizes).arrays(),
+                                 loaded.n_layers, loaded.n_heads, special)
+        metas = [_meta(e, t, special) for e, t in zip(batch, tokens)]
+        return examples, device_views(layers, norms, metas, views)
+
+
+def device_views(layers, norms, examples: Sequence[Example], weightings: Sequence[str]) -> dict[str, MapBatch]:
+    """The batch's maps under each of ``weightings`` as one :class:`MapBatch` on their device:
+    ``[B, L, H, T, T]`` rounded to float16 and widened back (the store's values), zero past each
+    example's length; the norm view weighs them by the value norms (rounded alike) and
+    renormalises each row, as :func:`headatlas.weightings.norm_weighted` does on the host."""
+    import torch
+
+    if not weightings:
+        return {}
+    attn = torch.stack([a.to(torch.float16) for a in layers], dim=1).float()
+    width = attn.shape[-1]
+    lengths = torch.tensor([e.n_tokens for e in examples], device=attn.device)
+    valid = torch.arange(width, device=attn.device)[None, :] < lengths[:, None]
+    attn *= (valid[:, :, None] & valid[:, None, :])[:, None, None]
+    out = {}
+    for weighting in weightings:
+        if check_weighting(weighting) == "attention":
+            out[weighting] = MapBatch(attn, examples, weighting)
+            continue
+        if not norms:
+            raise StoreError("the norm view needs value norms, and none were recorded")
+        value_norms = torch.stack([vn.to(torch.float16) for vn, _ in norms], dim=1).float()
+        weighted = attn * value_norms[..., None, :]
+        totals = weighted.sum(dim=-1, keepdim=True)
+        out[weighting] = MapBatch(weighted / torch.where(totals > 0, totals, 1), examples, weighting)
+    return out
+
+
+def _meta(encoded: Encoded, tokens: list[str], special: dict) -> Example:
+    """An example without its maps (they stay in the device batch)."""
+    return Example(index=encoded.index, id=encoded.id, tokens=tokens,
+                   input_ids=np.asarray(encoded.input_ids, np.int32),
+                   token_type_ids=np.asarray(encoded.token_type_ids, np.int8),
+                   word_ids=np.asarray(encoded.word_ids, np.int32), attn=None, **special)
 
 
 def _keep(writer: StoreWriter, example: Example, n_words: int, attrs: dict) -> None:
@@ -247,19 +316,28 @@ class _Stream:
     def add(self, views: "_Views") -> None:
         if self.allowed is None or views.example.index in self.allowed:
             start = time.process_time()
-            self.analysis.add(views[self.weighting])
+            self.analysis.add_batch(views[self.weighting])
+            self.seconds += time.process_time() - start
+
+    def add_batch(self, batch: MapBatch) -> None:
+        """The whole batch (the rows it may see) in one update."""
+        rows = [b for b, e in enumerate(batch.examples) if self.allowed is None or e.index in self.allowed]
+        if rows:
+            start = time.process_time()
+            self.analysis.add_batch(batch if len(rows) == len(batch) else batch.select(rows))
             self.seconds += time.process_time() - start
 
 
 class _Views(dict):
-    """One example under each weighting, computed when first asked for."""
+    """One example under each weighting as a batch of one, computed when first asked for: the
+    quantities the analyses share (row entropies, column masses) are computed once per view."""
 
     def __init__(self, example: Example):
         super().__init__()
         self.example = example
 
-    def __missing__(self, weighting: str) -> Example:
-        self[weighting] = self.example.weighted(weighting)
+    def __missing__(self, weighting: str) -> MapBatch:
+        self[weighting] = MapBatch.of([self.example.weighted(weighting)])
         return self[weighting]
 
 

@@ -65,6 +65,7 @@ other half (:func:`evaluate`).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, fields
 from typing import Iterable, Sequence
 
@@ -72,10 +73,10 @@ import numpy as np
 import pandas as pd
 
 from headatlas.analyses.base import Analysis, describe, register
+from headatlas.analyses.batch import MapBatch, to_host
 from headatlas.analyses.result import Result
 from headatlas.claims import Claim, verdict
 from headatlas.heads import ATTENTION_ONLY, Column, HeadColumns, head_table
-from headatlas.store.example import Example
 
 PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
 FEATURES = ("vertical", "diagonal", "block", "entropy", "stripes")
@@ -194,42 +195,71 @@ def map_features(attn: np.ndarray, segments: np.ndarray, columns: int = 3, strip
     attn = np.asarray(attn)
     if attn.dtype not in (np.float32, np.float64):
         attn = attn.astype(np.float32)
-    n = attn.shape[-1]
-    segments = np.asarray(segments)
-    # Band mass per key column: a[j, j] + a[j - 1, j] (offset +1) + a[j + 1, j] (offset -1).
-    band_col = np.diagonal(attn, 0, -2, -1).astype(np.float64)
-    if n > 1:
-        band_col[..., 1:] += np.diagonal(attn, 1, -2, -1)
-        band_col[..., :-1] += np.diagonal(attn, -1, -2, -1)
-    col = attn.sum(axis=-2, dtype=np.float64)
-    diagonal = band_col.sum(-1) / n
-    off_col = (col - band_col) / n  # [..., n] off-band mass each key receives, per query
-    k = min(columns, n)
-    top = np.argsort(-off_col, axis=-1, kind="stable")[..., :k]  # ties: the lowest key
-    is_stripe = off_col >= 1.0 / n + stripe
-    stripes = is_stripe.sum(-1).astype(np.float64)
-    in_top = is_stripe.copy()
-    np.put_along_axis(in_top, top, True, axis=-1)
-    vertical = np.where(in_top, off_col, 0).sum(-1)
-    rest = np.clip(1 - vertical - diagonal, 0, None)
-    two = len(np.unique(segments)) > 1
-    if two:
-        pos = np.arange(n)
-        far = (np.abs(pos[:, None] - pos[None, :]) > BLOCK_LOCAL) & (segments[:, None] == segments[None, :])
-        within_col = (attn * far.astype(attn.dtype)).sum(axis=-2, dtype=np.float64) / n
-        within = np.where(in_top, 0, within_col).sum(-1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            block = np.clip(np.where(rest > 1e-9, within / np.maximum(rest, 1e-12), 0.0), 0, 1)
-    else:
-        block = np.full(vertical.shape, np.nan)
-    if n > 1:
-        from scipy.special import xlogy
+    lead, n = attn.shape[:-2], attn.shape[-1]
+    batch = MapBatch(attn.reshape(1, -1, 1, n, n), lengths=[n])
+    features, top, top_mass = batch_features(batch, np.asarray(segments)[None], columns, stripe)
+    features = features.reshape(*lead, len(FEATURES))
+    if not return_top:
+        return features
+    return features, top.reshape(*lead, -1), top_mass.reshape(*lead, -1)
 
-        entropy = -xlogy(attn, attn).sum(-1, dtype=np.float64).mean(-1) / np.log(n)
-    else:
-        entropy = np.zeros(vertical.shape)
-    features = np.stack([vertical, diagonal, block, entropy, stripes], axis=-1)
-    return (features, top, np.take_along_axis(off_col, top, -1)) if return_top else features
+
+def batch_features(batch: MapBatch, segments: np.ndarray, columns: int = 3,
+                   stripe: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`map_features` of every map of a batch, on the batch's device.
+
+    ``segments``: int ``[B, N]`` (:func:`example_segments`, anything past an example's
+    length). Returns host arrays: features ``[B, L, H, 5]``, the top columns ``[B, L, H, k]``
+    and the off-band mass each receives (``k = min(columns, N)``; a top column past a shorter
+    example's length has no mass).
+    """
+    xp, f64 = batch.xp, batch.xp.float64
+    width, lengths = batch.width, batch.lengths
+    n = batch.n_tokens()[:, None, None]  # [B, 1, 1]
+    # Band mass per key column: a[j, j] + a[j - 1, j] (offset +1) + a[j + 1, j] (offset -1).
+    band = xp.astype(batch.diagonal(0), f64)
+    if width > 1:
+        edge = xp.zeros_like(band[..., :1])
+        band = (band + xp.concat([edge, xp.astype(batch.diagonal(1), f64)], axis=-1)
+                + xp.concat([xp.astype(batch.diagonal(-1), f64), edge], axis=-1))
+    diagonal = xp.sum(band, axis=-1) / n
+    off_col = (batch.column_mass() - band) / n[..., None]  # [B, L, H, N] off-band mass per key, per query
+    k = min(columns, width)
+    top = xp.argsort(-off_col, axis=-1, stable=True)[..., :k]  # ties: the lowest key
+    keys = batch.asarray(np.arange(width))
+    valid = keys[None, :] < batch.asarray(lengths)[:, None]  # [B, N]
+    is_stripe = (off_col >= 1.0 / n[..., None] + stripe) & valid[:, None, None]
+    stripes = xp.astype(xp.sum(xp.astype(is_stripe, xp.int64), axis=-1), f64)
+    in_top = is_stripe | xp.any(keys[:, None] == top[..., None, :], axis=-1)
+    zero = xp.zeros_like(off_col)
+    vertical = xp.sum(xp.where(in_top, off_col, zero), axis=-1)
+    rest = xp.clip(1 - vertical - diagonal, min=0)
+    block = _block(batch, segments, in_top, rest)
+    log_n = batch.asarray(np.log(np.maximum(lengths, 2)).astype(np.float64))[:, None, None]
+    entropy = xp.sum(xp.astype(batch.row_entropy(), f64), axis=-1) / n / log_n
+    entropy = xp.where(n > 1, entropy, xp.zeros_like(entropy))
+    features = xp.stack([vertical, diagonal, block, entropy, stripes], axis=-1)
+    return to_host(features), to_host(top), to_host(xp.take_along_axis(off_col, top, axis=-1))
+
+
+def _block(batch: MapBatch, segments: np.ndarray, in_top, rest):
+    """``block`` of every map (:func:`map_features`): NaN for a one-segment input."""
+    xp = batch.xp
+    width = batch.width
+    two = np.array([len(np.unique(segments[b, :n])) > 1 for b, n in enumerate(batch.lengths)])
+    if not two.any():
+        return xp.full(rest.shape, float("nan"), dtype=rest.dtype)
+    pos = np.arange(width)
+    valid = pos[None, :] < batch.lengths[:, None]
+    same = (segments[:, :width, None] == segments[:, None, :width]) & valid[:, :, None] & valid[:, None, :]
+    far = same & (np.abs(pos[:, None] - pos[None, :]) > BLOCK_LOCAL)  # [B, N, N]
+    attn = batch.attn
+    far = batch.asarray(far.astype(np.float32 if attn.dtype == xp.float32 else np.float64))
+    within_col = xp.sum(attn * far[:, None, None], axis=-2, dtype=xp.float64) / batch.n_tokens()[:, None, None, None]
+    within = xp.sum(xp.where(in_top, xp.zeros_like(within_col), within_col), axis=-1)
+    block = xp.where(rest > 1e-9, within / xp.clip(rest, min=1e-12), xp.zeros_like(rest))
+    block = xp.clip(block, min=0, max=1)
+    return xp.where(batch.asarray(two)[:, None, None], block, xp.full(block.shape, float("nan"), dtype=block.dtype))
 
 
 def above_chance(features: np.ndarray, segments: np.ndarray, columns: int,
@@ -247,8 +277,7 @@ def above_chance(features: np.ndarray, segments: np.ndarray, columns: int,
     they are, a NaN ``block`` stays NaN. Two or fewer tokens put every key on the
     band: there, all are 0.
     """
-    n = len(segments)
-    uniform = map_features(np.full((n, n), 1.0 / n), segments, columns, stripe)
+    uniform = _uniform_features(tuple(np.asarray(segments).tolist()), columns, stripe)
     out = np.array(features, dtype=np.float64, copy=True)
     for i in (0, 1, 2):
         level = uniform[i]
@@ -256,6 +285,16 @@ def above_chance(features: np.ndarray, segments: np.ndarray, columns: int,
             continue
         out[..., i] = (out[..., i] - level) / (1 - level) if level < 1 - 1e-9 else 0.0
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _uniform_features(segments: tuple[int, ...], columns: int, stripe: float) -> np.ndarray:
+    """:func:`map_features` of the uniform map of an input with these segments (the same for
+    every input of that shape: computed once)."""
+    n = len(segments)
+    features = map_features(np.full((n, n), 1.0 / n), np.asarray(segments), columns, stripe)
+    features.flags.writeable = False
+    return features
 
 
 def classify(features: np.ndarray, thresholds: Thresholds) -> np.ndarray:
@@ -316,18 +355,28 @@ class AttentionPatterns(Analysis):
         self._special = np.zeros((n_layers, n_heads))  # top-column mass on special tokens
         self._vertical = np.zeros((n_layers, n_heads))  # top-column mass, over vertical(-ish) maps
 
-    def update(self, example: Example) -> None:
-        segments = example_segments(example.token_type_ids, example.sep_mask)
+    def update_batch(self, batch: MapBatch) -> None:
         t = self._settings
-        features, top, top_mass = map_features(example.attn, segments, t.columns, t.stripe,
-                                               return_top=True)
+        masks = batch.host_masks()
+        segments = np.zeros((len(batch), batch.width), np.int64)
+        for b, example in enumerate(batch.examples):
+            segments[b, :example.n_tokens] = example_segments(example.token_type_ids,
+                                                              masks["sep"][b, :example.n_tokens])
+        features, tops, top_masses = batch_features(batch, segments, t.columns, t.stripe)
+        special = masks["cls"] | masks["sep"] | masks["punct"]  # [B, N]
+        for b, n in enumerate(batch.lengths.tolist()):
+            self._add_maps(features[b], segments[b, :n], tops[b], top_masses[b], special[b])
+
+    def _add_maps(self, features: np.ndarray, segments: np.ndarray, top: np.ndarray,
+                  top_mass: np.ndarray, special: np.ndarray) -> None:
+        """Classify one input's maps from their features and count them."""
+        t = self._settings
         features = above_chance(features, segments, t.columns, t.stripe)
         labels = classify(features, t)
         np.add.at(self._counts, (*np.indices(labels.shape), labels), 1)
         self._block_inputs += int(len(np.unique(segments)) > 1)
         self._sums += np.nan_to_num(features)
         # Which keys the vertical mass goes to: the top columns' mass on special tokens.
-        special = example.cls_mask | example.sep_mask | example.punct_mask
         vertical_ish = (labels == VERTICAL) | (labels == MIXED)
         self._special += np.where(vertical_ish, (top_mass * special[top]).sum(-1), 0)
         self._vertical += np.where(vertical_ish, top_mass.sum(-1), 0)

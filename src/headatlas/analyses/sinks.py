@@ -27,11 +27,12 @@ import numpy as np
 import pandas as pd
 
 from headatlas.analyses.base import Analysis, describe, register
+from headatlas.analyses.batch import MapBatch, to_host
 from headatlas.analyses.result import Result
 from headatlas.claims import Claim, holds_if, pct
 from headatlas.heads import Column, HeadColumns, head_table
 from headatlas.stats import bootstrap_ratio
-from headatlas.store.example import Example, token_masks
+from headatlas.store.example import token_masks
 
 ROLES = ("cls", "sep", "punct", "first", "other")
 ROLE_LABELS = {"cls": "[CLS]", "sep": "[SEP]", "punct": ". ,", "first": "first word piece",
@@ -40,9 +41,10 @@ EPSILON = 0.3  # Gu et al.'s threshold on a key's mean attention
 GU = "Gu et al. 2025"
 
 
-def role_masks(tokens, cls_token: str, sep_token: str) -> np.ndarray:
-    """``[len(ROLES), n]`` boolean masks, one role per token (the first that applies in ROLES'
-    order for a token that is two things, e.g. a [SEP] that is also the first token)."""
+def role_masks(tokens, cls_token: str, sep_token: str, width: int | None = None) -> np.ndarray:
+    """``[len(ROLES), width]`` boolean masks (``width``: the tokens' count by default; False
+    past it), one role per token (the first that applies in ROLES' order for a token that is two
+    things, e.g. a [SEP] that is also the first token)."""
     cls, sep, punct = token_masks(tokens, cls_token, sep_token)
     sep &= ~cls
     punct &= ~(cls | sep)
@@ -50,7 +52,9 @@ def role_masks(tokens, cls_token: str, sep_token: str) -> np.ndarray:
     first = np.zeros_like(content)
     if content.any():
         first[np.argmax(content)] = True
-    return np.stack([cls, sep, punct, first, content & ~first])
+    roles = np.stack([cls, sep, punct, first, content & ~first])
+    pad = (width or len(tokens)) - len(tokens)
+    return np.pad(roles, ((0, 0), (0, pad))) if pad > 0 else roles
 
 
 def key_importance(attn: np.ndarray) -> np.ndarray:
@@ -101,16 +105,24 @@ class SinkRate(Analysis):
         self._top = np.zeros((n_layers, n_heads))
         self._segments: list[tuple[int, int, int]] = []  # a list: appending is the hot path
 
-    def update(self, example: Example) -> None:
-        importance = key_importance(example.attn)  # [L, H, n]
+    def update_batch(self, batch: MapBatch) -> None:
+        # Key importance, [B, L, H, N]: a column's mass over the example's own query count (0 on
+        # padding keys, never above epsilon). Only [B, L, H] maxima and [B, L, H, N] booleans'
+        # reductions leave the device.
+        xp = batch.xp
+        importance = batch.column_mass() / batch.n_tokens()[:, None, None, None]
         over = importance > self.epsilon
-        roles = role_masks(example.tokens, example.cls_token, example.sep_token)  # [R, n]
-        any_key, special = over.any(axis=-1), (over & (roles[0] | roles[1])).any(axis=-1)
-        self._sinks[0] += any_key
-        self._sinks[1:-1] += (over[None] & roles[:, None, None, :]).any(axis=-1)
-        self._sinks[-1] += special
-        self._top += importance.max(axis=-1)
-        self._segments.append((example.index, int(any_key.sum()), int(special.sum())))
+        roles = np.stack([role_masks(e.tokens, e.cls_token, e.sep_token, batch.width) for e in batch.examples])
+        roles = batch.asarray(roles)  # [B, R, N]
+        per_role = xp.any(over[:, None] & roles[:, :, None, None], axis=-1)  # [B, R, L, H]
+        any_key = to_host(xp.any(over, axis=-1))  # [B, L, H]
+        per_role = to_host(per_role)
+        special = per_role[:, 0] | per_role[:, 1]
+        self._sinks[0] += any_key.sum(axis=0)
+        self._sinks[1:-1] += per_role.sum(axis=0)
+        self._sinks[-1] += special.sum(axis=0)
+        self._top += to_host(xp.max(importance, axis=-1)).sum(axis=0)
+        self._segments += [(e.index, int(a.sum()), int(s.sum())) for e, a, s in zip(batch.examples, any_key, special)]
 
     def _state(self) -> dict[str, np.ndarray]:
         return {"sinks": self._sinks, "top": self._top,

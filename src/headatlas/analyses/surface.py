@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from headatlas.analyses.base import Analysis, describe, register, store_provenance
+from headatlas.analyses.batch import MapBatch, to_host
 from headatlas.analyses.result import Result
 from headatlas.claims import (PAPER_LAYERS, Claim, depth_layers, depth_text, holds_if, pct, span_text,
                               verdict)
@@ -77,13 +78,14 @@ class RelativePosition(_Sums):
         self._sums = np.zeros((3, n_layers, n_heads))  # prev, self, next
         self._counts = np.zeros(3)
 
-    def update(self, example: Example) -> None:
-        attn, n = example.attn, example.n_tokens
-        # offset -1 are the entries [i, i-1] (previous key), +1 are [i, i+1] (next key).
+    def update_batch(self, batch: MapBatch) -> None:
+        xp = batch.xp
+        # offset -1 are the entries [i, i-1] (previous key), +1 are [i, i+1] (next key); zero
+        # past each example's length, so the batch's sums are its examples'.
         for k, offset in enumerate((-1, 0, 1)):
-            diag = np.diagonal(attn, offset=offset, axis1=2, axis2=3)  # [L, H, n - |offset|]
-            self._sums[k] += diag.sum(axis=-1, dtype=np.float64)
-            self._counts[k] += n - abs(offset)
+            diag = batch.diagonal(offset)  # [B, L, H, N - |offset|]
+            self._sums[k] += to_host(xp.sum(diag, axis=(0, -1), dtype=xp.float64))
+            self._counts[k] += int(np.maximum(batch.lengths - abs(offset), 0).sum())
 
     def result(self) -> Result:
         prev, self_, next_ = (_ratio(s, c) for s, c in zip(self._sums, self._counts))
@@ -111,15 +113,19 @@ class SpecialTokens(_Sums):
         self._n_queries = 0
         self._n_sep_queries = 0
 
-    def update(self, example: Example) -> None:
-        sep = example.sep_mask
-        kinds = np.stack([example.cls_mask, sep, example.punct_mask], axis=1).astype(np.float32)
-        mass = example.attn @ kinds  # [L, H, n, 3]: each query's mass on each kind of key
-        self._to_kind += mass.sum(axis=2, dtype=np.float64)
-        self._sep_from[0] += mass[:, :, sep, 1].sum(axis=-1, dtype=np.float64)
-        self._sep_from[1] += mass[:, :, ~sep, 1].sum(axis=-1, dtype=np.float64)
-        self._n_queries += example.n_tokens
-        self._n_sep_queries += int(sep.sum())
+    def update_batch(self, batch: MapBatch) -> None:
+        xp = batch.xp
+        sep, valid = batch.token_mask("sep"), batch.token_mask("valid")
+        kinds = xp.stack([batch.token_mask("cls"), sep, batch.token_mask("punct")], axis=-1)
+        mass = xp.matmul(batch.attn, kinds[:, None, None])  # [B, L, H, N, 3]: each query's mass per kind
+        f64 = xp.float64
+        self._to_kind += to_host(xp.sum(mass, axis=(0, 3), dtype=f64))
+        on_sep = mass[..., 1]  # [B, L, H, N]; zero on padding rows
+        from_sep = xp.sum(on_sep * sep[:, None, None], axis=(0, -1), dtype=f64)
+        self._sep_from[0] += to_host(from_sep)
+        self._sep_from[1] += to_host(xp.sum(on_sep * (valid - sep)[:, None, None], axis=(0, -1), dtype=f64))
+        self._n_queries += int(batch.lengths.sum())
+        self._n_sep_queries += int(batch.host_masks()["sep"].sum())
 
     def result(self) -> Result:
         to_kind = _ratio(self._to_kind, self._n_queries)
@@ -154,20 +160,16 @@ class Entropy(_Sums):
         self._n_rows = 0
         self._n_cls = 0
 
-    def update(self, example: Example) -> None:
-        attn, cls = example.attn, example.cls_mask
-        # Clamping zeros to the smallest float makes 0 * log(tiny) exactly 0, i.e. 0 log 0 = 0,
-        # and keeps numpy's fast log path (a masked log is ~1.5x slower).
-        logs = np.maximum(attn, np.finfo(attn.dtype).tiny)
-        np.log(logs, out=logs)
-        row_entropy = -np.einsum("lhqk,lhqk->lhq", attn, logs)  # [L, H, n]
-        self._sums[0] += row_entropy.sum(axis=-1, dtype=np.float64)
-        self._sums[1] += row_entropy[:, :, cls].sum(axis=-1, dtype=np.float64)
-        self._sums[2] += attn.max(axis=-1).sum(axis=-1, dtype=np.float64)
-        n = example.n_tokens
-        self._uniform += n * math.log(n)
-        self._n_rows += n
-        self._n_cls += int(cls.sum())
+    def update_batch(self, batch: MapBatch) -> None:
+        xp, f64 = batch.xp, batch.xp.float64
+        row_entropy = batch.row_entropy()  # [B, L, H, N], zero on padding rows
+        cls = batch.token_mask("cls")[:, None, None]
+        self._sums[0] += to_host(xp.sum(row_entropy, axis=(0, -1), dtype=f64))
+        self._sums[1] += to_host(xp.sum(row_entropy * cls, axis=(0, -1), dtype=f64))
+        self._sums[2] += to_host(xp.sum(xp.max(batch.attn, axis=-1), axis=(0, -1), dtype=f64))
+        self._uniform += sum(n * math.log(n) for n in batch.lengths.tolist())
+        self._n_rows += int(batch.lengths.sum())
+        self._n_cls += int(batch.host_masks()["cls"].sum())
 
     def result(self) -> Result:
         uniform = self._uniform / self._n_rows if self._n_rows else np.nan

@@ -325,13 +325,25 @@ class NormRecorder:
         norm_map = torch.stack([nm.to(dtype) for _, nm in layers], dim=1)
         return BatchNorms(value_norms.cpu().numpy(), norm_map.cpu().numpy())
 
+    def take_layers(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The last forward's per-layer ``(value_norms [batch, H, T], norm_map [batch, T, T])``,
+        float32 on the model's device (a fused extraction's device batch reads them there)."""
+        return self._layers()
+
     def take_packed(self, lengths) -> "PackedNorms":
         """The last forward's arrays without padding, packed as the store keeps them (float16):
         each example's ``value_norms [L, H, n]`` and then ``norm_map [L, n, n]`` back to back
         (:func:`headatlas.encoders.batching.pack_examples`), copied to the host once per batch."""
-        layers = self._layers()
-        return PackedNorms(HostArray(pack_examples([vn for vn, _ in layers], lengths, token_dims=1)),
-                           HostArray(pack_examples([nm for _, nm in layers], lengths, token_dims=2)))
+        return pack_norms(self._layers(), lengths)
+
+
+def pack_norms(layers: list[tuple[torch.Tensor, torch.Tensor]], lengths) -> "PackedNorms":
+    """Per-layer ``(value_norms, norm_map)`` (:meth:`NormRecorder.take_layers`) packed as the
+    store keeps them and copied to the host (:meth:`NormRecorder.take_packed`); none: empty."""
+    if not layers:
+        return PackedNorms()
+    return PackedNorms(HostArray(pack_examples([vn for vn, _ in layers], lengths, token_dims=1)),
+                       HostArray(pack_examples([nm for _, nm in layers], lengths, token_dims=2)))
 
 
 class BatchNorms:
@@ -373,6 +385,9 @@ class NoNorms:
 
     def take(self) -> BatchNorms:
         return BatchNorms()
+
+    def take_layers(self) -> list:
+        return []
 
     def take_packed(self, lengths) -> PackedNorms:
         return PackedNorms()

@@ -1,0 +1,156 @@
+"""A batch of examples' maps as one array, and the quantities several analyses share.
+
+:class:`MapBatch` holds B examples' maps under one view as ``attn [B, L, H, N, N]``, zero past
+each example's length (rows and columns), in the numpy or the torch namespace and on whatever
+device they were computed (the array API, through ``array_api_compat``). A batched analysis
+(:meth:`headatlas.analyses.base.Analysis.update_batch`) reads it with the namespace's functions
+only, so one implementation serves both places the maps come from:
+
+* a store, or a fused extraction on the CPU: numpy, one example at a time (B = 1, no copy,
+  no padding); numpy's elementwise kernels are ~3x torch's on one CPU thread (log, products:
+  measured in docs/performance.md), so maps on the host stay numpy;
+* a fused extraction on a GPU: the whole batch as a torch tensor on the device, so that only
+  sums and per-example scores (kilobytes) are copied to the host, never a map.
+
+Quantities that more than one analysis needs (each row's entropy, each key column's mass, the
+diagonals, the token-class masks) are computed once per batch and view and kept
+(:meth:`MapBatch.cached`), so the analyses of a fused extraction share them.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+from array_api_compat import array_namespace, is_numpy_array, to_device
+
+from headatlas.store.example import Example, token_masks
+
+# Zeros are clamped to the smallest normal float32 before the log: 0 * log(tiny) is exactly 0
+# (0 log 0 = 0), and the log stays on its fast path (a masked log is ~1.5x slower; a
+# denormal clamp ~5x).
+TINY = float(np.finfo(np.float32).tiny)
+
+
+def to_host(x) -> np.ndarray:
+    """``x`` (numpy or torch, any device) as a numpy array: the one place results leave a device."""
+    return x if is_numpy_array(x) else np.asarray(to_device(x, "cpu"))
+
+
+class MapBatch:
+    """B examples' maps under one view, zero-padded to the widest, with shared quantities.
+
+    Parameters
+    ----------
+    attn : float32 ``[B, L, H, N, N]`` (numpy or torch), zero past each example's length.
+    examples : the B examples (tokens, ids, indices); their ``attn`` may be None when the
+        maps live only in ``attn`` (a device batch).
+    weighting : the view ``attn`` holds (``attention`` or ``norm``).
+    """
+
+    def __init__(self, attn, examples: Sequence[Example] = (), weighting: str = "attention",
+                 lengths: Sequence[int] | None = None):
+        self.attn = attn
+        self.xp = array_namespace(attn)
+        self.examples = list(examples)
+        self.weighting = weighting
+        # maps without examples (a function of bare maps) give their lengths instead
+        self.lengths = np.array([e.n_tokens for e in self.examples] if lengths is None else lengths,
+                                dtype=np.int64)
+        if attn.shape[0] != len(self.lengths) or attn.shape[-1] < self.lengths.max(initial=0):
+            raise ValueError(f"maps of shape {tuple(attn.shape)} do not fit {len(self.lengths)} "
+                             f"examples of lengths up to {self.lengths.max(initial=0)}")
+        self._cache: dict = {}
+
+    @classmethod
+    def of(cls, examples: Sequence[Example]) -> "MapBatch":
+        """The examples' numpy maps as a batch (one example: a view, no copy; else zero-padded)."""
+        examples = list(examples)
+        if len(examples) == 1:
+            return cls(examples[0].attn[None], examples, examples[0].weighting)
+        width = max(e.n_tokens for e in examples)
+        attn = np.zeros((len(examples), *examples[0].attn.shape[:2], width, width), np.float32)
+        for b, example in enumerate(examples):
+            n = example.n_tokens
+            attn[b, :, :, :n, :n] = example.attn
+        return cls(attn, examples, examples[0].weighting)
+
+    def select(self, rows: Sequence[int]) -> "MapBatch":
+        """The batch of these rows only (its shared quantities computed afresh)."""
+        index = self.asarray(np.asarray(rows, dtype=np.int64))
+        return MapBatch(self.xp.take(self.attn, index, axis=0), [self.examples[r] for r in rows],
+                        self.weighting, self.lengths[list(rows)])
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def width(self) -> int:
+        return int(self.attn.shape[-1])
+
+    def host_examples(self) -> list[Example]:
+        """The examples with their maps as numpy arrays (for an analysis that reads one at a time)."""
+        if all(e.attn is not None for e in self.examples):
+            return self.examples
+        maps = to_host(self.attn)
+        return [_with_attn(e, maps[b, :, :, :n, :n]) for b, (e, n) in enumerate(zip(self.examples, self.lengths))]
+
+    def cached(self, key: str, compute: Callable[[], object]):
+        """``compute()`` the first time ``key`` is asked for on this batch, the same object after."""
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
+    # --- per token, [B, N], on the batch's device -----------------------------------------------
+
+    def token_mask(self, kind: str):
+        """float32 ``[B, N]``: 1 where the token is ``valid`` (within its example), ``cls``,
+        ``sep`` or ``punct`` (:func:`~headatlas.store.example.token_masks`), else 0."""
+        return self.cached(f"mask:{kind}", lambda: self.asarray(self._host_masks()[kind].astype(np.float32)))
+
+    def host_masks(self) -> dict[str, np.ndarray]:
+        """Boolean ``[B, N]`` numpy masks of :meth:`token_mask`'s kinds."""
+        return self._host_masks()
+
+    def _host_masks(self) -> dict[str, np.ndarray]:
+        def compute():
+            out = {k: np.zeros((len(self), self.width), bool) for k in ("valid", "cls", "sep", "punct")}
+            for b, e in enumerate(self.examples):
+                n = e.n_tokens
+                out["valid"][b, :n] = True
+                out["cls"][b, :n], out["sep"][b, :n], out["punct"][b, :n] = token_masks(
+                    e.tokens, e.cls_token, e.sep_token)
+            return out
+        return self.cached("host_masks", compute)
+
+    def asarray(self, host: np.ndarray):
+        """A host array as an array of the batch's namespace, on its device."""
+        return self.xp.asarray(host, device=None if is_numpy_array(self.attn) else self.attn.device)
+
+    def n_tokens(self):
+        """float64 ``[B]`` lengths on the batch's device."""
+        return self.cached("n_tokens", lambda: self.asarray(self.lengths.astype(np.float64)))
+
+    # --- per row or column, [B, L, H, N] --------------------------------------------------------
+
+    def row_entropy(self):
+        """float32 ``[B, L, H, N]``: ``-Σ_k a log a`` of each query row (nats; 0 log 0 = 0; 0 on
+        padding rows)."""
+        def compute():
+            xp, attn = self.xp, self.attn
+            return -xp.vecdot(attn, xp.log(xp.clip(attn, min=TINY)))
+        return self.cached("row_entropy", compute)
+
+    def column_mass(self):
+        """float64 ``[B, L, H, N]``: the attention each key receives, summed over the queries."""
+        return self.cached("column_mass", lambda: self.xp.sum(self.attn, axis=-2, dtype=self.xp.float64))
+
+    def diagonal(self, offset: int):
+        """float32 ``[B, L, H, N - |offset|]``: the entries ``[i, i + offset]`` (zero on padding)."""
+        return self.cached(f"diagonal:{offset}", lambda: self.xp.linalg.diagonal(self.attn, offset=offset))
+
+
+def _with_attn(example: Example, attn: np.ndarray) -> Example:
+    from dataclasses import replace
+
+    return replace(example, attn=attn)

@@ -1,0 +1,132 @@
+"""MapBatch (issue 32): a batch of maps in one array, numpy or torch, and the batched analyses.
+
+A batched analysis must give, from one zero-padded batch of examples of different lengths, in
+either namespace, the state it gives from the examples one at a time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from headatlas.analyses.batch import MapBatch, to_host
+from headatlas.store.example import Example
+from tests.unit.test_contract import CLASSES
+
+BATCHED = [cls for cls in CLASSES if cls.batched()]
+LAYERS, HEADS = 2, 3
+
+
+def example(index: int, n: int, two_segments: bool = False) -> Example:
+    """Random softmax maps rounded to float16 as a store keeps them; [CLS] w ... . [SEP]."""
+    rng = np.random.default_rng(index)
+    logits = rng.normal(0, 3, (LAYERS, HEADS, n, n))
+    attn = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    attn[0, 0, :, 0] += 2  # a sink on [CLS] in one head
+    attn /= attn.sum(-1, keepdims=True)
+    tokens = ["[CLS]"] + [f"w{i}" for i in range(n - 3)] + [".", "[SEP]"]
+    types = np.zeros(n, np.int8)
+    if two_segments:
+        types[n // 2:] = 1
+    return Example(index=index, id=f"e{index}", tokens=tokens, input_ids=np.arange(n, dtype=np.int32),
+                   token_type_ids=types, word_ids=np.arange(n, dtype=np.int32),
+                   attn=attn.astype(np.float16).astype(np.float32))
+
+
+EXAMPLES = [example(0, 7), example(1, 11, two_segments=True), example(2, 5)]
+
+
+def as_torch(batch: MapBatch) -> MapBatch:
+    """The same batch as a torch tensor, its examples without maps (as a device batch)."""
+    return MapBatch(torch.from_numpy(batch.attn.copy()), [replace(e, attn=None) for e in batch.examples])
+
+
+def test_a_batch_is_zero_padded_and_one_example_is_not_copied():
+    batch = MapBatch.of(EXAMPLES)
+    assert batch.attn.shape == (3, LAYERS, HEADS, 11, 11) and batch.lengths.tolist() == [7, 11, 5]
+    assert not batch.attn[0, :, :, 7:].any() and not batch.attn[0, :, :, :, 7:].any()
+    np.testing.assert_array_equal(batch.attn[2, :, :, :5, :5], EXAMPLES[2].attn)
+    single = MapBatch.of(EXAMPLES[:1])
+    assert np.shares_memory(single.attn, EXAMPLES[0].attn)
+    # a device batch gives its maps back cut to each example's length
+    back = as_torch(batch).host_examples()
+    np.testing.assert_array_equal(back[1].attn, EXAMPLES[1].attn)
+
+
+def test_shared_quantities_are_computed_once_per_batch():
+    batch = MapBatch.of(EXAMPLES)
+    calls = []
+    for _ in range(3):
+        batch.cached("x", lambda: calls.append(1) or len(calls))
+    assert calls == [1]
+    assert batch.row_entropy() is batch.row_entropy()
+
+
+def test_row_entropy_and_column_mass_by_hand():
+    # uniform rows over n keys: entropy log n; each key receives n * (1/n) = 1 over the queries
+    uniform = [replace(EXAMPLES[0], attn=np.full((LAYERS, HEADS, n, n), 1 / n, np.float32),
+                       tokens=EXAMPLES[0].tokens[:n]) for n in (2, 4)]
+    for batch in (MapBatch.of(uniform), as_torch(MapBatch.of(uniform))):
+        entropy = to_host(batch.row_entropy())
+        assert entropy[0, 0, 0].tolist() == pytest.approx([math.log(2)] * 2 + [0, 0], abs=1e-6)
+        assert entropy[1, 0, 0].tolist() == pytest.approx([math.log(4)] * 4, abs=1e-6)
+        assert to_host(batch.column_mass())[0, 1, 2].tolist() == pytest.approx([1, 1, 0, 0])
+
+
+def test_the_entropy_table_of_a_padded_batch_by_hand():
+    from headatlas.analyses.surface import Entropy
+
+    uniform = [replace(EXAMPLES[0], attn=np.full((LAYERS, HEADS, n, n), 1 / n, np.float32),
+                       tokens=["[CLS]"] + ["w"] * (n - 2) + ["[SEP]"]) for n in (2, 4)]
+    acc = Entropy(LAYERS, HEADS)
+    acc.add_batch(as_torch(MapBatch.of(uniform)))
+    table = acc.result().tables["heads"]
+    # token-weighted: (2 rows x log 2 + 4 rows x log 4) / 6; the [CLS] rows: (log 2 + log 4) / 2;
+    # the largest weight per row: (2 x 1/2 + 4 x 1/4) / 6
+    assert table["entropy"].tolist() == pytest.approx([(2 * math.log(2) + 4 * math.log(4)) / 6] * 6)
+    assert table["cls_entropy"].tolist() == pytest.approx([(math.log(2) + math.log(4)) / 2] * 6)
+    assert table["max_weight"].tolist() == pytest.approx([2 / 6] * 6)
+    assert acc.n_examples == 2 and acc.lengths == [2, 4]
+
+
+@pytest.mark.parametrize("namespace", ["numpy", "torch"])
+@pytest.mark.parametrize("cls", BATCHED, ids=lambda cls: cls.name)
+def test_a_padded_batch_gives_the_state_of_its_examples_one_at_a_time(cls, namespace):
+    one = cls(LAYERS, HEADS)
+    for e in EXAMPLES:
+        one.add(e)
+    batch = MapBatch.of(EXAMPLES)
+    two = cls(LAYERS, HEADS)
+    two.add_batch(batch if namespace == "numpy" else as_torch(batch))
+    expected, found = one.state(), two.state()
+    assert expected.keys() == found.keys()
+    for key in expected:
+        np.testing.assert_allclose(found[key], expected[key], rtol=1e-6, atol=1e-9, err_msg=key)
+
+
+def test_selected_rows_are_a_batch_of_their_own():
+    batch = as_torch(MapBatch.of(EXAMPLES))
+    part = batch.select([2, 0])
+    assert part.lengths.tolist() == [5, 7] and [e.index for e in part.examples] == [2, 0]
+    np.testing.assert_array_equal(to_host(part.attn)[0, :, :, :5, :5], EXAMPLES[2].attn)
+
+
+def test_maps_that_do_not_fit_their_examples_are_refused():
+    with pytest.raises(ValueError, match="do not fit"):
+        MapBatch(np.zeros((2, LAYERS, HEADS, 4, 4), np.float32), EXAMPLES[:2])
+
+
+def test_an_analysis_without_a_batched_path_reads_the_batch_example_by_example():
+    from headatlas.analyses.headtypes import DistanceFeatures
+
+    assert not DistanceFeatures.batched()
+    one, two = DistanceFeatures(LAYERS, HEADS), DistanceFeatures(LAYERS, HEADS)
+    for e in EXAMPLES:
+        one.add(e)
+    two.add_batch(as_torch(MapBatch.of(EXAMPLES)))
+    np.testing.assert_array_equal(two.state()["features"], one.state()["features"])
+    assert two.n_examples == 3 and two.lengths == [7, 11, 5]
