@@ -121,12 +121,30 @@ def test_maps_that_do_not_fit_their_examples_are_refused():
 
 
 def test_an_analysis_without_a_batched_path_reads_the_batch_example_by_example():
-    from headatlas.analyses.headtypes import DistanceFeatures
+    from headatlas.analyses.base import Analysis
 
-    assert not DistanceFeatures.batched()
-    one, two = DistanceFeatures(LAYERS, HEADS), DistanceFeatures(LAYERS, HEADS)
-    for e in EXAMPLES:
-        one.add(e)
-    two.add_batch(as_torch(MapBatch.of(EXAMPLES)))
-    np.testing.assert_array_equal(two.state()["features"], one.state()["features"])
-    assert two.n_examples == 3 and two.lengths == [7, 11, 5]
+    class FirstWeights(Analysis):  # per example: the [0, 0, 0, 0] weight of its maps
+        name = "first_weights"
+
+        def __init__(self, n_layers: int, n_heads: int):
+            super().__init__(n_layers, n_heads)
+            self.seen = []
+
+        def update(self, example):
+            assert isinstance(example.attn, np.ndarray) and example.attn.shape[-1] == example.n_tokens
+            self.seen.append(float(example.attn[0, 0, 0, 0]))
+
+        def _state(self):
+            return {}
+
+        def _merge(self, state):
+            pass
+
+        def result(self):
+            raise NotImplementedError
+
+    assert not FirstWeights.batched()
+    acc = FirstWeights(LAYERS, HEADS)
+    acc.add_batch(as_torch(MapBatch.of(EXAMPLES)))
+    assert acc.seen == [float(e.attn[0, 0, 0, 0]) for e in EXAMPLES]
+    assert acc.n_examples == 3 and acc.lengths == [7, 11, 5]

@@ -24,6 +24,13 @@ the same analysis with the same options. Merging the states of two halves of a c
 result of one pass over the whole (a unit test per analysis), so shards can be analysed apart
 and joined. The base class keeps ``n_examples`` and the examples' lengths in the state too.
 
+**Batches.** An analysis may instead implement :meth:`Analysis.update_batch`, which reads a
+:class:`~headatlas.analyses.batch.MapBatch` (``[B, L, H, N, N]``, zero-padded, numpy or torch,
+on any device) with the array API's functions only: from a store it is given batches of one
+numpy example (:meth:`Analysis.add`), in a fused extraction on a GPU the whole batch where the
+model computed it (:meth:`Analysis.add_batch`). Quantities several analyses need are computed
+once per batch (:meth:`MapBatch.row_entropy`, :meth:`MapBatch.column_mass`, ...).
+
 Every analysis of the attention maps gains a second view without changing its code:
 ``run_analysis(..., weighting="norm")`` hands it α_ij‖f_h(x_j)‖ renormalised per row
 (Kobayashi et al. 2020) in ``example.attn`` instead of α (:mod:`headatlas.weightings`); the

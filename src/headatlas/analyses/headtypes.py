@@ -61,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 from headatlas.analyses.base import Analysis, length_text, register
+from headatlas.analyses.batch import MapBatch, to_host
 from headatlas.analyses.result import Result
 from headatlas.claims import Claim, holds_if, pct
 from headatlas.heads import Column, HeadColumns, head_name, head_table
@@ -157,15 +158,28 @@ def distance_features(attn: np.ndarray, bins: np.ndarray, n_bins: int | None = N
     if attn.shape[-2:] != (n, n) or bins.shape != (n, n):
         raise ValueError(f"attention {attn.shape} and bins {bins.shape} are not [.., n, n] / [n, n]")
     n_bins = int(bins.max()) + 1 if n_bins is None else n_bins
-    totals = attn.sum(axis=-1, keepdims=True, dtype=np.float32)
-    if np.any(totals <= 0):
+    maps = np.asarray(attn, dtype=np.float32).reshape(1, -1, 1, n, n)
+    return binned_rows(MapBatch(maps, lengths=[n]), bins[None], n_bins)[0].reshape(*attn.shape[:-2], n_bins)
+
+
+def binned_rows(batch: MapBatch, bins: np.ndarray, n_bins: int) -> np.ndarray:
+    """:func:`distance_features` of every map of a batch, on its device; host float32
+    ``[B, maps, n_bins]``. ``bins``: int ``[B, N, N]`` (:func:`key_bins`; pairs past an
+    example's length are dropped, whatever their bin)."""
+    xp = batch.xp
+    n_maps, width = len(batch), batch.width
+    totals = xp.sum(batch.attn, axis=-1, keepdims=True, dtype=xp.float32)
+    valid = np.arange(width)[None, :] < batch.lengths[:, None]  # [B, N]
+    if bool(to_host(xp.any((totals[..., 0] <= 0) & batch.asarray(valid)[:, None, None]))):
         raise ValueError("an attention row sums to 0; distance features need rows of positive mass")
-    rows = attn / totals
-    onehot = np.zeros((n * n, n_bins), dtype=np.float32)
-    onehot[np.arange(n * n), bins.ravel()] = 1
-    # One matmul sums every row into its bins for all heads at once: [H*, n*n] @ [n*n, bins].
-    flat = rows.reshape(-1, n * n).astype(np.float32, copy=False) @ onehot
-    return (flat / n).reshape(*attn.shape[:-2], n_bins)
+    rows = batch.attn / xp.where(totals > 0, totals, xp.ones_like(totals))
+    onehot = np.zeros((n_maps, width * width, n_bins + 1), dtype=np.float32)  # the last bin: padding
+    pairs = valid[:, :, None] & valid[:, None, :]
+    index = np.where(pairs, bins[:, :width, :width], n_bins).reshape(n_maps, -1)
+    onehot[np.arange(n_maps)[:, None], np.arange(width * width)[None, :], index] = 1
+    # One matmul sums every row into its bins for all heads at once: [maps, N*N] @ [N*N, bins].
+    flat = xp.matmul(xp.reshape(rows, (n_maps, -1, width * width)), batch.asarray(onehot[..., :n_bins]))
+    return to_host(flat / xp.astype(batch.n_tokens(), xp.float32)[:, None, None])
 
 
 @register
@@ -202,11 +216,15 @@ class DistanceFeatures(Analysis):
     def n_features(self) -> int:
         return len(SPECIAL) + 1 + self.n_windows
 
-    def update(self, example: Example) -> None:
-        bins = key_bins(example.n_tokens, special_masks(example), self.n_windows)
-        feats = distance_features(example.attn, bins, self.n_features)
-        self._features.append(feats.reshape(self.n_layers * self.n_heads, -1))
-        self._example_index.append(example.index)
+    def update_batch(self, batch: MapBatch) -> None:
+        bins = np.zeros((len(batch), batch.width, batch.width), np.int64)
+        for b, example in enumerate(batch.examples):
+            n = example.n_tokens
+            bins[b, :n, :n] = key_bins(n, special_masks(example), self.n_windows)
+        features = binned_rows(batch, bins, self.n_features)
+        for example, feats in zip(batch.examples, features):
+            self._features.append(feats.reshape(self.n_layers * self.n_heads, -1))
+            self._example_index.append(example.index)
 
     def _state(self) -> dict[str, np.ndarray]:
         shape = (0, self.n_layers * self.n_heads, self.n_features)
