@@ -14,19 +14,17 @@ Timed, each after a warm-up batch, each with its own number of examples:
 - ``eager``: the forward returning every layer's attention weights (what extraction needs);
 - ``fused``: :func:`headatlas.analyses.fused.fused_extract` with the per-head statistics of the
   default config (surface x 3, sinks, head-type features, patterns, norm shares, rollout; both
-  views where they have two), states written, no map stored; the batched analyses read each
-  batch on the device, the others (head-type features, norm shares, rollout) need every map
-  copied to the host;
-- ``fused_device``: the batched analyses only (surface x 3 and sinks in both views, patterns):
-  every statistic computed on the device, no map copied to the host (``on_device``, forced on
-  the CPU in quick mode so that CI runs that path);
+  views where they have two), states written, no map stored: each batch read where the model
+  computed it (``on_device``: every one of these analyses is batched), no map copied to the
+  host; forced on the CPU in quick mode so that CI runs that path;
+- ``fused_host``: the same, each batch's maps copied to the host and read one example at a
+  time with numpy (``on_device=False``, the CPU's path);
 - ``store``: :func:`headatlas.encoders.extract.extract` writing every map to an HDF5 store on
   local disk (``--disk``, default the system's temporary folder).
 
 Reported (stdout and benchmarks/out/gpu.json): tokens/s of each path, its ratio to ``sdpa``,
-the bytes of maps copied from the device to the host per token (the store path and the
-fused path with analyses that read host maps copy every map: 2·L·H·n bytes, plus the value
-norms; ``fused_device`` none), and for the store path the
+the bytes of maps copied from the device to the host per token (the store path and
+``fused_host`` copy every map: 2·L·H·n bytes, plus the value norms; ``fused`` none), and for the store path the
 disk's write rate in GB/s (its ceiling: tokens/s x bytes per token). Requires torch,
 transformers, numpy, h5py, pandas, scipy and scikit-learn (``requirements.txt``).
 """
@@ -48,9 +46,9 @@ WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "a", "big", "red", "hou
          "she", "saw", "it", "was", "very", "happy", "in", "park", ".", ","]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
 GEOMETRY = {"full": dict(layers=12, heads=12, hidden=768, n=128, batch=64, sdpa=8192, eager=4096,
-                         fused=1024, fused_device=2048, store=1024),
+                         fused=1024, fused_host=1024, store=1024),
             "quick": dict(layers=2, heads=4, hidden=64, n=32, batch=8, sdpa=64, eager=64, fused=32,
-                          fused_device=32, store=32)}
+                          fused_host=32, store=32)}
 PER_HEAD_RUNS = [("relative_position", "surface", {}, ("attention", "norm")),
                  ("special_tokens", "surface", {}, ("attention", "norm")),
                  ("entropy", "surface", {}, ("attention", "norm")),
@@ -120,18 +118,15 @@ def forwards(loaded, records, g: dict, device: str, weights: bool) -> None:
     loaded.model.set_attn_implementation("eager")
 
 
-def per_head_runs(batched_only: bool = False):
-    """The fused runs of :data:`PER_HEAD_RUNS` (``batched_only``: those with a batched path)."""
+def per_head_runs():
     import importlib
 
-    from headatlas.analyses.base import analysis_class
     from headatlas.analyses.fused import Run
 
     runs = []
     for analysis, module, options, weightings in PER_HEAD_RUNS:
         importlib.import_module(f"headatlas.analyses.{module}")
-        if not batched_only or analysis_class(analysis).batched():
-            runs += [Run(f"{analysis}:{w}", analysis, options, w) for w in weightings]
+        runs += [Run(f"{analysis}:{w}", analysis, options, w) for w in weightings]
     return runs
 
 
@@ -164,8 +159,8 @@ def main(argv: list[str] | None = None) -> int:
             "eager": lambda r: forwards(loaded, r, g, device, weights=True),
             "fused": lambda r: fused_extract(loaded, r, work / "states.h5", per_head_runs(),
                                              exemplars=0, on_device=True, **common),
-            "fused_device": lambda r: fused_extract(loaded, r, work / "states.h5", per_head_runs(True),
-                                                    exemplars=0, on_device=True, **common),
+            "fused_host": lambda r: fused_extract(loaded, r, work / "states.h5", per_head_runs(),
+                                                  exemplars=0, on_device=False, **common),
             "store": lambda r: extract(loaded, r, work / "store.h5", **common),
         }
         found = {}
@@ -187,9 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
         "geometry": g, "precision": "float16" if device == "cuda" else "float32", "paths": found,
         "ratio_to_sdpa": {k: v["tokens_per_s"] / found["sdpa"]["tokens_per_s"] for k, v in found.items()},
-        # fused_device copies states and per-example scores only (kilobytes per batch)
-        "device_to_host_bytes_per_token": {"sdpa": 0, "eager": 0, "fused": maps_per_token + norms_per_token,
-                                           "fused_device": 0, "store": maps_per_token + norms_per_token},
+        # fused copies states and per-example scores only (kilobytes per batch)
+        "device_to_host_bytes_per_token": {"sdpa": 0, "eager": 0, "fused": 0,
+                                           "fused_host": maps_per_token + norms_per_token,
+                                           "store": maps_per_token + norms_per_token},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))

@@ -32,9 +32,13 @@ def example(index: int, n: int, two_segments: bool = False) -> Example:
     types = np.zeros(n, np.int8)
     if two_segments:
         types[n // 2:] = 1
+    def stored(x):
+        return x.astype(np.float16).astype(np.float32)
+
     return Example(index=index, id=f"e{index}", tokens=tokens, input_ids=np.arange(n, dtype=np.int32),
-                   token_type_ids=types, word_ids=np.arange(n, dtype=np.int32),
-                   attn=attn.astype(np.float16).astype(np.float32))
+                   token_type_ids=types, word_ids=np.arange(n, dtype=np.int32), attn=stored(attn),
+                   value_norms=stored(rng.uniform(0.5, 3, (LAYERS, HEADS, n))),
+                   norm_map=stored(rng.uniform(0, 2, (LAYERS, n, n))))
 
 
 EXAMPLES = [example(0, 7), example(1, 11, two_segments=True), example(2, 5)]
@@ -42,7 +46,10 @@ EXAMPLES = [example(0, 7), example(1, 11, two_segments=True), example(2, 5)]
 
 def as_torch(batch: MapBatch) -> MapBatch:
     """The same batch as a torch tensor, its examples without maps (as a device batch)."""
-    return MapBatch(torch.from_numpy(batch.attn.copy()), [replace(e, attn=None) for e in batch.examples])
+    def tensor(x):
+        return None if x is None else torch.from_numpy(np.array(x))
+    return MapBatch(tensor(batch.attn), [replace(e, attn=None) for e in batch.examples],
+                    value_norms=tensor(batch.value_norms), norm_map=tensor(batch.norm_map))
 
 
 def test_a_batch_is_zero_padded_and_one_example_is_not_copied():
@@ -69,7 +76,7 @@ def test_shared_quantities_are_computed_once_per_batch():
 def test_row_entropy_and_column_mass_by_hand():
     # uniform rows over n keys: entropy log n; each key receives n * (1/n) = 1 over the queries
     uniform = [replace(EXAMPLES[0], attn=np.full((LAYERS, HEADS, n, n), 1 / n, np.float32),
-                       tokens=EXAMPLES[0].tokens[:n]) for n in (2, 4)]
+                       tokens=EXAMPLES[0].tokens[:n], value_norms=None, norm_map=None) for n in (2, 4)]
     for batch in (MapBatch.of(uniform), as_torch(MapBatch.of(uniform))):
         entropy = to_host(batch.row_entropy())
         assert entropy[0, 0, 0].tolist() == pytest.approx([math.log(2)] * 2 + [0, 0], abs=1e-6)
@@ -81,7 +88,8 @@ def test_the_entropy_table_of_a_padded_batch_by_hand():
     from headatlas.analyses.surface import Entropy
 
     uniform = [replace(EXAMPLES[0], attn=np.full((LAYERS, HEADS, n, n), 1 / n, np.float32),
-                       tokens=["[CLS]"] + ["w"] * (n - 2) + ["[SEP]"]) for n in (2, 4)]
+                       tokens=["[CLS]"] + ["w"] * (n - 2) + ["[SEP]"], value_norms=None, norm_map=None)
+               for n in (2, 4)]
     acc = Entropy(LAYERS, HEADS)
     acc.add_batch(as_torch(MapBatch.of(uniform)))
     table = acc.result().tables["heads"]

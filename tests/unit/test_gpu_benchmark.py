@@ -14,8 +14,8 @@ def test_the_gpu_benchmark_runs_its_paths_on_the_cpu(tmp_path, capsys):
     out = tmp_path / "gpu.json"
     assert gpu.main(["--quick", "--out", str(out), "--disk", str(tmp_path)]) == 0
     result = json.loads(out.read_text())
-    assert set(result["paths"]) == {"sdpa", "eager", "fused", "fused_device", "store"}
-    assert result["device_to_host_bytes_per_token"]["fused_device"] == 0
+    assert set(result["paths"]) == {"sdpa", "eager", "fused", "fused_host", "store"}
+    assert result["device_to_host_bytes_per_token"]["fused"] == 0
     assert result["ratio_to_sdpa"]["sdpa"] == 1.0
     assert all(row["tokens_per_s"] > 0 for row in result["paths"].values())
     g = result["geometry"]  # 2 bytes per float16 weight: L·H·n per token, and the norms

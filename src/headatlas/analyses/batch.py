@@ -19,6 +19,7 @@ diagonals, the token-class masks) are computed once per batch and view and kept
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -49,8 +50,11 @@ class MapBatch:
     """
 
     def __init__(self, attn, examples: Sequence[Example] = (), weighting: str = "attention",
-                 lengths: Sequence[int] | None = None):
+                 lengths: Sequence[int] | None = None, value_norms=None, norm_map=None):
         self.attn = attn
+        # Kobayashi's ‖f_h(x_j)‖ [B, L, H, N] and ‖Σ_h α f_h(x_j)‖ [B, L, N, N], zero past each
+        # example's length, where the maps came with them (analyses with needs_norms read them)
+        self.value_norms, self.norm_map = value_norms, norm_map
         self.xp = array_namespace(attn)
         self.examples = list(examples)
         self.weighting = weighting
@@ -66,20 +70,23 @@ class MapBatch:
     def of(cls, examples: Sequence[Example]) -> "MapBatch":
         """The examples' numpy maps as a batch (one example: a view, no copy; else zero-padded)."""
         examples = list(examples)
+        norms = all(e.value_norms is not None and e.norm_map is not None for e in examples)
         if len(examples) == 1:
-            return cls(examples[0].attn[None], examples, examples[0].weighting)
-        width = max(e.n_tokens for e in examples)
-        attn = np.zeros((len(examples), *examples[0].attn.shape[:2], width, width), np.float32)
-        for b, example in enumerate(examples):
-            n = example.n_tokens
-            attn[b, :, :, :n, :n] = example.attn
-        return cls(attn, examples, examples[0].weighting)
+            e = examples[0]
+            return cls(e.attn[None], examples, e.weighting, value_norms=e.value_norms[None] if norms else None,
+                       norm_map=e.norm_map[None] if norms else None)
+        return cls(_padded([e.attn for e in examples], 2), examples, examples[0].weighting,
+                   value_norms=_padded([e.value_norms for e in examples], 1) if norms else None,
+                   norm_map=_padded([e.norm_map for e in examples], 2) if norms else None)
 
     def select(self, rows: Sequence[int]) -> "MapBatch":
         """The batch of these rows only (its shared quantities computed afresh)."""
         index = self.asarray(np.asarray(rows, dtype=np.int64))
-        return MapBatch(self.xp.take(self.attn, index, axis=0), [self.examples[r] for r in rows],
-                        self.weighting, self.lengths[list(rows)])
+
+        def take(x):
+            return None if x is None else self.xp.take(x, index, axis=0)
+        return MapBatch(take(self.attn), [self.examples[r] for r in rows], self.weighting,
+                        self.lengths[list(rows)], take(self.value_norms), take(self.norm_map))
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -93,7 +100,12 @@ class MapBatch:
         if all(e.attn is not None for e in self.examples):
             return self.examples
         maps = to_host(self.attn)
-        return [_with_attn(e, maps[b, :, :, :n, :n]) for b, (e, n) in enumerate(zip(self.examples, self.lengths))]
+        value_norms = None if self.value_norms is None else to_host(self.value_norms)
+        norm_map = None if self.norm_map is None else to_host(self.norm_map)
+        return [replace(e, attn=maps[b, :, :, :n, :n],
+                        value_norms=None if value_norms is None else value_norms[b, :, :, :n],
+                        norm_map=None if norm_map is None else norm_map[b, :, :n, :n])
+                for b, (e, n) in enumerate(zip(self.examples, self.lengths))]
 
     def cached(self, key: str, compute: Callable[[], object]):
         """``compute()`` the first time ``key`` is asked for on this batch, the same object after."""
@@ -150,7 +162,18 @@ class MapBatch:
         return self.cached(f"diagonal:{offset}", lambda: self.xp.linalg.diagonal(self.attn, offset=offset))
 
 
-def _with_attn(example: Example, attn: np.ndarray) -> Example:
-    from dataclasses import replace
+def row_normalised(x):
+    """``x`` divided by its sums over the last axis (rows summing to 0 stay 0), in ``x``'s
+    namespace (:func:`headatlas.weightings.row_normalised` for any array)."""
+    xp = array_namespace(x)
+    totals = xp.sum(x, axis=-1, keepdims=True)
+    return x / xp.where(totals > 0, totals, xp.ones_like(totals))
 
-    return replace(example, attn=attn)
+
+def _padded(arrays: Sequence[np.ndarray], token_dims: int) -> np.ndarray:
+    """float32 ``[B, ..., N(, N)]``: the arrays, zero-padded on their ``token_dims`` last axes."""
+    width = max(a.shape[-1] for a in arrays)
+    out = np.zeros((len(arrays), *arrays[0].shape[:-token_dims], *(width,) * token_dims), np.float32)
+    for b, a in enumerate(arrays):
+        out[(b, Ellipsis, *(slice(0, d) for d in a.shape[-token_dims:]))] = a
+    return out

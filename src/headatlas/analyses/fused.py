@@ -264,22 +264,28 @@ def device_views(layers, norms, examples: Sequence[Example], weightings: Sequenc
 
     if not weightings:
         return {}
-    attn = torch.stack([a.to(torch.float16) for a in layers], dim=1).float()
-    width = attn.shape[-1]
-    lengths = torch.tensor([e.n_tokens for e in examples], device=attn.device)
-    valid = torch.arange(width, device=attn.device)[None, :] < lengths[:, None]
-    attn *= (valid[:, :, None] & valid[:, None, :])[:, None, None]
+    def stored(tensors, token_dims: int):  # [B, L, ...]: as a store holds it, zero past each length
+        x = torch.stack([t.to(torch.float16) for t in tensors], dim=1).float()
+        mask = valid if token_dims == 1 else valid[:, :, None] & valid[:, None, :]
+        return x * mask.reshape(mask.shape[0], *(1,) * (x.dim() - mask.dim()), *mask.shape[1:])
+
+    width = layers[0].shape[-1]
+    lengths = torch.tensor([e.n_tokens for e in examples], device=layers[0].device)
+    valid = torch.arange(width, device=lengths.device)[None, :] < lengths[:, None]
+    attn = stored(layers, 2)
+    value_norms = stored([vn for vn, _ in norms], 1) if norms else None
+    norm_map = stored([nm for _, nm in norms], 2) if norms else None
     out = {}
     for weighting in weightings:
         if check_weighting(weighting) == "attention":
-            out[weighting] = MapBatch(attn, examples, weighting)
+            out[weighting] = MapBatch(attn, examples, weighting, value_norms=value_norms, norm_map=norm_map)
             continue
-        if not norms:
+        if value_norms is None:
             raise StoreError("the norm view needs value norms, and none were recorded")
-        value_norms = torch.stack([vn.to(torch.float16) for vn, _ in norms], dim=1).float()
         weighted = attn * value_norms[..., None, :]
         totals = weighted.sum(dim=-1, keepdim=True)
-        out[weighting] = MapBatch(weighted / torch.where(totals > 0, totals, 1), examples, weighting)
+        out[weighting] = MapBatch(weighted / torch.where(totals > 0, totals, 1), examples, weighting,
+                                  value_norms=value_norms, norm_map=norm_map)
     return out
 
 

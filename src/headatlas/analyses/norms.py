@@ -28,10 +28,10 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from headatlas.analyses.base import Analysis, describe, register
+from headatlas.analyses.batch import MapBatch, row_normalised, to_host
 from headatlas.analyses.result import Result
 from headatlas.claims import Claim, against, holds_if, verdict
 from headatlas.store.example import Example, token_masks
-from headatlas.weightings import row_normalised
 
 CLASSES = ("cls", "sep", "punct", "other")
 CLASS_LABELS = {"cls": "[CLS]", "sep": "[SEP]", "punct": ". or ,", "other": "other"}
@@ -135,26 +135,34 @@ class NormShares(Analysis):
         self._pair_norm: list[np.ndarray] = []
         self._pair_counts: list[np.ndarray] = []
 
-    def update(self, example: Example) -> None:
-        attn, norms, norm_map = example.attn, example.value_norms, example.norm_map
-        if norms is None or norm_map is None:
-            raise ValueError(f"example {example.id} has no value norms: {self.name} reads a store "
-                             "opened with norms=True (run_analysis does this)")
-        onehot = class_onehot(example)
-        self._shares += class_shares(attn, norms, norm_map, onehot)
-        self._norm_sums += (norms @ onehot).sum(axis=1, dtype=np.float64)
-        self._class_tokens += onehot.sum(axis=0)
-        self._n_queries += example.n_tokens
-        # One generator per example, seeded by its corpus position: the sample does not depend on
-        # the order the store (or its shards) yields examples in.
-        rng = np.random.default_rng([self.seed, example.index])
-        self._sample_pairs(example.index, attn, norms, onehot.astype(bool), rng)
+    def update_batch(self, batch: MapBatch) -> None:
+        if batch.value_norms is None or batch.norm_map is None:
+            raise ValueError(f"examples {[e.id for e in batch.examples][:3]} have no value norms: {self.name} "
+                             "reads a store opened with norms=True (run_analysis does this)")
+        xp, f64 = batch.xp, batch.xp.float64
+        onehots = [class_onehot(e) for e in batch.examples]
+        onehot = batch.asarray(np.stack([np.pad(o, ((0, batch.width - len(o)), (0, 0))) for o in onehots]))
+        attn, norms = batch.attn, batch.value_norms
+        per_head = row_normalised(attn * norms[..., None, :])
+        by_class = onehot[:, None, None]  # [B, 1, 1, N, C]
+        shares = [xp.mean(xp.sum(xp.matmul(attn, by_class), axis=(0, 3), dtype=f64), axis=1),
+                  xp.mean(xp.sum(xp.matmul(per_head, by_class), axis=(0, 3), dtype=f64), axis=1),
+                  xp.sum(xp.matmul(row_normalised(batch.norm_map), onehot[:, None]), axis=(0, 2), dtype=f64)]
+        self._shares += to_host(xp.stack(shares))
+        self._norm_sums += to_host(xp.sum(xp.matmul(norms, onehot[:, None]), axis=(0, 2), dtype=f64))
+        self._class_tokens += sum(o.sum(axis=0) for o in onehots)
+        self._n_queries += int(batch.lengths.sum())
+        for b, (example, classes) in enumerate(zip(batch.examples, onehots)):
+            # One generator per example, seeded by its corpus position: the sample does not
+            # depend on the order the store (or its shards) yields examples in.
+            rng = np.random.default_rng([self.seed, example.index])
+            self._sample_pairs(batch, b, classes.astype(bool), rng)
 
-    def _sample_pairs(self, index: int, attn: np.ndarray, norms: np.ndarray, onehot: np.ndarray,
-                      rng: np.random.Generator) -> None:
-        n_heads, n = attn.shape[1], attn.shape[2]
-        alphas, fx = [], []
-        counts = np.zeros((len(CLASSES), self.n_layers), np.int64)
+    def _sample_pairs(self, batch: MapBatch, row: int, onehot: np.ndarray, rng: np.random.Generator) -> None:
+        """Draw example ``row``'s (head, query, key) pairs on the host and gather their α and
+        ‖f(x)‖ where the batch is: one gather per array."""
+        n_heads, n, width = self.n_heads, len(onehot), batch.width
+        picked, counts = [], np.zeros((len(CLASSES), self.n_layers), np.int64)
         for c in range(len(CLASSES)):
             keys = np.flatnonzero(onehot[:, c])
             size = n_heads * n * len(keys)
@@ -164,12 +172,16 @@ class NormShares(Analysis):
                 picks = np.arange(size) if size <= self.pairs_per_example else \
                     rng.choice(size, self.pairs_per_example, replace=False)
                 head, query, k = np.unravel_index(picks, (n_heads, n, len(keys)))
-                alphas.append(attn[layer, head, query, keys[k]])
-                fx.append(norms[layer, head, keys[k]])
+                picked.append((np.full(len(picks), layer), head, query, keys[k]))
                 counts[c, layer] = len(picks)
-        self._pair_example.append(index)
-        self._pair_alpha.append(np.concatenate(alphas or [np.zeros(0, np.float32)]))
-        self._pair_norm.append(np.concatenate(fx or [np.zeros(0, np.float32)]))
+        layer, head, query, key = (np.concatenate(p) for p in zip(*picked)) if picked else [np.zeros(0, int)] * 4
+        xp = batch.xp
+        plane = (layer * n_heads + head) * width
+        alpha = xp.take(xp.reshape(batch.attn[row], (-1,)), batch.asarray((plane + query) * width + key))
+        norm = xp.take(xp.reshape(batch.value_norms[row], (-1,)), batch.asarray(plane + key))
+        self._pair_example.append(batch.examples[row].index)
+        self._pair_alpha.append(to_host(alpha).astype(np.float32, copy=False))
+        self._pair_norm.append(to_host(norm).astype(np.float32, copy=False))
         self._pair_counts.append(counts)
 
     def _state(self) -> dict[str, np.ndarray]:

@@ -27,11 +27,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from array_api_compat import array_namespace, device
+
 from headatlas.analyses.base import Analysis, describe, register
+from headatlas.analyses.batch import MapBatch, to_host
+from headatlas.analyses.batch import row_normalised
 from headatlas.analyses.result import Result
 from headatlas.analyses.norms import CLASS_LABELS, CLASSES, class_onehot
 from headatlas.store.example import Example
-from headatlas.weightings import row_normalised
 
 SOURCES = ("attention", "norm")
 SOURCE_LABELS = {"attention": "rollout of α (mean over heads)",
@@ -40,29 +43,46 @@ SOURCE_LABELS = {"attention": "rollout of α (mean over heads)",
 
 def layer_maps(example: Example, source: str) -> np.ndarray:
     """``[L, n, n]`` per-layer maps whose rows sum to 1: mean-over-heads α, or the norm map."""
+    if source == "norm" and example.norm_map is None:
+        raise ValueError(f"example {example.id} has no norm map (open the store with norms=True)")
+    return batch_layer_maps(MapBatch.of([example]), source)[0]
+
+
+def batch_layer_maps(batch: MapBatch, source: str):
+    """:func:`layer_maps` of every example of a batch, ``[B, L, N, N]``, on its device."""
+    xp = batch.xp
     if source == "attention":
-        return row_normalised(example.attn.mean(axis=1))
+        return row_normalised(xp.mean(batch.attn, axis=2))
     if source == "norm":
-        if example.norm_map is None:
-            raise ValueError(f"example {example.id} has no norm map (open the store with norms=True)")
-        return row_normalised(example.norm_map)
+        if batch.norm_map is None:
+            raise ValueError("the batch has no norm maps (open the store with norms=True)")
+        return row_normalised(batch.norm_map)
     raise ValueError(f"rollout source {source!r} is not one of {SOURCES}")
 
 
-def rollout(maps: np.ndarray, residual: float = 0.5) -> np.ndarray:
-    """Rolled-out maps ``[L, n, n]`` of per-layer maps ``[L, n, n]`` (rows summing to 1).
+def rollout(maps, residual: float = 0.5):
+    """Rolled-out maps ``[..., L, n, n]`` of per-layer maps ``[..., L, n, n]`` (rows summing
+    to 1; numpy or torch).
 
     ``Ã_l = (1 - residual) A_l + residual I`` renormalised per row; ``R_1 = Ã_1``,
     ``R_l = Ã_l R_{l-1}``. Rows of every ``R_l`` sum to 1.
     """
+    xp = array_namespace(maps)
     n = maps.shape[-1]
-    mixed = row_normalised((1 - residual) * maps + residual * np.eye(n, dtype=maps.dtype))
-    out = np.empty_like(mixed)
-    current = np.eye(n, dtype=maps.dtype)
-    for layer, step in enumerate(mixed):
-        current = step @ current
-        out[layer] = current
-    return out
+    eye = xp.eye(n, dtype=maps.dtype, device=device(maps))
+    mixed = row_normalised((1 - residual) * maps + residual * eye)
+    steps, current = [], None
+    for layer in range(maps.shape[-3]):
+        step = mixed[..., layer, :, :]
+        current = step if current is None else xp.matmul(step, current)
+        steps.append(current)
+    return xp.stack(steps, axis=-3)
+
+
+def _padded_onehot(example: Example, width: int) -> np.ndarray:
+    """:func:`class_onehot` of ``example``, zero rows past its length: ``[width, C]``."""
+    onehot = class_onehot(example)
+    return np.pad(onehot, ((0, width - len(onehot)), (0, 0)))
 
 
 def offset_sums(maps: np.ndarray, max_offset: int) -> tuple[np.ndarray, np.ndarray]:
@@ -120,15 +140,21 @@ class Rollout(Analysis):
         self._offset_counts = np.zeros(width)
         self._n_queries = 0
 
-    def update(self, example: Example) -> None:
-        onehot = class_onehot(example)
+    def update_batch(self, batch: MapBatch) -> None:
+        xp, f64 = batch.xp, batch.xp.float64
+        onehot = batch.asarray(np.stack([_padded_onehot(e, batch.width) for e in batch.examples]))
+        valid_rows = batch.token_mask("valid")[:, None, :, None]  # [B, 1, N, 1]
         for s, source in enumerate(SOURCES):
-            rolled = rollout(layer_maps(example, source), self.residual)  # [L, n, n]
-            self._shares[s] += (rolled @ onehot).sum(axis=1, dtype=np.float64)
-            sums, counts = offset_sums(rolled, self.max_offset)
-            self._offsets[s] += sums
-        self._offset_counts += counts
-        self._n_queries += example.n_tokens
+            # [B, L, N, N]; a padding row rolls out to itself, and is dropped from the sums
+            rolled = rollout(batch_layer_maps(batch, source), self.residual) * valid_rows
+            self._shares[s] += to_host(xp.sum(xp.matmul(rolled, onehot[:, None]), axis=(0, 2), dtype=f64))
+            self._offsets[s] += to_host(xp.stack([
+                xp.sum(xp.linalg.diagonal(rolled, offset=k), axis=(0, -1), dtype=f64) if abs(k) < batch.width
+                else xp.zeros(rolled.shape[1], dtype=f64)
+                for k in range(-self.max_offset, self.max_offset + 1)], axis=-1))
+        for n in batch.lengths.tolist():
+            self._offset_counts += offset_sums(np.zeros((1, n, n)), self.max_offset)[1]
+        self._n_queries += int(batch.lengths.sum())
 
     def _state(self) -> dict[str, np.ndarray]:
         return {name: np.asarray(getattr(self, f"_{name}")) for name in self._SUMS}
