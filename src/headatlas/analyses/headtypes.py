@@ -173,12 +173,14 @@ def binned_rows(batch: MapBatch, bins: np.ndarray, n_bins: int) -> np.ndarray:
     if bool(to_host(xp.any((totals[..., 0] <= 0) & batch.asarray(valid)[:, None, None]))):
         raise ValueError("an attention row sums to 0; distance features need rows of positive mass")
     rows = batch.attn / xp.where(totals > 0, totals, xp.ones_like(totals))
-    onehot = np.zeros((n_maps, width * width, n_bins + 1), dtype=np.float32)  # the last bin: padding
-    pairs = valid[:, :, None] & valid[:, None, :]
-    index = np.where(pairs, bins[:, :width, :width], n_bins).reshape(n_maps, -1)
-    onehot[np.arange(n_maps)[:, None], np.arange(width * width)[None, :], index] = 1
+    index = bins[:, :width, :width]
+    if batch.padded:  # pairs past an example's length go to one more bin, dropped
+        index = np.where(valid[:, :, None] & valid[:, None, :], index, n_bins)
+    onehot = np.zeros((n_maps, width * width, n_bins + batch.padded), dtype=np.float32)
+    onehot[np.arange(n_maps)[:, None], np.arange(width * width)[None, :], index.reshape(n_maps, -1)] = 1
     # One matmul sums every row into its bins for all heads at once: [maps, N*N] @ [N*N, bins].
-    flat = xp.matmul(xp.reshape(rows, (n_maps, -1, width * width)), batch.asarray(onehot[..., :n_bins]))
+    onehot = batch.asarray(np.ascontiguousarray(onehot[..., :n_bins]) if batch.padded else onehot)
+    flat = xp.matmul(xp.reshape(rows, (n_maps, -1, width * width)), onehot)
     return to_host(flat / xp.astype(batch.n_tokens(), xp.float32)[:, None, None])
 
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from array_api_compat import array_namespace, device
+from array_api_compat import device
 
 from headatlas.analyses.base import Analysis, describe, register
-from headatlas.analyses.batch import MapBatch, to_host
+from headatlas.analyses.batch import MapBatch, array_namespace, to_host
 from headatlas.analyses.batch import row_normalised
 from headatlas.analyses.result import Result
 from headatlas.analyses.norms import CLASS_LABELS, CLASSES, class_onehot
@@ -143,10 +143,11 @@ class Rollout(Analysis):
     def update_batch(self, batch: MapBatch) -> None:
         xp, f64 = batch.xp, batch.xp.float64
         onehot = batch.asarray(np.stack([_padded_onehot(e, batch.width) for e in batch.examples]))
-        valid_rows = batch.token_mask("valid")[:, None, :, None]  # [B, 1, N, 1]
         for s, source in enumerate(SOURCES):
             # [B, L, N, N]; a padding row rolls out to itself, and is dropped from the sums
-            rolled = rollout(batch_layer_maps(batch, source), self.residual) * valid_rows
+            rolled = rollout(batch_layer_maps(batch, source), self.residual)
+            if batch.padded:
+                rolled = rolled * batch.token_mask("valid")[:, None, :, None]
             self._shares[s] += to_host(xp.sum(xp.matmul(rolled, onehot[:, None]), axis=(0, 2), dtype=f64))
             self._offsets[s] += to_host(xp.stack([
                 xp.sum(xp.linalg.diagonal(rolled, offset=k), axis=(0, -1), dtype=f64) if abs(k) < batch.width
