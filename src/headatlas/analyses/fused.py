@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -81,9 +81,11 @@ def exemplar_indices(n_records: int, k: int, seed: int = 0, wanted: Iterable[int
 
 
 def _examples(batch: Sequence[Encoded], tokens: list[list[str]], attn: np.ndarray, norms: dict,
-              n_layers: int, n_heads: int, special: dict) -> list[Example]:
-    """The batch's examples as a store reader returns them: float16 maps widened to float32."""
-    out, a0, v0, m0 = [], 0, 0, 0
+              n_layers: int, n_heads: int, special: dict) -> Iterator[Example]:
+    """The batch's examples as a store reader returns them: float16 maps widened to float32,
+    one at a time (a batch of float32 maps at once is B times one example's: 1.2 GB of MPNet's
+    at 512 wordpieces and batch 8)."""
+    a0, v0, m0 = 0, 0, 0
     for encoded, toks in zip(batch, tokens):
         n = len(encoded)
         size = n_layers * n_heads * n * n
@@ -92,15 +94,14 @@ def _examples(batch: Sequence[Encoded], tokens: list[list[str]], attn: np.ndarra
             value_norms = widen(norms["value_norms"][v0:v0 + n_layers * n_heads * n]).reshape(n_layers, n_heads, n)
             norm_map = widen(norms["norm_map"][m0:m0 + n_layers * n * n]).reshape(n_layers, n, n)
             v0, m0 = v0 + n_layers * n_heads * n, m0 + n_layers * n * n
-        out.append(Example(
+        yield Example(
             index=encoded.index, id=encoded.id, tokens=toks,
             input_ids=np.asarray(encoded.input_ids, np.int32),
             token_type_ids=np.asarray(encoded.token_type_ids, np.int8),
             word_ids=np.asarray(encoded.word_ids, np.int32),
             attn=widen(attn[a0:a0 + size]).reshape(n_layers, n_heads, n, n),
-            value_norms=value_norms, norm_map=norm_map, **special))
+            value_norms=value_norms, norm_map=norm_map, **special)
         a0 += size
-    return out
 
 
 def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_path: str | Path,
@@ -228,13 +229,14 @@ def _skipped(sentences: Sequence[Sentence], left_out: set[str], shard: int,
 
 def _batch_examples(loaded: LoadedModel, recorder, batch: Sequence[Encoded], attrs: dict) -> list[Example]:
     """One forward pass over ``batch``: its examples as a store would give them back."""
-    return _forward(loaded, recorder, batch, attrs, host=True)[0]
+    return list(_forward(loaded, recorder, batch, attrs, host=True)[0])
 
 
 def _forward(loaded: LoadedModel, recorder, batch: Sequence[Encoded], attrs: dict, host: bool = True,
-             views: Sequence[str] = ()) -> tuple[list[Example] | None, dict[str, MapBatch]]:
+             views: Sequence[str] = ()) -> tuple[Iterator[Example] | None, dict[str, MapBatch]]:
     """One forward pass over ``batch``: its examples as a store would give them back (``host``:
-    the maps copied to the host) and the whole batch under each weighting of ``views`` as a
+    the maps copied to the host; widened as they are iterated) and the whole batch under each
+    weighting of ``views`` as a
     :class:`MapBatch` on the model's device (:func:`device_views`)."""
     import torch
 
@@ -251,7 +253,7 @@ def _forward(loaded: LoadedModel, recorder, batch: Sequence[Encoded], attrs: dic
             attn = HostArray(pack_examples(layers, sizes, token_dims=2)).numpy()
             examples = _examples(batch, tokens, attn, pack_norms(norms, sizes).arrays(),
                                  loaded.n_layers, loaded.n_heads, special)
-        metas = [_meta(e, t, special) for e, t in zip(batch, tokens)]
+        metas = [_meta(e, t, special) for e, t in zip(batch, tokens)] if views else []
         return examples, device_views(layers, norms, metas, views)
 
 
@@ -264,14 +266,15 @@ def device_views(layers, norms, examples: Sequence[Example], weightings: Sequenc
 
     if not weightings:
         return {}
+    width = layers[0].shape[-1]
+    lengths = torch.tensor([e.n_tokens for e in examples], device=layers[0].device)
+    valid = torch.arange(width, device=lengths.device)[None, :] < lengths[:, None]
+
     def stored(tensors, token_dims: int):  # [B, L, ...]: as a store holds it, zero past each length
         x = torch.stack([t.to(torch.float16) for t in tensors], dim=1).float()
         mask = valid if token_dims == 1 else valid[:, :, None] & valid[:, None, :]
         return x * mask.reshape(mask.shape[0], *(1,) * (x.dim() - mask.dim()), *mask.shape[1:])
 
-    width = layers[0].shape[-1]
-    lengths = torch.tensor([e.n_tokens for e in examples], device=layers[0].device)
-    valid = torch.arange(width, device=lengths.device)[None, :] < lengths[:, None]
     attn = stored(layers, 2)
     value_norms = stored([vn for vn, _ in norms], 1) if norms else None
     norm_map = stored([nm for _, nm in norms], 2) if norms else None
