@@ -38,6 +38,19 @@ READ_S_PER_GB = 2.0     # CPU-seconds per GB read back as float32 (the floor of 
 # forwards, and the sustained write rate of one extraction job's store.
 GPU_FLOPS = 20e12
 DISK_GB_S = 0.5
+# Fused mode, measured on MiniLM at one thread (docs/performance.md "Batched statistics"): the
+# forward that returns maps and records value norms costs 1.15-1.3x the bare one; the default
+# config's per-head jobs on the surface corpus (14 runs, both views) 24.6-26.5 CPU-s per 1,000
+# segments of 72 maps with E[n²] = 16,277: ~2.2e-8 CPU-s per map element. The store path reads
+# the store once per run (14 reads) and does the same analysis work.
+FUSED_FORWARD = 1.2
+ANALYSIS_S_PER_ELEMENT = 2.2e-8
+STREAMING_READS = 14
+# States per example (measured: ~39 KB per MiniLM segment): norm shares' sampled pairs, capped per
+# layer and token class (~27 KB at 6 layers, so ∝ L and not n), and the head-type features
+# (21 float32 per head and view, 2 views); plus a fixed exemplar store of 16 examples.
+PAIRS_BYTES_PER_LAYER = 27e3 / 6
+EXEMPLARS = 16
 
 
 def nonembedding_params(L: int, d: int) -> float:
@@ -52,6 +65,11 @@ def store_bytes(L, H, N, n, n2) -> float:
 def forward_flops(L, d, N, n) -> float:
     """2·params per token for the matrix products, + 4·L·n·d per token for QKᵀ and AV."""
     return N * n * (2 * nonembedding_params(L, d) + 4 * L * n * d)
+
+
+def states_bytes(L, H, N) -> float:
+    """A fused run's states: norm shares' pairs (∝ L) and two views of head-type features."""
+    return N * (PAIRS_BYTES_PER_LAYER * L + 2 * L * H * 21 * 4)
 
 
 def fmt_bytes(b: float) -> str:
@@ -83,6 +101,23 @@ def main() -> None:
         batch = [32 * L * H * t * t for t in (128, 512)]
         print(f"| {model} | {fmt_bytes(per[0])} | {fmt_bytes(per[1])} | {fmt_bytes(4 * batch[0])} / "
               f"{fmt_bytes(2 * batch[0])} | {fmt_bytes(4 * batch[1])} / {fmt_bytes(2 * batch[1])} |")
+
+    print()
+    print("| model | corpus | store | fused: states + exemplars | CPU-h store path (forward, write, "
+          f"{STREAMING_READS} reads, analyses) | CPU-h fused (forward with maps, analyses) |")
+    print("|---|---|---|---|---|---|")
+    for model, (L, H, d) in MODELS.items():
+        for corpus, (N, n, n2) in CORPORA.items():
+            if not corpus.startswith("Wikipedia, 10^6"):
+                continue
+            size, flops = store_bytes(L, H, N, n, n2), forward_flops(L, d, N, n)
+            analyses = ANALYSIS_S_PER_ELEMENT * L * H * N * n2
+            kept = states_bytes(L, H, N) + store_bytes(L, H, EXEMPLARS, n, n2)
+            store_path = (flops / CPU_FLOPS + size / 1e9 * (WRITE_S_PER_GB + STREAMING_READS * READ_S_PER_GB)
+                          + analyses)
+            fused = flops / CPU_FLOPS * FUSED_FORWARD + analyses
+            print(f"| {model} | {corpus} | {fmt_bytes(size)} | {fmt_bytes(kept)} ({100 * kept / size:.2f}%) "
+                  f"| {fmt_hours(store_path)} | {fmt_hours(fused)} ({fused / store_path:.2f}x) |")
 
 
 if __name__ == "__main__":
