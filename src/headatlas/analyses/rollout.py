@@ -153,8 +153,8 @@ class Rollout(Analysis):
                 xp.sum(xp.linalg.diagonal(rolled, offset=k), axis=(0, -1), dtype=f64) if abs(k) < batch.width
                 else xp.zeros(rolled.shape[1], dtype=f64)
                 for k in range(-self.max_offset, self.max_offset + 1)], axis=-1))
-        for n in batch.lengths.tolist():
-            self._offset_counts += offset_sums(np.zeros((1, n, n)), self.max_offset)[1]
+        offsets = np.abs(np.arange(-self.max_offset, self.max_offset + 1))
+        self._offset_counts += np.maximum(batch.lengths[:, None] - offsets, 0).sum(axis=0)  # queries with a key there
         self._n_queries += int(batch.lengths.sum())
 
     def _state(self) -> dict[str, np.ndarray]:
