@@ -112,7 +112,8 @@ def forwards(loaded, records, g: dict, device: str, weights: bool) -> None:
     examples, _ = encode_corpus(loaded.tokenizer, enumerate(records), g["n"], Counter())
     with torch.inference_mode():
         for batch in length_batches(examples, g["batch"]):
-            out = loaded.model(**collate(batch, 0, device), output_attentions=weights)
+            out = loaded.model(**collate(batch, loaded.tokenizer.pad_token_id or 0, device),
+                               output_attentions=weights)
             if weights:
                 assert out.attentions is not None and len(out.attentions) == g["layers"]
     loaded.model.set_attn_implementation("eager")

@@ -75,7 +75,7 @@ def segments(model: str, length: int, count: int, folder: Path) -> Path:
 def child(path: str, model: str, corpus: Path, length: int, batch: int, work: Path) -> dict:
     sys.path.insert(0, str(HERE))
     from fused import vm_hwm_kb
-    from gpu import per_head_runs
+    from gpu import forwards, per_head_runs
 
     from headatlas.pipeline.jobs import limit_threads
 
@@ -91,7 +91,7 @@ def child(path: str, model: str, corpus: Path, length: int, batch: int, work: Pa
     attrs = {"corpus": "wikipedia", "corpus_sha256": ""}
     common = dict(max_length=length, batch_size=batch, progress=False, store_attrs=attrs)
     if path == "forward":
-        forward(loaded, sentences, length, batch)
+        forwards(loaded, sentences, {"n": length, "batch": batch, "layers": loaded.n_layers}, "cpu", weights=True)
     elif path == "store":
         from headatlas.encoders.extract import extract
 
@@ -107,21 +107,6 @@ def child(path: str, model: str, corpus: Path, length: int, batch: int, work: Pa
     return {"path": path, "cpu": time.process_time() - start, "peak_rss_kb": vm_hwm_kb(),
             "after_load_kb": baseline, "some_lengths": lengths,
             "n_layers": loaded.n_layers, "n_heads": loaded.n_heads}
-
-
-def forward(loaded, sentences, length: int, batch: int) -> None:
-    from collections import Counter
-
-    import torch
-
-    from headatlas.encoders.inputs import collate, encode_corpus, length_batches
-
-    examples, _ = encode_corpus(loaded.tokenizer, enumerate(sentences), length, Counter())
-    with torch.inference_mode():
-        for chunk in length_batches(examples, batch):
-            out = loaded.model(**collate(chunk, loaded.tokenizer.pad_token_id or 0, "cpu"),
-                               output_attentions=True)
-            assert len(out.attentions) == loaded.n_layers
 
 
 def main(argv: list[str] | None = None) -> int:

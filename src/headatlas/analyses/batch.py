@@ -131,21 +131,22 @@ class MapBatch:
     def token_mask(self, kind: str):
         """float32 ``[B, N]``: 1 where the token is ``valid`` (within its example), ``cls``,
         ``sep`` or ``punct`` (:func:`~headatlas.store.example.token_masks`), else 0."""
-        return self.cached(f"mask:{kind}", lambda: self.asarray(self._host_masks()[kind].astype(np.float32)))
+        return self.cached(f"mask:{kind}", lambda: self.asarray(self.host_masks()[kind].astype(np.float32)))
+
+    def valid(self) -> np.ndarray:
+        """Boolean ``[B, N]`` numpy mask of the positions within each example (from the lengths
+        alone: batches of bare maps have it too)."""
+        return self.cached("valid", lambda: np.arange(self.width)[None, :] < self.lengths[:, None])
 
     def host_masks(self) -> dict[str, np.ndarray]:
         """Boolean ``[B, N]`` numpy masks of :meth:`token_mask`'s kinds."""
-        return self._host_masks()
-
-    def _host_masks(self) -> dict[str, np.ndarray]:
         def compute():
-            out = {k: np.zeros((len(self), self.width), bool) for k in ("valid", "cls", "sep", "punct")}
+            out = {k: np.zeros((len(self), self.width), bool) for k in ("cls", "sep", "punct")}
             for b, e in enumerate(self.examples):
                 n = e.n_tokens
-                out["valid"][b, :n] = True
                 out["cls"][b, :n], out["sep"][b, :n], out["punct"][b, :n] = token_masks(
                     e.tokens, e.cls_token, e.sep_token)
-            return out
+            return {"valid": self.valid(), **out}
         return self.cached("host_masks", compute)
 
     def asarray(self, host: np.ndarray):

@@ -27,7 +27,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from headatlas.analyses.base import Analysis, analysis_class, finish
-from headatlas.analyses.batch import MapBatch
+from headatlas.analyses.batch import MapBatch, row_normalised
 from headatlas.analyses.result import Result
 from headatlas.corpora.records import Sentence
 from headatlas.encoders.allocator import keep_buffers_in_heap
@@ -285,9 +285,7 @@ def device_views(layers, norms, examples: Sequence[Example], weightings: Sequenc
             continue
         if value_norms is None:
             raise StoreError("the norm view needs value norms, and none were recorded")
-        weighted = attn * value_norms[..., None, :]
-        totals = weighted.sum(dim=-1, keepdim=True)
-        out[weighting] = MapBatch(weighted / torch.where(totals > 0, totals, 1), examples, weighting,
+        out[weighting] = MapBatch(row_normalised(attn * value_norms[..., None, :]), examples, weighting,
                                   value_norms=value_norms, norm_map=norm_map)
     return out
 

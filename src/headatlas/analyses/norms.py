@@ -58,27 +58,15 @@ def class_onehot(example: Example) -> np.ndarray:
     return np.stack([cls, sep, punct, other], axis=1).astype(np.float32)
 
 
-def class_shares(attn: np.ndarray, value_norms: np.ndarray, norm_map: np.ndarray,
-                 onehot: np.ndarray) -> np.ndarray:
-    """Per layer and class, the share of the rows under each view, summed over queries.
-
-    Parameters
-    ----------
-    attn : ``[L, H, n, n]`` α; value_norms : ``[L, H, n]``; norm_map : ``[L, n, n]``.
-    onehot : ``[n, C]`` token classes (:func:`class_onehot`).
-
-    Returns
-    -------
-    ``[3, L, C]``: views (:data:`VIEWS`) x layers x classes, each the sum over the
-    ``n`` queries (and for the two per-head views the mean over heads) of the share
-    of the query's row on the class. Divide by ``n`` summed over examples.
-    """
-    per_head = row_normalised(attn * value_norms[:, :, None, :])
-    return np.stack([
-        (attn @ onehot).sum(axis=2, dtype=np.float64).mean(axis=1),
-        (per_head @ onehot).sum(axis=2, dtype=np.float64).mean(axis=1),
-        (row_normalised(norm_map) @ onehot).sum(axis=1, dtype=np.float64),
-    ])
+def class_onehots(batch: MapBatch) -> np.ndarray:
+    """:func:`class_onehot` of every example of a batch, ``[B, N, 4]`` float32 on the host, zero
+    past each example's length (kept on the batch: norm shares and rollout read the same)."""
+    def compute():
+        out = np.zeros((len(batch), batch.width, len(CLASSES)), np.float32)
+        for b, example in enumerate(batch.examples):
+            out[b, :example.n_tokens] = class_onehot(example)
+        return out
+    return batch.cached("class_onehots", compute)
 
 
 @register
@@ -140,8 +128,8 @@ class NormShares(Analysis):
             raise ValueError(f"examples {[e.id for e in batch.examples][:3]} have no value norms: {self.name} "
                              "reads a store opened with norms=True (run_analysis does this)")
         xp, f64 = batch.xp, batch.xp.float64
-        onehots = [class_onehot(e) for e in batch.examples]
-        onehot = batch.asarray(np.stack([np.pad(o, ((0, batch.width - len(o)), (0, 0))) for o in onehots]))
+        onehots = class_onehots(batch)
+        onehot = batch.asarray(onehots)
         attn, norms = batch.attn, batch.value_norms
         per_head = row_normalised(attn * norms[..., None, :])
         by_class = onehot[:, None, None]  # [B, 1, 1, N, C]
@@ -150,13 +138,13 @@ class NormShares(Analysis):
                   xp.sum(xp.matmul(row_normalised(batch.norm_map), onehot[:, None]), axis=(0, 2), dtype=f64)]
         self._shares += to_host(xp.stack(shares))
         self._norm_sums += to_host(xp.sum(xp.matmul(norms, onehot[:, None]), axis=(0, 2), dtype=f64))
-        self._class_tokens += sum(o.sum(axis=0) for o in onehots)
+        self._class_tokens += onehots.sum(axis=(0, 1))
         self._n_queries += int(batch.lengths.sum())
-        for b, (example, classes) in enumerate(zip(batch.examples, onehots)):
+        for b, (example, n) in enumerate(zip(batch.examples, batch.lengths.tolist())):
             # One generator per example, seeded by its corpus position: the sample does not
             # depend on the order the store (or its shards) yields examples in.
             rng = np.random.default_rng([self.seed, example.index])
-            self._sample_pairs(batch, b, classes.astype(bool), rng)
+            self._sample_pairs(batch, b, onehots[b, :n].astype(bool), rng)
 
     def _sample_pairs(self, batch: MapBatch, row: int, onehot: np.ndarray, rng: np.random.Generator) -> None:
         """Draw example ``row``'s (head, query, key) pairs on the host and gather their α and

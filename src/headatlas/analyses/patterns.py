@@ -227,8 +227,7 @@ def batch_features(batch: MapBatch, segments: np.ndarray, columns: int = 3,
     k = min(columns, width)
     top = xp.argsort(-off_col, axis=-1, stable=True)[..., :k]  # ties: the lowest key
     keys = batch.asarray(np.arange(width))
-    valid = keys[None, :] < batch.asarray(lengths)[:, None]  # [B, N]
-    is_stripe = (off_col >= 1.0 / n[..., None] + stripe) & valid[:, None, None]
+    is_stripe = (off_col >= 1.0 / n[..., None] + stripe) & batch.asarray(batch.valid())[:, None, None]
     stripes = xp.astype(xp.sum(xp.astype(is_stripe, xp.int64), axis=-1), f64)
     in_top = is_stripe | xp.any(keys[:, None] == top[..., None, :], axis=-1)
     zero = xp.zeros_like(off_col)
@@ -249,8 +248,7 @@ def _block(batch: MapBatch, segments: np.ndarray, in_top, rest):
     two = np.array([len(np.unique(segments[b, :n])) > 1 for b, n in enumerate(batch.lengths)])
     if not two.any():
         return xp.full(rest.shape, float("nan"), dtype=rest.dtype)
-    pos = np.arange(width)
-    valid = pos[None, :] < batch.lengths[:, None]
+    pos, valid = np.arange(width), batch.valid()
     same = (segments[:, :width, None] == segments[:, None, :width]) & valid[:, :, None] & valid[:, None, :]
     far = same & (np.abs(pos[:, None] - pos[None, :]) > BLOCK_LOCAL)  # [B, N, N]
     attn = batch.attn

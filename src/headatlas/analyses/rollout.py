@@ -33,23 +33,16 @@ from headatlas.analyses.base import Analysis, describe, register
 from headatlas.analyses.batch import MapBatch, array_namespace, to_host
 from headatlas.analyses.batch import row_normalised
 from headatlas.analyses.result import Result
-from headatlas.analyses.norms import CLASS_LABELS, CLASSES, class_onehot
-from headatlas.store.example import Example
+from headatlas.analyses.norms import CLASS_LABELS, CLASSES, class_onehots
 
 SOURCES = ("attention", "norm")
 SOURCE_LABELS = {"attention": "rollout of α (mean over heads)",
                  "norm": "rollout of ‖Σ_h αf(x)‖ (Kobayashi)"}
 
 
-def layer_maps(example: Example, source: str) -> np.ndarray:
-    """``[L, n, n]`` per-layer maps whose rows sum to 1: mean-over-heads α, or the norm map."""
-    if source == "norm" and example.norm_map is None:
-        raise ValueError(f"example {example.id} has no norm map (open the store with norms=True)")
-    return batch_layer_maps(MapBatch.of([example]), source)[0]
-
-
 def batch_layer_maps(batch: MapBatch, source: str):
-    """:func:`layer_maps` of every example of a batch, ``[B, L, N, N]``, on its device."""
+    """``[B, L, N, N]`` per-layer maps whose rows sum to 1, on the batch's device: mean-over-heads
+    α, or the norm map."""
     xp = batch.xp
     if source == "attention":
         return row_normalised(xp.mean(batch.attn, axis=2))
@@ -79,22 +72,19 @@ def rollout(maps, residual: float = 0.5):
     return xp.stack(steps, axis=-3)
 
 
-def _padded_onehot(example: Example, width: int) -> np.ndarray:
-    """:func:`class_onehot` of ``example``, zero rows past its length: ``[width, C]``."""
-    onehot = class_onehot(example)
-    return np.pad(onehot, ((0, width - len(onehot)), (0, 0)))
-
-
-def offset_sums(maps: np.ndarray, max_offset: int) -> tuple[np.ndarray, np.ndarray]:
+def offset_sums(maps, max_offset: int):
     """Sums over queries of ``maps[..., i, i + k]`` for k = -max_offset..max_offset, and the counts.
 
-    Returns ``sums [..., 2 * max_offset + 1]`` and ``counts [2 * max_offset + 1]``
-    (``n - |k|`` queries have a key at offset k; none when ``|k| >= n``).
+    Returns ``sums [..., 2 * max_offset + 1]`` (float64, in ``maps``' namespace: numpy or torch)
+    and ``counts [2 * max_offset + 1]`` (``n - |k|`` queries have a key at offset k; none when
+    ``|k| >= n``).
     """
+    xp = array_namespace(maps)
     n = maps.shape[-1]
     offsets = range(-max_offset, max_offset + 1)
-    sums = np.stack([np.diagonal(maps, offset=k, axis1=-2, axis2=-1).sum(axis=-1, dtype=np.float64)
-                     if abs(k) < n else np.zeros(maps.shape[:-2]) for k in offsets], axis=-1)
+    none = xp.zeros(maps.shape[:-2], dtype=xp.float64, device=device(maps))
+    sums = xp.stack([xp.sum(xp.linalg.diagonal(maps, offset=k), axis=-1, dtype=xp.float64) if abs(k) < n else none
+                     for k in offsets], axis=-1)
     counts = np.array([max(n - abs(k), 0) for k in offsets], dtype=np.float64)
     return sums, counts
 
@@ -142,19 +132,17 @@ class Rollout(Analysis):
 
     def update_batch(self, batch: MapBatch) -> None:
         xp, f64 = batch.xp, batch.xp.float64
-        onehot = batch.asarray(np.stack([_padded_onehot(e, batch.width) for e in batch.examples]))
+        onehot = batch.asarray(class_onehots(batch))
         for s, source in enumerate(SOURCES):
             # [B, L, N, N]; a padding row rolls out to itself, and is dropped from the sums
             rolled = rollout(batch_layer_maps(batch, source), self.residual)
             if batch.padded:
                 rolled = rolled * batch.token_mask("valid")[:, None, :, None]
             self._shares[s] += to_host(xp.sum(xp.matmul(rolled, onehot[:, None]), axis=(0, 2), dtype=f64))
-            self._offsets[s] += to_host(xp.stack([
-                xp.sum(xp.linalg.diagonal(rolled, offset=k), axis=(0, -1), dtype=f64) if abs(k) < batch.width
-                else xp.zeros(rolled.shape[1], dtype=f64)
-                for k in range(-self.max_offset, self.max_offset + 1)], axis=-1))
+            self._offsets[s] += to_host(xp.sum(offset_sums(rolled, self.max_offset)[0], axis=0))
+        # queries with a key at each offset, from each example's own length
         offsets = np.abs(np.arange(-self.max_offset, self.max_offset + 1))
-        self._offset_counts += np.maximum(batch.lengths[:, None] - offsets, 0).sum(axis=0)  # queries with a key there
+        self._offset_counts += np.maximum(batch.lengths[:, None] - offsets, 0).sum(axis=0)
         self._n_queries += int(batch.lengths.sum())
 
     def _state(self) -> dict[str, np.ndarray]:
