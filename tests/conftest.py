@@ -189,3 +189,33 @@ def tiny_encoder_dirs(tmp_path_factory) -> dict[str, Path]:
     """One saved tiny random encoder (2 layers x 2 heads, 64 positions) per family."""
     root = tmp_path_factory.mktemp("tiny-encoders")
     return {family: make_tiny_encoder(root / family, family) for family in FAMILIES}
+
+
+# --- two test processes (make test: pytest -n 2 --dist loadgroup, issue 33) ------------------------
+# Every test gets an xdist group: its file, so a file's module fixtures (a whole workflow run)
+# are built once, in one process; or TINY_RUN for the files that run Snakemake inside the shared
+# tiny run (test_reruns edits its code while the others plan it). Groups are handed out in
+# collection order, so the longest go first: the other process meanwhile takes the shorter
+# ones, and the unit tests fill in at the end.
+TINY_RUN = "tiny-run"
+TINY_RUN_FILES = ("test_pipeline.py", "test_reruns.py", "test_dottest.py", "test_report.py",
+                  "test_atlas_browser.py")
+LONGEST_FIRST = ("test_paper.py", TINY_RUN, "test_slurm.py", "test_fused.py", "test_optional.py",
+                 "test_isolation.py", "test_module.py", "test_declarations.py", "test_fingerprints.py",
+                 "test_inputs.py")
+
+
+def xdist_group(item: pytest.Item) -> str:
+    path = Path(str(item.fspath))
+    return TINY_RUN if path.name in TINY_RUN_FILES else str(path.relative_to(ROOT))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        group = xdist_group(item)
+        name = TINY_RUN if group == TINY_RUN else Path(group).name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+    items.sort(key=rank)  # stable: a file's tests stay together and in order

@@ -29,7 +29,8 @@ def test_every_requirement_is_pinned():
 def test_the_test_pins_add_to_the_runtime_pins_only_what_tests_and_lint_need():
     dev = requirement_pins("requirements-dev.txt")
     assert dev[0] == "-r requirements.txt" and all("==" in pin for pin in dev[1:])
-    assert {pin.split("==")[0] for pin in dev[1:]} == {"pytest", "snakefmt", "websocket-client"}
+    assert {pin.split("==")[0] for pin in dev[1:]} == {"pytest", "pytest-xdist", "filelock", "snakefmt",
+                                                       "websocket-client"}
     assert not {pin.split("==")[0] for pin in dev[1:]} & {pin.split("==")[0] for pin in requirement_pins()}
 
 

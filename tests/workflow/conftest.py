@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from filelock import FileLock
 
 from tests.conftest import ROOT, make_tiny_encoder
 
@@ -95,7 +97,18 @@ def tiny_folder(root: Path, config: dict | None = None, n_docs: int = 3) -> Path
 
 @pytest.fixture(scope="session")
 def tiny_workflow(tmp_path_factory) -> Path:
-    """A folder with the workflow, a tiny config, and every output built once."""
-    root = tiny_folder(tmp_path_factory.mktemp("workflow"))
-    snakemake(root, "--cores", "2")
+    """A folder with the workflow, a tiny config, and every output built once: once per test
+    run, also under pytest-xdist, whose processes share it (the first to ask builds it while the
+    others wait; tests/conftest.py keeps the files that run Snakemake inside it in one process)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's folder, above each process's own
+    root, built = base / "tiny-workflow", base / "tiny-workflow.built"
+    with FileLock(f"{root}.lock"):
+        if not built.is_file():
+            shutil.rmtree(root, ignore_errors=True)  # what a failed build left
+            root.mkdir()
+            tiny_folder(root)
+            snakemake(root, "--cores", "2")
+            built.touch()
     return root

@@ -45,7 +45,7 @@ def fused_workflow(tmp_path_factory) -> Path:
     return root
 
 
-def test_fused_tables_equal_the_store_run(tiny_workflow, fused_workflow):
+def test_fused_tables_equal_the_store_run(fused_workflow, tiny_workflow):  # the fused run first
     store, fused = tiny_workflow / "results", fused_workflow / "results"
     found = compare_tables.compare(store, fused, ignored={"seconds", "train_seconds"})
     both = found["identical"] + [n for n, _ in found["different"]]
