@@ -39,10 +39,10 @@ two-models: $(STAMP)
 # Two test processes (pytest-xdist): the whole runs of tests/workflow wait on Snakemake, SLURM
 # and Chromium, so two keep both cores busy; tests/conftest.py groups and orders them.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder tests
+	$(BIN)/python -m pytest -n 2 tests
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup tests/unit
+	$(BIN)/python -m pytest -n 2 tests/unit
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

@@ -191,12 +191,13 @@ def tiny_encoder_dirs(tmp_path_factory) -> dict[str, Path]:
     return {family: make_tiny_encoder(root / family, family) for family in FAMILIES}
 
 
-# --- two test processes (make test: pytest -n 2 --dist loadgroup, issue 33) ------------------------
-# Every test gets an xdist group: its file, so a file's module fixtures (a whole workflow run)
-# are built once, in one process; or TINY_RUN for the files that run Snakemake inside the shared
-# tiny run (test_reruns edits its code while the others plan it). Groups are handed out in
-# collection order, so the longest go first: the other process meanwhile takes the shorter
-# ones, and the unit tests fill in at the end.
+# --- two test processes (make test: pytest -n 2, issue 33) ----------------------------------------
+# pytest-xdist hands each process whole groups of tests: a test file, so a file's module fixtures
+# (a whole workflow run) are built once, in one process; or TINY_RUN, the files that run
+# Snakemake inside the shared tiny run (test_reruns edits its code while the others plan it).
+# Groups go out in collection order, sorted here longest first: the other process meanwhile
+# takes the shorter ones, and the unit tests fill in at the end. (A scheduler of our own, not
+# xdist_group marks: xdist 3.8 groups those by rewriting item._nodeid, which pytest 9 ignores.)
 TINY_RUN = "tiny-run"
 TINY_RUN_FILES = ("test_pipeline.py", "test_reruns.py", "test_dottest.py", "test_report.py",
                   "test_atlas_browser.py")
@@ -205,17 +206,27 @@ LONGEST_FIRST = ("test_paper.py", TINY_RUN, "test_slurm.py", "test_fused.py", "t
                  "test_inputs.py")
 
 
-def xdist_group(item: pytest.Item) -> str:
-    path = Path(str(item.fspath))
-    return TINY_RUN if path.name in TINY_RUN_FILES else str(path.relative_to(ROOT))
+def test_group(nodeid: str) -> str:
+    """The group of a test: its file, or TINY_RUN."""
+    file = nodeid.split("::")[0]
+    return TINY_RUN if Path(file).name in TINY_RUN_FILES else file
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def rank(item: pytest.Item) -> int:
-        group = xdist_group(item)
-        name = TINY_RUN if group == TINY_RUN else Path(group).name
+        group = test_group(item.nodeid)
+        name = group if group == TINY_RUN else Path(group).name
         return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
     items.sort(key=rank)  # stable: a file's tests stay together and in order
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return test_group(nodeid)
+
+    config.option.loadscopereorder = False  # keep the order above
+    return ByGroup(config, log)

@@ -76,6 +76,13 @@ def copy_workflow(target: Path) -> None:
             shutil.copy2(source, target / name)
 
 
+def copy_built(root: Path, target: Path) -> Path:
+    """A copy of a built workflow folder (paths in its config relative to it): every file with its
+    mtime, and Snakemake's records, so the copy plans what the original would."""
+    shutil.copytree(root, target, symlinks=True)  # copy2: mtimes kept
+    return target
+
+
 def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     result = subprocess.run(SNAKEMAKE + ["--directory", str(workdir), "--snakefile",
                                          str(workdir / "Snakefile"), *args],

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_tiny_model
-from tests.workflow.conftest import snakemake, tiny_folder
+from tests.workflow.conftest import copy_built, snakemake, tiny_folder
 
 pytestmark = pytest.mark.workflow
 
@@ -32,13 +32,22 @@ def restore(stamps):
         os.utime(path, ns=(atime, mtime))
 
 
-@pytest.fixture
-def built(tmp_path):
-    root = tiny_folder(tmp_path, {
-        "mirror": None, "models": {"tiny": {"path": str(tmp_path / "tiny-bert")}},
-        "corpora": {"tb": {"kind": "treebank", "format": "conllu", "path": str(tmp_path / "tb.conllu")}},
+@pytest.fixture(scope="module")
+def built_once(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fingerprints")
+    tiny_folder(root, {  # paths relative to the folder, so that a copy reads its own files
+        "mirror": None, "models": {"tiny": {"path": "tiny-bert"}},
+        "corpora": {"tb": {"kind": "treebank", "format": "conllu", "path": "tb.conllu"}},
         "extraction": {"max_length": 48, "batch_size": 4, "threads": 1}, "surface": {"corpus": None}})
     snakemake(root, "--cores", "1", TARGET)
+    assert planned(root) == set()
+    return root
+
+
+@pytest.fixture
+def built(built_once, tmp_path):
+    """A copy of the built folder for each test to edit: mtimes and Snakemake's records kept."""
+    root = copy_built(built_once, tmp_path / "copy")
     assert planned(root) == set()
     return root
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from tests.conftest import FIXTURES, make_tiny_model
-from tests.workflow.conftest import copy_workflow, snakemake, write_treebank
+from tests.workflow.conftest import copy_built, copy_workflow, snakemake, write_treebank
 
 pytestmark = pytest.mark.workflow
 TARGET = "data/corpora/tb.jsonl"
@@ -19,21 +19,28 @@ def planned(result) -> bool:
     return "prepare_treebank" in result.stdout.split("Job stats:")[-1]
 
 
-@pytest.fixture
-def folder_corpus(tmp_path):
-    """A workflow whose treebank is a folder of CoNLL-U files, prepared once."""
-    copy_workflow(tmp_path)
-    make_tiny_model(tmp_path / "tiny-bert")
-    (tmp_path / "tb").mkdir()
-    write_treebank(tmp_path / "tb" / "a.conllu", n_docs=1, seed=1)
-    config = {"models": {"tiny": {"path": str(tmp_path / "tiny-bert")}},
+@pytest.fixture(scope="module")
+def prepared_once(tmp_path_factory):
+    root = tmp_path_factory.mktemp("inputs")
+    copy_workflow(root)
+    make_tiny_model(root / "tiny-bert")
+    (root / "tb").mkdir()
+    write_treebank(root / "tb" / "a.conllu", n_docs=1, seed=1)
+    config = {"models": {"tiny": {"path": "tiny-bert"}},  # relative: a copy reads its own files
               "extraction": {"max_length": 64},  # the tiny model's position table
-              "corpora": {"tb": {"kind": "treebank", "format": "conllu", "path": str(tmp_path / "tb")},
+              "corpora": {"tb": {"kind": "treebank", "format": "conllu", "path": "tb"},
                           "wiki": {"kind": "segments", "path": str(FIXTURES / "tiny" / "wiki.json")}}}
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    snakemake(tmp_path, "--cores", "1", TARGET)
-    assert not planned(snakemake(tmp_path, "-n", "--cores", "1", TARGET))
-    return tmp_path
+    (root / "config.yaml").write_text(yaml.safe_dump(config))
+    snakemake(root, "--cores", "1", TARGET)
+    return root
+
+
+@pytest.fixture
+def folder_corpus(prepared_once, tmp_path):
+    """A workflow whose treebank is a folder of CoNLL-U files, prepared once (a copy per test)."""
+    root = copy_built(prepared_once, tmp_path / "copy")
+    assert not planned(snakemake(root, "-n", "--cores", "1", TARGET))
+    return root
 
 
 def test_editing_a_corpus_file_re_prepares_it(folder_corpus):
