@@ -206,7 +206,7 @@ LONGEST_FIRST = ("test_paper.py", TINY_RUN, "test_slurm.py", "test_fused.py", "t
                  "test_inputs.py")
 
 
-def test_group(nodeid: str) -> str:
+def group_of(nodeid: str) -> str:
     """The group of a test: its file, or TINY_RUN."""
     file = nodeid.split("::")[0]
     return TINY_RUN if Path(file).name in TINY_RUN_FILES else file
@@ -214,7 +214,7 @@ def test_group(nodeid: str) -> str:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def rank(item: pytest.Item) -> int:
-        group = test_group(item.nodeid)
+        group = group_of(item.nodeid)
         name = group if group == TINY_RUN else Path(group).name
         return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
@@ -226,7 +226,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class ByGroup(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return test_group(nodeid)
+            return group_of(nodeid)
 
     config.option.loadscopereorder = False  # keep the order above
     return ByGroup(config, log)
