@@ -221,6 +221,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=rank)  # stable: a file's tests stay together and in order
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest without xdist runs the tests in one process
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
