@@ -18,6 +18,7 @@ def test_values_by_hand_and_shapes():
     assert got.tolist() == [[1.0, -2.0], [0.0, 2.0 ** -24]]
     assert widen(halves[:, 1]).tolist() == [-2.0, 2.0 ** -24]  # a strided view
     assert widen(np.zeros((0, 3), np.float16)).shape == (0, 3)
+    assert widen(np.float16(0.5)[()]).shape == () and widen(np.array(0.5, np.float16)).shape == ()
 
 
 def test_other_dtypes_are_cast_by_numpy():

@@ -35,7 +35,7 @@ def widen(halves: np.ndarray) -> np.ndarray:
     bits = np.ascontiguousarray(halves).view(np.uint16)
     if _widened < NUMPY_HALVES:
         _widened += bits.size
-        return np.take(TABLE, bits)
+        return np.take(TABLE, bits).reshape(halves.shape)  # ascontiguousarray makes 0-d 1-d
     from headatlas.store._widen_kernel import lookup  # numba: ~0.7 s to start, once per process
 
     out = np.empty(halves.shape, np.float32)
