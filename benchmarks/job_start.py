@@ -17,10 +17,14 @@ MiniLM maps) and NUMPY_HALVES beside it.
 from __future__ import annotations
 
 import argparse
+import math
 import resource
 import statistics
 import subprocess
 import sys
+import time
+
+import numpy as np
 
 from headatlas.store import halves
 
@@ -40,10 +44,6 @@ def child_cpu(numpy_halves: int) -> float:
 
 
 def per_half(loop: bool, maps: int = 50) -> float:
-    import time
-
-    import numpy as np
-
     rng = np.random.default_rng(0)
     halves.NUMPY_HALVES = 0 if loop else 1 << 62
     data = rng.random(MAP, dtype=np.float32).astype(np.float16) ** 4  # many subnormals
@@ -68,9 +68,7 @@ def main() -> None:
     loop = statistics.median(per_half(True) for _ in range(rounds))
     start = statistics.median(starts)
     even = start / (take - loop)
-    size = 1
-    for n in MAP:
-        size *= n
+    size = math.prod(MAP)
     print(f"loop's start: {start:.2f} CPU-s (median of {rounds}; rounds: "
           + ", ".join(f"{s:.2f}" for s in starts) + ")")
     print(f"per half: take {take * 1e9:.2f} ns, loop {loop * 1e9:.2f} ns (ratio {take / loop:.1f}x)")

@@ -131,7 +131,10 @@ class MapBatch:
     def token_mask(self, kind: str):
         """float32 ``[B, N]``: 1 where the token is ``valid`` (within its example), ``cls``,
         ``sep`` or ``punct`` (:func:`~headatlas.store.example.token_masks`), else 0."""
-        return self.cached(f"mask:{kind}", lambda: self.asarray(self.host_masks()[kind].astype(np.float32)))
+        def compute():  # valid needs only the lengths, not each example's tokens
+            host = self.valid() if kind == "valid" else self.host_masks()[kind]
+            return self.asarray(host.astype(np.float32))
+        return self.cached(f"mask:{kind}", compute)
 
     def valid(self) -> np.ndarray:
         """Boolean ``[B, N]`` numpy mask of the positions within each example (from the lengths

@@ -170,7 +170,7 @@ def binned_rows(batch: MapBatch, bins: np.ndarray, n_bins: int) -> np.ndarray:
     n_maps, width = len(batch), batch.width
     totals = xp.sum(batch.attn, axis=-1, keepdims=True, dtype=xp.float32)
     valid = batch.valid()  # [B, N]
-    if bool(to_host(xp.any((totals[..., 0] <= 0) & batch.asarray(valid)[:, None, None]))):
+    if bool(to_host(xp.any((totals[..., 0] <= 0) & (batch.token_mask("valid") > 0)[:, None, None]))):
         raise ValueError("an attention row sums to 0; distance features need rows of positive mass")
     rows = batch.attn / xp.where(totals > 0, totals, xp.ones_like(totals))
     index = bins[:, :width, :width]

@@ -227,7 +227,7 @@ def batch_features(batch: MapBatch, segments: np.ndarray, columns: int = 3,
     k = min(columns, width)
     top = xp.argsort(-off_col, axis=-1, stable=True)[..., :k]  # ties: the lowest key
     keys = batch.asarray(np.arange(width))
-    is_stripe = (off_col >= 1.0 / n[..., None] + stripe) & batch.asarray(batch.valid())[:, None, None]
+    is_stripe = (off_col >= 1.0 / n[..., None] + stripe) & (batch.token_mask("valid") > 0)[:, None, None]
     stripes = xp.astype(xp.sum(xp.astype(is_stripe, xp.int64), axis=-1), f64)
     in_top = is_stripe | xp.any(keys[:, None] == top[..., None, :], axis=-1)
     zero = xp.zeros_like(off_col)
