@@ -486,6 +486,27 @@ def test_the_figure_keeps_its_caption_after_the_caption_free_copy(tmp_path):
     assert fig.caption.get_visible()
 
 
+def test_one_layout_serves_every_file_of_a_figure(tmp_path, monkeypatch):
+    """The constrained layout runs once for the four files (it and the draw savefig makes for it
+    were half of a figure job's saving); the caption-free copy is that drawing less its band."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    runs = []
+    execute = ConstrainedLayoutEngine.execute
+    monkeypatch.setattr(ConstrainedLayoutEngine, "execute", lambda self, fig: runs.append(1) or execute(self, fig))
+    fig = base.captioned_figure(3, 2, CAPTION)
+    fig.subplots().imshow(np.eye(3))
+    base.atomic_savefig(fig, files.figure_files(str(tmp_path / "a.png"), ["png", "svg"]))
+    assert len(runs) == 1
+    with_caption = matplotlib.image.imread(tmp_path / "a.png")
+    without = matplotlib.image.imread(tmp_path / "a.nocaption.png")
+    band = with_caption.shape[0] - without.shape[0]
+    assert band == round(fig.band_inches * fig.dpi) and np.array_equal(without, with_caption[:-band])
+    assert isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine)  # the figure's own engine again
+    base.atomic_savefig(fig, tmp_path / "b.svg")
+    assert len(runs) == 2  # a later save lays the figure out anew
+
+
 def test_a_contact_sheet_shows_the_first_column_apart_from_the_frame(tmp_path):
     """The labelling sheets: a map whose only weight is on its first key ([CLS], the commonest
     stripe) shows that column as its own dark line, white between it and the frame (drawn flush

@@ -32,6 +32,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Rectangle
+from matplotlib.transforms import Bbox
 from matplotlib.ticker import MaxNLocator
 
 from headatlas.io import atomic_path
@@ -61,25 +62,47 @@ def atomic_savefig(fig: Figure, paths: str | Path | Sequence[str | Path]) -> Non
     :func:`headatlas.plots.files.figure_files`), each atomically, format from its suffix.
 
     A caption-free name (``<name>.nocaption.<format>``) gets the figure without its
-    caption band. Raises ``ValueError`` for a suffix other than ``.svg``/``.png``/``.pdf``.
+    caption band. The layout is computed once, by the first file's save, and kept for the
+    others (each file is then one draw instead of a layout draw and a print draw; a
+    caption-free copy is the same drawing less its band). Raises ``ValueError`` for a
+    suffix other than ``.svg``/``.png``/``.pdf``.
     """
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     for path in paths:
         split_format(path)  # refuse an unknown format before writing anything
-    for path in [p for p in paths if not is_caption_free(p)]:
-        _save(fig, path)
-    caption_free = [p for p in paths if is_caption_free(p)]
-    if caption_free:
-        with without_caption(fig):
-            for path in caption_free:
+    with layout_kept(fig) as keep:
+        for path in paths:
+            if is_caption_free(path):
+                with without_caption(fig) as crop:
+                    _save(fig, path, crop)
+            else:
                 _save(fig, path)
+            keep()
 
 
-def _save(fig: Figure, path: str | Path) -> None:
+def _save(fig: Figure, path: str | Path, crop: Bbox | None = None) -> None:
     fmt = split_format(path)[1]
     with matplotlib.rc_context(_SAVE_RC), atomic_path(path) as tmp:
         # The temporary name has no figure suffix, hence the explicit format.
-        fig.savefig(tmp, format=fmt, metadata=_NO_DATE[fmt])
+        fig.savefig(tmp, format=fmt, metadata=_NO_DATE[fmt], bbox_inches=crop)
+
+
+@contextmanager
+def layout_kept(fig: Figure):
+    """Inside, ``keep()`` fixes the axes where the layout engine last put them (no engine runs
+    at later draws); the figure's engine is back on leaving."""
+    engine = fig.get_layout_engine()
+
+    def keep() -> None:
+        # No engine at all (not "none", a placeholder): savefig then skips its layout draw too.
+        with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+            fig.set_layout_engine(None)
+
+    try:
+        yield keep
+    finally:
+        if engine is not None:
+            fig.set_layout_engine(engine)
 
 
 class CaptionedFigure(Figure):
@@ -97,23 +120,19 @@ class CaptionedFigure(Figure):
 
 @contextmanager
 def without_caption(fig: Figure):
-    """``fig`` without its caption band while inside (the axes take the whole, shorter figure);
-    a figure with no caption (not a :class:`CaptionedFigure`) is left as it is."""
+    """``fig`` without its caption while inside; yields the part of the figure above the caption
+    band (inches, for ``savefig(bbox_inches=...)``): the layout keeps the axes out of the band,
+    so cutting it off leaves the same drawing. A figure with no caption (not a
+    :class:`CaptionedFigure`) yields None: it is saved whole."""
     if not isinstance(fig, CaptionedFigure):
-        yield fig
+        yield None
         return
     width, height = fig.get_size_inches()
-    engine = fig.get_layout_engine()
-    rect = engine.get()["rect"]
     fig.caption.set_visible(False)
-    fig.set_size_inches(width, height - fig.band_inches)
-    engine.set(rect=(0, 0, 1, 1))
     try:
-        yield fig
+        yield Bbox.from_bounds(0, fig.band_inches, width, height - fig.band_inches)
     finally:
         fig.caption.set_visible(True)
-        fig.set_size_inches(width, height)
-        engine.set(rect=rect)
 
 
 def captioned_figure(width: float, height: float, caption: str) -> CaptionedFigure:
