@@ -410,3 +410,20 @@ def test_real_maps_the_first_classifier_judged_wrongly():
         "vertical+diagonal", "vertical"]
     got = classify(features_for(maps, segments, tuned.columns, tuned.stripe), tuned)
     assert [PATTERNS[i] for i in got] == ["diagonal", "block"]
+
+
+def test_features_for_a_labelled_set_equal_one_map_at_a_time():
+    """features_for batches the maps by length (and the uniform levels by segmentation): the
+    numbers are those of each map alone, whatever the mix of lengths and segments."""
+    rng = np.random.default_rng(3)
+    maps, segments = [], []
+    for n, split in ((7, 3), (9, 9), (7, 3), (7, 5), (5, 5), (9, 4)):
+        attn = rng.random((n, n)) ** 4
+        maps.append((attn / attn.sum(-1, keepdims=True)).astype(np.float16))  # as a store keeps them
+        segments.append((np.arange(n) >= split).astype(int))  # split == n: one segment, block NaN
+    for columns, stripe in ((3, 1.0), (2, 0.04)):
+        one_by_one = np.stack([above_chance(map_features(m, s, columns, stripe), s, columns, stripe)
+                               for m, s in zip(maps, segments)])
+        got = features_for(maps, segments, columns, stripe)
+        np.testing.assert_array_equal(got, one_by_one)
+        assert np.isnan(got[[1, 4], 2]).all() and not np.isnan(got[[0, 2, 3, 5], 2]).any()
