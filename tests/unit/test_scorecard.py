@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from headatlas.claims import Claim, claims_table, verdict
-from headatlas.report.compare import shares_by_model, special_by_depth, table1_by_model
+from headatlas.report.compare import shares_by_model, sinks_by_depth, special_by_depth, table1_by_model
 from headatlas.report.scorecard import (ABSENT, by_weighting, caption, collect, model_of, models_of, on_noise, own_columns,
                                  own_tally, scorecard, source_key, tally, to_html)
 
@@ -119,8 +119,30 @@ def test_cross_model_tables():
     assert both["share_pct"].tolist() == [75.0, 25.0, 26.04, 13.28]
 
 
+def sink_layers(rates):
+    """A sinks ``layers`` table: ``rates[layer]`` = the sink rate of (any, cls, sep) in that layer."""
+    return pd.DataFrame([{"layer": layer + 1, "role": role, "sink_rate": rate}
+                         for layer, row in enumerate(rates) for role, rate in zip(("any", "cls", "sep"), row)])
+
+
+def test_sinks_by_depth_keeps_each_weighting_and_role_at_its_relative_depth():
+    table = sinks_by_depth({("two", "attention"): sink_layers([(0.5, 0.5, 0.0), (0.75, 0.25, 0.5)]),
+                            ("two", "norm"): sink_layers([(0.0, 0.0, 0.0), (0.25, 0.0, 0.25)]),
+                            ("four", "attention"): sink_layers([(0.0, 0.0, 0.0)] * 4)})
+    assert list(table.columns) == ["model", "weighting", "layer", "n_layers", "depth", "role", "sink_rate"]
+    two = table[(table["model"] == "two") & (table["role"] == "any")]
+    assert two["weighting"].tolist() == ["attention", "attention", "norm", "norm"]
+    assert two["depth"].tolist() == [0.5, 1.0, 0.5, 1.0] and two["sink_rate"].tolist() == [0.5, 0.75, 0.0, 0.25]
+    sep = table[(table["model"] == "two") & (table["role"] == "sep") & (table["weighting"] == "attention")]
+    assert sep["sink_rate"].tolist() == [0.0, 0.5]
+    four = table[table["model"] == "four"]
+    assert set(four["n_layers"]) == {4} and sorted(set(four["depth"])) == [0.25, 0.5, 0.75, 1.0]
+    assert len(sinks_by_depth({})) == 0
+
+
 def test_cross_model_figures(tmp_path):
-    from headatlas.plots.compare import plot_shares_by_model, plot_special_by_depth, plot_table1_by_model
+    from headatlas.plots.compare import (plot_shares_by_model, plot_sinks_by_depth, plot_special_by_depth,
+                                         plot_table1_by_model)
 
     special = pd.DataFrame({"layer": [1, 2], "head": 1, "cls": 0.1, "sep": 0.5, "punct": 0.1})
     plot_special_by_depth(special_by_depth({"a": special, "b": special}), tmp_path / "s.svg", "caption")
@@ -132,7 +154,11 @@ def test_cross_model_figures(tmp_path):
     shares = pd.DataFrame({"type": ["dense", "vertical"], "heads": [3, 1], "share_pct": [75.0, 25.0],
                            "paper_pct": [26.04, 13.28], "mean_depth": [0.3, 0.9]})
     plot_shares_by_model(shares_by_model({"a": shares}), tmp_path / "h.svg", "caption")
-    assert all((tmp_path / f"{n}.svg").read_bytes().startswith(b"<?xml") for n in "sth")
+    sinks = sinks_by_depth({("a", "attention"): sink_layers([(0.5, 0.5, 0.0)] * 2),
+                            ("a", "norm"): sink_layers([(0.0, 0.0, 0.0)] * 2)})
+    plot_sinks_by_depth(sinks, tmp_path / "k.svg", "caption")
+    assert all((tmp_path / f"{n}.svg").read_bytes().startswith(b"<?xml") for n in "sthk")
+    assert "sink on [SEP]" in (tmp_path / "k.svg").read_text() and "a, norm (2 layers)" in (tmp_path / "k.svg").read_text()
 
 
 @pytest.fixture

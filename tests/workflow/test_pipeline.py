@@ -85,7 +85,7 @@ def test_the_scorecard_collects_every_claims_file(tiny_workflow):
     assert {"clark.s3.sink_token", "clark.s3.sink_token [norm weighting]", "clark.t1.tb.all",
             "guan.stability"} <= set(card["id"])
     assert (card["rule"] != "").all()  # every verdict states its rule
-    for name in ("special_tokens_depth", "table1", "headtype_shares"):
+    for name in ("special_tokens_depth", "table1", "headtype_shares", "sinks_depth"):
         assert (results / "compare" / f"{name}.svg").read_bytes().startswith(b"<?xml")
         assert len(pd.read_csv(results / "compare" / f"{name}.csv")) > 0
 

@@ -87,7 +87,7 @@ def test_the_whole_atlas_runs_for_both_models_in_both_views(two_models):
     assert {"minilm", "mpnet"} <= {j["wildcards"].split("model=")[1].split(",")[0]
                                    for j in two_models if j["rule"] == "extract"
                                    and "corpus=gum_windows" in j.get("wildcards", "")}
-    for rule in ("scorecard", "compare_special_tokens", "compare_table1", "compare_headtypes"):
+    for rule in ("scorecard", "compare_special_tokens", "compare_table1", "compare_headtypes", "compare_sinks"):
         compared = [j for j in two_models if j["rule"] == rule]
         assert len(compared) == 1, rule
         if rule != "scorecard":

@@ -6,6 +6,8 @@
 SHARED = {"category": "Scorecard and models compared", "subcategory": "all models"}
 SCORECARD = Results("scorecard", RESULTS, labels=lambda text: {"result": text}, **SHARED)
 COMPARED = Results("compare", f"{RESULTS}/compare", labels=lambda text: {"result": text}, **SHARED)
+# (model, weighting suffix) of every sinks run: the models whose `analyses` include sinks
+SINK_RUNS = [(m, w) for m in MODELS if PLAN.asks(m, "sinks") for w in PLAN.suffixes(m)]
 
 
 rule scorecard:
@@ -65,6 +67,34 @@ rule compare_special_tokens:
         corpus=PLAN.surface_corpus,
     script:
         "../scripts/compare_special_tokens.py"
+
+
+rule compare_sinks:
+    input:
+        tables=lambda wildcards: [
+            output_of("sink_rate", "layers", model=m, corpus=PLAN.surface_corpus, weighting=w)
+            for m, w in SINK_RUNS
+        ],
+        code=code("compare_sinks.py"),
+    output:
+        **compared(
+            "sinks_depth",
+            "compare_sinks",
+            "attention sinks by depth",
+            PLAN.surface_corpus is not None and bool(SINK_RUNS),
+        ),
+    log:
+        logs("compare/sinks"),
+    benchmark:
+        benchmarks("compare/sinks")
+    conda:
+        ENV
+    params:
+        runs=[list(run) for run in SINK_RUNS],
+        corpus=PLAN.surface_corpus,
+        epsilon=config["sinks"]["epsilon"],
+    script:
+        "../scripts/compare_sinks.py"
 
 
 rule compare_table1:

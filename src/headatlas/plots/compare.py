@@ -12,6 +12,7 @@ from headatlas.plots.base import COLOURS, atomic_savefig, captioned_figure, lege
 from headatlas.plots.headtypes import type_colours
 
 SPECIAL_LABELS = {"cls": "[CLS]", "sep": "[SEP]", "punct": ". or ,"}
+SINK_ROLE_LABELS = {"any": "any key", "cls": "[CLS]", "sep": "[SEP]", "punct": ". or ,"}
 PAPER_SEP_DEPTH = (6 / 12, 10 / 12)  # Clark et al.: over half of the attention on [SEP] in layers 6-10 of 12
 
 
@@ -40,6 +41,32 @@ def plot_special_by_depth(table: pd.DataFrame, path: str | Path, caption: str) -
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("mean attention (over heads and tokens)")
     legend_beside(axes[-1])
+    atomic_savefig(fig, path)
+
+
+def plot_sinks_by_depth(table: pd.DataFrame, path: str | Path, caption: str) -> None:
+    """Gu et al.'s sink rate per layer against relative depth, a panel per key role (any key,
+    [CLS], [SEP], . ,), a colour per model, solid under the attention weights and dashed under
+    the norm weighting (where Kobayashi's small [SEP] values should shrink the sinks)."""
+    models = list(dict.fromkeys(table["model"]))
+    colours = model_colours(models)
+    fig = captioned_figure(13, 3.6, caption)
+    axes = fig.subplots(1, len(SINK_ROLE_LABELS), sharey=True)
+    for ax, (role, label) in zip(axes, SINK_ROLE_LABELS.items()):
+        for model in models:
+            for weighting, style in (("attention", "-"), ("norm", "--")):
+                rows = table[(table["model"] == model) & (table["weighting"] == weighting)
+                             & (table["role"] == role)]
+                if len(rows):
+                    ax.plot(rows["depth"], rows["sink_rate"], style, marker="o", markersize=3,
+                            color=colours[model], label=f"{model}, {weighting} "
+                            f"({int(rows['n_layers'].iloc[0])} layers)")
+        ax.set(title=f"sink on {label}", xlabel="relative depth (layer / layers)", xlim=(0, 1.02),
+               ylim=(-0.02, 1.02))
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("sink rate (share of segments x heads)")
+    handles, labels = axes[0].get_legend_handles_labels()  # "any key": every run has a line there
+    legend_beside(axes[-1], handles=handles, labels=labels, handlelength=3.5)  # shows the dashes
     atomic_savefig(fig, path)
 
 

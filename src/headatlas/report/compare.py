@@ -10,7 +10,9 @@ them into one long table with a ``model`` column, ready for one figure
 * :func:`table1_by_model`: Table 1's best-head and offset accuracies per
   relation and treebank, with the paper's number beside;
 * :func:`shares_by_model`: the share of each Guan et al. head type per model,
-  with BERT-large's shares as a last row.
+  with BERT-large's shares as a last row;
+* :func:`sinks_by_depth`: Gu et al.'s sink rate per layer and key role, against
+  relative depth, under each weighting a model has.
 
 Light module (pandas only).
 """
@@ -80,3 +82,19 @@ def caption(what: str, models, corpora) -> str:
     """Footnote of a cross-model figure: what, which models, which corpora."""
     return (f"{what}; models: {', '.join(models)}; corpora: {', '.join(corpora)}. Each model's own "
             "figures and tables give N, its deviations from the paper and its input lengths.")
+
+
+def sinks_by_depth(tables: Mapping[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
+    """Sink rate per model, weighting, layer and key role, with the relative depth.
+
+    ``tables`` maps ``(model, weighting)`` to that run's sinks ``layers`` table (``layer``,
+    ``role``, ``sink_rate``: :class:`headatlas.analyses.sinks.SinkRate`). Columns: ``model``,
+    ``weighting``, ``layer``, ``n_layers``, ``depth`` (layer / n_layers), ``role``, ``sink_rate``.
+    """
+    parts = []
+    for (model, weighting), table in tables.items():
+        n_layers = int(table["layer"].max())
+        parts.append(table[["layer", "role", "sink_rate"]].assign(
+            model=model, weighting=weighting, n_layers=n_layers, depth=table["layer"] / n_layers))
+    columns = ["model", "weighting", "layer", "n_layers", "depth", "role", "sink_rate"]
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
