@@ -421,6 +421,7 @@ def test_features_for_a_labelled_set_equal_one_map_at_a_time():
         attn = rng.random((n, n)) ** 4
         maps.append((attn / attn.sum(-1, keepdims=True)).astype(np.float16))  # as a store keeps them
         segments.append((np.arange(n) >= split).astype(int))  # split == n: one segment, block NaN
+    maps[2] = maps[2].astype(np.float64)  # a length shared across precisions: each its own batch
     for columns, stripe in ((3, 1.0), (2, 0.04)):
         one_by_one = np.stack([above_chance(map_features(m, s, columns, stripe), s, columns, stripe)
                                for m, s in zip(maps, segments)])

@@ -727,16 +727,17 @@ def features_for(maps: Sequence[np.ndarray], segments: Sequence[np.ndarray], col
                  stripe: float = 1.0) -> np.ndarray:
     """``[maps, 5]``: :func:`map_features` of single maps (the labelled set), :func:`above_chance`.
 
-    The same numbers as one map at a time, computed per length: the maps of one length in one
-    batch, and the uniform maps of their distinct segmentations in another (one call per map
-    was mostly Python: ~10,000 calls for the grid of :func:`tune`)."""
+    The same numbers as one map at a time, computed per length: the maps of one length (and
+    precision) in one batch, and the uniform maps of their distinct segmentations in another
+    (one call per map was mostly Python: ~10,000 calls for the grid of :func:`tune`)."""
     out = np.empty((len(maps), len(FEATURES)))
-    by_length: dict[int, list[int]] = {}
+    maps = [_as_float(m) for m in maps]
+    by_shape: dict[tuple, list[int]] = {}  # (length, dtype): a batch computes in its maps' precision
     for i, m in enumerate(maps):
-        by_length.setdefault(np.shape(m)[-1], []).append(i)
-    for n, rows in by_length.items():
+        by_shape.setdefault((m.shape[-1], m.dtype), []).append(i)
+    for (n, _), rows in by_shape.items():
         segs = np.stack([np.asarray(segments[i], dtype=int) for i in rows])
-        attn = np.stack([_as_float(maps[i]) for i in rows])
+        attn = np.stack([maps[i] for i in rows])
         features = _single_maps_features(attn, segs, columns, stripe)
         distinct, which = np.unique(segs, axis=0, return_inverse=True)
         uniform = _single_maps_features(np.full((len(distinct), n, n), 1.0 / n), distinct, columns, stripe)
