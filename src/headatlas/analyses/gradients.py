@@ -46,12 +46,10 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 import pandas as pd
-import torch
-import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from headatlas.analyses.base import describe, length_text
@@ -59,11 +57,19 @@ from headatlas.analyses.result import Result
 from headatlas.claims import PAPER_LAYERS, Claim, against, depth_layers, depth_text, holds_if, span_text
 from headatlas.corpora.records import Sentence
 from headatlas.errors import ModelError
-from headatlas.encoders.inputs import Encoded, collate, encode, encode_corpus
 from headatlas.heads import ATTENTION_ONLY, Column, HeadColumns, head_table
 from headatlas.io import atomic_open
-from headatlas.encoders.models import LoadedModel, load_masked_lm, load_model
+from headatlas.encoders.lazy import lazy_import
 from headatlas.store.example import token_masks
+
+if TYPE_CHECKING:
+    from headatlas.encoders.inputs import Encoded
+    from headatlas.encoders.models import LoadedModel
+
+# Used only by gradients_importance (the encoders too, imported where it runs them): the
+# figure's and the claims' rules read tables and need none of it.
+torch = lazy_import("torch")
+F = lazy_import("torch.nn.functional")
 
 LOSSES = ("auto", "mlm", "contrastive")
 # Key token kinds: sep, punct and other partition the real keys ([CLS] is part of other, as in
@@ -116,6 +122,8 @@ def load_for_loss(name: str, spec: dict, loss: str = "auto",
     the checkpoint has no trained masked-LM head.
     """
     from headatlas.encoders.capabilities import capabilities
+
+    from headatlas.encoders.models import LoadedModel, load_masked_lm, load_model
 
     loaded = load_model(name, spec, device)
     loss = choose_loss(loaded.model.config, loss, capabilities(spec).masked_lm_head)
@@ -300,6 +308,8 @@ def _batches(examples: list, batch_size: int, max_tokens: int | None = None, row
 
 
 def _half(example: Encoded, sentence: Sentence, tokenizer, second: bool) -> Encoded:
+    from headatlas.encoders.inputs import encode
+
     words = sentence.words_b if second else sentence.words
     return encode(tokenizer, Sentence(id=sentence.id, words=words), example.index)
 
@@ -314,6 +324,8 @@ def _kinds(batch: Sequence[Encoded], tokenizer, width: int) -> torch.Tensor:
 
 
 def _mlm_batch(batch, tokenizer, device, seed: int, vocab_size: int):
+    from headatlas.encoders.inputs import collate
+
     inputs = collate(batch, tokenizer.pad_token_id or 0, device)
     labels = torch.full_like(inputs["input_ids"], -100)
     for row, example in enumerate(batch):
@@ -327,6 +339,8 @@ def _mlm_batch(batch, tokenizer, device, seed: int, vocab_size: int):
 
 
 def _contrastive_batch(batch, sentences, tokenizer, device):
+    from headatlas.encoders.inputs import collate
+
     halves = [_half(e, sentences[e.index], tokenizer, second) for second in (False, True) for e in batch]
     inputs = collate(halves, tokenizer.pad_token_id or 0, device)
     return inputs, halves, lambda out: contrastive_loss(out, inputs["attention_mask"])
@@ -366,6 +380,8 @@ def gradient_importance(loaded: LoadedModel, loss: str, sentences: Sequence[Sent
     ``n_skipped_too_long``), then ``stats`` (kept and skipped examples, batches, the
     summed loss) and ``caption`` (:func:`caption`).
     """
+    from headatlas.encoders.inputs import encode_corpus
+
     if loss not in ("mlm", "contrastive"):
         raise ValueError(f"loss must be 'mlm' or 'contrastive' here, got {loss!r}")
     tokenizer, model = loaded.tokenizer, loaded.model

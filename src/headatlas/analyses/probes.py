@@ -72,8 +72,6 @@ from typing import Iterator, Sequence
 import h5py
 import numpy as np
 import pandas as pd
-import torch
-from torch import nn
 from tqdm.auto import tqdm
 
 from headatlas.analyses.base import Analysis, register
@@ -81,11 +79,26 @@ from headatlas.analyses.result import Result
 from headatlas.claims import MARGIN, Claim, holds_if
 from headatlas.corpora.records import Sentence, read_jsonl
 from headatlas.errors import HeadAtlasError, StoreError
-from headatlas.heads import ATTENTION_ONLY, Column, HeadColumns, head_index
+from headatlas.heads import ATTENTION_ONLY, Column, HeadColumns
 from headatlas.io import atomic_path
+from headatlas.encoders.lazy import lazy_import
 from headatlas.store.example import Example
 from headatlas.store.reader import Store, StoreSet, corpus_order
 from headatlas.store.wordlevel import word_level, word_units
+
+# The probes' tables, claims and weights are read by rules that never train one: torch is
+# imported when a probe is built or trained, and the probe modules live in probe_models.
+torch = lazy_import("torch")
+nn = lazy_import("torch.nn")
+_MODELS = ("AttentionProbe", "DistanceProbe")
+
+
+def __getattr__(name: str):
+    if name in _MODELS:
+        from headatlas.analyses import probe_models
+
+        return getattr(probe_models, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 log = logging.getLogger(__name__)
 
@@ -560,79 +573,6 @@ def distance_features(n_words: torch.Tensor, m: int) -> torch.Tensor:
     return torch.cat([root, words], 2)
 
 
-def _glove_pairs(embed: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
-    """``[B, M, M+1, 2d]``: ``[v_j ; v_i]`` for dependent j and candidate i (v_ROOT = 0)."""
-    v = embed(ids)
-    m = v.shape[1]
-    dep = v[:, :, None, :].expand(-1, -1, m + 1, -1)
-    cand = torch.cat([torch.zeros_like(v[:, :1]), v], 1)[:, None, :, :].expand(-1, m, -1, -1)
-    return torch.cat([dep, cand], -1)
-
-
-class AttentionProbe(nn.Module):
-    """Attn-only (``glove=None``) or Attn + GloVe probe over ``n_maps`` attention maps.
-
-    Parameters
-    ----------
-    n_maps : int
-        K = layers x heads; the probe weighs 2K maps (both directions).
-    glove : ndarray ``[V+1, d]`` or None
-        Frozen GloVe table (last row zeros = OOV) for per-pair weights.
-    """
-
-    def __init__(self, n_maps: int, glove: np.ndarray | None = None):
-        super().__init__()
-        self.root = nn.Parameter(torch.ones(2))  # start: ROOT score = attention to [CLS] + [SEP]
-        if glove is None:
-            bound = (3.0 / (2 * n_maps)) ** 0.5  # Glorot-uniform bound of a 2K vector
-            self.weights = nn.Parameter(torch.empty(2 * n_maps).uniform_(-bound, bound))
-        else:
-            self.embed = nn.Embedding.from_pretrained(torch.as_tensor(glove), freeze=True)
-            self.pair = nn.Linear(2 * glove.shape[1], 2 * n_maps)
-
-    def forward(self, batch: Batch) -> torch.Tensor:
-        """Logits ``[B, M, M+1]`` (candidate 0 = ROOT); impossible candidates are -inf."""
-        feats = pair_features(batch.maps, self.root)
-        if hasattr(self, "pair"):
-            # W [v_j ; v_i] + b is linear, so split it instead of building [B, M, M+1, 2K].
-            d = self.embed.embedding_dim
-            v = self.embed(batch.glove_ids)
-            dep = v @ self.pair.weight[:, :d].T + self.pair.bias  # [B, M, 2K]
-            cand = nn.functional.pad(v @ self.pair.weight[:, d:].T, (0, 0, 1, 0))  # [B, M+1, 2K]
-            logits = (torch.einsum("bjk,bkjc->bjc", dep, feats)
-                      + torch.einsum("bck,bkjc->bjc", cand, feats))
-        else:
-            logits = torch.einsum("k,bkjc->bjc", self.weights, feats)
-        return logits.masked_fill(~batch.candidates, float("-inf"))
-
-    def weight_table(self, n_layers: int, n_heads: int) -> pd.DataFrame | None:
-        """Attn-only: the learned weight of every (layer, head, direction), 1-based."""
-        if not hasattr(self, "weights"):
-            return None
-        w = self.weights.detach().numpy().reshape(2, n_layers, n_heads)
-        layer, head = head_index(n_layers, n_heads)
-        return pd.concat([pd.DataFrame({"direction": name, "layer": layer,
-                                        "head": head, "weight": w[d].ravel()})
-                          for d, name in enumerate(("dep->head", "head->dep"))], ignore_index=True)
-
-
-class DistanceProbe(nn.Module):
-    """Distances + GloVe baseline: MLP (one tanh hidden layer) over distance features and
-    ``[v_j ; v_i]``, one score per (dependent, candidate); no attention."""
-
-    def __init__(self, glove: np.ndarray, hidden: int = HIDDEN):
-        super().__init__()
-        self.embed = nn.Embedding.from_pretrained(torch.as_tensor(glove), freeze=True)
-        self.mlp = nn.Sequential(nn.Linear(N_DISTANCE + 2 * glove.shape[1], hidden), nn.Tanh(),
-                                 nn.Linear(hidden, 1))
-
-    def forward(self, batch: Batch) -> torch.Tensor:
-        m = batch.heads.shape[1]
-        x = torch.cat([distance_features(batch.n_words, m),
-                       _glove_pairs(self.embed, batch.glove_ids)], -1)
-        return self.mlp(x).squeeze(-1).masked_fill(~batch.candidates, float("-inf"))
-
-
 def right_branching(n_words: int) -> np.ndarray:
     """Predicted heads (1-based, 0 = ROOT): word j's head is word j+1; the last word's is ROOT."""
     heads = np.arange(2, n_words + 2)
@@ -642,6 +582,8 @@ def right_branching(n_words: int) -> np.ndarray:
 
 def make_probe(probe: str, n_maps: int, glove=None) -> nn.Module:
     """A fresh trainable probe by name (see :data:`TRAINED`)."""
+    from headatlas.analyses.probe_models import AttentionProbe, DistanceProbe
+
     if probe == "attn_only":
         return AttentionProbe(n_maps)
     if probe in ("attn_glove", "random_attn_glove", "uniform_attn_glove"):
@@ -806,6 +748,8 @@ def save_probe(path: str | Path, probe: str, model: nn.Module | None, n_layers: 
 
 def attn_only_weights(path: str | Path) -> pd.DataFrame:
     """The weight table (:meth:`AttentionProbe.weight_table`) of an attn-only probe file."""
+    from headatlas.analyses.probe_models import AttentionProbe
+
     try:  # weights_only: a probe file holds tensors and plain values; nothing else is unpickled
         saved = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:

@@ -9,4 +9,5 @@
 * :mod:`~headatlas.encoders.extract`: the extraction loop (forward, maps, write-behind)
 * :mod:`~headatlas.encoders.allocator`: per-batch buffers from the heap
 * :mod:`~headatlas.encoders.modelbuild`: model folders assembled from pinned PyPI parts
+* :mod:`~headatlas.encoders.lazy`: torch imported at its first use (the reading rules of model-running analyses skip it)
 """

@@ -42,7 +42,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-import torch
 from tqdm.auto import tqdm
 
 from headatlas.analyses.headtypes import NO_TYPES
@@ -51,6 +50,9 @@ from headatlas.errors import HeadAtlasError
 from headatlas.stats import bootstrap_share
 from headatlas.tasks import TASKS, Task, get_task, task_of_metric
 from headatlas.tasks.base import UNITS
+from headatlas.encoders.lazy import lazy_import
+
+torch = lazy_import("torch")  # the reading rules (claims, compare) never run a model
 
 log = logging.getLogger(__name__)
 

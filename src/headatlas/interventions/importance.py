@@ -48,7 +48,6 @@ from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-import torch
 from tqdm.auto import tqdm
 
 from headatlas.analyses.result import Result
@@ -56,6 +55,9 @@ from headatlas.claims import Claim, undefined, verdict
 from headatlas.heads import INDEPENDENT, Column, HeadColumns, head_table
 from headatlas.stats import bootstrap_ratio
 from headatlas.tasks import TASKS, Task, get_task, select
+from headatlas.encoders.lazy import inference_mode, lazy_import
+
+torch = lazy_import("torch")  # the reading rules (claims, compare) never run a model
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +245,7 @@ class TaggingHeads(HeadTask):
                      + f"), importance on the {importance_split} split")
         return cls(model, scored, estimate, batch_size, description=described)
 
-    @torch.inference_mode()
+    @inference_mode
     def check_cache(self, tolerance: float = 1e-4) -> bool:
         """Whether the layer cache gives the model's own logits (intact, and with a head removed)."""
         inputs, _, _ = self.batches[0]
@@ -257,7 +259,7 @@ class TaggingHeads(HeadTask):
                 return False
         return True
 
-    @torch.inference_mode()
+    @inference_mode
     def scores(self, gates: torch.Tensor) -> UnitScores:
         gates = gates.to(torch.float32)
         changed = torch.nonzero((gates != 1).any(dim=1))
@@ -332,7 +334,7 @@ class SquadHeads(HeadTask):
         return cls(model, tokenizer, examples, batch_size, max_length, stride, max_answer_length,
                    description=described)
 
-    @torch.inference_mode()
+    @inference_mode
     def scores(self, gates: torch.Tensor) -> UnitScores:
         from headatlas.tasks.squad import f1_score, metric_max_over_ground_truths, squad_predictions
 
