@@ -8,7 +8,8 @@ module registers its analyses by name.
 * :mod:`~headatlas.analyses.surface`: relative position, special tokens, entropy (Clark §3)
 * :mod:`~headatlas.analyses.syntax`: heads as dependency parsers (Clark §4.2)
 * :mod:`~headatlas.analyses.coref`: coreference heads (Clark §4.3)
-* :mod:`~headatlas.analyses.probes`: probing classifiers (Clark §5, Coenen et al.)
+* :mod:`~headatlas.analyses.probes`: probing classifiers (Clark §5, Coenen et al.); their torch
+  modules in :mod:`~headatlas.analyses.probe_models`
 * :mod:`~headatlas.analyses.clustering`: distances between heads (Clark §6)
 * :mod:`~headatlas.analyses.gradients`: gradient importance (Clark §3.2; re-runs the model)
 * :mod:`~headatlas.analyses.headtypes`: distance features and head types (Guan et al.)
