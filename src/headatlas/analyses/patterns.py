@@ -192,9 +192,7 @@ def map_features(attn: np.ndarray, segments: np.ndarray, columns: int = 3, strip
     weights of the rows next to it in ``diagonal`` (``3 / n`` of the mass). A uniform
     row gives every key ``1 / n``, so a uniform map has no stripes at any length.
     """
-    attn = np.asarray(attn)
-    if attn.dtype not in (np.float32, np.float64):
-        attn = attn.astype(np.float32)
+    attn = _as_float(attn)
     lead, n = attn.shape[:-2], attn.shape[-1]
     batch = MapBatch(attn.reshape(1, -1, 1, n, n), lengths=[n])
     features, top, top_mass = batch_features(batch, np.asarray(segments)[None], columns, stripe)
@@ -275,13 +273,18 @@ def above_chance(features: np.ndarray, segments: np.ndarray, columns: int,
     they are, a NaN ``block`` stays NaN. Two or fewer tokens put every key on the
     band: there, all are 0.
     """
-    uniform = _uniform_features(tuple(np.asarray(segments).tolist()), columns, stripe)
+    return _excess(features, _uniform_features(tuple(np.asarray(segments).tolist()), columns, stripe))
+
+
+def _excess(features: np.ndarray, uniform: np.ndarray) -> np.ndarray:
+    """``features`` ``[..., 5]`` as shares above the ``uniform`` level (broadcast against them:
+    one input's ``[5]``, or a level per map): :func:`above_chance`'s arithmetic."""
     out = np.array(features, dtype=np.float64, copy=True)
     for i in (0, 1, 2):
-        level = uniform[i]
-        if np.isnan(level):
-            continue
-        out[..., i] = (out[..., i] - level) / (1 - level) if level < 1 - 1e-9 else 0.0
+        level = uniform[..., i]
+        above = level < 1 - 1e-9
+        scaled = np.where(above, (out[..., i] - level) / np.where(above, 1 - level, 1.0), 0.0)
+        out[..., i] = np.where(np.isnan(level), out[..., i], scaled)
     return out
 
 
@@ -755,16 +758,6 @@ def _single_maps_features(attn: np.ndarray, segments: np.ndarray, columns: int, 
     b, n = attn.shape[0], attn.shape[-1]
     batch = MapBatch(attn.reshape(b, 1, 1, n, n), lengths=[n] * b)
     return batch_features(batch, segments, columns, stripe)[0].reshape(b, len(FEATURES))
-
-
-def _excess(features: np.ndarray, uniform: np.ndarray) -> np.ndarray:
-    """:func:`above_chance` of ``[B, 5]`` features, row ``b``'s uniform level ``uniform[b]``."""
-    out = np.array(features, dtype=np.float64, copy=True)
-    for i in (0, 1, 2):
-        level = uniform[:, i]
-        scaled = (out[:, i] - level) / np.where(level < 1 - 1e-9, 1 - level, 1.0)
-        out[:, i] = np.where(np.isnan(level), out[:, i], np.where(level < 1 - 1e-9, scaled, 0.0))
-    return out
 
 
 @dataclass

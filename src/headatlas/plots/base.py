@@ -21,7 +21,7 @@
 from __future__ import annotations
 
 import textwrap
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Sequence
 
@@ -70,36 +70,33 @@ def atomic_savefig(fig: Figure, paths: str | Path | Sequence[str | Path]) -> Non
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     for path in paths:
         split_format(path)  # refuse an unknown format before writing anything
-    with layout_kept(fig) as keep:
-        for path in paths:
-            if is_caption_free(path):
-                with without_caption(fig) as crop:
-                    _save(fig, path, crop)
-            else:
-                _save(fig, path)
-            keep()
+    if not paths:
+        return
+    first, *rest = paths
+    _save(fig, first)  # runs the layout engine
+    with layout_kept(fig):
+        for path in rest:
+            _save(fig, path)
 
 
-def _save(fig: Figure, path: str | Path, crop: Bbox | None = None) -> None:
+def _save(fig: Figure, path: str | Path) -> None:
     fmt = split_format(path)[1]
-    with matplotlib.rc_context(_SAVE_RC), atomic_path(path) as tmp:
+    with matplotlib.rc_context(_SAVE_RC), atomic_path(path) as tmp, \
+            (without_caption(fig) if is_caption_free(path) else nullcontext()) as crop:
         # The temporary name has no figure suffix, hence the explicit format.
         fig.savefig(tmp, format=fmt, metadata=_NO_DATE[fmt], bbox_inches=crop)
 
 
 @contextmanager
 def layout_kept(fig: Figure):
-    """Inside, ``keep()`` fixes the axes where the layout engine last put them (no engine runs
-    at later draws); the figure's engine is back on leaving."""
+    """Inside, the axes stay where the layout engine last put them (no engine runs at a draw);
+    the figure's engine is back on leaving."""
     engine = fig.get_layout_engine()
-
-    def keep() -> None:
-        # No engine at all (not "none", a placeholder): savefig then skips its layout draw too.
-        with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
-            fig.set_layout_engine(None)
-
+    # No engine at all (not "none", a placeholder): savefig then skips its layout draw too.
+    with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        fig.set_layout_engine(None)
     try:
-        yield keep
+        yield
     finally:
         if engine is not None:
             fig.set_layout_engine(engine)

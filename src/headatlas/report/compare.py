@@ -33,13 +33,17 @@ def special_by_depth(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     ``tables`` maps a model to its ``special_tokens`` table (per head). Columns:
     ``model``, ``layer``, ``n_layers``, ``depth`` (layer / n_layers), ``cls``, ``sep``, ``punct``.
     """
-    parts = []
-    for model, table in tables.items():
-        layers = table.groupby("layer", as_index=False)[list(SPECIAL)].mean()
-        n_layers = int(layers["layer"].max())
-        parts.append(layers.assign(model=model, n_layers=n_layers, depth=layers["layer"] / n_layers))
+    parts = [with_depth(table.groupby("layer", as_index=False)[list(SPECIAL)].mean(), model=model)
+             for model, table in tables.items()]
     columns = ["model", "layer", "n_layers", "depth", *SPECIAL]
     return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+
+
+def with_depth(table: pd.DataFrame, **columns) -> pd.DataFrame:
+    """``table`` (a ``layer`` column, 1-based) with ``columns``, ``n_layers`` (its deepest layer)
+    and ``depth`` = layer / n_layers, so models of different depths share one axis."""
+    n_layers = int(table["layer"].max())
+    return table.assign(**columns, n_layers=n_layers, depth=table["layer"] / n_layers)
 
 
 def table1_by_model(tables: Mapping[tuple[str, str], pd.DataFrame]) -> pd.DataFrame:
@@ -91,10 +95,7 @@ def sinks_by_depth(tables: Mapping[tuple[str, str], pd.DataFrame]) -> pd.DataFra
     ``role``, ``sink_rate``: :class:`headatlas.analyses.sinks.SinkRate`). Columns: ``model``,
     ``weighting``, ``layer``, ``n_layers``, ``depth`` (layer / n_layers), ``role``, ``sink_rate``.
     """
-    parts = []
-    for (model, weighting), table in tables.items():
-        n_layers = int(table["layer"].max())
-        parts.append(table[["layer", "role", "sink_rate"]].assign(
-            model=model, weighting=weighting, n_layers=n_layers, depth=table["layer"] / n_layers))
+    parts = [with_depth(table[["layer", "role", "sink_rate"]], model=model, weighting=weighting)
+             for (model, weighting), table in tables.items()]
     columns = ["model", "weighting", "layer", "n_layers", "depth", "role", "sink_rate"]
     return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
