@@ -5,11 +5,15 @@ Usage (from the repository root; nothing to download: the model is random)::
 
     python benchmarks/gpu.py                 # bert-base geometry, n = 128, half precision on CUDA
     python benchmarks/gpu.py --quick         # a tiny geometry on the CPU: the code path, in CI
+    python benchmarks/gpu.py --family mpnet --length 512 --batch 16 --scale 0.125  # long inputs
 
-A random-initialised BERT of bert-base geometry (12 layers x 12 heads, hidden 768), inputs of
-exactly ``n`` wordpieces from a small WordPiece vocabulary built here, one process, one device.
+A random-initialised BERT (or MPNet: ``--family mpnet``) of bert-base geometry (12 layers x 12
+heads, hidden 768), inputs of exactly ``n`` wordpieces (``--length``) from a small WordPiece
+vocabulary built here, one process, one device.
 Timed, each after a warm-up batch, each with its own number of examples:
 
+- ``encode``: the tokenizer alone (host), which ``fused``, ``fused_host`` and ``store`` include
+  as extraction does, and ``sdpa`` and ``eager`` do not (their inputs are encoded beforehand);
 - ``sdpa``: the bare forward, sdpa attention, no weights returned (the floor);
 - ``eager``: the forward returning every layer's attention weights (what extraction needs);
 - ``fused``: :func:`headatlas.analyses.fused.fused_extract` with the per-head statistics of the
@@ -23,9 +27,13 @@ Timed, each after a warm-up batch, each with its own number of examples:
   local disk (``--disk``, default the system's temporary folder).
 
 Reported (stdout and benchmarks/out/gpu.json): tokens/s of each path, its ratio to ``sdpa``,
+on CUDA its peak GPU memory above the model's weights (``torch.cuda.max_memory_allocated``),
 the bytes of maps copied from the device to the host per token (the store path and
 ``fused_host`` copy every map: 2·L·H·n bytes, plus the value norms; ``fused`` none), and for the store path the
-disk's write rate in GB/s (its ceiling: tokens/s x bytes per token). Requires torch,
+disk's write rate in GB/s (its ceiling: tokens/s x bytes per token), and how far ``fused``'s
+results are from ``fused_host``'s on the same inputs (each run's states merged and finished as
+its rule does: the largest relative difference over its tables and arrays, and whether its
+claims are equal): the batched torch path against the numpy one. Requires torch,
 transformers, numpy, h5py, pandas, scipy and scikit-learn (``requirements.txt``).
 """
 
@@ -45,10 +53,12 @@ sys.path.insert(0, str(HERE.parent / "src"))
 WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "a", "big", "red", "house", "and",
          "she", "saw", "it", "was", "very", "happy", "in", "park", ".", ","]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
-GEOMETRY = {"full": dict(layers=12, heads=12, hidden=768, n=128, batch=64, sdpa=8192, eager=4096,
-                         fused=1024, fused_host=1024, store=1024),
-            "quick": dict(layers=2, heads=4, hidden=64, n=32, batch=8, sdpa=64, eager=64, fused=32,
-                          fused_host=32, store=32)}
+PATHS = ("encode", "sdpa", "eager", "fused", "fused_host", "store")
+FORWARD_ONLY = ("sdpa", "eager")  # timed on inputs encoded beforehand; the others encode, as extraction does
+GEOMETRY = {"full": dict(layers=12, heads=12, hidden=768, n=128, batch=64, encode=8192, sdpa=8192, eager=4096,
+                         fused=2048, fused_host=256, store=1024),
+            "quick": dict(layers=2, heads=4, hidden=64, n=32, batch=8, encode=64, sdpa=64, eager=64, fused=32,
+                          fused_host=16, store=32)}
 PER_HEAD_RUNS = [("relative_position", "surface", {}, ("attention", "norm")),
                  ("special_tokens", "surface", {}, ("attention", "norm")),
                  ("entropy", "surface", {}, ("attention", "norm")),
@@ -59,23 +69,33 @@ PER_HEAD_RUNS = [("relative_position", "surface", {}, ("attention", "norm")),
                  ("rollout", "rollout", {"max_offset": 8, "residual": 0.5}, ("attention",))]
 
 
-def build(folder: Path, g: dict, device: str):
-    """A random BERT of geometry ``g`` and its tokenizer, as a LoadedModel on ``device``."""
+def build(folder: Path, g: dict, device: str, family: str = "bert"):
+    """A random BERT (or MPNet) of geometry ``g`` and its tokenizer, as a LoadedModel on ``device``."""
     import torch
-    from transformers import BertConfig, BertModel, BertTokenizer
+    import transformers as tf
 
     from headatlas.encoders.models import LoadedModel
 
-    BertTokenizer(vocab={w: i for i, w in enumerate(VOCAB)}, do_lower_case=True).save_pretrained(folder)
-    tokenizer = BertTokenizer.from_pretrained(folder)
+    sizes = dict(hidden_size=g["hidden"], num_hidden_layers=g["layers"], num_attention_heads=g["heads"],
+                 intermediate_size=4 * g["hidden"], attn_implementation="eager")
+    if family == "mpnet":  # MPNet's own specials; its positions start after the padding index
+        vocab = ["<s>", "<pad>", "</s>", "[UNK]", "<mask>", *WORDS]
+        tf.MPNetTokenizer(vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=True,
+                          unk_token="[UNK]").save_pretrained(folder)
+        tokenizer = tf.MPNetTokenizer.from_pretrained(folder)
+        config = tf.MPNetConfig(vocab_size=len(vocab), pad_token_id=tokenizer.pad_token_id,
+                                max_position_embeddings=max(512, g["n"]) + 2, **sizes)
+        model_class = tf.MPNetModel
+    else:
+        tf.BertTokenizer(vocab={w: i for i, w in enumerate(VOCAB)}, do_lower_case=True).save_pretrained(folder)
+        tokenizer = tf.BertTokenizer.from_pretrained(folder)
+        config = tf.BertConfig(vocab_size=len(VOCAB), max_position_embeddings=max(512, g["n"]), **sizes)
+        model_class = tf.BertModel
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(VOCAB), hidden_size=g["hidden"], num_hidden_layers=g["layers"],
-                        num_attention_heads=g["heads"], intermediate_size=4 * g["hidden"],
-                        max_position_embeddings=max(512, g["n"]), attn_implementation="eager")
-    model = BertModel(config).eval().to(device)
+    model = model_class(config).eval().to(device)
     if device == "cuda":
         model = model.half()
-    info = {"model_name": "random-bert", "model_id": "random", "model_revision": "", "random_init": True}
+    info = {"model_name": f"random-{family}", "model_id": "random", "model_revision": "", "random_init": True}
     return LoadedModel(model, tokenizer, info)
 
 
@@ -101,15 +121,21 @@ def timed(device: str, work) -> float:
     return time.perf_counter() - start
 
 
-def forwards(loaded, records, g: dict, device: str, weights: bool) -> None:
+def encoded(loaded, records, g: dict):
+    """The records as the model's inputs (what extraction does first, on the host)."""
     from collections import Counter
 
+    from headatlas.encoders.inputs import encode_corpus
+
+    return encode_corpus(loaded.tokenizer, enumerate(records), g["n"], Counter())[0]
+
+
+def forwards(loaded, examples, g: dict, device: str, weights: bool) -> None:
     import torch
 
-    from headatlas.encoders.inputs import collate, encode_corpus, length_batches
+    from headatlas.encoders.inputs import collate, length_batches
 
     loaded.model.set_attn_implementation("eager" if weights else "sdpa")
-    examples, _ = encode_corpus(loaded.tokenizer, enumerate(records), g["n"], Counter())
     with torch.inference_mode():
         for batch in length_batches(examples, g["batch"]):
             out = loaded.model(**collate(batch, loaded.tokenizer.pad_token_id or 0, device),
@@ -131,9 +157,43 @@ def per_head_runs():
     return runs
 
 
+def agreement(device_states: Path, host_states: Path) -> dict:
+    """Per run of :data:`PER_HEAD_RUNS`: the largest relative difference between the results of
+    the two states files (tables' numbers and arrays) and whether their claims are equal."""
+    import numpy as np
+    import pandas as pd
+
+    from headatlas.analyses.fused import result_from_states
+
+    found = {}
+    for analysis, _, options, weightings in PER_HEAD_RUNS:
+        for w in weightings:
+            one, two = (result_from_states([path], f"{analysis}:{w}", analysis, w, **options)
+                        for path in (device_states, host_states))
+            numbers = [(t.select_dtypes("number").to_numpy(float), two.tables[name].select_dtypes("number")
+                        .to_numpy(float)) for name, t in one.tables.items()]
+            numbers += [(a.astype(float), two.arrays[name].astype(float)) for name, a in one.arrays.items()
+                        if np.issubdtype(a.dtype, np.number)]
+            worst = 0.0
+            for a, b in numbers:
+                both = ~(pd.isna(a) | pd.isna(b))
+                if (pd.isna(a) != pd.isna(b)).any():
+                    worst = float("inf")
+                diff = np.abs(a[both] - b[both]) / np.maximum(np.abs(b[both]), 1e-12)
+                worst = max(worst, float(diff.max(initial=0.0)))
+            found[f"{analysis}:{w}"] = {"max_relative_difference": worst, "claims_equal": one.claims == two.claims}
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny geometry on the CPU (CI)")
+    parser.add_argument("--family", choices=("bert", "mpnet"), default="bert", help="the random model's family")
+    parser.add_argument("--length", type=int, help="wordpieces per input (default 128; quick 32)")
+    parser.add_argument("--batch", type=int, help="inputs per batch (default 64; quick 8)")
+    parser.add_argument("--scale", type=float, default=1.0, help="times each path's number of inputs")
+    parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS),
+                        help="the paths to time (sdpa always runs: the others' ratios are to it)")
     parser.add_argument("--disk", type=Path, default=Path(tempfile.gettempdir()),
                         help="where the store path writes (local disk)")
     parser.add_argument("--out", type=Path, default=HERE / "out" / "gpu.json")
@@ -149,54 +209,89 @@ def main(argv: list[str] | None = None) -> int:
         from headatlas.pipeline.jobs import limit_threads
 
         limit_threads(1)  # as an extraction job with threads: 1
-    g = GEOMETRY["quick" if args.quick else "full"]
+    g = dict(GEOMETRY["quick" if args.quick else "full"])
+    g.update({k: v for k, v in (("n", args.length), ("batch", args.batch)) if v})
+    g.update({p: max(g["batch"], round(g[p] * args.scale)) for p in PATHS})
     attrs = {"corpus": "random", "corpus_sha256": ""}
     with tempfile.TemporaryDirectory(dir=args.disk) as work:
         work = Path(work)
-        loaded = build(work / "model", g, device)
+        loaded = build(work / "model", g, device, args.family)
         common = dict(max_length=g["n"], batch_size=g["batch"], progress=False, store_attrs=attrs)
         paths = {
+            "encode": lambda r: encoded(loaded, r, g),
             "sdpa": lambda r: forwards(loaded, r, g, device, weights=False),
             "eager": lambda r: forwards(loaded, r, g, device, weights=True),
-            "fused": lambda r: fused_extract(loaded, r, work / "states.h5", per_head_runs(),
+            "fused": lambda r: fused_extract(loaded, r, work / "fused.h5", per_head_runs(),
                                              exemplars=0, on_device=True, **common),
-            "fused_host": lambda r: fused_extract(loaded, r, work / "states.h5", per_head_runs(),
+            "fused_host": lambda r: fused_extract(loaded, r, work / "fused_host.h5", per_head_runs(),
                                                   exemplars=0, on_device=False, **common),
             "store": lambda r: extract(loaded, r, work / "store.h5", **common),
         }
+        weights_bytes = torch.cuda.memory_allocated() if device == "cuda" else 0
         found = {}
-        for name, path in paths.items():
-            path(sentences(g["batch"], g["n"], seed=1))  # warm-up: kernels, allocator, imports
+        for name, path in ((k, v) for k, v in paths.items() if k == "sdpa" or k in args.paths):
+            warm_up = sentences(g["batch"], g["n"], seed=1)  # kernels, allocator, imports
+            path(encoded(loaded, warm_up, g) if name in FORWARD_ONLY else warm_up)
             for leftover in work.glob("*.h5"):
                 leftover.unlink()
             records = sentences(g[name], g["n"])
+            if name in FORWARD_ONLY:  # inputs ready: the forward alone is timed
+                records = encoded(loaded, records, g)
+            if device == "cuda":
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats()
             seconds = timed(device, lambda: path(records))
             found[name] = {"examples": len(records), "seconds": seconds,
                            "tokens_per_s": len(records) * g["n"] / seconds}
+            if device == "cuda":
+                found[name]["peak_gpu_bytes"] = torch.cuda.max_memory_allocated() - weights_bytes
+            if name == "fused_host":  # kept for the agreement check (warm-ups clear *.h5)
+                (work / "kept").mkdir()
+                (work / "fused_host.h5").rename(work / "kept" / "fused_host.h5")
             if name == "store":
                 found[name]["disk_bytes"] = (work / "store.h5").stat().st_size
                 found[name]["disk_gb_per_s"] = found[name]["disk_bytes"] / seconds / 1e9
-            print(f"{name:6s} {found[name]['tokens_per_s']:12,.0f} tokens/s", file=sys.stderr, flush=True)
+            print(f"{name:10s} {found[name]['tokens_per_s']:12,.0f} tokens/s", file=sys.stderr, flush=True)
+        same = {}
+        if "fused_host" in found:  # the device path on fused_host's inputs, untimed
+            fused_extract(loaded, sentences(g["fused_host"], g["n"]), work / "kept" / "fused.h5", per_head_runs(),
+                          exemplars=0, on_device=True, **common)
+            same = agreement(work / "kept" / "fused.h5", work / "kept" / "fused_host.h5")
     maps_per_token = 2 * g["layers"] * g["heads"] * g["n"]  # float16 maps
     norms_per_token = 2 * g["layers"] * (g["heads"] + g["n"])  # value norms and the norm map row
+    one_layer = g["batch"] * g["heads"] * g["n"] ** 2  # one batch's maps of one layer, elements
     result = {
         "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
-        "geometry": g, "precision": "float16" if device == "cuda" else "float32", "paths": found,
+        "family": args.family, "geometry": g, "precision": "float16" if device == "cuda" else "float32",
+        "paths": found,
         "ratio_to_sdpa": {k: v["tokens_per_s"] / found["sdpa"]["tokens_per_s"] for k, v in found.items()},
         # fused copies states and per-example scores only (kilobytes per batch)
-        "device_to_host_bytes_per_token": {"sdpa": 0, "eager": 0, "fused": 0,
+        "device_to_host_bytes_per_token": {"encode": 0, "sdpa": 0, "eager": 0, "fused": 0,
                                            "fused_host": maps_per_token + norms_per_token,
                                            "store": maps_per_token + norms_per_token},
+        "one_batch_maps_bytes": {"one_layer_float16": 2 * one_layer, "all_layers_float16": 2 * one_layer * g["layers"],
+                                 "all_layers_float32": 4 * one_layer * g["layers"]},
+        "fused_vs_fused_host": same,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
-    print(f"device: {result['device']}, {result['precision']}, n = {g['n']}, batch {g['batch']}")
-    print("| path | tokens/s | / sdpa | device->host bytes per token |\n|---|---|---|---|")
+    print(f"device: {result['device']}, random {args.family}, {result['precision']}, n = {g['n']}, "
+          f"batch {g['batch']}")
+    print("| path | inputs | tokens/s | / sdpa | peak GPU memory above the weights | device->host bytes per token |"
+          "\n|---|---|---|---|---|---|")
     for name, row in found.items():
-        print(f"| {name} | {row['tokens_per_s']:,.0f} | {result['ratio_to_sdpa'][name]:.3f} | "
-              f"{result['device_to_host_bytes_per_token'][name]:,} |")
-    print(f"store path: {found['store']['disk_gb_per_s']:.2f} GB/s written "
-          f"({found['store']['disk_bytes'] / 1e6:.1f} MB)")
+        peak = f"{row['peak_gpu_bytes'] / 2**30:.2f} GiB" if "peak_gpu_bytes" in row else "-"
+        print(f"| {name} | {row['examples']:,} | {row['tokens_per_s']:,.0f} | {result['ratio_to_sdpa'][name]:.3f} | "
+              f"{peak} | {result['device_to_host_bytes_per_token'][name]:,} |")
+    maps = result["one_batch_maps_bytes"]
+    print(f"one batch's maps: one layer {maps['one_layer_float16'] / 2**30:.2f} GiB, every layer "
+          f"{maps['all_layers_float16'] / 2**30:.2f} GiB (float16), {maps['all_layers_float32'] / 2**30:.2f} GiB (float32)")
+    if "store" in found:
+        print(f"store path: {found['store']['disk_gb_per_s']:.2f} GB/s written "
+              f"({found['store']['disk_bytes'] / 1e6:.1f} MB)")
+    for key, row in same.items():
+        print(f"fused vs fused_host, {key}: max relative difference {row['max_relative_difference']:.2e}, "
+              f"claims {'equal' if row['claims_equal'] else 'DIFFER'}")
     return 0
 
 

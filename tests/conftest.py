@@ -177,11 +177,32 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     return make_tiny_model(tmp_path_factory.mktemp("tiny-bert"))
 
 
+# Where the tests that take ``tiny_model`` run it (docs/development.md): the CPU; a GPU
+# (``HEADATLAS_TEST_DEVICE=cuda``, benchmarks/gpu_check.sh); or the CPU posing as another device
+# (``simulated``: tests/simulated_device.py), where mixing host and device tensors fails as on CUDA.
+TEST_DEVICE = os.environ.get("HEADATLAS_TEST_DEVICE", "cpu")
+
+
 @pytest.fixture(scope="session")
 def tiny_model(tiny_model_dir):
     from headatlas.encoders.models import load_model
 
-    return load_model("tiny", {"path": str(tiny_model_dir)}, device="cpu")
+    return load_model("tiny", {"path": str(tiny_model_dir)}, device="cuda" if TEST_DEVICE == "cuda" else "cpu")
+
+
+@pytest.fixture(autouse=TEST_DEVICE == "simulated")
+def tiny_model_on_a_simulated_device(request):
+    """``HEADATLAS_TEST_DEVICE=simulated``: each test that takes ``tiny_model`` runs with it on
+    the simulated device."""
+    if "tiny_model" not in request.fixturenames:
+        yield
+        return
+    from tests.simulated_device import SimulatedDevice
+
+    model = request.getfixturevalue("tiny_model")
+    with SimulatedDevice() as device:
+        device.place(model.model)
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -76,10 +76,10 @@ def test_shard_ranges_cover_everything_once():
 
 def single_forward(loaded, sentence):
     enc = inp.encode(loaded.tokenizer, sentence, 0)
-    inputs = inp.collate([enc], 0, "cpu")
+    inputs = inp.collate([enc], 0, loaded.model.device)
     with torch.no_grad():
         out = loaded.model(**inputs, output_attentions=True)
-    return torch.stack(out.attentions, 1)[0].numpy()
+    return torch.stack(out.attentions, 1)[0].cpu().numpy()
 
 
 def test_batched_store_equals_one_at_a_time(tiny_model, tmp_path):

@@ -14,12 +14,16 @@ def test_the_gpu_benchmark_runs_its_paths_on_the_cpu(tmp_path, capsys):
     out = tmp_path / "gpu.json"
     assert gpu.main(["--quick", "--out", str(out), "--disk", str(tmp_path)]) == 0
     result = json.loads(out.read_text())
-    assert set(result["paths"]) == {"sdpa", "eager", "fused", "fused_host", "store"}
+    assert set(result["paths"]) == {"encode", "sdpa", "eager", "fused", "fused_host", "store"}
     assert result["device_to_host_bytes_per_token"]["fused"] == 0
     assert result["ratio_to_sdpa"]["sdpa"] == 1.0
     assert all(row["tokens_per_s"] > 0 for row in result["paths"].values())
     g = result["geometry"]  # 2 bytes per float16 weight: L·H·n per token, and the norms
     assert result["device_to_host_bytes_per_token"]["store"] == 2 * g["layers"] * (g["heads"] * g["n"] + g["heads"] + g["n"])
     assert result["paths"]["store"]["disk_bytes"] > 0
+    # the batched torch path computes what the numpy path does, run by run
+    assert len(result["fused_vs_fused_host"]) == 13
+    assert all(row["claims_equal"] and row["max_relative_difference"] < 1e-5
+               for row in result["fused_vs_fused_host"].values()), result["fused_vs_fused_host"]
     assert "| fused |" in capsys.readouterr().out
     assert not list(tmp_path.glob("tmp*"))  # its work folder is gone

@@ -235,7 +235,7 @@ def single_norms(loaded, sentence):
 
     enc = encode(loaded.tokenizer, sentence, 0)
     with NormRecorder(loaded.model) as recorder, torch.inference_mode():
-        loaded.model(**collate([enc], 0, "cpu"), output_attentions=True)
+        loaded.model(**collate([enc], 0, loaded.model.device), output_attentions=True)
         recorded = recorder.take(dtype=torch.float32)
     return recorded.value_norms[0], recorded.norm_map[0]
 
@@ -351,7 +351,7 @@ def test_packed_norms_are_each_example_of_the_padded_batch(tiny_model):
 
     examples = [encode(tiny_model.tokenizer, s, i) for i, s in enumerate(SENTENCES)]
     lengths = [len(e) for e in examples]
-    inputs = collate(examples, 0, "cpu")
+    inputs = collate(examples, 0, tiny_model.model.device)
     with NormRecorder(tiny_model.model) as recorder, torch.inference_mode():
         tiny_model.model(**inputs, output_attentions=True)
         padded = recorder.take()

@@ -245,7 +245,7 @@ def _block(batch: MapBatch, segments: np.ndarray, in_top, rest):
     width = batch.width
     two = np.array([len(np.unique(segments[b, :n])) > 1 for b, n in enumerate(batch.lengths)])
     if not two.any():
-        return xp.full(rest.shape, float("nan"), dtype=rest.dtype)
+        return xp.full_like(rest, float("nan"))  # on rest's device
     pos, valid = np.arange(width), batch.valid()
     same = (segments[:, :width, None] == segments[:, None, :width]) & valid[:, :, None] & valid[:, None, :]
     far = same & (np.abs(pos[:, None] - pos[None, :]) > BLOCK_LOCAL)  # [B, N, N]
@@ -255,7 +255,7 @@ def _block(batch: MapBatch, segments: np.ndarray, in_top, rest):
     within = xp.sum(xp.where(in_top, xp.zeros_like(within_col), within_col), axis=-1)
     block = xp.where(rest > 1e-9, within / xp.clip(rest, min=1e-12), xp.zeros_like(rest))
     block = xp.clip(block, min=0, max=1)
-    return xp.where(batch.asarray(two)[:, None, None], block, xp.full(block.shape, float("nan"), dtype=block.dtype))
+    return xp.where(batch.asarray(two)[:, None, None], block, xp.full_like(block, float("nan")))
 
 
 def above_chance(features: np.ndarray, segments: np.ndarray, columns: int,

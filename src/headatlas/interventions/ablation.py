@@ -172,7 +172,8 @@ def ablated_attention(module, query, key, value, attention_mask, scaling=None, d
     weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
     context = torch.matmul(weights, value).transpose(1, 2)
     if headatlas_gates is not None:
-        gates = headatlas_gates[..., module.layer_idx, :]  # [heads] or [batch, heads]
+        # [heads] or [batch, heads]; gates may live on the host (a scorer's keys), the context on a GPU
+        gates = headatlas_gates[..., module.layer_idx, :].to(context)
         context = context * (gates[:, None, :, None] if gates.dim() == 2 else gates[:, None])
     return context.contiguous(), weights
 

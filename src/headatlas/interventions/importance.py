@@ -110,6 +110,7 @@ class HeadTask:
 
     def __init__(self, model):
         self.model = model
+        self.device = next(model.parameters()).device  # inputs go there; gates and scores stay on the host
         self.n_layers = model.config.num_hidden_layers
         self.n_heads = model.config.num_attention_heads
 
@@ -202,12 +203,14 @@ class TaggingHeads(HeadTask):
         segments = takes_token_types(model)  # DistilBERT, RoBERTa: no token-type table to index
         self._collate = lambda batch: collate(batch, pad, segments)
         self.importance_data = list(importance_data)
-        self.batches = []  # (inputs, labels, unit ids [B, T] with -1 where not scored)
+        # (inputs on the model's device; labels and unit ids [B, T], -1 where not scored, on the host)
+        self.batches = []
         offset = 0
         for start in range(0, len(evaluation), batch_size):
             batch = evaluation[start:start + batch_size]
             inputs, sentence_ids = self._collate(batch)
             labels = inputs.pop("labels")
+            inputs = {k: v.to(self.device) for k, v in inputs.items()}
             per_example = torch.tensor([max(e.sentence_ids) + 1 for e in batch])
             starts = offset + torch.cumsum(per_example, 0) - per_example
             units = torch.where(labels != IGNORE, starts[:, None] + sentence_ids, -1)
@@ -271,7 +274,7 @@ class TaggingHeads(HeadTask):
             else:
                 logits = self.model(**inputs, headatlas_gates=gates).logits
             scored = units >= 0
-            hit = (logits.argmax(-1) == labels)[scored].to(torch.float64).numpy()
+            hit = (logits.argmax(-1).cpu() == labels)[scored].to(torch.float64).numpy()
             np.add.at(correct, units[scored].numpy(), hit)
         return UnitScores(correct, self.sizes)
 
@@ -285,7 +288,9 @@ class TaggingHeads(HeadTask):
         for start in tqdm(batches, desc="importance", disable=not progress, mininterval=2):
             batch = self.importance_data[start:start + self.batch_size]
             inputs, _ = self._collate(batch)
+            inputs = {k: v.to(self.device) for k, v in inputs.items()}
             labels = inputs.pop("labels")
+            # on the host: the attention moves them to its device, and the gradient comes back here
             gates = torch.ones(len(batch), self.n_layers, self.n_heads, requires_grad=True)
             logits = self.model(**inputs, headatlas_gates=gates).logits
             token_loss = torch.nn.functional.cross_entropy(
@@ -372,7 +377,8 @@ class SquadHeads(HeadTask):
             inputs, _ = _pad_windows(batch, pad)
             if not segments:  # as squad_predictions does
                 inputs.pop("token_type_ids")
-            positions = torch.tensor([self._positions(w) for w in batch])
+            inputs = {k: v.to(self.device) for k, v in inputs.items()}
+            positions = torch.tensor([self._positions(w) for w in batch], device=self.device)
             gates = torch.ones(len(batch), self.n_layers, self.n_heads, requires_grad=True)
             out = self.model(**inputs, headatlas_gates=gates)
             loss = (torch.nn.functional.cross_entropy(out.start_logits, positions[:, 0], reduction="none")

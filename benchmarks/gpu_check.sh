@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The GPU check (issue 32), one script for a machine with one CUDA GPU, about 6 minutes:
+#   1. the unit tests that run the tiny model, on CUDA (HEADATLAS_TEST_DEVICE=cuda): extraction,
+#      fused states against the store's tables, value norms, ablation, gradients, on the GPU's path;
+#   2. benchmarks/gpu.py at bert-base geometry, n = 128, float16: tokens/s and peak GPU memory of
+#      each path, and the device path's results against the host path's;
+#   3. the same at 512 wordpieces on a random MPNet-base geometry: peak GPU memory of the eager
+#      forward, fused and store extraction.
+# Usage: benchmarks/gpu_check.sh OUT_FOLDER   (logs and JSON there; python3 must hold torch,
+# transformers, numpy, h5py, pandas, scipy, scikit-learn, numba, pytest, pytest-xdist and the
+# rest of requirements.txt's runtime packages)
+set -uo pipefail
+out="${1:?usage: benchmarks/gpu_check.sh OUT_FOLDER}"
+mkdir -p "$out"
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1 PYTHONPATH="src:.${PYTHONPATH:+:$PYTHONPATH}"
+nvidia-smi -L
+python3 -c "import torch, transformers, numpy, h5py; print('torch', torch.__version__, 'transformers',
+transformers.__version__, 'numpy', numpy.__version__, 'h5py', h5py.__version__, torch.cuda.get_device_name())"
+status=0
+HEADATLAS_TEST_DEVICE=cuda timeout 180 python3 -m pytest -q -n 4 -p no:cacheprovider \
+  tests/unit/test_{ablation,batch,contract,extract,fused,gradients,importance,provenance,squad,store,upos,valuenorms,write_behind}.py \
+  2>&1 | tee "$out/pytest_cuda.log" | tail -25 || status=1
+timeout 200 python3 benchmarks/gpu.py --out "$out/gpu_bert128.json" 2>&1 | tee "$out/gpu_bert128.log" || status=1
+timeout 150 python3 benchmarks/gpu.py --family mpnet --length 512 --batch 16 --scale 0.03 \
+  --paths eager fused store --out "$out/gpu_mpnet512.json" 2>&1 | tee "$out/gpu_mpnet512.log" || status=1
+exit $status
