@@ -18,10 +18,10 @@ nvidia-smi -L
 python3 -c "import torch, transformers, numpy, h5py; print('torch', torch.__version__, 'transformers',
 transformers.__version__, 'numpy', numpy.__version__, 'h5py', h5py.__version__, torch.cuda.get_device_name())"
 status=0
-HEADATLAS_TEST_DEVICE=cuda timeout 180 python3 -m pytest -q -n 4 -p no:cacheprovider \
+HEADATLAS_TEST_DEVICE=cuda timeout 120 python3 -m pytest -q -n 4 -p no:cacheprovider \
   tests/unit/test_{ablation,batch,contract,extract,fused,gradients,importance,provenance,squad,store,upos,valuenorms,write_behind}.py \
   2>&1 | tee "$out/pytest_cuda.log" | tail -25 || status=1
 timeout 200 python3 benchmarks/gpu.py --out "$out/gpu_bert128.json" 2>&1 | tee "$out/gpu_bert128.log" || status=1
-timeout 150 python3 benchmarks/gpu.py --family mpnet --length 512 --batch 16 --scale 0.03 \
+timeout 120 python3 benchmarks/gpu.py --family mpnet --length 512 --batch 16 --scale 0.03 \
   --paths eager fused store --out "$out/gpu_mpnet512.json" 2>&1 | tee "$out/gpu_mpnet512.log" || status=1
 exit $status
