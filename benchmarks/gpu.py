@@ -185,6 +185,45 @@ def agreement(device_states: Path, host_states: Path) -> dict:
     return found
 
 
+def breakdown(loaded, records, path: Path, common: dict, device: str) -> dict:
+    """Seconds of one fused extraction (device path) by stage, each stage synchronised on CUDA:
+    the forward with the value norms recorded in it, the device views (the maps stacked, rounded
+    as a store holds them, the norm view), each run's batched update, and the rest (encoding the
+    inputs, writing the states)."""
+    from collections import Counter
+
+    import torch
+
+    from headatlas.analyses import fused
+    from headatlas.analyses.fused import fused_extract
+
+    spent = Counter()
+    real_forward, real_views, real_add = fused._forward, fused.device_views, fused._Stream.add_batch
+
+    def clocked(key: str, work):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        out = work()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        spent[key] += time.perf_counter() - start
+        return out
+
+    fused._forward = lambda *a, **k: clocked("forward (with norms) + views", lambda: real_forward(*a, **k))
+    fused.device_views = lambda *a, **k: clocked("views", lambda: real_views(*a, **k))
+    fused._Stream.add_batch = lambda self, batch: clocked(f"{self.analysis.name}:{self.weighting}",
+                                                          lambda: real_add(self, batch))
+    try:
+        total = timed(device, lambda: fused_extract(loaded, records, path, per_head_runs(), exemplars=0,
+                                                   on_device=True, **common))
+    finally:
+        fused._forward, fused.device_views, fused._Stream.add_batch = real_forward, real_views, real_add
+    spent["forward (with norms)"] = spent.pop("forward (with norms) + views") - spent["views"]
+    spent["rest (encoding, states)"] = total - sum(spent.values())
+    return {"examples": len(records), "seconds": total, "stages": dict(spent.most_common())}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny geometry on the CPU (CI)")
@@ -192,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--length", type=int, help="wordpieces per input (default 128; quick 32)")
     parser.add_argument("--batch", type=int, help="inputs per batch (default 64; quick 8)")
     parser.add_argument("--scale", type=float, default=1.0, help="times each path's number of inputs")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time a fused extraction stage by stage (synchronised)")
     parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS),
                         help="the paths to time (sdpa always runs: the others' ratios are to it)")
     parser.add_argument("--disk", type=Path, default=Path(tempfile.gettempdir()),
@@ -252,6 +293,10 @@ def main(argv: list[str] | None = None) -> int:
                 found[name]["disk_bytes"] = (work / "store.h5").stat().st_size
                 found[name]["disk_gb_per_s"] = found[name]["disk_bytes"] / seconds / 1e9
             print(f"{name:10s} {found[name]['tokens_per_s']:12,.0f} tokens/s", file=sys.stderr, flush=True)
+        stages = {}
+        if args.breakdown:
+            records = sentences(g["fused"], g["n"])
+            stages = breakdown(loaded, records, work / "breakdown.h5", common, device)
         same = {}
         if "fused_host" in found:  # the device path on fused_host's inputs, untimed
             fused_extract(loaded, sentences(g["fused_host"], g["n"]), work / "kept" / "fused.h5", per_head_runs(),
@@ -272,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         "one_batch_maps_bytes": {"one_layer_float16": 2 * one_layer, "all_layers_float16": 2 * one_layer * g["layers"],
                                  "all_layers_float32": 4 * one_layer * g["layers"]},
         "fused_vs_fused_host": same,
+        "fused_breakdown": stages,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
@@ -289,6 +335,10 @@ def main(argv: list[str] | None = None) -> int:
     if "store" in found:
         print(f"store path: {found['store']['disk_gb_per_s']:.2f} GB/s written "
               f"({found['store']['disk_bytes'] / 1e6:.1f} MB)")
+    if stages:
+        print(f"fused, stage by stage ({stages['examples']:,} inputs, {stages['seconds']:.2f} s):")
+        for key, seconds in stages["stages"].items():
+            print(f"  {key:32s} {seconds:8.3f} s  {seconds / stages['seconds']:6.1%}")
     for key, row in same.items():
         print(f"fused vs fused_host, {key}: max relative difference {row['max_relative_difference']:.2e}, "
               f"claims {'equal' if row['claims_equal'] else 'DIFFER'}")
