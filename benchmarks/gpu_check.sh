@@ -21,7 +21,7 @@ status=0
 HEADATLAS_TEST_DEVICE=cuda timeout 120 python3 -m pytest -q -n 4 -p no:cacheprovider \
   tests/unit/test_{ablation,batch,contract,extract,fused,gradients,importance,provenance,squad,store,upos,valuenorms,write_behind}.py \
   2>&1 | tee "$out/pytest_cuda.log" | tail -25 || status=1
-timeout 200 python3 benchmarks/gpu.py --out "$out/gpu_bert128.json" 2>&1 | tee "$out/gpu_bert128.log" || status=1
+timeout 200 python3 benchmarks/gpu.py --breakdown --out "$out/gpu_bert128.json" 2>&1 | tee "$out/gpu_bert128.log" || status=1
 timeout 120 python3 benchmarks/gpu.py --family mpnet --length 512 --batch 16 --scale 0.03 \
-  --paths eager fused store --out "$out/gpu_mpnet512.json" 2>&1 | tee "$out/gpu_mpnet512.log" || status=1
+  --paths eager fused store --breakdown --out "$out/gpu_mpnet512.json" 2>&1 | tee "$out/gpu_mpnet512.log" || status=1
 exit $status

@@ -13,8 +13,8 @@ from headatlas.store.schema import NORMS_OFF, NORMS_RECORDED, NORMS_UNSUPPORTED
 from headatlas.store.example import Example
 from headatlas.store.reader import Store
 from headatlas.store.writer import StoreWriter
-from headatlas.encoders.valuenorms import (NormRecorder, _layer_norm_map_torch, gram_weights, layer_norm_map, norm_recorder,
-                                  token_grams, value_norms_and_map)
+from headatlas.encoders.valuenorms import (NormRecorder, _layer_norm_map_torch, _token_grams_by_key_head, gram_weights,
+                                  layer_norm_map, norm_recorder, token_grams, value_norms_and_map)
 from headatlas.weightings import norm_weighted
 
 SENTENCES = [Sentence(id="s0", words=["the", "cat", "sat"]),
@@ -62,6 +62,21 @@ def test_compiled_and_tensor_norm_maps_agree():
     np.testing.assert_allclose(compiled.numpy(), tensor_ops.numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(compiled.numpy(), direct.numpy(), rtol=1e-4, atol=1e-4)
     assert (compiled[0, 5:] == 0).all() and (compiled[0, :, 5:] == 0).all()
+
+
+def test_the_device_token_grams_equal_the_cpu_chunks_and_the_definition():
+    # G[t, h, g] = <f_h(x_t), f_g(x_t)>: the CPU's chunked upper triangle (chunks of 8 of 37
+    # tokens, so one is partial) and the device's one-key-head-at-a-time products.
+    rng = torch.Generator().manual_seed(1)
+    heads, dh, tokens = 4, 5, 37
+    values = torch.randn(tokens, heads * dh, generator=rng)
+    dense = torch.randn(heads * dh, heads * dh, generator=rng) / 4
+    f = (values.view(tokens, heads, 1, dh) @ dense.T.view(heads, dh, -1)).squeeze(-2)  # [t, h, hidden]
+    definition = torch.einsum("thd,tgd->thg", f, f)
+    cpu = token_grams(values, gram_weights(dense), heads, chunk=8)
+    device = _token_grams_by_key_head(values, gram_weights(dense), heads)
+    np.testing.assert_allclose(device.numpy(), cpu.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(device.numpy(), definition.numpy(), rtol=1e-4, atol=1e-4)
 
 
 @pytest.fixture(scope="module")

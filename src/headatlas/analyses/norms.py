@@ -140,16 +140,18 @@ class NormShares(Analysis):
         self._norm_sums += to_host(xp.sum(xp.matmul(norms, onehot[:, None]), axis=(0, 2), dtype=f64))
         self._class_tokens += onehots.sum(axis=(0, 1))
         self._n_queries += int(batch.lengths.sum())
+        picked = []
         for b, (example, n) in enumerate(zip(batch.examples, batch.lengths.tolist())):
             # One generator per example, seeded by its corpus position: the sample does not
             # depend on the order the store (or its shards) yields examples in.
             rng = np.random.default_rng([self.seed, example.index])
-            self._sample_pairs(batch, b, onehots[b, :n].astype(bool), rng)
+            picked.append(self._sample_pairs(onehots[b, :n].astype(bool), rng))
+        self._gather_pairs(batch, picked)
 
-    def _sample_pairs(self, batch: MapBatch, row: int, onehot: np.ndarray, rng: np.random.Generator) -> None:
-        """Draw example ``row``'s (head, query, key) pairs on the host and gather their α and
-        ‖f(x)‖ where the batch is: one gather per array."""
-        n_heads, n, width = self.n_heads, len(onehot), batch.width
+    def _sample_pairs(self, onehot: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+        """One example's (layer, head, query, key) pairs, drawn on the host, and their counts
+        per token class and layer."""
+        n_heads, n = self.n_heads, len(onehot)
         picked, counts = [], np.zeros((len(CLASSES), self.n_layers), np.int64)
         for c in range(len(CLASSES)):
             keys = np.flatnonzero(onehot[:, c])
@@ -163,14 +165,23 @@ class NormShares(Analysis):
                 picked.append((np.full(len(picks), layer), head, query, keys[k]))
                 counts[c, layer] = len(picks)
         layer, head, query, key = (np.concatenate(p) for p in zip(*picked)) if picked else [np.zeros(0, int)] * 4
-        xp = batch.xp
-        plane = (layer * n_heads + head) * width
-        alpha = xp.take(xp.reshape(batch.attn[row], (-1,)), batch.asarray((plane + query) * width + key))
-        norm = xp.take(xp.reshape(batch.value_norms[row], (-1,)), batch.asarray(plane + key))
-        self._pair_example.append(batch.examples[row].index)
-        self._pair_alpha.append(to_host(alpha).astype(np.float32, copy=False))
-        self._pair_norm.append(to_host(norm).astype(np.float32, copy=False))
-        self._pair_counts.append(counts)
+        return layer, head, query, key, counts
+
+    def _gather_pairs(self, batch: MapBatch, picked: list[tuple[np.ndarray, ...]]) -> None:
+        """The pairs' α and ‖f(x)‖ gathered where the batch is: one gather per array for the
+        whole batch (one copy to the host each), then split by example."""
+        xp, width, n_heads = batch.xp, batch.width, self.n_heads
+        rows = np.repeat(np.arange(len(picked)), [len(p[0]) for p in picked])
+        layer, head, query, key = (np.concatenate([p[i] for p in picked]) for i in range(4))
+        plane = (rows * self.n_layers + layer) * n_heads + head
+        alpha = to_host(xp.take(xp.reshape(batch.attn, (-1,)), batch.asarray((plane * width + query) * width + key)))
+        norm = to_host(xp.take(xp.reshape(batch.value_norms, (-1,)), batch.asarray(plane * width + key)))
+        ends = np.cumsum([len(p[0]) for p in picked])[:-1]
+        for example, a, v, p in zip(batch.examples, np.split(alpha, ends), np.split(norm, ends), picked):
+            self._pair_example.append(example.index)
+            self._pair_alpha.append(a.astype(np.float32, copy=False))
+            self._pair_norm.append(v.astype(np.float32, copy=False))
+            self._pair_counts.append(p[4])
 
     def _state(self) -> dict[str, np.ndarray]:
         empty = np.zeros(0, np.float32)

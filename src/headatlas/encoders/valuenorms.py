@@ -133,6 +133,8 @@ def token_grams(values: torch.Tensor, gram: torch.Tensor, n_heads: int,
     ``u = v_h M[h, h:]`` and ``G[h, g] = <u[g-block], v_g>`` for ``g >= h``, in chunks of
     ``chunk`` tokens so the intermediates stay in cache.
     """
+    if values.device.type != "cpu":
+        return _token_grams_by_key_head(values, gram, n_heads)
     tokens, hidden = values.shape
     dh = hidden // n_heads
     out = values.new_empty(tokens, n_heads, n_heads)
@@ -149,12 +151,26 @@ def token_grams(values: torch.Tensor, gram: torch.Tensor, n_heads: int,
     return out
 
 
+def _token_grams_by_key_head(values: torch.Tensor, gram: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """:func:`token_grams` for a device: every token at once, one key head ``g`` at a time
+    (``y = v_g M[g, :]``, then ``G[h, g] = <v_h, y_h>``; ``M`` is symmetric): 3 operations per
+    head instead of the CPU's cache-sized chunks, which on a GPU are thousands of tiny kernels."""
+    tokens, hidden = values.shape
+    dh = hidden // n_heads
+    x = values.view(tokens, n_heads, dh)
+    out = values.new_empty(tokens, n_heads, n_heads)
+    for g in range(n_heads):
+        y = values[:, g * dh:(g + 1) * dh] @ gram[g * dh:(g + 1) * dh]  # [tokens, hidden]
+        out[:, :, g] = (x * y.view(tokens, n_heads, dh)).sum(-1)
+    return out
+
+
 def layer_norm_map(attn: torch.Tensor, grams: torch.Tensor) -> torch.Tensor:
     """``‖Σ_h α^h_ij f_h(x_j)‖`` ``[batch, T, T]`` from α ``[batch, H, T, T]`` and ``G`` ``[batch, T, H, H]``.
 
     ``α_·ijᵀ G_j α_·ij = Σ_h G_j[h, h] α_h² + 2 Σ_{h<g} G_j[h, g] α_h α_g``. On the CPU one
-    compiled pass (:func:`_quadratic_forms`, numba) reads each query row of α once, ~5x faster
-    than the 78 tensor passes of :func:`_layer_norm_map_torch`, which other devices use.
+    compiled pass (:func:`_quadratic_forms`, numba) reads each query row of α once; other
+    devices take :func:`_layer_norm_map_torch` (one batched matrix product).
     """
     if attn.device.type != "cpu":
         return _layer_norm_map_torch(attn, grams)
@@ -187,24 +203,12 @@ def _quadratic_forms(attn, grams, out):  # pragma: no cover (compiled; tested th
 
 
 def _layer_norm_map_torch(attn: torch.Tensor, grams: torch.Tensor) -> torch.Tensor:
-    """:func:`layer_norm_map` in tensor ops (any device): accumulated over the native
-    ``[batch, H, query, key]`` layout (no transpose of α), one head pair at a time."""
-    n_heads = attn.shape[1]
-    g = grams.permute(0, 2, 3, 1).unsqueeze(3)  # [b, h, g, 1, key]
-    out = attn[:, 0] * attn[:, 0] * g[:, 0, 0]
-    acc = torch.empty_like(out)
-    for h in range(n_heads):
-        if h + 1 < n_heads:  # acc = 2 Σ_{g>h} G[h, g] α_g (+ G[h, h] α_h once h > 0)
-            torch.mul(attn[:, h + 1], g[:, h, h + 1], out=acc)
-            for k in range(h + 2, n_heads):
-                acc.addcmul_(attn[:, k], g[:, h, k])
-            acc.mul_(2)
-            if h:
-                acc.addcmul_(attn[:, h], g[:, h, h])
-        else:
-            torch.mul(attn[:, h], g[:, h, h], out=acc)
-        out.addcmul_(attn[:, h], acc)
-    return out.clamp_min_(0).sqrt_()
+    """:func:`layer_norm_map` in tensor ops (any device): for each key ``j`` the query rows'
+    head weights ``a = α[:, :, j]`` ``[T, H]`` times ``G_j``, then ``Σ_g (a G_j)_g a_g``: one
+    batched matrix product over (batch, key) instead of a pass per head pair."""
+    a = attn.permute(0, 3, 2, 1)  # [b, key, query, h]
+    quadratic = ((a @ grams) * a).sum(-1)  # grams [b, key, h, g]
+    return quadratic.transpose(1, 2).clamp_min(0).sqrt()
 
 
 def value_norms_and_map(values: torch.Tensor, attn: torch.Tensor, gram: torch.Tensor,
