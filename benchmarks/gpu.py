@@ -188,8 +188,8 @@ def agreement(device_states: Path, host_states: Path) -> dict:
 def breakdown(loaded, records, path: Path, common: dict, device: str) -> dict:
     """Seconds of one fused extraction (device path) by stage, each stage synchronised on CUDA:
     the forward with the value norms recorded in it, the device views (the maps stacked, rounded
-    as a store holds them, the norm view), each run's batched update, and the rest (encoding the
-    inputs, writing the states)."""
+    as a store holds them, the norm view; made chunk by chunk as the runs read them), each run's
+    batched update, and the rest (encoding the inputs, writing the states)."""
     from collections import Counter
 
     import torch
@@ -210,7 +210,7 @@ def breakdown(loaded, records, path: Path, common: dict, device: str) -> dict:
         spent[key] += time.perf_counter() - start
         return out
 
-    fused._forward = lambda *a, **k: clocked("forward (with norms) + views", lambda: real_forward(*a, **k))
+    fused._forward = lambda *a, **k: clocked("forward (with norms)", lambda: real_forward(*a, **k))
     fused.device_views = lambda *a, **k: clocked("views", lambda: real_views(*a, **k))
     fused._Stream.add_batch = lambda self, batch: clocked(f"{self.analysis.name}:{self.weighting}",
                                                           lambda: real_add(self, batch))
@@ -219,7 +219,6 @@ def breakdown(loaded, records, path: Path, common: dict, device: str) -> dict:
                                                    on_device=True, **common))
     finally:
         fused._forward, fused.device_views, fused._Stream.add_batch = real_forward, real_views, real_add
-    spent["forward (with norms)"] = spent.pop("forward (with norms) + views") - spent["views"]
     spent["rest (encoding, states)"] = total - sum(spent.values())
     return {"examples": len(records), "seconds": total, "stages": dict(spent.most_common())}
 

@@ -72,10 +72,11 @@ def segments(model: str, length: int, count: int, folder: Path) -> Path:
     raise SystemExit(f"the embedded Wikipedia text gives only {len(made)} inputs of {length} wordpieces")
 
 
-def child(path: str, model: str, corpus: Path, length: int, batch: int, work: Path) -> dict:
+def child(path: str, model: str, corpus: Path, length: int, batch: int, work: Path,
+          view_memory_mb: int = 1024) -> dict:
     sys.path.insert(0, str(HERE))
     from fused import vm_hwm_kb
-    from gpu import forwards, per_head_runs
+    from gpu import encoded, forwards, per_head_runs
 
     from headatlas.pipeline.jobs import limit_threads
 
@@ -91,7 +92,8 @@ def child(path: str, model: str, corpus: Path, length: int, batch: int, work: Pa
     attrs = {"corpus": "wikipedia", "corpus_sha256": ""}
     common = dict(max_length=length, batch_size=batch, progress=False, store_attrs=attrs)
     if path == "forward":
-        forwards(loaded, sentences, {"n": length, "batch": batch, "layers": loaded.n_layers}, "cpu", weights=True)
+        g = {"n": length, "batch": batch, "layers": loaded.n_layers}
+        forwards(loaded, encoded(loaded, sentences, g), g, "cpu", weights=True)
     elif path == "store":
         from headatlas.encoders.extract import extract
 
@@ -100,7 +102,7 @@ def child(path: str, model: str, corpus: Path, length: int, batch: int, work: Pa
         from headatlas.analyses.fused import fused_extract
 
         fused_extract(loaded, sentences, work / "states.h5", per_head_runs(), exemplars=0,
-                      on_device=path == "fused_batch", **common)
+                      on_device=path == "fused_batch", view_bytes=view_memory_mb * 2**20, **common)
     for leftover in work.glob("*.h5"):
         leftover.unlink()
     lengths = sorted(len(loaded.tokenizer(" ".join(s.words))["input_ids"]) for s in sentences[:5])
@@ -116,21 +118,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--examples", type=int, default=32)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--out", type=Path, default=HERE / "out" / "peak_memory.json")
+    parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS))
+    parser.add_argument("--view-memory-mb", type=int, default=1024,
+                        help="fused_batch: memory of one chunk of a batch's views (extraction.view_memory_mb)")
     parser.add_argument("--child", choices=PATHS, help=argparse.SUPPRESS)
     parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.child:
-        print(json.dumps(child(args.child, args.model, args.corpus, args.length, args.batch, args.work)))
+        print(json.dumps(child(args.child, args.model, args.corpus, args.length, args.batch, args.work,
+                               args.view_memory_mb)))
         return 0
     work = HERE / "out" / "peak-memory-work"
     work.mkdir(parents=True, exist_ok=True)
     corpus = segments(args.model, args.length, args.examples, work)
     found = {}
-    for path in PATHS:
+    for path in args.paths:
         out = subprocess.run([sys.executable, __file__, "--child", path, "--model", args.model,
                               "--length", str(args.length), "--batch", str(args.batch),
+                              "--view-memory-mb", str(args.view_memory_mb),
                               "--corpus", str(corpus), "--work", str(work)],
                              capture_output=True, text=True, cwd=ROOT)
         if out.returncode:
@@ -139,9 +146,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{path:12s} peak RSS {found[path]['peak_rss_kb'] / 1e3:8.0f} MB "
               f"({found[path]['after_load_kb'] / 1e3:.0f} MB after loading)  {found[path]['cpu']:7.1f} CPU-s",
               file=sys.stderr, flush=True)
-    some = found["forward"]
+    some = next(iter(found.values()))
     layer_maps = args.batch * some["n_heads"] * args.length ** 2 * 4
     result = {"model": args.model, "length": args.length, "examples": args.examples, "batch": args.batch,
+              "view_memory_mb": args.view_memory_mb,
               "paths": found, "one_layer_maps_bytes": layer_maps,
               "all_layers_maps_bytes": layer_maps * some["n_layers"]}
     args.out.parent.mkdir(parents=True, exist_ok=True)

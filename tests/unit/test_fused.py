@@ -15,7 +15,7 @@ import pytest
 
 from headatlas.analyses.base import run_analysis
 from headatlas.analyses.fused import Run, exemplar_indices, fused_extract, run_key
-from headatlas.analyses.fused import result_from_states
+from headatlas.analyses.fused import VIEW_BYTES, result_from_states
 from headatlas.store.states import States
 from headatlas.errors import StoreError
 from headatlas.store.reader import open_stores
@@ -27,10 +27,12 @@ RUNS = [(cls, weighting) for cls in CLASSES
         for weighting in (("attention",) if cls.needs_norms else ("attention", "norm"))]
 
 
-# The fused runs compared with the store: one shard, three, and three with every batched
-# analysis reading whole batches as torch tensors (the path a GPU takes, forced on the CPU).
+# The fused runs compared with the store: one shard, three, three with every batched
+# analysis reading whole batches as torch tensors (the path a GPU takes, forced on the CPU), and
+# one shard on that path reading each batch one example at a time (chunks of the views).
 DEVICE = "device"
-VARIANTS = (1, N_SHARDS, DEVICE)
+CHUNKS = "device-chunks"
+VARIANTS = (1, N_SHARDS, DEVICE, CHUNKS)
 
 
 @pytest.fixture(scope="module")
@@ -56,13 +58,14 @@ def extract_both(model, folder, variants):
     files = {}
     for variant in variants:
         files[variant] = []
-        n_shards = N_SHARDS if variant == DEVICE else variant
+        n_shards = {DEVICE: N_SHARDS, CHUNKS: 1}.get(variant, variant)
         for shard in range(n_shards):
             shard_inputs = {**pool, "path": folder / f"cache-{variant}-{shard}.h5"}
             states = folder / f"states-{variant}-{shard}.h5"
             fused_extract(model, RECORDS, states, runs, exemplar_path=folder / f"exemplars-{variant}-{shard}.h5",
                           exemplars=1, wanted=[2], max_length=32, batch_size=2, shard=shard, n_shards=n_shards,
-                          store_attrs=attrs, progress=False, inputs=shard_inputs, on_device=variant == DEVICE)
+                          store_attrs=attrs, progress=False, inputs=shard_inputs,
+                          on_device=variant in (DEVICE, CHUNKS), view_bytes=1 if variant == CHUNKS else VIEW_BYTES)
             files[variant].append(states)
     return folder, files
 
@@ -103,7 +106,7 @@ def assert_fused_is_store(extracted, cls, weighting, n_shards):
     # Device batches weigh the norm view in torch, whose row sums add in another order than
     # numpy's: within a float32 step (1.2e-7) of a share, which the chance correction leaves
     # beside values near 0.
-    assert_same(store, fused, atol=1.2e-7 if n_shards == DEVICE else 0.0)
+    assert_same(store, fused, atol=1.2e-7 if n_shards in (DEVICE, CHUNKS) else 0.0)
 
 
 def test_states_are_small_and_say_what_ran(extracted):

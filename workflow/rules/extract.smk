@@ -69,7 +69,15 @@ rule fused_extract:
     resources:
         mem_mb=8000,
     params:
-        **pick(EXTRACTION, "max_length", "batch_size", "max_tokens", "shards", "exemplars"),
+        **pick(
+            EXTRACTION,
+            "max_length",
+            "batch_size",
+            "max_tokens",
+            "shards",
+            "exemplars",
+            "view_memory_mb",
+        ),
         seed=EXTRACTION["exemplar_seed"],
         wanted=exemplars_wanted,
         spec=lambda wc: MODELS[wc.model],

@@ -49,6 +49,10 @@ from headatlas.weightings import check_weighting
 
 log = logging.getLogger(__name__)
 
+# The float32 maps of one view of a chunk of a batch (device path): bert-base's batch of 64 at
+# 128 wordpieces (0.6 GB) is one chunk, MPNet-base's batch of 16 at 512 (2.4 GB) three.
+VIEW_BYTES = 1 << 30
+
 
 @dataclass(frozen=True)
 class Run:
@@ -109,7 +113,8 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                   exemplar_seed: int = 0, wanted: Iterable[int] = (), max_length: int = 128,
                   batch_size: int = 32, max_tokens: int | None = None, shard: int = 0, n_shards: int = 1,
                   store_attrs: dict | None = None, progress: bool = True, norms: bool = True,
-                  inputs: dict | None = None, on_device: bool | None = None) -> Counter:
+                  inputs: dict | None = None, on_device: bool | None = None,
+                  view_bytes: int = VIEW_BYTES) -> Counter:
     """Run ``runs`` over this shard of ``sentences`` inside the forward pass; write their states
     to ``states_path`` and the exemplars' maps to ``exemplar_path``.
 
@@ -118,7 +123,10 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
     ``on_device``: whether the batched analyses (:meth:`Analysis.batched`) read each batch where
     the model computed it, as one :class:`~headatlas.analyses.batch.MapBatch` (default: when the
     model is not on the CPU, where numpy one example at a time is faster); then no map leaves
-    the device unless an analysis without a batched path, or an exemplar, needs it.
+    the device unless an analysis without a batched path, or an exemplar, needs it. The batch
+    is read in chunks of examples whose float32 maps (one view) take at most ``view_bytes``
+    (:data:`VIEW_BYTES`; at least one example a chunk), so the device holds the forward's maps
+    and one chunk's views and temporaries, not the whole batch's.
     Raises as :func:`~headatlas.encoders.extract.extract` does (a ``max_length`` the model
     cannot take, no example to extract), and leaves nothing behind then.
     """
@@ -165,10 +173,12 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                 start = time.process_time()
                 kept = [e for e in batch if e.index in keep] if writer is not None else []
                 host = not on_device or bool(kept) or bool(per_example)
-                examples, views = _forward(loaded, recorder, batch, attrs, host, device_weightings)
+                examples, chunks = _forward(loaded, recorder, batch, attrs, host, device_weightings, view_bytes)
                 seconds["forward"] += time.process_time() - start
-                for stream in on_device_streams:
-                    stream.add_batch(views[stream.weighting])
+                for views in chunks:
+                    for stream in on_device_streams:
+                        stream.add_batch(views[stream.weighting])
+                    del views  # freed before the next chunk's are made
                 for encoded, example in zip(batch, examples or ()):
                     views = _Views(example)  # each weighting computed once, for every run
                     for stream in per_example:
@@ -233,11 +243,12 @@ def _batch_examples(loaded: LoadedModel, recorder, batch: Sequence[Encoded], att
 
 
 def _forward(loaded: LoadedModel, recorder, batch: Sequence[Encoded], attrs: dict, host: bool = True,
-             views: Sequence[str] = ()) -> tuple[Iterator[Example] | None, dict[str, MapBatch]]:
+             views: Sequence[str] = (), view_bytes: int = VIEW_BYTES
+             ) -> tuple[Iterator[Example] | None, Iterator[dict[str, MapBatch]]]:
     """One forward pass over ``batch``: its examples as a store would give them back (``host``:
-    the maps copied to the host; widened as they are iterated) and the whole batch under each
-    weighting of ``views`` as a
-    :class:`MapBatch` on the model's device (:func:`device_views`)."""
+    the maps copied to the host; widened as they are iterated) and the batch under each
+    weighting of ``views`` as :class:`MapBatch` es on the model's device (:func:`device_views`),
+    made one chunk of examples at a time as they are iterated (:func:`view_chunks`)."""
     import torch
 
     tok = loaded.tokenizer
@@ -254,7 +265,26 @@ def _forward(loaded: LoadedModel, recorder, batch: Sequence[Encoded], attrs: dic
             examples = _examples(batch, tokens, attn, pack_norms(norms, sizes).arrays(),
                                  loaded.n_layers, loaded.n_heads, special)
         metas = [_meta(e, t, special) for e, t in zip(batch, tokens)] if views else []
-        return examples, device_views(layers, norms, metas, views)
+        return examples, view_chunks(layers, norms, metas, views, view_bytes)
+
+
+def view_chunks(layers, norms, examples: Sequence[Example], weightings: Sequence[str],
+                view_bytes: int = VIEW_BYTES) -> Iterator[dict[str, MapBatch]]:
+    """:func:`device_views` of consecutive chunks of the batch's examples, each chunk's float32
+    maps (one view) at most ``view_bytes`` (one example at least)."""
+    import torch
+
+    if not weightings:
+        return
+    n_layers, (_, n_heads, width, _) = len(layers), layers[0].shape
+    size = max(1, view_bytes // (4 * n_layers * n_heads * width * width))
+    for start in range(0, len(examples), size):
+        rows = slice(start, start + size)
+        with torch.inference_mode():
+            views = device_views([t[rows] for t in layers], [(v[rows], m[rows]) for v, m in norms],
+                                 examples[rows], weightings)
+        yield views
+        del views  # before the next chunk is made (the caller drops its own reference)
 
 
 def device_views(layers, norms, examples: Sequence[Example], weightings: Sequence[str]) -> dict[str, MapBatch]:
