@@ -18,7 +18,7 @@ from headatlas.analyses.surface import Entropy, RelativePosition, SpecialTokens
 from headatlas.analyses.syntax import DependencyHeads, table1
 from headatlas.corpora.records import Sentence, write_jsonl
 from headatlas.errors import ModelError
-from headatlas.encoders.inputs import collate, encode
+from headatlas.encoders.inputs import collate, encode, encode_many
 from headatlas.encoders.extract import extract
 from headatlas.encoders.models import (check_max_length, load_model, load_tokenizer, max_input_length,
                               takes_token_types)
@@ -85,6 +85,23 @@ def test_pair_uses_the_tokenizers_own_special_tokens(encoders, family):
     expected_types = [0] * n_a + [1] * (len(tokens) - n_a) if TOKEN_TYPES[family] else [0] * len(tokens)
     assert enc.token_type_ids == expected_types and enc.token_types is TOKEN_TYPES[family]
     assert ("token_type_ids" in collate([enc], 0, "cpu")) is TOKEN_TYPES[family]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_corpus_encoded_in_batches_is_each_sentence_encoded_alone(encoders, family):
+    # Single sentences and pairs mixed, in chunks of 2 (a chunk boundary inside each kind):
+    # every example is the one tokenizer call of that sentence alone gives.
+    tok = encoders[family].tokenizer
+    corpus = [(i, s) for i, s in enumerate([CORPUS[1], PAIR, CORPUS[2], PAIR, TREEBANK[0]])]
+    for (index, sentence), got in zip(corpus, encode_many(tok, corpus, chunk=2)):
+        texts = (sentence.words, sentence.words_b) if sentence.words_b else (sentence.words,)
+        alone = tok(*texts, is_split_into_words=True, add_special_tokens=True, return_token_type_ids=True)
+        n_a = len(sentence.words)
+        assert got.index == index and got.id == sentence.id and got.input_ids == alone["input_ids"]
+        assert got.word_ids == [-1 if w is None else w + (n_a if side else 0)
+                                for w, side in zip(alone.word_ids(), alone.sequence_ids())]
+        assert got.token_type_ids == (alone["token_type_ids"] if TOKEN_TYPES[family] else [0] * len(got))
+        assert got == encode(tok, sentence, index)
 
 
 @pytest.mark.parametrize("family", FAMILIES)

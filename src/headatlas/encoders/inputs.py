@@ -49,28 +49,53 @@ def encode(tokenizer, sentence: Sentence, index: int, token_types: bool | None =
         when ``token_types`` is False; ``word_ids`` index A's words and then B's,
         -1 for every special token.
     """
+    return encode_many(tokenizer, [(index, sentence)], token_types)[0]
+
+
+def encode_many(tokenizer, sentences: Sequence[tuple[int, Sentence]], token_types: bool | None = None,
+                chunk: int = 1024) -> list[Encoded]:
+    """:func:`encode` of each ``(index, sentence)``, in order: one tokenizer call per ``chunk``
+    sentences (the single ones and the pairs apart), which the fast tokenizer encodes as a
+    batch; each example is what :func:`encode` gives it alone."""
     if token_types is None:
         token_types = "token_type_ids" in tokenizer.model_input_names
-    pair = (sentence.words, sentence.words_b) if sentence.words_b else (sentence.words,)
-    enc = tokenizer(*pair, is_split_into_words=True, add_special_tokens=True,
-                    return_token_type_ids=True, truncation=False)
+    found: list[Encoded | None] = [None] * len(sentences)
+    for start in range(0, len(sentences), chunk):
+        for paired in (False, True):
+            group = [k for k in range(start, min(start + chunk, len(sentences)))
+                     if bool(sentences[k][1].words_b) == paired]
+            if not group:
+                continue
+            texts = [[sentences[k][1].words for k in group]]
+            if paired:
+                texts.append([sentences[k][1].words_b for k in group])
+            enc = tokenizer(*texts, is_split_into_words=True, add_special_tokens=True,
+                            return_token_type_ids=True, truncation=False)
+            for row, k in enumerate(group):
+                found[k] = _encoded(*sentences[k], enc, row, token_types)
+    return found
+
+
+def _encoded(index: int, sentence: Sentence, enc, row: int, token_types: bool) -> Encoded:
     offset = {0: 0, 1: len(sentence.words)}
-    word_ids = [-1 if w is None else w + offset[s] for w, s in zip(enc.word_ids(), enc.sequence_ids())]
+    word_ids = [-1 if w is None else w + offset[s] for w, s in zip(enc.word_ids(row), enc.sequence_ids(row))]
     n_words = len(sentence.words) + len(sentence.words_b or [])
-    types = enc["token_type_ids"] if token_types else [0] * len(word_ids)
-    return Encoded(index, sentence.id, enc["input_ids"], types, word_ids, n_words, token_types)
+    types = enc["token_type_ids"][row] if token_types else [0] * len(word_ids)
+    return Encoded(index, sentence.id, enc["input_ids"][row], types, word_ids, n_words, token_types)
 
 
 def encode_corpus(tokenizer, sentences: Iterable[tuple[int, Sentence]], max_length: int,
                   stats: Counter, token_types: bool | None = None) -> tuple[list[Encoded], list[str]]:
-    """Tokenise (:func:`encode`); return the examples that fit and the ids of those that do not."""
+    """Tokenise (:func:`encode_many`); return the examples that fit and the ids of those that do not."""
     kept, skipped = [], []
-    for index, sentence in sentences:
+    items = list(sentences)
+    encoded = iter(encode_many(tokenizer, [(i, s) for i, s in items if s.words], token_types))
+    for index, sentence in items:
         if not sentence.words:
             stats["empty"] += 1
             skipped.append(sentence.id)
             continue
-        example = encode(tokenizer, sentence, index, token_types)
+        example = next(encoded)
         if len(example) > max_length:
             skipped.append(sentence.id)
             stats["too_long"] += 1

@@ -12,7 +12,9 @@ from pathlib import Path
 
 
 # The variables thread pools read when they start: OpenMP (torch, scikit-learn), BLAS, numba.
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+# RAYON_NUM_THREADS: the fast tokenizers' pool, which encodes a batch of sentences in parallel
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
+                    "RAYON_NUM_THREADS")
 
 
 def limit_threads(n: int) -> None:
