@@ -151,19 +151,21 @@ class NormShares(Analysis):
     def _sample_pairs(self, onehot: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
         """One example's (layer, head, query, key) pairs, drawn on the host, and their counts
         per token class and layer."""
-        n_heads, n = self.n_heads, len(onehot)
-        picked, counts = [], np.zeros((len(CLASSES), self.n_layers), np.int64)
+        n_heads, n, layers = self.n_heads, len(onehot), self.n_layers
+        picked, counts = [], np.zeros((len(CLASSES), layers), np.int64)
         for c in range(len(CLASSES)):
             keys = np.flatnonzero(onehot[:, c])
             size = n_heads * n * len(keys)
             if size == 0:
                 continue
-            for layer in range(self.n_layers):
-                picks = np.arange(size) if size <= self.pairs_per_example else \
-                    rng.choice(size, self.pairs_per_example, replace=False)
-                head, query, k = np.unravel_index(picks, (n_heads, n, len(keys)))
-                picked.append((np.full(len(picks), layer), head, query, keys[k]))
-                counts[c, layer] = len(picks)
+            if size <= self.pairs_per_example:  # every pair of the class, in each layer
+                picks, per = np.tile(np.arange(size), layers), size
+            else:  # a draw per layer, in layer order (the generator's sequence fixes the sample)
+                per = self.pairs_per_example
+                picks = np.concatenate([rng.choice(size, per, replace=False) for _ in range(layers)])
+            head, query, k = np.unravel_index(picks, (n_heads, n, len(keys)))
+            picked.append((np.repeat(np.arange(layers), per), head, query, keys[k]))
+            counts[c] = per
         layer, head, query, key = (np.concatenate(p) for p in zip(*picked)) if picked else [np.zeros(0, int)] * 4
         return layer, head, query, key, counts
 
