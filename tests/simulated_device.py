@@ -60,6 +60,10 @@ def _is_device(target) -> bool:
     return isinstance(target, str) and target.split(":")[0] == DEVICE.type
 
 
+def _is_host(target) -> bool:
+    return torch.device(target).type == "cpu" if isinstance(target, (str, torch.device)) else False
+
+
 def _to_cpu(args, kwargs):
     """The call's arguments with the simulated device replaced by the CPU, where it really runs."""
     def swap(x):
@@ -100,7 +104,7 @@ class SimulatedDevice(TorchFunctionMode):
         if device:
             self._check(name, flat, args)
         target = _target(name, args, kwargs)
-        if name in TO_HOST or (name == "to" and isinstance(target, str) and target.startswith("cpu")):
+        if name in TO_HOST or (name == "to" and _is_host(target)):
             return tree_map(_alias, func(*args, **kwargs))  # on the CPU the same tensor: a new one
         placing = _is_device(target)
         if placing:

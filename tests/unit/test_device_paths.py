@@ -51,6 +51,8 @@ def test_a_host_tensor_meeting_a_device_tensor_is_caught():
         with pytest.raises(DeviceMixError, match="numpy"):
             out.detach().numpy()
         assert out.detach().cpu().numpy().shape == (4, 2)
+        for host in (out.to("cpu"), out.to(torch.device("cpu")), out.to(device="cpu")):
+            host.detach().numpy()
 
 
 def test_store_and_fused_extraction_with_every_analysis_keep_to_the_device(tiny_model, tmp_path):
