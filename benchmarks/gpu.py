@@ -230,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--length", type=int, help="wordpieces per input (default 128; quick 32)")
     parser.add_argument("--batch", type=int, help="inputs per batch (default 64; quick 8)")
     parser.add_argument("--scale", type=float, default=1.0, help="times each path's number of inputs")
+    parser.add_argument("--view-memory-mb", type=int, default=1024,
+                        help="fused: memory of one chunk of a batch's views (extraction.view_memory_mb)")
     parser.add_argument("--breakdown", action="store_true",
                         help="also time a fused extraction stage by stage (synchronised)")
     parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS),
@@ -257,12 +259,13 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(work)
         loaded = build(work / "model", g, device, args.family)
         common = dict(max_length=g["n"], batch_size=g["batch"], progress=False, store_attrs=attrs)
+        fused_only = dict(view_bytes=args.view_memory_mb * 2**20)
         paths = {
             "encode": lambda r: encoded(loaded, r, g),
             "sdpa": lambda r: forwards(loaded, r, g, device, weights=False),
             "eager": lambda r: forwards(loaded, r, g, device, weights=True),
             "fused": lambda r: fused_extract(loaded, r, work / "fused.h5", per_head_runs(),
-                                             exemplars=0, on_device=True, **common),
+                                             exemplars=0, on_device=True, **common, **fused_only),
             "fused_host": lambda r: fused_extract(loaded, r, work / "fused_host.h5", per_head_runs(),
                                                   exemplars=0, on_device=False, **common),
             "store": lambda r: extract(loaded, r, work / "store.h5", **common),
@@ -295,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         stages = {}
         if args.breakdown:
             records = sentences(g["fused"], g["n"])
-            stages = breakdown(loaded, records, work / "breakdown.h5", common, device)
+            stages = breakdown(loaded, records, work / "breakdown.h5", {**common, **fused_only}, device)
         same = {}
         if "fused_host" in found:  # the device path on fused_host's inputs, untimed
             fused_extract(loaded, sentences(g["fused_host"], g["n"]), work / "kept" / "fused.h5", per_head_runs(),
@@ -306,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     one_layer = g["batch"] * g["heads"] * g["n"] ** 2  # one batch's maps of one layer, elements
     result = {
         "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
-        "family": args.family, "geometry": g, "precision": "float16" if device == "cuda" else "float32",
+        "family": args.family, "geometry": g, "view_memory_mb": args.view_memory_mb, "precision": "float16" if device == "cuda" else "float32",
         "paths": found,
         "ratio_to_sdpa": {k: v["tokens_per_s"] / found["sdpa"]["tokens_per_s"] for k, v in found.items()},
         # fused copies states and per-example scores only (kilobytes per batch)
