@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from headatlas.analyses.base import run_analysis
-from headatlas.analyses.norms import NormShares, paper_claims, spearman
+from headatlas.analyses.norms import NormShares, compact, paper_claims, spearman
 from headatlas.analyses.rollout import Rollout, offset_sums, rollout
 from headatlas.claims import FAILS, HOLDS, NOT_APPLICABLE, claims_table
 from headatlas.store.example import Example
@@ -77,6 +77,21 @@ def test_pairs_are_sampled_up_to_the_budget():
     again = run_analysis(NormShares, [example(index=i) for i in range(3)], progress=False,
                          pairs_per_example=4)
     pd.testing.assert_frame_equal(report.tables["correlation"], again.tables["correlation"])  # seeded
+
+
+def test_samples_are_kept_in_float16_only_where_that_loses_nothing():
+    halves = np.array([0.5, 0.125, 0.333251953125], np.float32)  # float16 values
+    assert compact(halves).dtype == np.float16 and np.array_equal(compact(halves), halves)
+    thirds = np.array([1 / 3, 0.5], np.float32)  # 1/3 in float32 is no float16
+    assert compact(thirds).dtype == np.float32 and np.array_equal(compact(thirds), thirds)
+    # the hand-made example's maps are float16 values: its whole sample is, and rho is unchanged
+    acc = NormShares(1, 2, pairs_per_example=1000)
+    acc.start(None)
+    acc.add(example())
+    state = acc.state()
+    assert state["pair_alpha"].dtype == state["pair_norm"].dtype == np.float16
+    assert spearman(state["pair_alpha"], state["pair_norm"]) == pytest.approx(
+        spearman(state["pair_alpha"].astype(np.float64), state["pair_norm"].astype(np.float64)), abs=0)
 
 
 def shares_table(attention, norm, layer_norm, sep=None):

@@ -97,7 +97,8 @@ class NormShares(Analysis):
 
     State: the sums ``shares [3, L, C]``, ``norm_sums [L, C]``, ``class_tokens [C]``,
     ``n_queries`` (merging adds them), and the sampled pairs: ``pair_alpha``, ``pair_norm``
-    (float32, every example's sample, class-major then layer within an example),
+    (every example's sample, class-major then layer within an example; float16, exactly the
+    store's values, unless a value is not a float16's: :func:`compact`),
     ``pair_counts [E, C, L]`` (pairs of each example, class and layer) and ``pair_example [E]``
     (the examples' corpus positions; merging concatenates, :meth:`result` puts examples in
     corpus order).
@@ -181,12 +182,12 @@ class NormShares(Analysis):
         ends = np.cumsum([len(p[0]) for p in picked])[:-1]
         for example, a, v, p in zip(batch.examples, np.split(alpha, ends), np.split(norm, ends), picked):
             self._pair_example.append(example.index)
-            self._pair_alpha.append(a.astype(np.float32, copy=False))
-            self._pair_norm.append(v.astype(np.float32, copy=False))
+            self._pair_alpha.append(compact(a))
+            self._pair_norm.append(compact(v))
             self._pair_counts.append(p[4])
 
     def _state(self) -> dict[str, np.ndarray]:
-        empty = np.zeros(0, np.float32)
+        empty = np.zeros(0, np.float16)  # float16 while every example's pairs are
         return {"shares": self._shares, "norm_sums": self._norm_sums, "class_tokens": self._class_tokens,
                 "n_queries": np.asarray(self._n_queries, np.int64),
                 "pair_example": np.asarray(self._pair_example, np.int64),
@@ -250,6 +251,13 @@ class NormShares(Analysis):
                 f"{self.pairs_per_example} random (head, query, key) pairs per segment, layer and "
                 f"token class (seed {self.seed}); deviation: paper used BERT-base on "
                 "Clark et al.'s Wikipedia segments")
+
+
+def compact(values: np.ndarray) -> np.ndarray:
+    """``values`` as float16 when that loses nothing (maps and value norms as a store or a fused
+    run holds them are float16's: half the memory a shard's samples take), else float32."""
+    half = values.astype(np.float16)
+    return half if np.array_equal(half, values) else values.astype(np.float32, copy=False)
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
