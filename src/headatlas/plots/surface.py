@@ -26,8 +26,9 @@ def plot_relative_position(rel: pd.DataFrame, path: str | Path, caption: str) ->
     panels = (("prev", "previous token"), ("self", "current token"), ("next", "next token"))
     grids = [head_grid(rel, column) for column, _ in panels]
     n_layers, n_heads = grids[0].shape
-    fig = captioned_figure(3 * (1 + 0.3 * n_heads), 1 + 0.3 * n_layers, caption)
-    head_heatmaps(fig, grids, [f"attention to the {title}" for _, title in panels], cmap="Blues",
+    # at least 7.5 inches: with few heads the three titles would run into each other
+    fig = captioned_figure(max(7.5, 3 * (1 + 0.3 * n_heads)), 1.3 + 0.3 * n_layers, caption)
+    head_heatmaps(fig, grids, [f"attention to the\n{title}" for _, title in panels], cmap="Blues",
                   vmin=0, vmax=1, colorbar="average attention")
     atomic_savefig(fig, path)
 
