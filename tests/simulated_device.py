@@ -54,20 +54,15 @@ def _target(name: str, args, kwargs):
     return target
 
 
-def _is_device(target) -> bool:
-    if isinstance(target, torch.device):
-        return target == DEVICE
-    return isinstance(target, str) and target.split(":")[0] == DEVICE.type
-
-
-def _is_host(target) -> bool:
-    return torch.device(target).type == "cpu" if isinstance(target, (str, torch.device)) else False
+def _kind(target) -> str | None:
+    """The device type a ``device=`` argument names ("cpu", DEVICE's "meta", ...), else None."""
+    return torch.device(target).type if isinstance(target, (str, torch.device)) else None
 
 
 def _to_cpu(args, kwargs):
     """The call's arguments with the simulated device replaced by the CPU, where it really runs."""
     def swap(x):
-        return torch.device("cpu") if _is_device(x) else x
+        return torch.device("cpu") if _kind(x) == DEVICE.type else x
     return tree_map(swap, args), tree_map(swap, kwargs)
 
 
@@ -104,9 +99,9 @@ class SimulatedDevice(TorchFunctionMode):
         if device:
             self._check(name, flat, args)
         target = _target(name, args, kwargs)
-        if name in TO_HOST or (name == "to" and _is_host(target)):
+        if name in TO_HOST or (name == "to" and _kind(target) == "cpu"):
             return tree_map(_alias, func(*args, **kwargs))  # on the CPU the same tensor: a new one
-        placing = _is_device(target)
+        placing = _kind(target) == DEVICE.type
         if placing:
             args, kwargs = _to_cpu(args, kwargs)
         out = func(*args, **kwargs)

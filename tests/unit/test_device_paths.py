@@ -14,9 +14,9 @@ import torch
 
 from headatlas.analyses.fused import Run, fused_extract, run_key
 from headatlas.store.states import States
-from tests.conftest import make_tiny_model
 from tests.simulated_device import DeviceMixError, SimulatedDevice
 from tests.unit.test_contract import CLASSES, RECORDS, inputs
+from tests.unit.test_importance import tagger, tiny_squad  # noqa: F401 (tagger: a fixture, this module's own)
 
 ATTRS = {"corpus": "contract", "corpus_sha256": ""}
 
@@ -82,24 +82,6 @@ def test_the_check_finds_the_patterns_mistake_the_gpu_found(tiny_model, tmp_path
         fused_on_device(tiny_model, tmp_path, [Run("patterns", "patterns")])
 
 
-@pytest.fixture(scope="module")
-def tagger(tmp_path_factory):
-    from transformers import BertForTokenClassification
-
-    from headatlas.tasks.upos import label_map, pack_documents
-    from tests.unit.test_importance import random_tagger
-    from tests.unit.test_upos import corpus
-
-    root = tmp_path_factory.mktemp("device-tagger")
-    sentences = corpus()
-    labels = label_map(sentences)
-    model, tokenizer = random_tagger(make_tiny_model(root / "base", layers=2, heads=2),
-                                     BertForTokenClassification, root / "tagger", labels)
-    test = pack_documents(tokenizer, [s for s in sentences if s.split == "test"], labels, 24)
-    dev = pack_documents(tokenizer, [s for s in sentences if s.split == "dev"], labels, 24)
-    return model, test, dev
-
-
 @pytest.mark.parametrize("cache", [True, False])
 def test_head_importance_and_gated_scores_keep_to_the_device(tagger, cache):
     from headatlas.interventions.importance import TaggingHeads
@@ -116,19 +98,9 @@ def test_head_importance_and_gated_scores_keep_to_the_device(tagger, cache):
 
 
 def test_squad_importance_and_scores_keep_to_the_device(tmp_path):
-    from pathlib import Path
-
-    from transformers import AutoConfig, BertForQuestionAnswering
-
-    from headatlas.interventions.grid import load_task_model
     from headatlas.interventions.importance import SquadHeads
-    from headatlas.tasks.squad import read_squad
 
-    folder = make_tiny_model(tmp_path / "qa", layers=2, heads=2)
-    torch.manual_seed(1)
-    BertForQuestionAnswering(AutoConfig.from_pretrained(folder)).save_pretrained(folder)
-    model, tokenizer = load_task_model("squad", str(folder), device="cpu")
-    examples = read_squad(Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "squad_v1.1_sample.json")
+    model, tokenizer, examples = tiny_squad(tmp_path / "qa")
     with SimulatedDevice() as device:
         device.place(model)
         task = SquadHeads(model, tokenizer, examples, batch_size=2, max_length=48, stride=16)

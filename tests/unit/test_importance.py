@@ -327,23 +327,30 @@ def test_a_tagger_without_segment_table_is_scored_and_cached(tmp_path):
     assert np.isfinite(cached.importance()).all()
 
 
-def test_squad_heads_score_is_the_official_f1_and_targets_the_answer_tokens(tmp_path):
-    # The paper configuration's task: per-question F1 whose mean is squad_evaluate's F1, and
-    # the importance loss's target tokens cover the first gold answer's characters.
+def tiny_squad(folder):
+    """A tiny random QA model loaded as the rules load it, its tokenizer and the SQuAD sample."""
     from pathlib import Path
 
     from transformers import AutoConfig, BertForQuestionAnswering
 
     from headatlas.interventions.grid import load_task_model
-    from headatlas.interventions.importance import SquadHeads
-    from headatlas.tasks.squad import read_squad, squad_evaluate, squad_predictions
+    from headatlas.tasks.squad import read_squad
 
-    folder = make_tiny_model(tmp_path / "qa", layers=2, heads=2)
+    make_tiny_model(folder, layers=2, heads=2)
     torch.manual_seed(1)
     BertForQuestionAnswering(AutoConfig.from_pretrained(folder)).save_pretrained(folder)
     model, tokenizer = load_task_model("squad", str(folder), device="cpu")
-    examples = read_squad(Path(__file__).resolve().parents[1] / "fixtures" / "formats"
-                          / "squad_v1.1_sample.json")
+    return model, tokenizer, read_squad(Path(__file__).resolve().parents[1] / "fixtures" / "formats"
+                                        / "squad_v1.1_sample.json")
+
+
+def test_squad_heads_score_is_the_official_f1_and_targets_the_answer_tokens(tmp_path):
+    # The paper configuration's task: per-question F1 whose mean is squad_evaluate's F1, and
+    # the importance loss's target tokens cover the first gold answer's characters.
+    from headatlas.interventions.importance import SquadHeads
+    from headatlas.tasks.squad import squad_evaluate, squad_predictions
+
+    model, tokenizer, examples = tiny_squad(tmp_path / "qa")
     task = SquadHeads(model, tokenizer, examples, batch_size=2, max_length=48, stride=16)
     scores = task.scores(task.ones())
     assert scores.size.tolist() == [1.0] * len(examples) and ((0 <= scores.score) & (scores.score <= 1)).all()

@@ -32,6 +32,7 @@ from headatlas.analyses.batch import MapBatch, row_normalised, to_host
 from headatlas.analyses.result import Result
 from headatlas.claims import Claim, against, holds_if, verdict
 from headatlas.store.example import Example, token_masks
+from headatlas.store.halves import exact_halves
 
 CLASSES = ("cls", "sep", "punct", "other")
 CLASS_LABELS = {"cls": "[CLS]", "sep": "[SEP]", "punct": ". or ,", "other": "other"}
@@ -174,12 +175,13 @@ class NormShares(Analysis):
         """The pairs' α and ‖f(x)‖ gathered where the batch is: one gather per array for the
         whole batch (one copy to the host each), then split by example."""
         xp, width, n_heads = batch.xp, batch.width, self.n_heads
-        rows = np.repeat(np.arange(len(picked)), [len(p[0]) for p in picked])
+        sizes = [len(p[0]) for p in picked]
+        rows = np.repeat(np.arange(len(picked)), sizes)
         layer, head, query, key = (np.concatenate([p[i] for p in picked]) for i in range(4))
         plane = (rows * self.n_layers + layer) * n_heads + head
         alpha = to_host(xp.take(xp.reshape(batch.attn, (-1,)), batch.asarray((plane * width + query) * width + key)))
         norm = to_host(xp.take(xp.reshape(batch.value_norms, (-1,)), batch.asarray(plane * width + key)))
-        ends = np.cumsum([len(p[0]) for p in picked])[:-1]
+        ends = np.cumsum(sizes)[:-1]
         for example, a, v, p in zip(batch.examples, np.split(alpha, ends), np.split(norm, ends), picked):
             self._pair_example.append(example.index)
             self._pair_alpha.append(compact(a))
@@ -254,10 +256,10 @@ class NormShares(Analysis):
 
 
 def compact(values: np.ndarray) -> np.ndarray:
-    """``values`` as float16 when that loses nothing (maps and value norms as a store or a fused
-    run holds them are float16's: half the memory a shard's samples take), else float32."""
-    half = values.astype(np.float16)
-    return half if np.array_equal(half, values) else values.astype(np.float32, copy=False)
+    """``values`` as float16 when that loses nothing (:func:`~headatlas.store.halves.exact_halves`:
+    half the memory a shard's samples take), else float32."""
+    half = exact_halves(values)
+    return values.astype(np.float32, copy=False) if half is None else half
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:

@@ -9,6 +9,11 @@ from typing import Mapping, Sequence
 import torch
 
 
+def to_device(tensors: Mapping[str, torch.Tensor], device) -> dict[str, torch.Tensor]:
+    """A batch's named tensors (model inputs) on ``device``."""
+    return {name: tensor.to(device) for name, tensor in tensors.items()}
+
+
 def pad_batch(examples: Sequence, fields: Mapping[str, int],
               mask: str | None = "attention_mask") -> dict[str, torch.Tensor]:
     """Right-pad per-token fields of ``examples`` into ``[batch, width]`` long tensors.

@@ -10,7 +10,7 @@ from typing import Iterable, Iterator, Sequence
 import torch
 
 from headatlas.corpora.records import Sentence
-from headatlas.encoders.batching import pad_batch
+from headatlas.encoders.batching import pad_batch, to_device
 
 
 @dataclass
@@ -132,4 +132,4 @@ def collate(batch: Sequence[Encoded], pad_id: int, device) -> dict[str, torch.Te
     fields = {"input_ids": pad_id, "token_type_ids": 0} if batch and batch[0].token_types \
         else {"input_ids": pad_id}
     inputs = pad_batch(batch, fields)
-    return {name: tensor.to(device) for name, tensor in inputs.items()}
+    return to_device(inputs, device)

@@ -193,6 +193,7 @@ class TaggingHeads(HeadTask):
 
     def __init__(self, model, evaluation: Sequence, importance_data: Sequence,
                  batch_size: int = 32, cache: bool = True, description: str = ""):
+        from headatlas.encoders.batching import to_device
         from headatlas.encoders.models import takes_token_types
         from headatlas.tasks.upos import IGNORE, collate
 
@@ -210,7 +211,7 @@ class TaggingHeads(HeadTask):
             batch = evaluation[start:start + batch_size]
             inputs, sentence_ids = self._collate(batch)
             labels = inputs.pop("labels")
-            inputs = {k: v.to(self.device) for k, v in inputs.items()}
+            inputs = to_device(inputs, self.device)
             per_example = torch.tensor([max(e.sentence_ids) + 1 for e in batch])
             starts = offset + torch.cumsum(per_example, 0) - per_example
             units = torch.where(labels != IGNORE, starts[:, None] + sentence_ids, -1)
@@ -280,6 +281,7 @@ class TaggingHeads(HeadTask):
 
     def importance(self, progress: bool = False) -> np.ndarray:
         """Mean over packed inputs of |dL/d xi_h|, L the mean cross-entropy of the input's words."""
+        from headatlas.encoders.batching import to_device
         from headatlas.tasks.upos import IGNORE
 
         total = torch.zeros(self.n_layers, self.n_heads, dtype=torch.float64)
@@ -288,7 +290,7 @@ class TaggingHeads(HeadTask):
         for start in tqdm(batches, desc="importance", disable=not progress, mininterval=2):
             batch = self.importance_data[start:start + self.batch_size]
             inputs, _ = self._collate(batch)
-            inputs = {k: v.to(self.device) for k, v in inputs.items()}
+            inputs = to_device(inputs, self.device)
             labels = inputs.pop("labels")
             # on the host: the attention moves them to its device, and the gradient comes back here
             gates = torch.ones(len(batch), self.n_layers, self.n_heads, requires_grad=True)
@@ -365,6 +367,7 @@ class SquadHeads(HeadTask):
         return (first, last) if first and last >= first else (0, 0)
 
     def importance(self, progress: bool = False) -> np.ndarray:
+        from headatlas.encoders.batching import to_device
         from headatlas.encoders.models import takes_token_types
         from headatlas.tasks.squad import _pad_windows
 
@@ -377,7 +380,7 @@ class SquadHeads(HeadTask):
             inputs, _ = _pad_windows(batch, pad)
             if not segments:  # as squad_predictions does
                 inputs.pop("token_type_ids")
-            inputs = {k: v.to(self.device) for k, v in inputs.items()}
+            inputs = to_device(inputs, self.device)
             positions = torch.tensor([self._positions(w) for w in batch], device=self.device)
             gates = torch.ones(len(batch), self.n_layers, self.n_heads, requires_grad=True)
             out = self.model(**inputs, headatlas_gates=gates)

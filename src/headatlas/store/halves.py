@@ -26,6 +26,13 @@ NUMPY_HALVES = 1_000_000_000
 _widened = 0  # halves this process has widened with numpy
 
 
+def exact_halves(values: np.ndarray) -> np.ndarray | None:
+    """``values`` as float16 when every one is a float16's (maps and value norms as a store or a
+    fused run holds them: half the bytes, nothing lost), else None."""
+    half = values.astype(np.float16)
+    return half if np.array_equal(half, values, equal_nan=True) else None
+
+
 def widen(halves: np.ndarray) -> np.ndarray:
     """``halves.astype(np.float32)``: a new C-contiguous array of the same shape (any other dtype
     than float16 is cast by numpy)."""

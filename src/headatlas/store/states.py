@@ -26,6 +26,7 @@ import numpy as np
 
 from headatlas.errors import StoreError
 from headatlas.io import atomic_path
+from headatlas.store.halves import exact_halves
 from headatlas.store.reader import Store
 from headatlas.store.schema import rebuild_hint
 
@@ -65,11 +66,8 @@ def write_states(path: str | Path, runs: dict, attrs: dict, skipped_ids: Iterabl
 def _halved(array: np.ndarray) -> tuple[np.ndarray, bool]:
     """A float32 array every value of which is a float16 (maps and norms as a store keeps them,
     sampled by an analysis) as float16, and whether it was: half the bytes, nothing lost."""
-    if array.dtype != np.float32 or array.size < 1024:
-        return array, False
-    half = array.astype(np.float16)
-    exact = np.array_equal(half.astype(np.float32), array, equal_nan=True)
-    return (half, True) if exact else (array, False)
+    half = exact_halves(array) if array.dtype == np.float32 and array.size >= 1024 else None
+    return (array, False) if half is None else (half, True)
 
 
 def _escape(name: str) -> str:

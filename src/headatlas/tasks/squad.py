@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from headatlas.encoders.batching import pad_batch
+from headatlas.encoders.batching import pad_batch, to_device
 from headatlas.errors import CorpusFormatError
 from headatlas.tasks.base import UNITS
 from headatlas.encoders.models import takes_token_types
@@ -329,7 +329,7 @@ def squad_predictions(model, windows: Sequence[SquadWindow], examples: Sequence,
         if not token_types:
             inputs.pop("token_type_ids")
         extra = extra_inputs(sentence_ids.to(device)) if extra_inputs else {}
-        out = model(**{k: v.to(device) for k, v in inputs.items()}, **extra)
+        out = model(**to_device(inputs, device), **extra)
         for row, window in enumerate(batch):
             score, text = _best_span(out.start_logits[row], out.end_logits[row], window,
                                      examples[window.example].context, max_answer_length)

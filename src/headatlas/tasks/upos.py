@@ -41,7 +41,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from headatlas.encoders.batching import pad_batch
+from headatlas.encoders.batching import pad_batch, to_device
 from headatlas.corpora.records import Sentence
 from headatlas.errors import HeadAtlasError
 from headatlas.tasks.base import UNITS
@@ -239,7 +239,7 @@ def tag_scores(model, examples: Sequence[Packed], batch_size: int = 32,
         inputs, sentence_ids = collate(batch, pad, token_types)
         labels = inputs.pop("labels").to(device)
         extra = extra_inputs(sentence_ids.to(device)) if extra_inputs else {}
-        logits = model(**{k: v.to(device) for k, v in inputs.items()}, **extra).logits
+        logits = model(**to_device(inputs, device), **extra).logits
         scored = labels != IGNORE
         hits = logits.argmax(-1)[scored] == labels[scored]
         correct += int(hits.sum())
@@ -335,7 +335,7 @@ def _train(model, data: dict[str, list[Packed]], options: TuneOptions,
     for step, (epoch, batch) in enumerate(tqdm(stream, total=total, desc="fine-tune", unit="step",
                                                disable=not progress, mininterval=2), 1):
         inputs, _ = collate(batch, pad, token_types)
-        loss = model(**{k: v.to(device) for k, v in inputs.items()}).loss
+        loss = model(**to_device(inputs, device)).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
