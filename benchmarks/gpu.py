@@ -20,7 +20,8 @@ Timed, each after a warm-up batch, each with its own number of examples:
   default config (surface x 3, sinks, head-type features, patterns, norm shares, rollout; both
   views where they have two), states written, no map stored: each batch read where the model
   computed it (``on_device``: every one of these analyses is batched), no map copied to the
-  host; forced on the CPU in quick mode so that CI runs that path;
+  host, each layer's maps read as the model produces them (``--whole-batch``: every layer's
+  at once, as before); forced on the CPU in quick mode so that CI runs that path;
 - ``fused_host``: the same, each batch's maps copied to the host and read one example at a
   time with numpy (``on_device=False``, the CPU's path);
 - ``store``: :func:`headatlas.encoders.extract.extract` writing every map to an HDF5 store on
@@ -232,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="times each path's number of inputs")
     parser.add_argument("--view-memory-mb", type=int, default=1024,
                         help="fused: memory of one chunk of a batch's views (extraction.view_memory_mb)")
+    parser.add_argument("--whole-batch", action="store_true",
+                        help="fused: take every layer's maps from the forward pass at once (by_layer=False; "
+                        "default: each layer read as the model produces it)")
     parser.add_argument("--breakdown", action="store_true",
                         help="also time a fused extraction stage by stage (synchronised)")
     parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS),
@@ -259,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(work)
         loaded = build(work / "model", g, device, args.family)
         common = dict(max_length=g["n"], batch_size=g["batch"], progress=False, store_attrs=attrs)
-        fused_only = dict(view_bytes=args.view_memory_mb * 2**20)
+        fused_only = dict(view_bytes=args.view_memory_mb * 2**20, by_layer=not args.whole_batch)
         paths = {
             "encode": lambda r: encoded(loaded, r, g),
             "sdpa": lambda r: forwards(loaded, r, g, device, weights=False),
@@ -309,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     one_layer = g["batch"] * g["heads"] * g["n"] ** 2  # one batch's maps of one layer, elements
     result = {
         "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
-        "family": args.family, "geometry": g, "view_memory_mb": args.view_memory_mb, "precision": "float16" if device == "cuda" else "float32",
+        "family": args.family, "geometry": g, "view_memory_mb": args.view_memory_mb,
+        "by_layer": not args.whole_batch, "precision": "float16" if device == "cuda" else "float32",
         "paths": found,
         "ratio_to_sdpa": {k: v["tokens_per_s"] / found["sdpa"]["tokens_per_s"] for k, v in found.items()},
         # fused copies states and per-example scores only (kilobytes per batch)

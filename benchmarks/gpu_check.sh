@@ -5,7 +5,8 @@
 #   2. benchmarks/gpu.py at bert-base geometry, n = 128, float16: tokens/s and peak GPU memory of
 #      each path, and the device path's results against the host path's;
 #   3. the same at 512 wordpieces on a random MPNet-base geometry: peak GPU memory of the eager
-#      forward, fused and store extraction; then fused reading one example at a time.
+#      forward, fused (each layer read as it is produced) and store extraction; then fused
+#      taking every layer's maps at once (--whole-batch), and reading one example at a time.
 # Usage: benchmarks/gpu_check.sh OUT_FOLDER   (logs and JSON there; python3 must hold torch,
 # transformers, numpy, h5py, pandas, scipy, scikit-learn, numba, pytest, pytest-xdist and the
 # rest of requirements.txt's runtime packages)
@@ -24,6 +25,9 @@ HEADATLAS_TEST_DEVICE=cuda timeout 120 python3 -m pytest -q -n 4 -p no:cacheprov
 timeout 200 python3 benchmarks/gpu.py --breakdown --out "$out/gpu_bert128.json" 2>&1 | tee "$out/gpu_bert128.log" || status=1
 timeout 120 python3 benchmarks/gpu.py --family mpnet --length 512 --batch 16 --scale 0.03 \
   --paths eager fused store --breakdown --out "$out/gpu_mpnet512.json" 2>&1 | tee "$out/gpu_mpnet512.log" || status=1
+# the same fused extraction with every layer's maps at once (before the layer-by-layer reading)
+timeout 90 python3 benchmarks/gpu.py --family mpnet --length 512 --batch 16 --scale 0.03 \
+  --paths fused --whole-batch --out "$out/gpu_mpnet512_whole.json" 2>&1 | tee "$out/gpu_mpnet512_whole.log" || status=1
 # the same fused extraction reading each batch one example at a time (view_memory_mb below one
 # example's float32 maps): its peak GPU memory and speed against the default chunks above
 timeout 90 python3 benchmarks/gpu.py --family mpnet --length 512 --batch 16 --scale 0.03 \

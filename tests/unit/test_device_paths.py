@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from headatlas.analyses.base import analysis_class
 from headatlas.analyses.fused import Run, fused_extract, run_key
 from headatlas.store.states import States
 from tests.simulated_device import DeviceMixError, SimulatedDevice
@@ -65,6 +66,17 @@ def test_store_and_fused_extraction_with_every_analysis_keep_to_the_device(tiny_
     runs = every_run()
     assert any(cls.batched() for cls in CLASSES) and any(not cls.batched() for cls in CLASSES)
     fused_on_device(tiny_model, tmp_path, runs)
+    with States(tmp_path / "states.h5") as states:
+        assert set(states.keys) == {run.key for run in runs}
+
+
+def test_fused_extraction_layer_by_layer_keeps_to_the_device(tiny_model, tmp_path):
+    """The batched analyses alone, no exemplar: each layer's maps read in the recorder's hook."""
+    runs = [run for run in every_run() if analysis_class(run.analysis).layered()]
+    with SimulatedDevice() as device:
+        device.place(tiny_model.model)
+        fused_extract(tiny_model, RECORDS, tmp_path / "states.h5", runs, exemplar_path=None, max_length=32,
+                      batch_size=2, progress=False, store_attrs=ATTRS, on_device=True, by_layer=True)
     with States(tmp_path / "states.h5") as states:
         assert set(states.keys) == {run.key for run in runs}
 

@@ -28,11 +28,16 @@ RUNS = [(cls, weighting) for cls in CLASSES
 
 
 # The fused runs compared with the store: one shard, three, three with every batched
-# analysis reading whole batches as torch tensors (the path a GPU takes, forced on the CPU), and
-# one shard on that path reading each batch one example at a time (chunks of the views).
+# analysis reading whole batches as torch tensors (the path a GPU takes, forced on the CPU),
+# one shard on that path reading each batch one example at a time (chunks of the views), and
+# three shards of the batched analyses alone, which read each batch layer by layer as the model
+# produces it (no host reader, no exemplar: no map leaves the forward pass whole).
 DEVICE = "device"
 CHUNKS = "device-chunks"
-VARIANTS = (1, N_SHARDS, DEVICE, CHUNKS)
+LAYERS = "device-layers"
+VARIANTS = (1, N_SHARDS, DEVICE, CHUNKS, LAYERS)
+CASES = [(cls, weighting, variant) for variant in VARIANTS for cls, weighting in RUNS
+         if variant != LAYERS or cls.batched()]
 
 
 @pytest.fixture(scope="module")
@@ -58,24 +63,32 @@ def extract_both(model, folder, variants):
     files = {}
     for variant in variants:
         files[variant] = []
-        n_shards = {DEVICE: N_SHARDS, CHUNKS: 1}.get(variant, variant)
+        n_shards = {DEVICE: N_SHARDS, CHUNKS: 1, LAYERS: N_SHARDS}.get(variant, variant)
+        layered = variant == LAYERS
         for shard in range(n_shards):
             shard_inputs = {**pool, "path": folder / f"cache-{variant}-{shard}.h5"}
             states = folder / f"states-{variant}-{shard}.h5"
-            fused_extract(model, RECORDS, states, runs, exemplar_path=folder / f"exemplars-{variant}-{shard}.h5",
+            fused_extract(model, RECORDS, states, [r for r in runs if not layered or batched(r)],
+                          exemplar_path=None if layered else folder / f"exemplars-{variant}-{shard}.h5",
                           exemplars=1, wanted=[2], max_length=32, batch_size=2, shard=shard, n_shards=n_shards,
                           store_attrs=attrs, progress=False, inputs=shard_inputs,
-                          on_device=variant in (DEVICE, CHUNKS), view_bytes=1 if variant == CHUNKS else VIEW_BYTES)
+                          on_device=variant in (DEVICE, CHUNKS, LAYERS), by_layer=layered or None,
+                          view_bytes=1 if variant == CHUNKS else VIEW_BYTES)
             files[variant].append(states)
     return folder, files
+
+
+def batched(run: Run) -> bool:
+    from headatlas.analyses.base import analysis_class
+
+    return analysis_class(run.analysis).batched()
 
 
 def assert_same(one, two, atol: float = 0.0):
     assert_same_result(one, two, rtol=1e-6, atol=atol)
 
 
-@pytest.mark.parametrize("n_shards", VARIANTS)
-@pytest.mark.parametrize("cls, weighting", RUNS, ids=lambda x: getattr(x, "name", x))
+@pytest.mark.parametrize("cls, weighting, n_shards", CASES, ids=lambda x: getattr(x, "name", x))
 def test_fused_states_give_the_store_tables(cls, weighting, n_shards, extracted):
     assert_fused_is_store(extracted, cls, weighting, n_shards)
 
@@ -106,7 +119,7 @@ def assert_fused_is_store(extracted, cls, weighting, n_shards):
     # Device batches weigh the norm view in torch, whose row sums add in another order than
     # numpy's: within a float32 step (1.2e-7) of a share, which the chance correction leaves
     # beside values near 0.
-    assert_same(store, fused, atol=1.2e-7 if n_shards in (DEVICE, CHUNKS) else 0.0)
+    assert_same(store, fused, atol=1.2e-7 if n_shards in (DEVICE, CHUNKS, LAYERS) else 0.0)
 
 
 def test_states_are_small_and_say_what_ran(extracted):
@@ -242,3 +255,32 @@ def test_batched_analyses_on_the_device_copy_no_map_to_the_host(tiny_model, tmp_
         fused_extract(tiny_model, RECORDS, tmp_path / "other.h5", runs + [Run("head_distances", "head_distances")],
                       exemplar_path=None, max_length=32, batch_size=2, progress=False,
                       store_attrs={"corpus": "contract", "corpus_sha256": ""}, on_device=True)
+
+
+def test_a_device_extraction_reads_each_layer_as_the_model_produces_it(tiny_model, tmp_path, monkeypatch):
+    """With no host reader and no exemplar, a device batch never exists whole: the analyses
+    read each layer's maps from the recorder's hook, and the model's outputs keep none."""
+    from headatlas.analyses import fused
+
+    def whole_batch(*args, **kwargs):
+        raise AssertionError("a batch's maps were taken whole")
+
+    monkeypatch.setattr(fused, "_forward", whole_batch)
+    outputs = []
+    handle = tiny_model.model.register_forward_hook(lambda module, args, out: outputs.append(out))
+    runs = [Run(run_key(cls.name, w), cls.name, {}, w) for cls, w in RUNS if cls.batched()]
+    try:
+        fused_extract(tiny_model, RECORDS, tmp_path / "states.h5", runs, exemplar_path=None, max_length=32,
+                      batch_size=2, progress=False, store_attrs={"corpus": "contract", "corpus_sha256": ""},
+                      on_device=True)
+    finally:
+        handle.remove()
+    assert len(outputs) == (len(RECORDS) + 1) // 2  # a forward per batch
+    assert all(a is None for out in outputs for a in (out.attentions or ()))
+    with States(tmp_path / "states.h5") as states:
+        assert set(states.keys) == {run.key for run in runs}
+    # asked for the whole batch, it takes the whole batch
+    with pytest.raises(AssertionError, match="taken whole"):
+        fused_extract(tiny_model, RECORDS, tmp_path / "other.h5", runs, exemplar_path=None, max_length=32,
+                      batch_size=2, progress=False, store_attrs={"corpus": "contract", "corpus_sha256": ""},
+                      on_device=True, by_layer=False)

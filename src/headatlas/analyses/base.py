@@ -31,6 +31,14 @@ numpy example (:meth:`Analysis.add`), in a fused extraction on a GPU the whole b
 model computed it (:meth:`Analysis.add_batch`). Quantities several analyses need are computed
 once per batch (:meth:`MapBatch.row_entropy`, :meth:`MapBatch.column_mass`, ...).
 
+**Layer by layer.** Every batched analysis of the package splits its update in two:
+:meth:`Analysis.reduce` reads the maps and returns small arrays with the batch's layers on axis 1
+(``[B, L, ...]``: sums over queries and keys, per-map features), so that the reductions of each
+layer's maps, joined on that axis, are those of the whole batch; :meth:`Analysis.fold` adds
+them into the state (and does what spans the layers: rollout's product, a per-example count).
+``update_batch`` is ``fold(reduce(batch))``. A fused extraction on a device then reads each
+layer's attention as the model produces it and drops it (peak: one layer's maps, not L).
+
 Every analysis of the attention maps gains a second view without changing its code:
 ``run_analysis(..., weighting="norm")`` hands it α_ij‖f_h(x_j)‖ renormalised per row
 (Kobayashi et al. 2020) in ``example.attn`` instead of α (:mod:`headatlas.weightings`); the
@@ -173,13 +181,27 @@ class Analysis(ABC):
                 self.add(example)
             return
         self.update_batch(batch)
+        self._count(batch)
+
+    def add_reduced(self, batch: MapBatch, reduced: dict) -> None:
+        """Fold in a batch whose :meth:`reduce` was taken layer by layer (``reduced``: the layers'
+        reductions joined on axis 1) and count it; ``batch`` holds the same examples."""
+        self.fold(batch, reduced)
+        self._count(batch)
+
+    def _count(self, batch: MapBatch) -> None:
         self.n_examples += len(batch)
         self.lengths += batch.lengths.tolist()
 
     @classmethod
     def batched(cls) -> bool:
         """Whether the analysis reads whole batches (:meth:`update_batch`) rather than examples."""
-        return cls.update_batch is not Analysis.update_batch
+        return cls.update_batch is not Analysis.update_batch or cls.layered()
+
+    @classmethod
+    def layered(cls) -> bool:
+        """Whether the analysis can read a batch one layer at a time (:meth:`reduce`, :meth:`fold`)."""
+        return cls.reduce is not Analysis.reduce
 
     def update(self, example: Example) -> None:
         """Fold one example into the running statistics (or implement :meth:`update_batch`)."""
@@ -188,7 +210,23 @@ class Analysis(ABC):
     def update_batch(self, batch: MapBatch) -> None:
         """Fold a batch into the running statistics, with the functions of ``batch.xp`` only, so
         that the same code runs on numpy maps and on a device's torch maps (only sums and
-        per-example scores go to the host: :func:`~headatlas.analyses.batch.to_host`)."""
+        per-example scores go to the host: :func:`~headatlas.analyses.batch.to_host`).
+        Default: :meth:`fold` of :meth:`reduce`."""
+        if not self.layered():
+            raise NotImplementedError(f"{type(self).__name__} implements neither update_batch nor reduce")
+        self.fold(batch, self.reduce(batch))
+
+    def reduce(self, batch: MapBatch) -> dict:
+        """What the analysis keeps of the batch's maps: arrays ``[B, L, ...]`` (``batch.xp`` or
+        numpy) whose axis 1 is the batch's layers (``batch.layers``), each layer's computed
+        from that layer's maps alone, so that a batch of all layers and its layers one at a
+        time give the same arrays (tests/unit/test_batch.py checks every analysis)."""
+        raise NotImplementedError
+
+    def fold(self, batch: MapBatch, reduced: dict) -> None:
+        """Add :meth:`reduce`'s arrays, every layer's, into the state. ``batch`` holds the
+        examples (lengths, tokens, :meth:`MapBatch.shared` masks); its maps may be one layer's
+        only, so this reads none."""
         raise NotImplementedError
 
     def close(self) -> None:

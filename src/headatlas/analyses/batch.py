@@ -13,8 +13,14 @@ only, so one implementation serves both places the maps come from:
   sums and per-example scores (kilobytes) are copied to the host, never a map.
 
 Quantities that more than one analysis needs (each row's entropy, each key column's mass, the
-diagonals, the token-class masks) are computed once per batch and view and kept
-(:meth:`MapBatch.cached`), so the analyses of a fused extraction share them.
+diagonals) are computed once per batch and view and kept (:meth:`MapBatch.cached`); what depends
+on the examples alone (the token-class masks, an analysis's per-token bins) once per group of
+examples, for every view and layer of them (:meth:`MapBatch.shared`). So the analyses of a fused
+extraction share them.
+
+A batch may hold some of the model's layers only (``layers``): a fused extraction on a device
+hands the analyses each layer's maps as the layer produces them (:meth:`headatlas.analyses.base.
+Analysis.reduce`), so that no more than one layer's maps are ever held.
 """
 
 from __future__ import annotations
@@ -55,11 +61,18 @@ class MapBatch:
     examples : the B examples (tokens, ids, indices); their ``attn`` may be None when the
         maps live only in ``attn`` (a device batch).
     weighting : the view ``attn`` holds (``attention`` or ``norm``).
+    layers : which of the model's layers the L axis holds (default: all of them, from 0).
+    shared : the cache of what depends on the examples alone (:meth:`shared`), handed to every
+        batch of the same examples (the views, the layers); default: this batch's own.
     """
 
     def __init__(self, attn, examples: Sequence[Example] = (), weighting: str = "attention",
-                 lengths: Sequence[int] | None = None, value_norms=None, norm_map=None):
+                 lengths: Sequence[int] | None = None, value_norms=None, norm_map=None,
+                 layers: range | None = None, shared: dict | None = None):
         self.attn = attn
+        self.layers = range(attn.shape[1]) if layers is None else layers
+        if len(self.layers) != attn.shape[1]:
+            raise ValueError(f"maps of {attn.shape[1]} layers cannot be the model's layers {self.layers}")
         # Kobayashi's ‖f_h(x_j)‖ [B, L, H, N] and ‖Σ_h α f_h(x_j)‖ [B, L, N, N], zero past each
         # example's length, where the maps came with them (analyses with needs_norms read them)
         self.value_norms, self.norm_map = value_norms, norm_map
@@ -73,6 +86,7 @@ class MapBatch:
             raise ValueError(f"maps of shape {tuple(attn.shape)} do not fit {len(self.lengths)} "
                              f"examples of lengths up to {self.lengths.max(initial=0)}")
         self._cache: dict = {}
+        self._shared: dict = {} if shared is None else shared
 
     @classmethod
     def of(cls, examples: Sequence[Example]) -> "MapBatch":
@@ -94,7 +108,7 @@ class MapBatch:
         def take(x):
             return None if x is None else self.xp.take(x, index, axis=0)
         return MapBatch(take(self.attn), [self.examples[r] for r in rows], self.weighting,
-                        self.lengths[list(rows)], take(self.value_norms), take(self.norm_map))
+                        self.lengths[list(rows)], take(self.value_norms), take(self.norm_map), self.layers)
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -126,6 +140,13 @@ class MapBatch:
             self._cache[key] = compute()
         return self._cache[key]
 
+    def shared(self, key: str, compute: Callable[[], object]):
+        """:meth:`cached` for what depends on the examples alone, never on the maps: computed once
+        for every batch that shares this batch's examples (each view, each layer)."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
+
     # --- per token, [B, N], on the batch's device -----------------------------------------------
 
     def token_mask(self, kind: str):
@@ -134,12 +155,12 @@ class MapBatch:
         def compute():  # valid needs only the lengths, not each example's tokens
             host = self.valid() if kind == "valid" else self.host_masks()[kind]
             return self.asarray(host.astype(np.float32))
-        return self.cached(f"mask:{kind}", compute)
+        return self.shared(f"mask:{kind}", compute)
 
     def valid(self) -> np.ndarray:
         """Boolean ``[B, N]`` numpy mask of the positions within each example (from the lengths
         alone: batches of bare maps have it too)."""
-        return self.cached("valid", lambda: np.arange(self.width)[None, :] < self.lengths[:, None])
+        return self.shared("valid", lambda: np.arange(self.width)[None, :] < self.lengths[:, None])
 
     def host_masks(self) -> dict[str, np.ndarray]:
         """Boolean ``[B, N]`` numpy masks of :meth:`token_mask`'s kinds."""
@@ -150,7 +171,7 @@ class MapBatch:
                 out["cls"][b, :n], out["sep"][b, :n], out["punct"][b, :n] = token_masks(
                     e.tokens, e.cls_token, e.sep_token)
             return {"valid": self.valid(), **out}
-        return self.cached("host_masks", compute)
+        return self.shared("host_masks", compute)
 
     def asarray(self, host: np.ndarray):
         """A host array as an array of the batch's namespace, on its device."""
@@ -158,7 +179,7 @@ class MapBatch:
 
     def n_tokens(self):
         """float64 ``[B]`` lengths on the batch's device."""
-        return self.cached("n_tokens", lambda: self.asarray(self.lengths.astype(np.float64)))
+        return self.shared("n_tokens", lambda: self.asarray(self.lengths.astype(np.float64)))
 
     # --- per row or column, [B, L, H, N] --------------------------------------------------------
 
@@ -177,6 +198,22 @@ class MapBatch:
     def diagonal(self, offset: int):
         """float32 ``[B, L, H, N - |offset|]``: the entries ``[i, i + offset]`` (zero on padding)."""
         return self.cached(f"diagonal:{offset}", lambda: self.xp.linalg.diagonal(self.attn, offset=offset))
+
+
+def layer_of(batch: MapBatch, layer: int, shared: dict | None = None) -> MapBatch:
+    """The batch's maps of one of its layers (index into ``batch.layers``) as a batch of their
+    own: its examples, one layer, ``shared`` (default: the batch's) as its examples' cache."""
+    def one(x):
+        return None if x is None else x[:, layer:layer + 1]
+    return MapBatch(one(batch.attn), batch.examples, batch.weighting, batch.lengths, one(batch.value_norms),
+                    one(batch.norm_map), batch.layers[layer:layer + 1],
+                    batch._shared if shared is None else shared)
+
+
+def join_layers(parts: Sequence[dict]) -> dict:
+    """:meth:`~headatlas.analyses.base.Analysis.reduce` of consecutive layers' batches joined on
+    their layer axis (1): the reduction of the batch of all those layers."""
+    return {key: array_namespace(parts[0][key]).concat([p[key] for p in parts], axis=1) for key in parts[0]}
 
 
 def row_normalised(x):

@@ -27,7 +27,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from headatlas.analyses.base import Analysis, analysis_class, finish
-from headatlas.analyses.batch import MapBatch, row_normalised
+from headatlas.analyses.batch import MapBatch, join_layers, row_normalised
 from headatlas.analyses.result import Result
 from headatlas.corpora.records import Sentence
 from headatlas.encoders.allocator import keep_buffers_in_heap
@@ -36,8 +36,8 @@ from headatlas.encoders.extract import (forward_attentions, largest_buffer, shar
                                         store_special_tokens)
 from headatlas.encoders.inputs import Encoded, collate, encode, encode_corpus, length_batches
 from headatlas.encoders.models import LoadedModel, check_max_length
-from headatlas.encoders.valuenorms import model_class, norm_recorder, pack_norms
-from headatlas.errors import EmptyStoreError, StoreError
+from headatlas.encoders.valuenorms import NormRecorder, model_class, norm_recorder, pack_norms
+from headatlas.errors import EmptyStoreError, ModelError, StoreError
 from headatlas.provenance import code_version
 from headatlas.store.example import Example
 from headatlas.store.halves import widen
@@ -114,7 +114,7 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                   batch_size: int = 32, max_tokens: int | None = None, shard: int = 0, n_shards: int = 1,
                   store_attrs: dict | None = None, progress: bool = True, norms: bool = True,
                   inputs: dict | None = None, on_device: bool | None = None,
-                  view_bytes: int = VIEW_BYTES) -> Counter:
+                  view_bytes: int = VIEW_BYTES, by_layer: bool | None = None) -> Counter:
     """Run ``runs`` over this shard of ``sentences`` inside the forward pass; write their states
     to ``states_path`` and the exemplars' maps to ``exemplar_path``.
 
@@ -127,6 +127,11 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
     is read in chunks of examples whose float32 maps (one view) take at most ``view_bytes``
     (:data:`VIEW_BYTES`; at least one example a chunk), so the device holds the forward's maps
     and one chunk's views and temporaries, not the whole batch's.
+    ``by_layer``: whether a batch that no host reader needs (no analysis without a batched
+    path, no exemplar) is read layer by layer as the model produces it, each layer's maps
+    dropped before the next runs (:func:`_forward_by_layer`: peak, one layer's maps); default:
+    whenever the device path runs and the model's norms are recorded (the recorder's hooks
+    hand the layers on). False: every layer's maps first, then the analyses (as on the host).
     Raises as :func:`~headatlas.encoders.extract.extract` does (a ``max_length`` the model
     cannot take, no example to extract), and leaves nothing behind then.
     """
@@ -160,6 +165,8 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
     on_device_streams = [s for s in streams.values() if on_device and s.analysis.batched()]
     per_example = [s for s in streams.values() if s not in on_device_streams]
     device_weightings = sorted({s.weighting for s in on_device_streams})
+    layerwise = isinstance(recorder, NormRecorder) and all(s.analysis.layered() for s in on_device_streams)
+    by_layer = layerwise if by_layer is None else by_layer and layerwise
     if n_kept:
         keep_buffers_in_heap(largest_buffer([e for b in batches for e in b], batch_size, layers, heads))
     keep = exemplar_indices(len(sentences), exemplars, exemplar_seed, wanted)
@@ -173,6 +180,12 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                 start = time.process_time()
                 kept = [e for e in batch if e.index in keep] if writer is not None else []
                 host = not on_device or bool(kept) or bool(per_example)
+                if by_layer and not host:
+                    _forward_by_layer(loaded, recorder, batch, attrs, on_device_streams, view_bytes)
+                    seconds["forward and analyses"] += time.process_time() - start
+                    lengths.update((e.index, len(e)) for e in batch)
+                    bar.update(len(batch))
+                    continue
                 examples, chunks = _forward(loaded, recorder, batch, attrs, host, device_weightings, view_bytes)
                 seconds["forward"] += time.process_time() - start
                 for views in chunks:
@@ -268,6 +281,50 @@ def _forward(loaded: LoadedModel, recorder, batch: Sequence[Encoded], attrs: dic
         return examples, view_chunks(layers, norms, metas, views, view_bytes)
 
 
+def _forward_by_layer(loaded: LoadedModel, recorder: NormRecorder, batch: Sequence[Encoded], attrs: dict,
+                      streams: Sequence["_Stream"], view_bytes: int = VIEW_BYTES) -> None:
+    """One forward pass over ``batch`` whose maps the layered ``streams``
+    (:meth:`~headatlas.analyses.base.Analysis.reduce`) read layer by layer, as the model
+    produces them: each layer's views (in chunks of examples of at most ``view_bytes``) are
+    reduced and dropped before the next layer runs, and the model's outputs keep no map; after
+    the last layer each stream folds its layers' reductions. Peak memory: one layer's maps
+    and views, and the reductions (rollout's per-layer maps are the largest: 1/H of the maps)."""
+    import torch
+
+    tok = loaded.tokenizer
+    special = {k: attrs[k] for k in ("cls_token", "sep_token")}
+    metas = [_meta(e, tok.convert_ids_to_tokens(e.input_ids), special) for e in batch]
+    weightings = sorted({s.weighting for s in streams})
+    chunks: list[tuple[slice, dict]] = []  # rows of the batch, and what their layers share
+    parts: dict = {}  # (chunk, stream) -> each layer's reductions
+    last: dict[int, dict[str, MapBatch]] = {}  # per chunk, its last layer's views (for fold)
+    done: list[int] = []  # the layers read so far
+
+    def on_layer(attn, value_norms, norm_map) -> None:
+        layer = len(done)
+        done.append(layer)
+        if not chunks:
+            size = max(1, view_bytes // (4 * attn.shape[1] * attn.shape[-1] ** 2))
+            chunks.extend((slice(a, a + size), {}) for a in range(0, len(batch), size))
+        for c, (rows, shared) in enumerate(chunks):
+            views = device_views([attn[rows]], [(value_norms[rows], norm_map[rows])], metas[rows], weightings,
+                                 at=range(layer, layer + 1), shared=shared)
+            for s, stream in enumerate(streams):
+                parts.setdefault((c, s), []).append(stream.reduce(views[stream.weighting]))
+            last[c] = views
+            del views
+
+    with torch.inference_mode(), recorder.layer_by_layer(on_layer):
+        loaded.model(**collate(batch, tok.pad_token_id or 0, next(loaded.model.parameters()).device),
+                     output_attentions=True, return_dict=True)
+    if len(done) != loaded.n_layers:
+        raise ModelError(f"{len(done)} of {loaded.n_layers} layers' maps reached the "
+                         "analyses: did every attention block run inside the recorder?")
+    for c in range(len(chunks)):
+        for s, stream in enumerate(streams):
+            stream.fold(last[c][stream.weighting], parts.pop((c, s)))
+
+
 def view_chunks(layers, norms, examples: Sequence[Example], weightings: Sequence[str],
                 view_bytes: int = VIEW_BYTES) -> Iterator[dict[str, MapBatch]]:
     """:func:`device_views` of consecutive chunks of the batch's examples, each chunk's float32
@@ -287,11 +344,14 @@ def view_chunks(layers, norms, examples: Sequence[Example], weightings: Sequence
         del views  # before the next chunk is made (the caller drops its own reference)
 
 
-def device_views(layers, norms, examples: Sequence[Example], weightings: Sequence[str]) -> dict[str, MapBatch]:
+def device_views(layers, norms, examples: Sequence[Example], weightings: Sequence[str],
+                 at: range | None = None, shared: dict | None = None) -> dict[str, MapBatch]:
     """The batch's maps under each of ``weightings`` as one :class:`MapBatch` on their device:
     ``[B, L, H, T, T]`` rounded to float16 and widened back (the store's values), zero past each
     example's length; the norm view weighs them by the value norms (rounded alike) and
-    renormalises each row, as :func:`headatlas.weightings.norm_weighted` does on the host."""
+    renormalises each row, as :func:`headatlas.weightings.norm_weighted` does on the host.
+    ``layers``: the model's layers ``at`` (default: all), one tensor each; ``shared``: the
+    examples' cache (:meth:`MapBatch.shared`) the views share with other batches of them."""
     import torch
 
     if not weightings:
@@ -308,15 +368,16 @@ def device_views(layers, norms, examples: Sequence[Example], weightings: Sequenc
     attn = stored(layers, 2)
     value_norms = stored([vn for vn, _ in norms], 1) if norms else None
     norm_map = stored([nm for _, nm in norms], 2) if norms else None
-    out = {}
+    out, shared = {}, {} if shared is None else shared
     for weighting in weightings:
         if check_weighting(weighting) == "attention":
-            out[weighting] = MapBatch(attn, examples, weighting, value_norms=value_norms, norm_map=norm_map)
+            out[weighting] = MapBatch(attn, examples, weighting, value_norms=value_norms, norm_map=norm_map,
+                                      layers=at, shared=shared)
             continue
         if value_norms is None:
             raise StoreError("the norm view needs value norms, and none were recorded")
         out[weighting] = MapBatch(row_normalised(attn * value_norms[..., None, :]), examples, weighting,
-                                  value_norms=value_norms, norm_map=norm_map)
+                                  value_norms=value_norms, norm_map=norm_map, layers=at, shared=shared)
     return out
 
 
@@ -358,11 +419,36 @@ class _Stream:
 
     def add_batch(self, batch: MapBatch) -> None:
         """The whole batch (the rows it may see) in one update."""
-        rows = [b for b, e in enumerate(batch.examples) if self.allowed is None or e.index in self.allowed]
-        if rows:
+        batch = self._seen(batch)
+        if batch is not None:
             start = time.process_time()
-            self.analysis.add_batch(batch if len(rows) == len(batch) else batch.select(rows))
+            self.analysis.add_batch(batch)
             self.seconds += time.process_time() - start
+
+    def reduce(self, batch: MapBatch) -> dict | None:
+        """The analysis's reduction of one layer's batch (the rows it may see; None: no row)."""
+        batch = self._seen(batch)
+        if batch is None:
+            return None
+        start = time.process_time()
+        reduced = self.analysis.reduce(batch)
+        self.seconds += time.process_time() - start
+        return reduced
+
+    def fold(self, batch: MapBatch, parts: list[dict | None]) -> None:
+        """Fold every layer's :meth:`reduce` of ``batch``'s examples, and count them."""
+        batch = self._seen(batch)
+        if batch is not None:
+            start = time.process_time()
+            self.analysis.add_reduced(batch, join_layers(parts))
+            self.seconds += time.process_time() - start
+
+    def _seen(self, batch: MapBatch) -> MapBatch | None:
+        """The rows of ``batch`` this stream may see, as a batch (None: no row)."""
+        rows = [b for b, e in enumerate(batch.examples) if self.allowed is None or e.index in self.allowed]
+        if not rows:
+            return None
+        return batch if len(rows) == len(batch) else batch.select(rows)
 
 
 class _Views(dict):

@@ -218,13 +218,18 @@ class DistanceFeatures(Analysis):
     def n_features(self) -> int:
         return len(SPECIAL) + 1 + self.n_windows
 
-    def update_batch(self, batch: MapBatch) -> None:
-        bins = np.zeros((len(batch), batch.width, batch.width), np.int64)
-        for b, example in enumerate(batch.examples):
-            n = example.n_tokens
-            bins[b, :n, :n] = key_bins(n, special_masks(example), self.n_windows)
-        features = binned_rows(batch, bins, self.n_features)
-        for example, feats in zip(batch.examples, features):
+    def reduce(self, batch: MapBatch) -> dict:
+        def bins():
+            out = np.zeros((len(batch), batch.width, batch.width), np.int64)
+            for b, example in enumerate(batch.examples):
+                n = example.n_tokens
+                out[b, :n, :n] = key_bins(n, special_masks(example), self.n_windows)
+            return out
+        features = binned_rows(batch, batch.shared(f"key_bins:{self.n_windows}", bins), self.n_features)
+        return {"features": features.reshape(len(batch), len(batch.layers), self.n_heads, -1)}
+
+    def fold(self, batch: MapBatch, reduced: dict) -> None:
+        for example, feats in zip(batch.examples, to_host(reduced["features"])):
             self._features.append(feats.reshape(self.n_layers * self.n_heads, -1))
             self._example_index.append(example.index)
 

@@ -67,7 +67,14 @@ def class_onehots(batch: MapBatch) -> np.ndarray:
         for b, example in enumerate(batch.examples):
             out[b, :example.n_tokens] = class_onehot(example)
         return out
-    return batch.cached("class_onehots", compute)
+    return batch.shared("class_onehots", compute)
+
+
+def _in_order(by_layer: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """An example's sampled values ``[L, P]`` (layer by layer) in the sample's own order."""
+    out = np.empty(by_layer.size, by_layer.dtype)
+    out[order] = by_layer.ravel()
+    return out
 
 
 @register
@@ -125,30 +132,60 @@ class NormShares(Analysis):
         self._pair_norm: list[np.ndarray] = []
         self._pair_counts: list[np.ndarray] = []
 
-    def update_batch(self, batch: MapBatch) -> None:
+    def reduce(self, batch: MapBatch) -> dict:
         if batch.value_norms is None or batch.norm_map is None:
             raise ValueError(f"examples {[e.id for e in batch.examples][:3]} have no value norms: {self.name} "
                              "reads a store opened with norms=True (run_analysis does this)")
         xp, f64 = batch.xp, batch.xp.float64
-        onehots = class_onehots(batch)
-        onehot = batch.asarray(onehots)
+        onehot = batch.shared("class_onehot", lambda: batch.asarray(class_onehots(batch)))  # [B, N, C]
         attn, norms = batch.attn, batch.value_norms
         per_head = row_normalised(attn * norms[..., None, :])
         by_class = onehot[:, None, None]  # [B, 1, 1, N, C]
-        shares = [xp.mean(xp.sum(xp.matmul(attn, by_class), axis=(0, 3), dtype=f64), axis=1),
-                  xp.mean(xp.sum(xp.matmul(per_head, by_class), axis=(0, 3), dtype=f64), axis=1),
-                  xp.sum(xp.matmul(row_normalised(batch.norm_map), onehot[:, None]), axis=(0, 2), dtype=f64)]
-        self._shares += to_host(xp.stack(shares))
-        self._norm_sums += to_host(xp.sum(xp.matmul(norms, onehot[:, None]), axis=(0, 2), dtype=f64))
-        self._class_tokens += onehots.sum(axis=(0, 1))
+        shares = [xp.mean(xp.sum(xp.matmul(attn, by_class), axis=3, dtype=f64), axis=2),
+                  xp.mean(xp.sum(xp.matmul(per_head, by_class), axis=3, dtype=f64), axis=2),
+                  xp.sum(xp.matmul(row_normalised(batch.norm_map), onehot[:, None]), axis=2, dtype=f64)]
+        return {"shares": xp.stack(shares, axis=2),  # [B, L, 3, C]
+                "norm_sums": xp.sum(xp.matmul(norms, onehot[:, None]), axis=2, dtype=f64),  # [B, L, C]
+                **self._gather_pairs(batch)}
+
+    def fold(self, batch: MapBatch, reduced: dict) -> None:
+        self._shares += np.moveaxis(to_host(reduced["shares"]).sum(axis=0), 1, 0)
+        self._norm_sums += to_host(reduced["norm_sums"]).sum(axis=0)
+        self._class_tokens += class_onehots(batch).sum(axis=(0, 1))
         self._n_queries += int(batch.lengths.sum())
-        picked = []
-        for b, (example, n) in enumerate(zip(batch.examples, batch.lengths.tolist())):
-            # One generator per example, seeded by its corpus position: the sample does not
-            # depend on the order the store (or its shards) yields examples in.
-            rng = np.random.default_rng([self.seed, example.index])
-            picked.append(self._sample_pairs(onehots[b, :n].astype(bool), rng))
-        self._gather_pairs(batch, picked)
+        _, orders, counts = self._drawn(batch)
+        alpha, norm = to_host(reduced["alpha"]), to_host(reduced["norm"])
+        for b, example in enumerate(batch.examples):
+            per_layer = len(orders[b]) // self.n_layers
+            self._pair_example.append(example.index)
+            self._pair_alpha.append(compact(_in_order(alpha[b, :, :per_layer], orders[b])))
+            self._pair_norm.append(compact(_in_order(norm[b, :, :per_layer], orders[b])))
+            self._pair_counts.append(counts[b])
+
+    def _drawn(self, batch: MapBatch) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
+        """The batch's sampled pairs, drawn once for every layer and view of its examples: their
+        ``head, query, key`` ``[3, B, L, P]`` layer by layer (P: the most pairs an example has in
+        a layer; the rest 0), per example the positions that put its values, layer by layer, back
+        in the sample's order (class-major, then layer), and its counts per class and layer."""
+        def compute():
+            onehots = class_onehots(batch)
+            drawn = []
+            for b, (example, n) in enumerate(zip(batch.examples, batch.lengths.tolist())):
+                # One generator per example, seeded by its corpus position: the sample does not
+                # depend on the order the store (or its shards) yields examples in.
+                rng = np.random.default_rng([self.seed, example.index])
+                drawn.append(self._sample_pairs(onehots[b, :n].astype(bool), rng))
+            width = max((len(d[0]) // self.n_layers for d in drawn), default=0)
+            index = np.zeros((3, len(drawn), self.n_layers, width), np.int64)
+            orders = []
+            for b, (layer, *head_query_key, _) in enumerate(drawn):
+                order = np.argsort(layer, kind="stable")  # layer by layer, the sample's order within
+                per_layer = len(order) // self.n_layers  # every layer has the same count
+                for i, x in enumerate(head_query_key):
+                    index[i, b, :, :per_layer] = x[order].reshape(self.n_layers, per_layer)
+                orders.append(order)
+            return index, orders, [d[4] for d in drawn]
+        return batch.shared(f"norm_pairs:{self.seed}:{self.pairs_per_example}", compute)
 
     def _sample_pairs(self, onehot: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
         """One example's (layer, head, query, key) pairs, drawn on the host, and their counts
@@ -171,22 +208,16 @@ class NormShares(Analysis):
         layer, head, query, key = (np.concatenate(p) for p in zip(*picked)) if picked else [np.zeros(0, int)] * 4
         return layer, head, query, key, counts
 
-    def _gather_pairs(self, batch: MapBatch, picked: list[tuple[np.ndarray, ...]]) -> None:
-        """The pairs' α and ‖f(x)‖ gathered where the batch is: one gather per array for the
-        whole batch (one copy to the host each), then split by example."""
+    def _gather_pairs(self, batch: MapBatch) -> dict:
+        """The sampled pairs of the batch's layers: their α and ‖f(x)‖ ``[B, L, P]`` gathered
+        where the batch is (one gather per array, one copy to the host each)."""
         xp, width, n_heads = batch.xp, batch.width, self.n_heads
-        sizes = [len(p[0]) for p in picked]
-        rows = np.repeat(np.arange(len(picked)), sizes)
-        layer, head, query, key = (np.concatenate([p[i] for p in picked]) for i in range(4))
-        plane = (rows * self.n_layers + layer) * n_heads + head
-        alpha = to_host(xp.take(xp.reshape(batch.attn, (-1,)), batch.asarray((plane * width + query) * width + key)))
-        norm = to_host(xp.take(xp.reshape(batch.value_norms, (-1,)), batch.asarray(plane * width + key)))
-        ends = np.cumsum(sizes)[:-1]
-        for example, a, v, p in zip(batch.examples, np.split(alpha, ends), np.split(norm, ends), picked):
-            self._pair_example.append(example.index)
-            self._pair_alpha.append(compact(a))
-            self._pair_norm.append(compact(v))
-            self._pair_counts.append(p[4])
+        head, query, key = self._drawn(batch)[0][:, :, batch.layers.start:batch.layers.stop]
+        rows, layers = len(batch), len(batch.layers)
+        plane = (np.arange(rows)[:, None, None] * layers + np.arange(layers)[None, :, None]) * n_heads + head
+        alpha = xp.take(xp.reshape(batch.attn, (-1,)), batch.asarray(((plane * width + query) * width + key).ravel()))
+        norm = xp.take(xp.reshape(batch.value_norms, (-1,)), batch.asarray((plane * width + key).ravel()))
+        return {"alpha": xp.reshape(alpha, head.shape), "norm": xp.reshape(norm, head.shape)}
 
     def _state(self) -> dict[str, np.ndarray]:
         empty = np.zeros(0, np.float16)  # float16 while every example's pairs are

@@ -356,17 +356,29 @@ class AttentionPatterns(Analysis):
         self._special = np.zeros((n_layers, n_heads))  # top-column mass on special tokens
         self._vertical = np.zeros((n_layers, n_heads))  # top-column mass, over vertical(-ish) maps
 
-    def update_batch(self, batch: MapBatch) -> None:
+    def reduce(self, batch: MapBatch) -> dict:
         t = self._settings
-        masks = batch.host_masks()
-        segments = np.zeros((len(batch), batch.width), np.int64)
-        for b, example in enumerate(batch.examples):
-            segments[b, :example.n_tokens] = example_segments(example.token_type_ids,
-                                                              masks["sep"][b, :example.n_tokens])
-        features, tops, top_masses = batch_features(batch, segments, t.columns, t.stripe)
+        features, tops, top_masses = batch_features(batch, self._segments_of(batch), t.columns, t.stripe)
+        return {"features": features, "tops": tops, "top_masses": top_masses}  # host, [B, L, H, ...]
+
+    def fold(self, batch: MapBatch, reduced: dict) -> None:
+        masks, segments = batch.host_masks(), self._segments_of(batch)
         special = masks["cls"] | masks["sep"] | masks["punct"]  # [B, N]
         for b, n in enumerate(batch.lengths.tolist()):
-            self._add_maps(features[b], segments[b, :n], tops[b], top_masses[b], special[b])
+            self._add_maps(reduced["features"][b], segments[b, :n], reduced["tops"][b],
+                           reduced["top_masses"][b], special[b])
+
+    @staticmethod
+    def _segments_of(batch: MapBatch) -> np.ndarray:
+        """int ``[B, N]``: each token's segment (:func:`example_segments`)."""
+        def compute():
+            sep = batch.host_masks()["sep"]
+            segments = np.zeros((len(batch), batch.width), np.int64)
+            for b, example in enumerate(batch.examples):
+                n = example.n_tokens
+                segments[b, :n] = example_segments(example.token_type_ids, sep[b, :n])
+            return segments
+        return batch.shared("pattern_segments", compute)
 
     def _add_maps(self, features: np.ndarray, segments: np.ndarray, top: np.ndarray,
                   top_mass: np.ndarray, special: np.ndarray) -> None:

@@ -130,12 +130,16 @@ class Rollout(Analysis):
         self._offset_counts = np.zeros(width)
         self._n_queries = 0
 
-    def update_batch(self, batch: MapBatch) -> None:
+    def reduce(self, batch: MapBatch) -> dict:
+        # each layer's map ([B, L, N, N], 1/H of its maps); the product through the layers is fold's
+        return {source: batch_layer_maps(batch, source) for source in SOURCES}
+
+    def fold(self, batch: MapBatch, reduced: dict) -> None:
         xp, f64 = batch.xp, batch.xp.float64
-        onehot = batch.asarray(class_onehots(batch))
+        onehot = batch.shared("class_onehot", lambda: batch.asarray(class_onehots(batch)))
         for s, source in enumerate(SOURCES):
             # [B, L, N, N]; a padding row rolls out to itself, and is dropped from the sums
-            rolled = rollout(batch_layer_maps(batch, source), self.residual)
+            rolled = rollout(reduced[source], self.residual)
             if batch.padded:
                 rolled = rolled * batch.token_mask("valid")[:, None, :, None]
             self._shares[s] += to_host(xp.sum(xp.matmul(rolled, onehot[:, None]), axis=(0, 2), dtype=f64))

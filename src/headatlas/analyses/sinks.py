@@ -105,23 +105,27 @@ class SinkRate(Analysis):
         self._top = np.zeros((n_layers, n_heads))
         self._segments: list[tuple[int, int, int]] = []  # a list: appending is the hot path
 
-    def update_batch(self, batch: MapBatch) -> None:
+    def reduce(self, batch: MapBatch) -> dict:
         # Key importance, [B, L, H, N]: a column's mass over the example's own query count (0 on
         # padding keys, never above epsilon). Only [B, L, H] maxima and [B, L, H, N] booleans'
         # reductions leave the device.
         xp = batch.xp
         importance = batch.column_mass() / batch.n_tokens()[:, None, None, None]
         over = importance > self.epsilon
-        roles = np.stack([role_masks(e.tokens, e.cls_token, e.sep_token, batch.width) for e in batch.examples])
-        roles = batch.asarray(roles)  # [B, R, N]
-        per_role = xp.any(over[:, None] & roles[:, :, None, None], axis=-1)  # [B, R, L, H]
-        any_key = to_host(xp.any(over, axis=-1))  # [B, L, H]
-        per_role = to_host(per_role)
+        roles = batch.shared("sink_roles", lambda: batch.asarray(np.stack(
+            [role_masks(e.tokens, e.cls_token, e.sep_token, batch.width) for e in batch.examples])))
+        return {"any_key": xp.any(over, axis=-1),  # [B, L, H]
+                "per_role": xp.any(over[:, :, None] & roles[:, None, :, None], axis=-1),  # [B, L, R, H]
+                "top": xp.max(importance, axis=-1)}  # [B, L, H]
+
+    def fold(self, batch: MapBatch, reduced: dict) -> None:
+        any_key = to_host(reduced["any_key"])
+        per_role = np.moveaxis(to_host(reduced["per_role"]), 2, 1)  # [B, R, L, H]
         special = per_role[:, 0] | per_role[:, 1]
         self._sinks[0] += any_key.sum(axis=0)
         self._sinks[1:-1] += per_role.sum(axis=0)
         self._sinks[-1] += special.sum(axis=0)
-        self._top += to_host(xp.max(importance, axis=-1)).sum(axis=0)
+        self._top += to_host(reduced["top"]).sum(axis=0)
         self._segments += [(e.index, int(a.sum()), int(s.sum())) for e, a, s in zip(batch.examples, any_key, special)]
 
     def _state(self) -> dict[str, np.ndarray]:

@@ -78,13 +78,16 @@ class RelativePosition(_Sums):
         self._sums = np.zeros((3, n_layers, n_heads))  # prev, self, next
         self._counts = np.zeros(3)
 
-    def update_batch(self, batch: MapBatch) -> None:
+    def reduce(self, batch: MapBatch) -> dict:
         xp = batch.xp
         # offset -1 are the entries [i, i-1] (previous key), +1 are [i, i+1] (next key); zero
         # past each example's length, so the batch's sums are its examples'.
+        sums = [xp.sum(batch.diagonal(offset), axis=-1, dtype=xp.float64) for offset in (-1, 0, 1)]
+        return {"sums": xp.stack(sums, axis=2)}  # [B, L, 3, H]
+
+    def fold(self, batch: MapBatch, reduced: dict) -> None:
+        self._sums += np.moveaxis(to_host(reduced["sums"]).sum(axis=0), 1, 0)
         for k, offset in enumerate((-1, 0, 1)):
-            diag = batch.diagonal(offset)  # [B, L, H, N - |offset|]
-            self._sums[k] += to_host(xp.sum(diag, axis=(0, -1), dtype=xp.float64))
             self._counts[k] += int(np.maximum(batch.lengths - abs(offset), 0).sum())
 
     def result(self) -> Result:
@@ -113,17 +116,21 @@ class SpecialTokens(_Sums):
         self._n_queries = 0
         self._n_sep_queries = 0
 
-    def update_batch(self, batch: MapBatch) -> None:
+    def reduce(self, batch: MapBatch) -> dict:
         xp = batch.xp
         sep, valid = batch.token_mask("sep"), batch.token_mask("valid")
         kinds = xp.stack([batch.token_mask("cls"), sep, batch.token_mask("punct")], axis=-1)
         mass = xp.matmul(batch.attn, kinds[:, None, None])  # [B, L, H, N, 3]: each query's mass per kind
         f64 = xp.float64
-        self._to_kind += to_host(xp.sum(mass, axis=(0, 3), dtype=f64))
         on_sep = mass[..., 1]  # [B, L, H, N]; zero on padding rows
-        from_sep = xp.sum(on_sep * sep[:, None, None], axis=(0, -1), dtype=f64)
-        self._sep_from[0] += to_host(from_sep)
-        self._sep_from[1] += to_host(xp.sum(on_sep * (valid - sep)[:, None, None], axis=(0, -1), dtype=f64))
+        return {"to_kind": xp.sum(mass, axis=3, dtype=f64),  # [B, L, H, 3]
+                "sep_from": xp.stack([xp.sum(on_sep * sep[:, None, None], axis=-1, dtype=f64),
+                                      xp.sum(on_sep * (valid - sep)[:, None, None], axis=-1, dtype=f64)],
+                                     axis=2)}  # [B, L, 2, H]: from [SEP], from the others
+
+    def fold(self, batch: MapBatch, reduced: dict) -> None:
+        self._to_kind += to_host(reduced["to_kind"]).sum(axis=0)
+        self._sep_from += np.moveaxis(to_host(reduced["sep_from"]).sum(axis=0), 1, 0)
         self._n_queries += int(batch.lengths.sum())
         self._n_sep_queries += int(batch.host_masks()["sep"].sum())
 
@@ -160,13 +167,16 @@ class Entropy(_Sums):
         self._n_rows = 0
         self._n_cls = 0
 
-    def update_batch(self, batch: MapBatch) -> None:
+    def reduce(self, batch: MapBatch) -> dict:
         xp, f64 = batch.xp, batch.xp.float64
         row_entropy = batch.row_entropy()  # [B, L, H, N], zero on padding rows
         cls = batch.token_mask("cls")[:, None, None]
-        self._sums[0] += to_host(xp.sum(row_entropy, axis=(0, -1), dtype=f64))
-        self._sums[1] += to_host(xp.sum(row_entropy * cls, axis=(0, -1), dtype=f64))
-        self._sums[2] += to_host(xp.sum(xp.max(batch.attn, axis=-1), axis=(0, -1), dtype=f64))
+        sums = [xp.sum(row_entropy, axis=-1, dtype=f64), xp.sum(row_entropy * cls, axis=-1, dtype=f64),
+                xp.sum(xp.max(batch.attn, axis=-1), axis=-1, dtype=f64)]
+        return {"sums": xp.stack(sums, axis=2)}  # [B, L, 3, H]: entropy, [CLS] rows', largest weight
+
+    def fold(self, batch: MapBatch, reduced: dict) -> None:
+        self._sums += np.moveaxis(to_host(reduced["sums"]).sum(axis=0), 1, 0)
         self._uniform += sum(n * math.log(n) for n in batch.lengths.tolist())
         self._n_rows += int(batch.lengths.sum())
         self._n_cls += int(batch.host_masks()["cls"].sum())

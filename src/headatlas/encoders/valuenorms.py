@@ -277,13 +277,28 @@ class NormRecorder:
         self._handles: list = []
         self._values: dict[int, torch.Tensor] = {}
         self._out: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._on_layer = None
 
     def __enter__(self) -> "NormRecorder":
         self._grams = [gram_weights(block.output.weight) for block in self.blocks]
         for index, block in enumerate(self.blocks):
             self._handles.append(block.value.register_forward_hook(self._value_hook(index)))
-            self._handles.append(block.attention.register_forward_hook(self._attention_hook(index)))
+            # first among the module's hooks: the maps are handed on (layer_by_layer) before
+            # transformers' own output recorder could keep them
+            self._handles.append(block.attention.register_forward_hook(self._attention_hook(index), prepend=True))
         return self
+
+    @contextlib.contextmanager
+    def layer_by_layer(self, on_layer):
+        """Inside, each layer's ``α [B, H, T, T]``, value norms and norm map go to
+        ``on_layer(α, value_norms, norm_map)`` as the layer runs, and the attention module's
+        output carries no map on (the model's outputs keep none: peak memory holds one layer's
+        maps, not every layer's); :meth:`take` then has nothing to give."""
+        self._on_layer = on_layer
+        try:
+            yield
+        finally:
+            self._on_layer = None
 
     def __exit__(self, *exc) -> None:
         for handle in self._handles:
@@ -305,7 +320,12 @@ class NormRecorder:
                                  "need the eager attention implementation and output_attentions=True")
             values = self._values.pop(index)
             with one_thread():
-                self._out.append(value_norms_and_map(values, weights, self._grams[index], self.n_heads))
+                norms = value_norms_and_map(values, weights, self._grams[index], self.n_heads)
+            if self._on_layer is None:
+                self._out.append(norms)
+                return None
+            self._on_layer(weights, *norms)
+            return (output[0], None, *output[2:])
         return hook
 
     def _layers(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
