@@ -27,17 +27,21 @@ RUNS = [(cls, weighting) for cls in CLASSES
         for weighting in (("attention",) if cls.needs_norms else ("attention", "norm"))]
 
 
-# The fused runs compared with the store: one shard, three, three with every batched
-# analysis reading whole batches as torch tensors (the path a GPU takes, forced on the CPU),
-# one shard on that path reading each batch one example at a time (chunks of the views), and
-# three shards of the batched analyses alone, which read each batch layer by layer as the model
-# produces it (no host reader, no exemplar: no map leaves the forward pass whole).
-DEVICE = "device"
-CHUNKS = "device-chunks"
+# The fused runs compared with the store: one shard, three, and the path a GPU takes (forced
+# on the CPU: every batched analysis reads torch batches): three shards reading each layer's
+# maps as the model produces it (the default there; the host readers and the exemplars get
+# every layer's maps copied as they come), three shards of the batched analyses alone that way
+# (no host reader, no exemplar: no batch's maps are ever whole), three shards taking every
+# layer's maps at once (by_layer=False), and one shard that way reading each batch one example
+# at a time (chunks of the views).
 LAYERS = "device-layers"
-VARIANTS = (1, N_SHARDS, DEVICE, CHUNKS, LAYERS)
+ONLY_DEVICE = "device-layers-alone"
+DEVICE = "device-whole"
+CHUNKS = "device-whole-chunks"
+VARIANTS = (1, N_SHARDS, LAYERS, ONLY_DEVICE, DEVICE, CHUNKS)
+ON_DEVICE = (LAYERS, ONLY_DEVICE, DEVICE, CHUNKS)
 CASES = [(cls, weighting, variant) for variant in VARIANTS for cls, weighting in RUNS
-         if variant != LAYERS or cls.batched()]
+         if variant != ONLY_DEVICE or cls.batched()]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +53,7 @@ def extracted(tiny_model, tmp_path_factory):
 
 def extract_both(model, folder, variants):
     """``model``'s store of the corpus in ``folder``, and its fused states in each variant (a
-    number of shards, or :data:`DEVICE`): (folder, {variant: [states files]})."""
+    number of shards, or one of :data:`ON_DEVICE`): (folder, {variant: [states files]})."""
     from headatlas.corpora.records import write_jsonl
     from headatlas.encoders.extract import extract
 
@@ -63,16 +67,16 @@ def extract_both(model, folder, variants):
     files = {}
     for variant in variants:
         files[variant] = []
-        n_shards = {DEVICE: N_SHARDS, CHUNKS: 1, LAYERS: N_SHARDS}.get(variant, variant)
-        layered = variant == LAYERS
+        n_shards = {CHUNKS: 1}.get(variant, N_SHARDS if variant in ON_DEVICE else variant)
+        alone = variant == ONLY_DEVICE
         for shard in range(n_shards):
             shard_inputs = {**pool, "path": folder / f"cache-{variant}-{shard}.h5"}
             states = folder / f"states-{variant}-{shard}.h5"
-            fused_extract(model, RECORDS, states, [r for r in runs if not layered or batched(r)],
-                          exemplar_path=None if layered else folder / f"exemplars-{variant}-{shard}.h5",
+            fused_extract(model, RECORDS, states, [r for r in runs if not alone or batched(r)],
+                          exemplar_path=None if alone else folder / f"exemplars-{variant}-{shard}.h5",
                           exemplars=1, wanted=[2], max_length=32, batch_size=2, shard=shard, n_shards=n_shards,
                           store_attrs=attrs, progress=False, inputs=shard_inputs,
-                          on_device=variant in (DEVICE, CHUNKS, LAYERS), by_layer=layered or None,
+                          on_device=variant in ON_DEVICE, by_layer=variant in (LAYERS, ONLY_DEVICE),
                           view_bytes=1 if variant == CHUNKS else VIEW_BYTES)
             files[variant].append(states)
     return folder, files
@@ -119,7 +123,7 @@ def assert_fused_is_store(extracted, cls, weighting, n_shards):
     # Device batches weigh the norm view in torch, whose row sums add in another order than
     # numpy's: within a float32 step (1.2e-7) of a share, which the chance correction leaves
     # beside values near 0.
-    assert_same(store, fused, atol=1.2e-7 if n_shards in (DEVICE, CHUNKS, LAYERS) else 0.0)
+    assert_same(store, fused, atol=1.2e-7 if n_shards in ON_DEVICE else 0.0)
 
 
 def test_states_are_small_and_say_what_ran(extracted):
@@ -149,16 +153,20 @@ def test_a_damaged_states_file_is_refused(extracted, tmp_path):
         States(bad)
 
 
-def test_exemplars_are_a_store_of_the_chosen_examples(extracted):
+@pytest.mark.parametrize("variant", [N_SHARDS, LAYERS])
+def test_exemplars_are_a_store_of_the_chosen_examples(extracted, variant):
+    """On the host, and copied layer by layer from a device's forward pass."""
     folder, _ = extracted
     chosen = exemplar_indices(len(RECORDS), 1, wanted=[2])
     assert 2 in chosen and len(chosen) == 2
-    shards = [folder / f"exemplars-{N_SHARDS}-{s}.h5" for s in range(N_SHARDS)]
-    kept = {e.index: e for e in open_stores(shards)}  # a shard may hold none
+    shards = [folder / f"exemplars-{variant}-{s}.h5" for s in range(N_SHARDS)]
+    kept = {e.index: e for e in open_stores(shards, norms=True)}  # a shard may hold none
     assert set(kept) == chosen
-    store = {e.index: e for e in open_stores(folder / "store.h5")}
-    for index, example in kept.items():
-        np.testing.assert_array_equal(example.attn, store[index].attn)  # the store's maps, bit for bit
+    store = {e.index: e for e in open_stores(folder / "store.h5", norms=True)}
+    for index, example in kept.items():  # the store's maps and norms, bit for bit
+        np.testing.assert_array_equal(example.attn, store[index].attn)
+        np.testing.assert_array_equal(example.value_norms, store[index].value_norms)
+        np.testing.assert_array_equal(example.norm_map, store[index].norm_map)
 
 
 def test_a_run_s_max_examples_are_the_store_run_s_first(extracted, tiny_model, tmp_path):
@@ -214,10 +222,10 @@ def test_a_figure_draws_the_store_s_example_from_the_exemplars_or_extracts_it(ex
 def test_an_interrupted_fused_extraction_leaves_nothing(tiny_model, tmp_path, monkeypatch):
     from headatlas.analyses.surface import Entropy
 
-    def broken(self, batch):
+    def broken(self, batch, reduced):
         raise RuntimeError("killed mid-run")
 
-    monkeypatch.setattr(Entropy, "update_batch", broken)
+    monkeypatch.setattr(Entropy, "fold", broken)  # a whole batch's update and a layer-by-layer one
     with pytest.raises(RuntimeError, match="killed"):
         fused_extract(tiny_model, RECORDS, tmp_path / "states.h5", [Run("entropy", "entropy")],
                       exemplar_path=tmp_path / "exemplars.h5", max_length=32, progress=False)
@@ -257,9 +265,11 @@ def test_batched_analyses_on_the_device_copy_no_map_to_the_host(tiny_model, tmp_
                       store_attrs={"corpus": "contract", "corpus_sha256": ""}, on_device=True)
 
 
-def test_a_device_extraction_reads_each_layer_as_the_model_produces_it(tiny_model, tmp_path, monkeypatch):
-    """With no host reader and no exemplar, a device batch never exists whole: the analyses
-    read each layer's maps from the recorder's hook, and the model's outputs keep none."""
+@pytest.mark.parametrize("host", [False, True], ids=["device-alone", "with-host-readers"])
+def test_a_device_extraction_reads_each_layer_as_the_model_produces_it(tiny_model, tmp_path, monkeypatch, host):
+    """A device batch never exists whole: the analyses read each layer's maps from the
+    recorder's hook, and the model's outputs keep none; where an analysis without a batched
+    path or an exemplar needs the maps, each layer's are copied to the host as they come."""
     from headatlas.analyses import fused
 
     def whole_batch(*args, **kwargs):
@@ -269,8 +279,11 @@ def test_a_device_extraction_reads_each_layer_as_the_model_produces_it(tiny_mode
     outputs = []
     handle = tiny_model.model.register_forward_hook(lambda module, args, out: outputs.append(out))
     runs = [Run(run_key(cls.name, w), cls.name, {}, w) for cls, w in RUNS if cls.batched()]
+    if host:
+        runs.append(Run("head_distances", "head_distances"))
     try:
-        fused_extract(tiny_model, RECORDS, tmp_path / "states.h5", runs, exemplar_path=None, max_length=32,
+        fused_extract(tiny_model, RECORDS, tmp_path / "states.h5", runs, max_length=32,
+                      exemplar_path=tmp_path / "exemplars.h5" if host else None, exemplars=2,
                       batch_size=2, progress=False, store_attrs={"corpus": "contract", "corpus_sha256": ""},
                       on_device=True)
     finally:

@@ -127,11 +127,12 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
     is read in chunks of examples whose float32 maps (one view) take at most ``view_bytes``
     (:data:`VIEW_BYTES`; at least one example a chunk), so the device holds the forward's maps
     and one chunk's views and temporaries, not the whole batch's.
-    ``by_layer``: whether a batch that no host reader needs (no analysis without a batched
-    path, no exemplar) is read layer by layer as the model produces it, each layer's maps
-    dropped before the next runs (:func:`_forward_by_layer`: peak, one layer's maps); default:
-    whenever the device path runs and the model's norms are recorded (the recorder's hooks
-    hand the layers on). False: every layer's maps first, then the analyses (as on the host).
+    ``by_layer``: whether the batched analyses on the device read each batch layer by layer
+    as the model produces it, each layer's maps dropped (or, where a host reader or an exemplar
+    needs them, copied to the host) before the next layer runs (:func:`_forward_by_layer`: the
+    device holds one layer's maps); default: whenever the device path runs and the model's
+    norms are recorded (the recorder's hooks hand the layers on). False: every layer's maps
+    first, then the analyses (as on the host).
     Raises as :func:`~headatlas.encoders.extract.extract` does (a ``max_length`` the model
     cannot take, no example to extract), and leaves nothing behind then.
     """
@@ -165,7 +166,8 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
     on_device_streams = [s for s in streams.values() if on_device and s.analysis.batched()]
     per_example = [s for s in streams.values() if s not in on_device_streams]
     device_weightings = sorted({s.weighting for s in on_device_streams})
-    layerwise = isinstance(recorder, NormRecorder) and all(s.analysis.layered() for s in on_device_streams)
+    layerwise = (bool(on_device_streams) and isinstance(recorder, NormRecorder)
+                 and all(s.analysis.layered() for s in on_device_streams))
     by_layer = layerwise if by_layer is None else by_layer and layerwise
     if n_kept:
         keep_buffers_in_heap(largest_buffer([e for b in batches for e in b], batch_size, layers, heads))
@@ -180,13 +182,15 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                 start = time.process_time()
                 kept = [e for e in batch if e.index in keep] if writer is not None else []
                 host = not on_device or bool(kept) or bool(per_example)
-                if by_layer and not host:
-                    _forward_by_layer(loaded, recorder, batch, attrs, on_device_streams, view_bytes)
-                    seconds["forward and analyses"] += time.process_time() - start
-                    lengths.update((e.index, len(e)) for e in batch)
-                    bar.update(len(batch))
-                    continue
-                examples, chunks = _forward(loaded, recorder, batch, attrs, host, device_weightings, view_bytes)
+                if by_layer:  # the device streams read each layer in the forward pass itself
+                    inside = sum(s.seconds for s in on_device_streams)
+                    examples = _forward_by_layer(loaded, recorder, batch, attrs, on_device_streams, host,
+                                                 view_bytes)
+                    chunks = ()
+                    start += sum(s.seconds for s in on_device_streams) - inside  # theirs, not the forward's
+                else:
+                    examples, chunks = _forward(loaded, recorder, batch, attrs, host, device_weightings,
+                                                view_bytes)
                 seconds["forward"] += time.process_time() - start
                 for views in chunks:
                     for stream in on_device_streams:
@@ -282,27 +286,37 @@ def _forward(loaded: LoadedModel, recorder, batch: Sequence[Encoded], attrs: dic
 
 
 def _forward_by_layer(loaded: LoadedModel, recorder: NormRecorder, batch: Sequence[Encoded], attrs: dict,
-                      streams: Sequence["_Stream"], view_bytes: int = VIEW_BYTES) -> None:
+                      streams: Sequence["_Stream"], host: bool = False,
+                      view_bytes: int = VIEW_BYTES) -> Iterator[Example] | None:
     """One forward pass over ``batch`` whose maps the layered ``streams``
     (:meth:`~headatlas.analyses.base.Analysis.reduce`) read layer by layer, as the model
     produces them: each layer's views (in chunks of examples of at most ``view_bytes``) are
     reduced and dropped before the next layer runs, and the model's outputs keep no map; after
-    the last layer each stream folds its layers' reductions. Peak memory: one layer's maps
-    and views, and the reductions (rollout's per-layer maps are the largest: 1/H of the maps)."""
+    the last layer each stream folds its layers' reductions. ``host``: each layer's maps (and
+    norms) are also packed and copied to the host as the layer runs, and the batch's examples
+    are returned as :func:`_forward` returns them (else None). Peak device memory: one layer's
+    maps and views, and the reductions (rollout's per-layer maps are the largest: 1/H of the
+    maps)."""
     import torch
 
     tok = loaded.tokenizer
     special = {k: attrs[k] for k in ("cls_token", "sep_token")}
-    metas = [_meta(e, tok.convert_ids_to_tokens(e.input_ids), special) for e in batch]
+    tokens = [tok.convert_ids_to_tokens(e.input_ids) for e in batch]
+    metas = [_meta(e, t, special) for e, t in zip(batch, tokens)]
+    sizes = [len(e) for e in batch]
     weightings = sorted({s.weighting for s in streams})
     chunks: list[tuple[slice, dict]] = []  # rows of the batch, and what their layers share
     parts: dict = {}  # (chunk, stream) -> each layer's reductions
     last: dict[int, dict[str, MapBatch]] = {}  # per chunk, its last layer's views (for fold)
     done: list[int] = []  # the layers read so far
+    copies: list[tuple[HostArray, object]] = []  # per layer, its packed maps and norms on the host
 
     def on_layer(attn, value_norms, norm_map) -> None:
         layer = len(done)
         done.append(layer)
+        if host:
+            copies.append((HostArray(pack_examples([attn], sizes, token_dims=2)),
+                           pack_norms([(value_norms, norm_map)], sizes)))
         if not chunks:
             size = max(1, view_bytes // (4 * attn.shape[1] * attn.shape[-1] ** 2))
             chunks.extend((slice(a, a + size), {}) for a in range(0, len(batch), size))
@@ -323,6 +337,23 @@ def _forward_by_layer(loaded: LoadedModel, recorder: NormRecorder, batch: Sequen
     for c in range(len(chunks)):
         for s, stream in enumerate(streams):
             stream.fold(last[c][stream.weighting], parts.pop((c, s)))
+    if not host:
+        return None
+    layer_norms = [n.arrays() for _, n in copies]
+    n_layers, n_heads = loaded.n_layers, loaded.n_heads
+    norms = {name: by_example([n[name] for n in layer_norms], [k * n ** d for n in sizes])
+             for name, k, d in (("value_norms", n_heads, 1), ("norm_map", 1, 2))} if layer_norms[0] else {}
+    attn = by_example([a.numpy() for a, _ in copies], [n_heads * n * n for n in sizes])
+    return _examples(batch, tokens, attn, norms, n_layers, n_heads, special)
+
+
+def by_example(layers: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
+    """Per-layer packs (each: the examples back to back, ``sizes[b]`` values of example b) as
+    one pack of the examples back to back, each example's layers in order (the store's layout,
+    :func:`~headatlas.encoders.batching.pack_examples` of every layer at once)."""
+    ends = np.cumsum(sizes)[:-1]
+    split = [np.split(layer, ends) for layer in layers]
+    return np.concatenate([layer[b] for b in range(len(sizes)) for layer in split])
 
 
 def view_chunks(layers, norms, examples: Sequence[Example], weightings: Sequence[str],
