@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from headatlas.analyses.base import run_analysis
-from headatlas.analyses.norms import NormShares, compact, paper_claims, spearman
+from headatlas.analyses.norms import CLASSES, NormShares, compact, paper_claims, spearman
 from headatlas.analyses.rollout import Rollout, offset_sums, rollout
 from headatlas.claims import FAILS, HOLDS, NOT_APPLICABLE, claims_table
 from headatlas.store.example import Example
@@ -292,3 +292,25 @@ def test_merged_samples_are_the_one_pass_sample():
     for halves in ([examples[:3], examples[3:]], [examples[3:], examples[:3]], [examples[::2], examples[1::2]]):
         both = merged(NormShares, halves, pairs_per_example=2).result().tables["correlation"]
         pd.testing.assert_frame_equal(both, one, check_exact=True)
+
+
+def test_the_pairs_drawn_are_the_class_s_each_about_equally_often():
+    """One draw per example: every (head, query, key) of a class of 8 pairs, budget 4, is
+    drawn about equally often over 500 examples (seeded: the same every time), never a pair
+    outside the class; a class within the budget is taken whole, each pair once a layer."""
+    acc = NormShares(2, 2, pairs_per_example=4)
+    onehot = np.zeros((4, len(CLASSES)), bool)
+    onehot[0, 0] = True  # [CLS] at position 0: 2 heads x 4 queries = 8 pairs
+    onehot[1, 1] = True  # [SEP]: 8 pairs as well
+    onehot[2:, 3] = True  # two other tokens: 16 pairs
+    seen = np.zeros(8, int)
+    for index in range(500):
+        head, query, key, per_class = acc._sample_pairs(onehot, np.random.default_rng([0, index]))
+        assert head.shape == (2, 12) and per_class.tolist() == [4, 4, 0, 4]
+        assert (key[:, :4] == 0).all() and (key[:, 4:8] == 1).all() and np.isin(key[:, 8:], [2, 3]).all()
+        np.add.at(seen, (head[:, :4] * 4 + query[:, :4]).ravel(), 1)
+    assert seen.sum() == 500 * 2 * 4 and seen.min() > 0.8 * 500 and seen.max() < 1.2 * 500
+    whole = NormShares(2, 2, pairs_per_example=8)
+    head, query, key, per_class = whole._sample_pairs(onehot, np.random.default_rng(0))
+    assert per_class.tolist() == [8, 8, 0, 8]
+    assert sorted(zip(head[0, :8], query[0, :8])) == [(h, q) for h in range(2) for q in range(4)]

@@ -70,11 +70,11 @@ def class_onehots(batch: MapBatch) -> np.ndarray:
     return batch.shared("class_onehots", compute)
 
 
-def _in_order(by_layer: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """An example's sampled values ``[L, P]`` (layer by layer) in the sample's own order."""
-    out = np.empty(by_layer.size, by_layer.dtype)
-    out[order] = by_layer.ravel()
-    return out
+def class_major(by_layer: np.ndarray, per_class: np.ndarray) -> np.ndarray:
+    """An example's sampled values ``[L, ≥ P]`` (each layer's, class by class, then padding) in
+    the state's order: class by class, each class's layer by layer."""
+    bounds = np.cumsum([0, *per_class])
+    return np.concatenate([by_layer[:, a:b].ravel() for a, b in zip(bounds[:-1], bounds[1:])])
 
 
 @register
@@ -86,7 +86,8 @@ class NormShares(Analysis):
     pairs_per_example : int
         The correlation of α and ‖f(x)‖ is computed on at most this many
         (head, query, key) pairs per example, layer and token class, drawn
-        uniformly without replacement (all of them when there are fewer).
+        uniformly with replacement in one draw per example (all of them, once each, when
+        there are no more than that).
     seed : int
         Seed of that draw (with the example's corpus position: the sample does not depend on
         the order examples arrive in).
@@ -153,20 +154,17 @@ class NormShares(Analysis):
         self._norm_sums += to_host(reduced["norm_sums"]).sum(axis=0)
         self._class_tokens += class_onehots(batch).sum(axis=(0, 1))
         self._n_queries += int(batch.lengths.sum())
-        _, orders, counts = self._drawn(batch)
         alpha, norm = to_host(reduced["alpha"]), to_host(reduced["norm"])
-        for b, example in enumerate(batch.examples):
-            per_layer = len(orders[b]) // self.n_layers
+        for b, (example, per_class) in enumerate(zip(batch.examples, self._drawn(batch)[1])):
             self._pair_example.append(example.index)
-            self._pair_alpha.append(compact(_in_order(alpha[b, :, :per_layer], orders[b])))
-            self._pair_norm.append(compact(_in_order(norm[b, :, :per_layer], orders[b])))
-            self._pair_counts.append(counts[b])
+            self._pair_alpha.append(compact(class_major(alpha[b], per_class)))
+            self._pair_norm.append(compact(class_major(norm[b], per_class)))
+            self._pair_counts.append(np.repeat(per_class[:, None], self.n_layers, axis=1))
 
-    def _drawn(self, batch: MapBatch) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
+    def _drawn(self, batch: MapBatch) -> tuple[np.ndarray, list[np.ndarray]]:
         """The batch's sampled pairs, drawn once for every layer and view of its examples: their
         ``head, query, key`` ``[3, B, L, P]`` layer by layer (P: the most pairs an example has in
-        a layer; the rest 0), per example the positions that put its values, layer by layer, back
-        in the sample's order (class-major, then layer), and its counts per class and layer."""
+        a layer; the rest 0), and per example its pairs per class ``[C]``."""
         def compute():
             onehots = class_onehots(batch)
             drawn = []
@@ -175,38 +173,36 @@ class NormShares(Analysis):
                 # depend on the order the store (or its shards) yields examples in.
                 rng = np.random.default_rng([self.seed, example.index])
                 drawn.append(self._sample_pairs(onehots[b, :n].astype(bool), rng))
-            width = max((len(d[0]) // self.n_layers for d in drawn), default=0)
+            width = max((d[0].shape[1] for d in drawn), default=0)
             index = np.zeros((3, len(drawn), self.n_layers, width), np.int64)
-            orders = []
-            for b, (layer, *head_query_key, _) in enumerate(drawn):
-                order = np.argsort(layer, kind="stable")  # layer by layer, the sample's order within
-                per_layer = len(order) // self.n_layers  # every layer has the same count
+            for b, (*head_query_key, _) in enumerate(drawn):
                 for i, x in enumerate(head_query_key):
-                    index[i, b, :, :per_layer] = x[order].reshape(self.n_layers, per_layer)
-                orders.append(order)
-            return index, orders, [d[4] for d in drawn]
+                    index[i, b, :, :x.shape[1]] = x
+            return index, [d[3] for d in drawn]
         return batch.shared(f"norm_pairs:{self.seed}:{self.pairs_per_example}", compute)
 
     def _sample_pairs(self, onehot: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-        """One example's (layer, head, query, key) pairs, drawn on the host, and their counts
-        per token class and layer."""
-        n_heads, n, layers = self.n_heads, len(onehot), self.n_layers
-        picked, counts = [], np.zeros((len(CLASSES), layers), np.int64)
-        for c in range(len(CLASSES)):
-            keys = np.flatnonzero(onehot[:, c])
-            size = n_heads * n * len(keys)
+        """One example's sampled (head, query, key) pairs, the same for every layer's count:
+        ``head, query, key`` ``[L, P]`` (each layer's pairs, class by class) and the pairs per
+        class ``[C]``. One draw of the generator for every class and layer (its sequence
+        fixes the sample)."""
+        n_heads, n, layers, budget = self.n_heads, len(onehot), self.n_layers, self.pairs_per_example
+        keys = [np.flatnonzero(onehot[:, c]) for c in range(len(CLASSES))]
+        sizes = np.array([n_heads * n * len(k) for k in keys])
+        drawn = sizes > budget
+        # uniform integers in [0, size) from uniform floats (numpy's integers() with an array
+        # of bounds is ~8x slower; the floats' 53 bits leave no bias a sample of 256 could see)
+        picks = iter((rng.random((int(drawn.sum()), layers, budget)) * sizes[drawn][:, None, None]).astype(np.int64))
+        columns = []
+        for c, size in enumerate(sizes):
             if size == 0:
                 continue
-            if size <= self.pairs_per_example:  # every pair of the class, in each layer
-                picks, per = np.tile(np.arange(size), layers), size
-            else:  # a draw per layer, in layer order (the generator's sequence fixes the sample)
-                per = self.pairs_per_example
-                picks = np.concatenate([rng.choice(size, per, replace=False) for _ in range(layers)])
-            head, query, k = np.unravel_index(picks, (n_heads, n, len(keys)))
-            picked.append((np.repeat(np.arange(layers), per), head, query, keys[k]))
-            counts[c] = per
-        layer, head, query, key = (np.concatenate(p) for p in zip(*picked)) if picked else [np.zeros(0, int)] * 4
-        return layer, head, query, key, counts
+            chosen = next(picks) if drawn[c] else np.broadcast_to(np.arange(size), (layers, size))
+            head, query, k = np.unravel_index(chosen, (n_heads, n, len(keys[c])))
+            columns.append((head, query, keys[c][k]))
+        empty = np.zeros((layers, 0), np.int64)
+        head, query, key = (np.concatenate(x, axis=1) for x in zip(*columns)) if columns else (empty,) * 3
+        return head, query, key, np.minimum(sizes, budget)
 
     def _gather_pairs(self, batch: MapBatch) -> dict:
         """The sampled pairs of the batch's layers: their α and ‖f(x)‖ ``[B, L, P]`` gathered
