@@ -42,7 +42,8 @@ def test_defaults_come_from_the_schema():
     config = load(minimal())
     assert config["extraction"] == {"max_length": 128, "batch_size": 32, "max_tokens": None, "shards": 1,
                                     "threads": 1, "keep_stores": "all", "mode": "store",
-                                    "exemplars": 16, "exemplar_seed": 0, "view_memory_mb": 1024}
+                                    "exemplars": 16, "exemplar_seed": 0, "view_memory_mb": 1024,
+                                    "spill_every": 5000}
     assert config["syntax"]["bootstrap"] == {"n": 1000, "seed": 0}
     assert config["coref"]["bootstrap"] == {"n": 1000, "seed": 0}
     assert config["coref"]["word_from"] == "mean"

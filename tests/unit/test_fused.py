@@ -15,7 +15,7 @@ import pytest
 
 from headatlas.analyses.base import run_analysis
 from headatlas.analyses.fused import Run, exemplar_indices, fused_extract, run_key
-from headatlas.analyses.fused import VIEW_BYTES, result_from_states
+from headatlas.analyses.fused import SPILL_EVERY, VIEW_BYTES, result_from_states
 from headatlas.store.states import States
 from headatlas.errors import StoreError
 from headatlas.store.reader import open_stores
@@ -34,11 +34,12 @@ RUNS = [(cls, weighting) for cls in CLASSES
 # (no host reader, no exemplar: no batch's maps are ever whole), three shards taking every
 # layer's maps at once (by_layer=False), and one shard that way reading each batch one example
 # at a time (chunks of the views).
+SPILLED = "spilled"  # three shards whose runs write their states out every 2 examples
 LAYERS = "device-layers"
 ONLY_DEVICE = "device-layers-alone"
 DEVICE = "device-whole"
 CHUNKS = "device-whole-chunks"
-VARIANTS = (1, N_SHARDS, LAYERS, ONLY_DEVICE, DEVICE, CHUNKS)
+VARIANTS = (1, N_SHARDS, SPILLED, LAYERS, ONLY_DEVICE, DEVICE, CHUNKS)
 ON_DEVICE = (LAYERS, ONLY_DEVICE, DEVICE, CHUNKS)
 CASES = [(cls, weighting, variant) for variant in VARIANTS for cls, weighting in RUNS
          if variant != ONLY_DEVICE or cls.batched()]
@@ -67,7 +68,7 @@ def extract_both(model, folder, variants):
     files = {}
     for variant in variants:
         files[variant] = []
-        n_shards = {CHUNKS: 1}.get(variant, N_SHARDS if variant in ON_DEVICE else variant)
+        n_shards = {CHUNKS: 1}.get(variant, N_SHARDS if variant in ON_DEVICE + (SPILLED,) else variant)
         alone = variant == ONLY_DEVICE
         for shard in range(n_shards):
             shard_inputs = {**pool, "path": folder / f"cache-{variant}-{shard}.h5"}
@@ -77,7 +78,8 @@ def extract_both(model, folder, variants):
                           exemplars=1, wanted=[2], max_length=32, batch_size=2, shard=shard, n_shards=n_shards,
                           store_attrs=attrs, progress=False, inputs=shard_inputs,
                           on_device=variant in ON_DEVICE, by_layer=variant in (LAYERS, ONLY_DEVICE),
-                          view_bytes=1 if variant == CHUNKS else VIEW_BYTES)
+                          view_bytes=1 if variant == CHUNKS else VIEW_BYTES,
+                          spill_every=2 if variant == SPILLED else SPILL_EVERY)
             files[variant].append(states)
     return folder, files
 
@@ -143,6 +145,17 @@ def test_options_other_than_the_extraction_s_are_refused(extracted):
     _, files = extracted
     with pytest.raises(StoreError, match="ran with options"):
         result_from_states(files[1], "head_distances", "head_distances", average=False)
+
+
+def test_spilled_states_are_parts_of_the_file_and_nothing_else_is_left(extracted):
+    folder, files = extracted
+    with States(files[SPILLED][0]) as states:
+        parts = list(states.parts("entropy"))
+        _, last = states.run("entropy")
+        assert len(parts) >= 1 and sum(int(p["n_examples"]) for p in parts) + int(last["n_examples"]) == len(states)
+    with States(files[1][0]) as states:
+        assert not list(states.parts("entropy"))  # a shard of fewer examples than spill_every
+    assert not list(folder.glob(".*.partial"))
 
 
 def test_a_damaged_states_file_is_refused(extracted, tmp_path):
@@ -225,11 +238,26 @@ def test_an_interrupted_fused_extraction_leaves_nothing(tiny_model, tmp_path, mo
     def broken(self, batch, reduced):
         raise RuntimeError("killed mid-run")
 
+    calls = []
+
+    def broken_later(self, batch, reduced):  # after the states were written out once
+        calls.append(1)
+        if len(calls) > 2:
+            raise RuntimeError("killed mid-run")
+        fold(self, batch, reduced)
+
+    fold = Entropy.fold
     monkeypatch.setattr(Entropy, "fold", broken)  # a whole batch's update and a layer-by-layer one
     with pytest.raises(RuntimeError, match="killed"):
         fused_extract(tiny_model, RECORDS, tmp_path / "states.h5", [Run("entropy", "entropy")],
                       exemplar_path=tmp_path / "exemplars.h5", max_length=32, progress=False)
     assert not list(tmp_path.iterdir())
+    monkeypatch.setattr(Entropy, "fold", broken_later)
+    with pytest.raises(RuntimeError, match="killed"):
+        fused_extract(tiny_model, RECORDS, tmp_path / "states.h5", [Run("entropy", "entropy")],
+                      exemplar_path=tmp_path / "exemplars.h5", max_length=32, batch_size=1, progress=False,
+                      spill_every=1)
+    assert not list(tmp_path.iterdir())  # the spilled states went with the rest
 
 
 def test_a_job_s_key_names_its_rule_and_wildcards_but_the_file_s():

@@ -77,6 +77,7 @@ rule fused_extract:
             "shards",
             "exemplars",
             "view_memory_mb",
+            "spill_every",
         ),
         seed=EXTRACTION["exemplar_seed"],
         wanted=exemplars_wanted,

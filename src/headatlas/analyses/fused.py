@@ -15,6 +15,7 @@ back exactly as a store reader widens it, so a table from a fused run equals the
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -43,7 +44,7 @@ from headatlas.store.example import Example
 from headatlas.store.halves import widen
 from headatlas.store.reader import empty_store_message
 from headatlas.store.schema import NORMS_RECORDED, SCHEMA_VERSION, rebuild_hint
-from headatlas.store.states import Source, States, write_states
+from headatlas.store.states import Source, Spill, States, write_states
 from headatlas.store.writer import StoreWriter
 from headatlas.weightings import check_weighting
 
@@ -52,6 +53,9 @@ log = logging.getLogger(__name__)
 # The float32 maps of one view of a chunk of a batch (device path): bert-base's batch of 64 at
 # 128 wordpieces (0.6 GB) is one chunk, MPNet-base's batch of 16 at 512 (2.4 GB) three.
 VIEW_BYTES = 1 << 30
+# Examples between two writes of the runs' states to disk: what they keep per example (~37 KB
+# per MiniLM segment of 128 wordpieces: sampled pairs, distance features) stays under ~0.2 GB.
+SPILL_EVERY = 5000
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,8 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                   batch_size: int = 32, max_tokens: int | None = None, shard: int = 0, n_shards: int = 1,
                   store_attrs: dict | None = None, progress: bool = True, norms: bool = True,
                   inputs: dict | None = None, on_device: bool | None = None,
-                  view_bytes: int = VIEW_BYTES, by_layer: bool | None = None) -> Counter:
+                  view_bytes: int = VIEW_BYTES, by_layer: bool | None = None,
+                  spill_every: int = SPILL_EVERY) -> Counter:
     """Run ``runs`` over this shard of ``sentences`` inside the forward pass; write their states
     to ``states_path`` and the exemplars' maps to ``exemplar_path``.
 
@@ -133,6 +138,10 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
     device holds one layer's maps); default: whenever the device path runs and the model's
     norms are recorded (the recorder's hooks hand the layers on). False: every layer's maps
     first, then the analyses (as on the host).
+    ``spill_every``: after every so many examples each run's state is written out
+    (:class:`~headatlas.store.states.Spill`) and the run starts afresh, so the memory of what
+    the runs keep per example does not grow with the shard; a result merges the parts exactly
+    (:func:`result_from_states`). 0: every state held to the end.
     Raises as :func:`~headatlas.encoders.extract.extract` does (a ``max_length`` the model
     cannot take, no example to extract), and leaves nothing behind then.
     """
@@ -173,9 +182,11 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
         keep_buffers_in_heap(largest_buffer([e for b in batches for e in b], batch_size, layers, heads))
     keep = exemplar_indices(len(sentences), exemplars, exemplar_seed, wanted)
     writer = StoreWriter(exemplar_path, {**attrs, "n_examples_in_corpus": n_kept}) if exemplar_path else None
+    spill, unspilled = None, 0
     lengths: dict[int, int] = {}
     seconds = Counter()  # process CPU seconds: the forward (and copies), each run
     try:
+        spill = Spill(states_path) if spill_every else None
         with recorder, tqdm(total=n_kept, desc=f"fused {Path(states_path).parent.parent.name}",
                             unit="ex", disable=not progress, mininterval=2) as bar:
             for batch in batches:
@@ -204,6 +215,10 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                         _keep(writer, example, encoded.n_words, attrs)
                 lengths.update((e.index, len(e)) for e in batch)
                 bar.update(len(batch))
+                unspilled += len(batch)
+                if spill is not None and unspilled >= spill_every:
+                    spill.write({key: stream.restart() for key, stream in streams.items()})
+                    unspilled = 0
         if writer is not None:
             writer.skipped_ids = skipped
             writer.close()
@@ -211,12 +226,14 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
         seconds.update({k: s.seconds for k, s in streams.items()})
         attrs["cpu_seconds"] = json.dumps({k: round(v, 3) for k, v in seconds.items()})
         write_states(states_path, {k: (s.analysis, s.weighting) for k, s in streams.items()},
-                     attrs, skipped, lengths)
+                     attrs, skipped, lengths, spill)
     finally:
         for stream in streams.values():
             stream.analysis.close()
         if writer is not None:
             writer._discard()
+        if spill is not None:
+            spill.close()
     log.info("fused: %d examples through %d analysis runs into %s; skipped %d (too long: %d); "
              "CPU seconds: %s", n_kept, len(streams), states_path, len(skipped),
              stats["too_long"], ", ".join(f"{k} {v:.1f}" for k, v in seconds.most_common()))
@@ -436,7 +453,16 @@ class _Stream:
     analysis: Analysis
     weighting: str
     allowed: set[int] | None
+    start: object = None  # () -> a fresh, started instance of the analysis
     seconds: float = 0.0  # CPU time in its updates (the weighting included), for the log
+
+    def restart(self) -> dict:
+        """The state so far, and a fresh instance in the analysis's place (what :class:`Spill`
+        writes: merged with the next instance's states, one pass's)."""
+        state = self.analysis.state()
+        self.analysis.close()
+        self.analysis = self.start()
+        return state
 
     @property
     def reads_norms(self) -> bool:
@@ -507,11 +533,16 @@ def _streams(runs: Sequence[Run], layers: int, heads: int, inputs: dict, source:
         options.update({k: None for k in cls.data_options if k not in options})
         if cls.needs_norms and run.weighting != "attention":
             raise ValueError(f"{cls.name} reads the value norms itself: run it under attention")
-        acc = cls(layers, heads, **options)
-        acc.start(source)
         allowed = None if run.max_examples is None else {e.index for e in everything[:run.max_examples]}
-        out[run.key] = _Stream(acc, check_weighting(run.weighting), allowed)
+        out[run.key] = _Stream(_started(cls, layers, heads, options, source), check_weighting(run.weighting),
+                               allowed, functools.partial(_started, cls, layers, heads, options, source))
     return out
+
+
+def _started(cls: type[Analysis], layers: int, heads: int, options: dict, source: Source) -> Analysis:
+    acc = cls(layers, heads, **options)
+    acc.start(source)
+    return acc
 
 
 def result_from_states(paths: Iterable[str | Path], key: str, analysis: str | type[Analysis],
@@ -544,6 +575,8 @@ def result_from_states(paths: Iterable[str | Path], key: str, analysis: str | ty
                                  f"{wanted}: the states are of another configuration; "
                                  f"{rebuild_hint(path)}")
             acc.merge(state)
+            for part in states.parts(key):  # what it wrote out on the way
+                acc.merge(part)
     try:
         result = acc.result()
     finally:

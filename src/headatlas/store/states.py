@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import h5py
 import numpy as np
 
 from headatlas.errors import StoreError
-from headatlas.io import atomic_path
+from headatlas.io import atomic_path, partial_path, remove_stale_partials
 from headatlas.store.halves import exact_halves
 from headatlas.store.reader import Store
 from headatlas.store.schema import rebuild_hint
@@ -34,10 +34,11 @@ FORMAT = "headatlas-states-1"
 
 
 def write_states(path: str | Path, runs: dict, attrs: dict, skipped_ids: Iterable[str] = (),
-                 lengths: dict[int, int] | None = None) -> None:
+                 lengths: dict[int, int] | None = None, spilled: "Spill | None" = None) -> None:
     """Write the states of ``runs`` (key -> (analysis instance, weighting)) with the store-like
     ``attrs`` to ``path``, atomically; ``lengths``: corpus position -> wordpieces of every
-    example extracted."""
+    example extracted; ``spilled``: the states the runs wrote out on the way (:class:`Spill`),
+    copied in beside them (``/spilled/<key>/<part>``; a run's result merges them all)."""
     lengths = dict(sorted((lengths or {}).items()))
     with atomic_path(path) as tmp, h5py.File(tmp, "w", libver=("v110", "v110")) as f:
         for key, value in attrs.items():
@@ -50,17 +51,64 @@ def write_states(path: str | Path, runs: dict, attrs: dict, skipped_ids: Iterabl
             group = f.create_group(f"runs/{key}")
             group.attrs.update(analysis=acc.name, weighting=weighting,
                                options=json.dumps(acc.settings(), default=str, sort_keys=True))
-            for name, array in acc.state().items():
-                array, name = np.asarray(array), _escape(name)
-                if array.dtype.kind == "U":
-                    group.create_dataset(name, data=array.astype(object), dtype=h5py.string_dtype())
-                    continue
-                array, widened = _halved(array)
-                data = group.create_dataset(name, data=array, **({"fletcher32": True, "chunks": True}
-                                                                 if array.ndim and array.size else {}))
-                if widened:
-                    data.attrs["float32"] = True
+            _write_state(group, acc.state())
+        if spilled is not None:
+            spilled.copy_into(f)
         f.attrs["complete"] = True
+
+
+def _write_state(group: h5py.Group, state: dict) -> None:
+    """An analysis's state arrays as the group's datasets (checksummed; float16 where exact)."""
+    for name, array in state.items():
+        array, name = np.asarray(array), _escape(name)
+        if array.dtype.kind == "U":
+            group.create_dataset(name, data=array.astype(object), dtype=h5py.string_dtype())
+            continue
+        array, widened = _halved(array)
+        data = group.create_dataset(name, data=array, **({"fletcher32": True, "chunks": True}
+                                                         if array.ndim and array.size else {}))
+        if widened:
+            data.attrs["float32"] = True
+
+
+def _read_state(group: h5py.Group) -> dict[str, np.ndarray]:
+    """:func:`_write_state`'s arrays back (float16 widened where they were float32)."""
+    state = {_unescape(name): (d.asstr()[()] if d.dtype.kind == "O" else
+                               d[()].astype(np.float32) if d.attrs.get("float32") else d[()])
+             for name, d in group.items()}
+    return {k: (np.asarray(v, dtype=str) if isinstance(v, np.ndarray) and v.dtype == object else v)
+            for k, v in state.items()}
+
+
+class Spill:
+    """Where a fused extraction writes its runs' states on the way (every so many examples,
+    :func:`~headatlas.analyses.fused.fused_extract`'s ``spill_every``), so that what they
+    keep per example (sampled pairs, per-example features) does not grow with the shard: a
+    partial file beside the states file, copied into it when it is written and removed on
+    :meth:`close` whatever happened."""
+
+    def __init__(self, states_path: str | Path):
+        name = Path(states_path).with_name(Path(states_path).name + ".spill")
+        name.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_partials(name)  # a killed extraction's
+        self.path = partial_path(name)
+        self._file = h5py.File(self.path, "w", libver=("v110", "v110"))
+        self.parts = 0
+
+    def write(self, states: dict[str, dict]) -> None:
+        """One part: each run's state (key -> state arrays)."""
+        for key, state in states.items():
+            _write_state(self._file.create_group(f"spilled/{key}/{self.parts}"), state)
+        self._file.flush()
+        self.parts += 1
+
+    def copy_into(self, target: h5py.File) -> None:
+        if "spilled" in self._file:
+            target.copy(self._file["spilled"], "spilled")
+
+    def close(self) -> None:
+        self._file.close()
+        self.path.unlink(missing_ok=True)
 
 
 def _halved(array: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -125,17 +173,23 @@ class States:
             raise StoreError(f"{self.path}: no analysis run {key!r} (it has {', '.join(self.keys) or 'none'}); "
                              f"the extraction ran with other analyses or options: {rebuild_hint(self.path)}")
         group = self._file["runs"][key]
-        try:
-            state = {_unescape(name): (d.asstr()[()] if d.dtype.kind == "O" else
-                                       d[()].astype(np.float32) if d.attrs.get("float32") else d[()])
-                     for name, d in group.items()}
-        except (OSError, ValueError) as err:
-            raise StoreError(f"{self.path}: run {key!r} is damaged ({err}); {rebuild_hint(self.path)}") from err
-        state = {k: (np.asarray(v, dtype=str) if isinstance(v, np.ndarray) and v.dtype == object else v)
-                 for k, v in state.items()}
+        state = self._read(group, key)
         about = {"analysis": group.attrs["analysis"], "weighting": group.attrs["weighting"],
                  "options": json.loads(group.attrs["options"])}
         return about, state
+
+    def parts(self, key: str) -> Iterator[dict[str, np.ndarray]]:
+        """The states run ``key`` wrote out on the way (:class:`Spill`), one at a time; merged
+        with :meth:`run`'s they are the run's whole state."""
+        spilled = self._file.get(f"spilled/{key}", {})
+        for part in sorted(spilled, key=int):
+            yield self._read(spilled[part], key)
+
+    def _read(self, group: h5py.Group, key: str) -> dict[str, np.ndarray]:
+        try:
+            return _read_state(group)
+        except (OSError, ValueError) as err:
+            raise StoreError(f"{self.path}: run {key!r} is damaged ({err}); {rebuild_hint(self.path)}") from err
 
     def close(self) -> None:
         self._file.close()
