@@ -89,17 +89,19 @@ class MapBatch:
         self._shared: dict = {} if shared is None else shared
 
     @classmethod
-    def of(cls, examples: Sequence[Example]) -> "MapBatch":
-        """The examples' numpy maps as a batch (one example: a view, no copy; else zero-padded)."""
+    def of(cls, examples: Sequence[Example], shared: dict | None = None) -> "MapBatch":
+        """The examples' numpy maps as a batch (one example: a view, no copy; else zero-padded);
+        ``shared``: their cache of what depends on them alone (:meth:`shared`), if other
+        batches of them (another view) have one."""
         examples = list(examples)
         norms = all(e.value_norms is not None and e.norm_map is not None for e in examples)
         if len(examples) == 1:
             e = examples[0]
             return cls(e.attn[None], examples, e.weighting, value_norms=e.value_norms[None] if norms else None,
-                       norm_map=e.norm_map[None] if norms else None)
+                       norm_map=e.norm_map[None] if norms else None, shared=shared)
         return cls(_padded([e.attn for e in examples], 2), examples, examples[0].weighting,
                    value_norms=_padded([e.value_norms for e in examples], 1) if norms else None,
-                   norm_map=_padded([e.norm_map for e in examples], 2) if norms else None)
+                   norm_map=_padded([e.norm_map for e in examples], 2) if norms else None, shared=shared)
 
     def select(self, rows: Sequence[int]) -> "MapBatch":
         """The batch of these rows only (its shared quantities computed afresh)."""

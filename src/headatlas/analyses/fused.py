@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -453,7 +453,7 @@ class _Stream:
     analysis: Analysis
     weighting: str
     allowed: set[int] | None
-    start: object = None  # () -> a fresh, started instance of the analysis
+    start: Callable[[], Analysis] | None = None  # a fresh, started instance of the analysis
     seconds: float = 0.0  # CPU time in its updates (the weighting included), for the log
 
     def restart(self) -> dict:
@@ -515,9 +515,10 @@ class _Views(dict):
     def __init__(self, example: Example):
         super().__init__()
         self.example = example
+        self.shared: dict = {}  # what depends on the example alone, for every view
 
     def __missing__(self, weighting: str) -> MapBatch:
-        self[weighting] = MapBatch.of([self.example.weighted(weighting)])
+        self[weighting] = MapBatch.of([self.example.weighted(weighting)], self.shared)
         return self[weighting]
 
 
