@@ -166,6 +166,23 @@ def test_a_damaged_states_file_is_refused(extracted, tmp_path):
         States(bad)
 
 
+def test_a_damaged_spilled_part_is_refused_naming_the_file(extracted, tmp_path):
+    import shutil
+
+    import h5py
+
+    _, files = extracted
+    bad = tmp_path / "states.h5"
+    shutil.copy(files[SPILLED][0], bad)
+    with h5py.File(bad, "r") as f:  # flip bytes of a part's array: its checksum fails
+        offset = f["spilled/entropy/0/_sums"].id.get_chunk_info(0).byte_offset
+    raw = bytearray(bad.read_bytes())
+    raw[offset:offset + 8] = b"\xff" * 8
+    bad.write_bytes(bytes(raw))
+    with pytest.raises(StoreError, match=r"states\.h5: run 'entropy' is damaged.*snakemake"):
+        result_from_states([bad], "entropy", "entropy")
+
+
 @pytest.mark.parametrize("variant", [N_SHARDS, LAYERS])
 def test_exemplars_are_a_store_of_the_chosen_examples(extracted, variant):
     """On the host, and copied layer by layer from a device's forward pass."""
