@@ -200,9 +200,10 @@ def test_embedded_plan_runs_everything():
     assert p.surface_corpus == "wikipedia"
     assert p.labelled_treebanks == ["gum", "ewt"]
     assert p.honest and p.probes_on
+    assert p.activation_models == ["minilm", "minilm_upos", "minilm_random"]  # the control too
     assert p.gradient_models == ["minilm", "minilm_upos"]  # the random encoder is left out ...
     assert [o.what for o in p.omitted] == [  # ... and says so, as for the helpers' analyses (the budget)
-        "corpora, surface, syntax, coref, clustering, gradients, norms, patterns, sinks of minilm_upos",
+        "corpora, surface, syntax, coref, clustering, gradients, norms, patterns, sinks, activations of minilm_upos",
         "corpora, coref, clustering, gradients, norms of minilm_random",  # the control's claims run
         "norm-weighted views, norm shares and rollout of minilm_upos, minilm_random",
         "gradient importance of minilm_random"]
@@ -300,7 +301,7 @@ def test_a_model_may_ask_for_some_analyses_only():
     assert p.asks("m_random", "syntax") and not p.asks("m_random", "coref") and p.asks("m", "coref")
     said = [str(o) for o in p.omitted if "m_random" in o.what and "analyses" in o.why]
     assert said == ["left out: corpora, surface, coref, clustering, headtypes, gradients, norms, "
-                    "patterns, sinks of m_random: its `analyses` asks for syntax; the tables other "
+                    "patterns, sinks, activations of m_random: its `analyses` asks for syntax; the tables other "
                     "analyses read from it still run"]
     config["models"]["m_random"]["analyses"] = ["syntax", "ablation"]
     with pytest.raises(ConfigError, match=r"models.m_random.analyses.1"):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from headatlas.encoders.capabilities import default_views, gradient_losses
+from headatlas.encoders.capabilities import capabilities, default_views, gradient_losses
 from headatlas.pipeline.config import built_models, corpora_of, labelled_treebanks, schema_path
 from headatlas.tasks import TASKS
 from headatlas.weightings import SUFFIXES
@@ -134,6 +134,9 @@ class Plan:
     # model -> the loss of its gradient importance (auto resolved from the checkpoint's tensors;
     # auto where they could not be read): headatlas.encoders.capabilities.gradient_losses.
     gradient_losses: dict[str, str] = field(default_factory=dict)
+    # models whose hidden states and head outputs are read (massive activations, dormant heads):
+    # those whose output projection is known (a norm layout), whatever their views.
+    activation_models: list[str] = field(default_factory=list)
 
     @property
     def task_chain(self) -> set[tuple[str, str]]:
@@ -207,8 +210,10 @@ def plan(config: dict) -> Plan:
 
     models, surface = config["models"], config["surface"]["corpus"]
     if surface is None:
-        leave_out(("surface_", "clustering_", "gradients_", "headtypes_", "norm_shares", "rollout", "sink_rate"),
-                  "surface patterns, clustering, gradients, head types, norm shares, rollout, sinks",
+        leave_out(("surface_", "clustering_", "gradients_", "headtypes_", "norm_shares", "rollout", "sink_rate",
+                   "activations"),
+                  "surface patterns, clustering, gradients, head types, norm shares, rollout, sinks, "
+                  "massive activations",
                   "`surface.corpus` is not set (name a segments corpus)")
     analyses = {m: spec.get("analyses") for m, spec in models.items()}
     for m, chosen in analyses.items():
@@ -247,6 +252,10 @@ def plan(config: dict) -> Plan:
     losses, loss_trims = gradient_losses(config)
     for trim in loss_trims:
         leave_out((), trim.what, trim.why)
+    no_layout = {m: capabilities(models[m]).norms_reason for m in models
+                 if capabilities(models[m]).norms is False} if surface else {}
+    for m, why in no_layout.items():
+        leave_out((), f"massive activations and dormant heads of {m}", why)
     random = [m for m in models if models[m].get("random_init")]
     if surface and random:
         leave_out((), f"gradient importance of {', '.join(random)}",
@@ -287,7 +296,8 @@ def plan(config: dict) -> Plan:
         corpus_models=corpus_models, coref_selection=coref_selection(config, corpus_models),
         omitted=omitted, weightings=weightings,
         kept_stores=[m for m in models if (keep == "all" or m in keep) and modes[m] == "store"],
-        modes=modes, analyses=analyses, gradient_losses=losses)
+        modes=modes, analyses=analyses, gradient_losses=losses,
+        activation_models=[m for m in models if m not in no_layout] if surface else [])
 
 
 def packaged_pattern_labels() -> tuple[Path, Path]:
