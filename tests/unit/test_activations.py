@@ -63,12 +63,14 @@ def test_without_a_massive_layer_the_claim_does_not_apply():
     assert claim.verdict == NOT_APPLICABLE and "largest mean ratio 50.0x" in claim.note
 
 
-def test_sink_heads_quiet_can_hold_or_fail():
+def test_sink_heads_quiet_can_hold_fail_or_be_undecided():
     sinks = np.array([[[0.9, 0.1]]] * 6)  # [N, L, H]: head 0 puts 90% on the sink in every input
     quiet = sink_heads_quiet(sinks, np.array([[[0.2, 1.8]]] * 6))
     assert quiet.verdict == HOLDS and quiet.ours.startswith("0.200 [0.200, 0.200]")
-    loud = sink_heads_quiet(sinks, np.array([[[1.5, 0.5]]] * 6))
-    assert loud.verdict == FAILS
+    typical = sink_heads_quiet(sinks, np.array([[[0.9, 1.1]]] * 6))  # below the median, not quiet
+    assert typical.verdict == FAILS
+    mixed = sink_heads_quiet(sinks, np.array([[[0.2, 1.0]], [[0.9, 1.0]]] * 3))  # mean 0.55, interval 0.2-0.9
+    assert mixed.verdict == NOT_APPLICABLE and "contains 0.5" in mixed.note
     none = sink_heads_quiet(sinks * 0.1, np.array([[[0.2, 1.8]]] * 6))
     assert none.verdict == NOT_APPLICABLE and "no (input, head) pair" in none.note
 

@@ -137,7 +137,8 @@ class ActivationSums:
         return pd.DataFrame(rows)
 
     def _claims(self, tops: np.ndarray, sinks: np.ndarray, relative: np.ndarray) -> list[Claim]:
-        return [massive_on_sinks(tops, self.massive_ratio), sink_heads_quiet(sinks, relative, self.sink_share)]
+        return [massive_on_sinks(tops, self.massive_ratio),
+                sink_heads_quiet(sinks, relative, self.sink_share, self.quiet)]
 
 
 def massive_on_sinks(tops: np.ndarray, massive_ratio: float = MASSIVE_RATIO) -> Claim:
@@ -168,19 +169,21 @@ def massive_on_sinks(tops: np.ndarray, massive_ratio: float = MASSIVE_RATIO) -> 
                  f"are on [CLS] or [SEP], over the whole 95% interval", note)
 
 
-def sink_heads_quiet(sinks: np.ndarray, relative: np.ndarray, sink_share: float = SINK_SHARE) -> Claim:
+def sink_heads_quiet(sinks: np.ndarray, relative: np.ndarray, sink_share: float = SINK_SHARE,
+                     quiet: float = QUIET) -> Claim:
     """Clark et al.'s "attention to [SEP]/[CLS] is a no-op", read on the heads' outputs: the
     (input, head) pairs whose sink share is at least ``sink_share`` have a mean relative output
-    below 1 (smaller than their layer's median head); interval over inputs."""
+    of at most ``quiet`` (the dormant heads' bound: at most half their layer's median head's);
+    holds when the whole interval over inputs is, fails when it is all above."""
     heavy = sinks >= sink_share  # [N, L, H]
     values = np.where(heavy, np.nan_to_num(relative, nan=0.0), 0.0)
     hits, total = values.sum(axis=(1, 2)), heavy.sum(axis=(1, 2)).astype(float)
     if total.sum():
         mean = hits.sum() / total.sum()
         low, high = bootstrap_ratio(hits, total)
-        decided = True if high < 1 else False if low >= 1 else None
+        decided = True if high <= quiet else False if low > quiet else None
         ours = f"{mean:.3f} [{low:.3f}, {high:.3f}] x the layer's median head, {int(total.sum())} pairs"
-        note = "" if decided is not None else "undecided: the 95% interval over inputs contains 1"
+        note = "" if decided is not None else f"undecided: the 95% interval over inputs contains {quiet:g}"
     else:
         mean, decided, ours = float("nan"), None, "no head puts that much on [CLS] and [SEP]"
         note = f"no (input, head) pair has a sink share >= {sink_share:g}"
@@ -188,8 +191,8 @@ def sink_heads_quiet(sinks: np.ndarray, relative: np.ndarray, sink_share: float 
                  "attention to [SEP]/[CLS] is a no-op: the heads that put it there output little",
                  "a no-op (BERT-base); those heads' outputs near zero (dormant heads, LLMs)",
                  ours, holds_if(decided, mean),
-                 f"(input, head) pairs with >= {sink_share:g} of their attention on [CLS] and [SEP] have "
-                 "a mean output norm below their layer's median head's over the whole 95% interval", note)
+                 f"(input, head) pairs with >= {sink_share:g} of their attention on [CLS] and [SEP] output "
+                 f"<= {quiet:g}x their layer's median head on average, over the whole 95% interval", note)
 
 
 def hidden_activations(loaded, sentences: Sequence[Sentence], *, max_length: int = 128, batch_size: int = 16,
