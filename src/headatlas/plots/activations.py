@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import ScalarFormatter
 
 from headatlas.plots.base import COLOURS, HIGHLIGHT, atomic_savefig, captioned_figure, legend_beside
 
@@ -31,6 +32,8 @@ def plot_activations(layers: pd.DataFrame, heads: pd.DataFrame, path: str | Path
         left.scatter(layers["layer"][massive], layers["top_ratio"][massive], facecolors="none",
                      edgecolors="black", s=80, label="massive", zorder=3)
     left.set_yscale("log")
+    left.yaxis.set_major_formatter(ScalarFormatter())  # 20, 50, not 2 x 10^1
+    left.yaxis.set_minor_formatter(ScalarFormatter())
     left.set_xlabel("hidden state (0 = embeddings)")
     left.set_ylabel("largest |h| / median |h|")
     left.set_xticks(layers["layer"])
