@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 
 from headatlas.claims import Claim, claims_table, verdict
-from headatlas.report.compare import shares_by_model, sinks_by_depth, special_by_depth, table1_by_model
+from headatlas.report.compare import (activations_by_depth, shares_by_model, sinks_by_depth, special_by_depth,
+                                      table1_by_model)
 from headatlas.report.scorecard import (ABSENT, by_weighting, caption, collect, model_of, models_of, on_noise, own_columns,
                                  own_tally, scorecard, source_key, tally, to_html)
 
@@ -140,9 +141,27 @@ def test_sinks_by_depth_keeps_each_weighting_and_role_at_its_relative_depth():
     assert len(sinks_by_depth({})) == 0
 
 
+def activation_layers(ratios, carriers):
+    """An activations ``layers`` table: per hidden state (0 = embeddings) its ratio and the role
+    that carries the top entry in every segment."""
+    roles = ("cls", "sep", "punct", "first", "other")
+    return pd.DataFrame([{"layer": layer, "top_ratio": ratio, **{f"on_{r}": float(r == carrier) for r in roles}}
+                         for layer, (ratio, carrier) in enumerate(zip(ratios, carriers))])
+
+
+def test_activations_by_depth_puts_the_embeddings_at_0_and_names_the_carrier():
+    table = activations_by_depth({"two": activation_layers([20.0, 50.0, 40.0], ["cls", "cls", "sep"]),
+                                  "four": activation_layers([10.0] * 5, ["punct"] * 5)})
+    assert list(table.columns) == ["model", "layer", "n_layers", "depth", "top_ratio", "carrier", "carrier_share"]
+    two = table[table["model"] == "two"]
+    assert two["depth"].tolist() == [0.0, 0.5, 1.0] and two["carrier"].tolist() == ["cls", "cls", "sep"]
+    assert set(table[table["model"] == "four"]["n_layers"]) == {4} and (table["carrier_share"] == 1).all()
+    assert len(activations_by_depth({})) == 0
+
+
 def test_cross_model_figures(tmp_path):
-    from headatlas.plots.compare import (plot_shares_by_model, plot_sinks_by_depth, plot_special_by_depth,
-                                         plot_table1_by_model)
+    from headatlas.plots.compare import (plot_activations_by_depth, plot_shares_by_model, plot_sinks_by_depth,
+                                         plot_special_by_depth, plot_table1_by_model)
 
     special = pd.DataFrame({"layer": [1, 2], "head": 1, "cls": 0.1, "sep": 0.5, "punct": 0.1})
     plot_special_by_depth(special_by_depth({"a": special, "b": special}), tmp_path / "s.svg", "caption")
@@ -157,7 +176,10 @@ def test_cross_model_figures(tmp_path):
     sinks = sinks_by_depth({("a", "attention"): sink_layers([(0.5, 0.5, 0.0)] * 2),
                             ("a", "norm"): sink_layers([(0.0, 0.0, 0.0)] * 2)})
     plot_sinks_by_depth(sinks, tmp_path / "k.svg", "caption")
-    assert all((tmp_path / f"{n}.svg").read_bytes().startswith(b"<?xml") for n in "sthk")
+    activations = activations_by_depth({"a": activation_layers([20.0, 50.0, 40.0], ["cls", "cls", "sep"])})
+    plot_activations_by_depth(activations, tmp_path / "m.svg", "caption")
+    assert all((tmp_path / f"{n}.svg").read_bytes().startswith(b"<?xml") for n in "sthkm")
+    assert "top on [SEP]" in (tmp_path / "m.svg").read_text()
     assert "sink on [SEP]" in (tmp_path / "k.svg").read_text() and "a, norm (2 layers)" in (tmp_path / "k.svg").read_text()
 
 

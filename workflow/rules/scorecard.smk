@@ -8,6 +8,7 @@ SCORECARD = Results("scorecard", RESULTS, labels=lambda text: {"result": text}, 
 COMPARED = Results("compare", f"{RESULTS}/compare", labels=lambda text: {"result": text}, **SHARED)
 # (model, weighting suffix) of every sinks run: the models whose `analyses` include sinks
 SINK_RUNS = [(m, w) for m in MODELS if PLAN.asks(m, "sinks") for w in PLAN.suffixes(m)]
+ACTIVATION_RUNS = [m for m in PLAN.activation_models if PLAN.asks(m, "activations")]
 
 
 rule scorecard:
@@ -95,6 +96,33 @@ rule compare_sinks:
         epsilon=config["sinks"]["epsilon"],
     script:
         "../scripts/compare_sinks.py"
+
+
+rule compare_activations:
+    input:
+        tables=lambda wildcards: [
+            output_of("activations", "layers", model=m, corpus=PLAN.surface_corpus)
+            for m in ACTIVATION_RUNS
+        ],
+        code=code("compare_activations.py"),
+    output:
+        **compared(
+            "activations_depth",
+            "compare_activations",
+            "massive activations by depth",
+            PLAN.surface_corpus is not None and bool(ACTIVATION_RUNS),
+        ),
+    log:
+        logs("compare/activations"),
+    benchmark:
+        benchmarks("compare/activations")
+    conda:
+        ENV
+    params:
+        models=ACTIVATION_RUNS,
+        corpus=PLAN.surface_corpus,
+    script:
+        "../scripts/compare_activations.py"
 
 
 rule compare_table1:

@@ -7,6 +7,7 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import ScalarFormatter
 
 from headatlas.plots.base import COLOURS, atomic_savefig, captioned_figure, legend_beside, text_colour_on
 from headatlas.plots.headtypes import type_colours
@@ -125,4 +126,35 @@ def plot_shares_by_model(table: pd.DataFrame, path: str | Path, caption: str) ->
     ax.set(xlim=(0, 100), xlabel="share of heads (%)")
     ax.invert_yaxis()
     ax.legend(fontsize=7, ncol=len(types), loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    atomic_savefig(fig, path)
+
+
+CARRIERS = {"cls": ("[CLS]", "o"), "sep": ("[SEP]", "s"), "punct": (". ,", "^"), "first": ("first word piece", "D"),
+            "other": ("other tokens", "x")}
+
+
+def plot_activations_by_depth(table: pd.DataFrame, path: str | Path, caption: str) -> None:
+    """The largest |h| entry over the median per hidden state against relative depth (0: the
+    embeddings), a colour per model, the marker the token role that most often carries it."""
+    models = list(dict.fromkeys(table["model"]))
+    colours = model_colours(models)
+    fig = captioned_figure(8, 4, caption)
+    ax = fig.subplots()
+    for model in models:
+        rows = table[table["model"] == model]
+        ax.plot(rows["depth"], rows["top_ratio"], color=colours[model], linewidth=1,
+                label=f"{model} ({int(rows['n_layers'].iloc[0])} layers)")
+        for role, (label, marker) in CARRIERS.items():
+            part = rows[rows["carrier"] == role]
+            ax.scatter(part["depth"], part["top_ratio"], color=colours[model], marker=marker, s=30)
+    for role, (label, marker) in CARRIERS.items():  # the markers' key, once
+        if (table["carrier"] == role).any():
+            ax.scatter([], [], color="#555555", marker=marker, label=f"top on {label}")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ScalarFormatter())  # 20, 50, not 2 x 10^1
+    ax.yaxis.set_minor_formatter(ScalarFormatter())
+    ax.set(xlabel="relative depth (0 = embeddings, 1 = last layer)", ylabel="largest |h| / median |h|",
+           xlim=(-0.02, 1.02), title="massive activations by depth")
+    ax.grid(alpha=0.3)
+    legend_beside(ax, fontsize=7)
     atomic_savefig(fig, path)

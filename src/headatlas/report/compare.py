@@ -99,3 +99,24 @@ def sinks_by_depth(tables: Mapping[tuple[str, str], pd.DataFrame]) -> pd.DataFra
              for (model, weighting), table in tables.items()]
     columns = ["model", "weighting", "layer", "n_layers", "depth", "role", "sink_rate"]
     return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+
+
+ROLES = ("cls", "sep", "punct", "first", "other")  # headatlas.analyses.sinks.ROLES (no torch here)
+
+
+def activations_by_depth(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Massive activations per model and hidden state against relative depth.
+
+    ``tables`` maps a model to its activations ``layers`` table (``layer`` 0 = the embeddings'
+    output .. L, ``top_ratio``, ``on_<role>``: :mod:`headatlas.analyses.activations`). Columns:
+    ``model``, ``layer``, ``n_layers``, ``depth`` (layer / n_layers: 0 = the embeddings),
+    ``top_ratio``, ``carrier`` (the role whose token most often carries the top entry) and its
+    ``carrier_share``."""
+    columns = ["model", "layer", "n_layers", "depth", "top_ratio", "carrier", "carrier_share"]
+    parts = []
+    for model, table in tables.items():
+        shares = table[[f"on_{r}" for r in ROLES]].to_numpy()
+        parts.append(with_depth(table[["layer", "top_ratio"]], model=model,
+                                carrier=[ROLES[k] for k in shares.argmax(axis=1)],
+                                carrier_share=shares.max(axis=1)))
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
