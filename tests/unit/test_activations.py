@@ -105,3 +105,26 @@ def test_the_model_s_hidden_states_and_heads_on_the_tiny_model(tiny_model):
     assert np.allclose(layers[[f"on_{r}" for r in ROLES]].sum(axis=1), 1)
     assert [c.id for c in result.claims] == ["sun.massive.on_sink_tokens", "clark.s3.sink_heads_quiet"]
     assert result.attrs["n_examples"] > 0 and "dormant heads" in result.attrs["caption"]
+
+
+@pytest.mark.parametrize("family", ["roberta", "distilbert", "electra", "albert", "deberta-v2"])
+def test_every_family_with_a_norm_layout_runs(family, tiny_encoder_dirs):
+    """Each family's output projection is found and hooked once per layer (ALBERT's shared
+    block included), its heads' outputs summing to the projection's output."""
+    from headatlas.encoders.models import load_model
+    from headatlas.encoders.valuenorms import attention_layers
+
+    loaded = load_model(f"tiny_{family}", {"path": str(tiny_encoder_dirs[family])}, device="cpu")
+    block = attention_layers(loaded.model)[0]
+    seen = []
+    handle = block.output.register_forward_hook(lambda module, args, out: seen.append((args[0], out)))
+    try:
+        result = hidden_activations(loaded, RECORDS, max_length=32, batch_size=4, progress=False)
+    finally:
+        handle.remove()
+    context, out = seen[0]
+    with torch.inference_mode():  # the tensors the forward made are inference tensors
+        summed = head_outputs(context, block.output.weight, loaded.n_heads).sum(dim=-3) + block.output.bias
+    torch.testing.assert_close(summed, out.float(), rtol=1e-4, atol=1e-5)
+    assert len(result.tables["layers"]) == loaded.n_layers + 1
+    assert len(result.tables["heads"]) == loaded.n_layers * loaded.n_heads
