@@ -128,3 +128,12 @@ def test_every_family_with_a_norm_layout_runs(family, tiny_encoder_dirs):
     torch.testing.assert_close(summed, out.float(), rtol=1e-4, atol=1e-5)
     assert len(result.tables["layers"]) == loaded.n_layers + 1
     assert len(result.tables["heads"]) == loaded.n_layers * loaded.n_heads
+
+
+def test_a_model_without_a_known_output_projection_is_refused(tiny_model, monkeypatch):
+    from headatlas.encoders import valuenorms
+    from headatlas.errors import ModelError
+
+    monkeypatch.setattr(valuenorms, "norms_support", lambda model: "norms are unsupported for Odd: no layout")
+    with pytest.raises(ModelError, match="each head's output projection: norms are unsupported for Odd"):
+        hidden_activations(tiny_model, RECORDS, max_length=32, progress=False)
