@@ -65,9 +65,9 @@ def test_the_mpnet_folder_is_built_first(two_models):
     assert len(builds) == 1 and builds[0]["output"] == MODEL_DIR
     assert builds[0]["input"].endswith("headatlas/data/mpnet-base.sha256")
     loading = [j for j in two_models if j["rule"] in ("extract", "extract_temp", "prepare_segments",
-                                                       "prepare_documents", "gradients_importance")
+                                                       "prepare_documents", "gradients_importance", "activations")
                and "model=mpnet," in j.get("wildcards", "") + ","]
-    assert {j["rule"] for j in loading} >= {"extract", "prepare_segments", "gradients_importance"}
+    assert {j["rule"] for j in loading} >= {"extract", "prepare_segments", "gradients_importance", "activations"}
     for job in loading:
         assert MODEL_DIR in job["input"].split(", "), job
 
@@ -78,7 +78,8 @@ def test_the_whole_atlas_runs_for_both_models_in_both_views(two_models):
 
     for model in ("minilm", "mpnet"):
         for rule in ("surface_table", "syntax_table1", "coref_accuracy", "clustering_structure",
-                     "headtypes_cluster", "gradients_importance", "norm_shares", "rollout", "patterns_heads"):
+                     "headtypes_cluster", "gradients_importance", "norm_shares", "rollout", "patterns_heads",
+                     "activations"):
             assert planned(rule, model), f"{rule} not planned for {model}"
         views = {j["wildcards"].split("weighting=")[1].split(",")[0]
                  for j in planned("surface_table", model) if "weighting=" in j["wildcards"]}
@@ -87,7 +88,8 @@ def test_the_whole_atlas_runs_for_both_models_in_both_views(two_models):
     assert {"minilm", "mpnet"} <= {j["wildcards"].split("model=")[1].split(",")[0]
                                    for j in two_models if j["rule"] == "extract"
                                    and "corpus=gum_windows" in j.get("wildcards", "")}
-    for rule in ("scorecard", "compare_special_tokens", "compare_table1", "compare_headtypes", "compare_sinks"):
+    for rule in ("scorecard", "compare_special_tokens", "compare_table1", "compare_headtypes", "compare_sinks",
+                 "compare_activations"):
         compared = [j for j in two_models if j["rule"] == rule]
         assert len(compared) == 1, rule
         if rule != "scorecard":
