@@ -244,6 +244,7 @@ def overlay(root: Path) -> dict:
                     "conll2012": {"path": str(root / "conll-2012" / "v4" / "data")}},
         "extraction": {"max_length": 64, "batch_size": 4, "shards": 1, "threads": 1},
         "gradients": {"max_examples": 4, "batch_size": 4},
+        "activations": {"max_examples": 4, "batch_size": 4},
         "clustering": {"n_permutations": 20},
         "headtypes": {"n_init": 2, "n_fits": 3, "n_windows": 4},
         "norms": {"pairs_per_example": 16},
