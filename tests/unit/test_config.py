@@ -43,7 +43,7 @@ def test_defaults_come_from_the_schema():
     assert config["extraction"] == {"max_length": 128, "batch_size": 32, "max_tokens": None, "shards": 1,
                                     "threads": 1, "keep_stores": "all", "mode": "store",
                                     "exemplars": 16, "exemplar_seed": 0, "view_memory_mb": 1024,
-                                    "spill_every": 5000}
+                                    "spill_every": 1000}
     assert config["syntax"]["bootstrap"] == {"n": 1000, "seed": 0}
     assert config["coref"]["bootstrap"] == {"n": 1000, "seed": 0}
     assert config["coref"]["word_from"] == "mean"

@@ -53,9 +53,12 @@ log = logging.getLogger(__name__)
 # The float32 maps of one view of a chunk of a batch (device path): bert-base's batch of 64 at
 # 128 wordpieces (0.6 GB) is one chunk, MPNet-base's batch of 16 at 512 (2.4 GB) three.
 VIEW_BYTES = 1 << 30
-# Examples between two writes of the runs' states to disk: what they keep per example (~37 KB
-# per MiniLM segment of 128 wordpieces: sampled pairs, distance features) stays under ~0.2 GB.
-SPILL_EVERY = 5000
+# Examples between two writes of the runs' states to disk. What the runs keep per example is
+# small (~37 KB per MiniLM segment: sampled pairs, distance features), but held between the
+# batches' large buffers it pins the heap: the job's RSS grew ~0.37 MB per segment without
+# writing out (MiniLM, 3,000 segments: 1.59 -> 2.52 GB), and stays near a 1,000-segment run's
+# with it (benchmarks/fused.py --spill-every; docs/scaling.md).
+SPILL_EVERY = 1000
 
 
 @dataclass(frozen=True)
@@ -189,7 +192,7 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
         spill = Spill(states_path) if spill_every else None
         with recorder, tqdm(total=n_kept, desc=f"fused {Path(states_path).parent.parent.name}",
                             unit="ex", disable=not progress, mininterval=2) as bar:
-            for batch in batches:
+            for number, batch in enumerate(batches, start=1):
                 start = time.process_time()
                 kept = [e for e in batch if e.index in keep] if writer is not None else []
                 host = not on_device or bool(kept) or bool(per_example)
@@ -216,7 +219,7 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                 lengths.update((e.index, len(e)) for e in batch)
                 bar.update(len(batch))
                 unspilled += len(batch)
-                if spill is not None and unspilled >= spill_every:
+                if spill is not None and unspilled >= spill_every and number < len(batches):
                     spill.write({key: stream.restart() for key, stream in streams.items()})
                     unspilled = 0
         if writer is not None:
