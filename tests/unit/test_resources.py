@@ -92,6 +92,23 @@ def test_update_keeps_the_other_keys_and_the_rest_of_the_profile(tmp_path):
     assert profile.read_text() == text  # the same measurements give the same profile
 
 
+def test_a_partial_update_keeps_where_the_other_rules_numbers_came_from(tmp_path):
+    bench = tmp_path / "logs" / "benchmarks"
+    write_benchmark(bench / "extract" / "m" / "c" / "shard-0.tsv", seconds=60, rss=700)
+    profile = tmp_path / "config.yaml"
+    profile.write_text(res.BEGIN + "\nset-resources:\n  ablation:  # 2 job(s); peak 1085 MB (ablation/m.tsv), "
+                       "longest 481 s (ablation/m.tsv)\n    mem_mb: \"2200 * attempt\"\n    runtime: 17\n"
+                       + res.END + "\n")
+    for _ in range(2):  # twice: the note is added once
+        res.main([str(bench), "--rules", str(RULES), "--profile", str(profile), "--update"])
+        text = profile.read_text()
+        assert "  ablation:  # 2 job(s); peak 1085 MB (ablation/m.tsv), longest 481 s (ablation/m.tsv)" \
+               " (an earlier measurement)\n" in text
+        assert "  extract:  # 1 job(s); peak 700 MB" in text
+    not_measured = next(line for line in text.splitlines() if line.startswith("# Not measured"))
+    assert "ablation" not in not_measured.split(": ", 1)[1].split(", ")
+
+
 def test_update_needs_the_markers(tmp_path):
     bench = tmp_path / "b"
     write_benchmark(bench / "extract" / "m" / "c" / "shard-0.tsv", seconds=1, rss=1)

@@ -38,6 +38,7 @@ import yaml
 from headatlas.weightings import SUFFIX_PATTERN
 
 BEGIN = "# BEGIN derived resources"
+EARLIER = " (an earlier measurement)"  # a kept rule's comment, once
 END = "# END derived resources"
 DERIVED = ("mem_mb", "runtime")
 PREFIX = "logs/benchmarks/"
@@ -200,9 +201,21 @@ def existing_set_resources(profile: Path | None) -> dict[str, dict]:
     return {rule: dict(values or {}) for rule, values in (loaded.get("set-resources") or {}).items()}
 
 
+def earlier_measurements(profile: Path | None) -> dict[str, str]:
+    """Rule -> the comment its entry of ``profile``'s block has from an earlier measurement
+    (``3 job(s); peak ...``), so that a run which did not measure the rule keeps saying where its
+    numbers come from."""
+    if profile is None or not Path(profile).exists():
+        return {}
+    found = re.findall(r"^  ([\w-]+):  # (\d+ job\(s\); .*)$", Path(profile).read_text(), flags=re.MULTILINE)
+    return dict(found)
+
+
 def render(usage: dict[str, RuleUsage], policy: Policy, keep: dict[str, dict], sources: Sequence[str],
-           rules: Sequence[str], note: str = "") -> str:
-    """The ``set-resources`` block, between the markers, with where each number comes from."""
+           rules: Sequence[str], note: str = "", earlier: dict[str, str] | None = None) -> str:
+    """The ``set-resources`` block, between the markers, with where each number comes from
+    (``earlier``: :func:`earlier_measurements`, kept for the rules not measured now)."""
+    earlier = earlier or {}
     lines = [
         f"{BEGIN}: written by `python -m headatlas.pipeline.resources`; rerun it, do not edit the numbers.",
         f"# Measured in: {note or measured_in(sources)}",
@@ -211,7 +224,7 @@ def render(usage: dict[str, RuleUsage], policy: Policy, keep: dict[str, dict], s
         f"# runtime = longest wall time x {policy.time_headroom:g}, at least {policy.min_runtime} min. "
         "Other keys of a rule are kept.",
     ]
-    unmeasured = [r for r in rules if r not in usage]
+    unmeasured = [r for r in rules if r not in usage and r not in earlier]
     if unmeasured:
         lines.append("# Not measured (the rule's own resources, else default-resources): " + ", ".join(unmeasured))
     lines.append("set-resources:")
@@ -225,6 +238,8 @@ def render(usage: dict[str, RuleUsage], policy: Policy, keep: dict[str, dict], s
             lines.append(f"  {rule}:  # {len(u.files)} job(s); peak {u.max_rss:.0f} MB "
                          f"({_short(u.max_rss_file)}), longest {u.seconds:.0f} s ({_short(u.seconds_file)})"
                          + (f"; pattern shared with {', '.join(u.shared_with)}" if u.shared_with else ""))
+        elif rule in earlier:
+            lines.append(f"  {rule}:  # {earlier[rule].removesuffix(EARLIER)}{EARLIER}")
         else:
             lines.append(f"  {rule}:  # not measured: kept as it was")
         for key in sorted(values, key=lambda k: (k not in DERIVED, k)):
@@ -296,7 +311,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "headatlas resources") -
         raise SystemExit(f"no benchmark files below {', '.join(map(str, args.benchmarks))}")
     rules = list(dict.fromkeys(p.rule for p in patterns))
     block = render(usage, policy, existing_set_resources(args.profile), [str(d) for d in args.benchmarks],
-                   rules, args.note)
+                   rules, args.note, earlier_measurements(args.profile))
     if args.update:
         update_profile(args.profile, block)
         print(f"updated {args.profile}: {len(usage)} measured rule(s)", file=sys.stderr)
