@@ -119,6 +119,14 @@ def undefined(value) -> bool:
         return False
 
 
+def above(low: float, high: float, threshold: float) -> bool | None:
+    """Whether a quantity is above ``threshold``, from its interval: True when all of the interval
+    is, False when none of it is (``high <= threshold``), None (undecided) when it straddles it."""
+    if high <= threshold:
+        return False
+    return True if low > threshold else None
+
+
 def holds_if(condition, *numbers) -> str:
     """:func:`verdict` of a condition that may be missing (None or NaN -> not applicable).
 

@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 from headatlas.analyses.result import Result
 from headatlas.analyses.sinks import ROLES, role_masks
-from headatlas.claims import Claim, holds_if, pct
+from headatlas.claims import Claim, above, holds_if, pct
 from headatlas.corpora.records import Sentence
 from headatlas.heads import ATTENTION_ONLY, Column, HeadColumns, head_table
 from headatlas.stats import bootstrap_ratio
@@ -126,14 +126,14 @@ class ActivationSums:
         rows = []
         for layer in range(tops.shape[1]):
             top, median, role, dim = (tops[:, layer, k] for k in range(4))
-            ratio = np.where(median > 0, top / np.where(median > 0, median, 1), np.inf)
+            ratio = top_ratios(tops)[:, layer]
             dims = Counter(dim.astype(int).tolist())
             top_dim, count = dims.most_common(1)[0]
-            rows.append({"layer": layer, "top_ratio": float(np.mean(ratio)), "top_value": float(top.mean()),
+            rows.append({"layer": layer, "top_ratio": float(np.nanmean(ratio)), "top_value": float(top.mean()),
                          "median": float(median.mean()), "top_dim": top_dim, "top_dim_share": count / len(dim),
                          **{f"on_{r}": float(np.mean(role == k)) for k, r in enumerate(ROLES)},
                          "top_cv": float(top.std() / top.mean()) if top.mean() > 0 else float("nan"),
-                         "massive": bool(np.mean(ratio) >= self.massive_ratio)})
+                         "massive": bool(np.nanmean(ratio) >= self.massive_ratio)})
         return pd.DataFrame(rows)
 
     def _claims(self, tops: np.ndarray, sinks: np.ndarray, relative: np.ndarray) -> list[Claim]:
@@ -141,25 +141,35 @@ class ActivationSums:
                 sink_heads_quiet(sinks, relative, self.sink_share, self.quiet)]
 
 
+def top_ratios(tops: np.ndarray) -> np.ndarray:
+    """Each input's and hidden state's top |h| over its median ``[N, L + 1]`` from ``tops [N, L + 1,
+    4]`` (NaN where the median is 0)."""
+    return tops[..., 0] / np.where(tops[..., 1] > 0, tops[..., 1], np.nan)
+
+
+def ratio_and_interval(hits: np.ndarray, total: np.ndarray) -> tuple[float, float, float]:
+    """``sum(hits) / sum(total)`` over inputs and its percentile bootstrap interval."""
+    return (hits.sum() / total.sum(), *bootstrap_ratio(hits, total))
+
+
 def massive_on_sinks(tops: np.ndarray, massive_ratio: float = MASSIVE_RATIO) -> Claim:
     """Sun et al.: massive activations sit on the sink tokens. ``tops [N, L + 1, 4]`` (per input
     and layer: top, median, role index, dimension). Over the layers whose mean ratio reaches
     ``massive_ratio``, the share of (input, layer) pairs whose top entry is on [CLS] or [SEP],
     with a percentile bootstrap interval over inputs; not applicable without such a layer."""
-    ratio = tops[..., 0] / np.where(tops[..., 1] > 0, tops[..., 1], np.nan)
-    massive = np.nanmean(ratio, axis=0) >= massive_ratio  # [L + 1]
+    mean_ratio = np.nanmean(top_ratios(tops), axis=0)  # [L + 1]
+    massive = mean_ratio >= massive_ratio
     on_sink = np.isin(tops[..., 2], [ROLES.index(r) for r in SINK_ROLES])[:, massive]
     if massive.any():
-        hits, total = on_sink.sum(axis=1).astype(float), np.full(len(tops), float(massive.sum()))
-        share = hits.sum() / total.sum()
-        low, high = bootstrap_ratio(hits, total)
-        decided = True if low > 0.5 else False if high <= 0.5 else None
+        share, low, high = ratio_and_interval(on_sink.sum(axis=1).astype(float),
+                                              np.full(len(tops), float(massive.sum())))
+        decided = above(low, high, 0.5)
         ours = f"{pct(share, 1)} [{pct(low, 1)}, {pct(high, 1)}] of (input, massive layer) pairs"
         note = "" if decided is not None else "undecided: the 95% interval over inputs straddles 50%"
     else:
         share, decided, note = float("nan"), None, (
             f"no layer's top entry reaches {massive_ratio:g}x its median |h| (largest mean ratio "
-            f"{np.nanmax(np.nanmean(ratio, axis=0)):.1f}x): no massive activation to place")
+            f"{np.nanmax(mean_ratio):.1f}x): no massive activation to place")
         ours = "no massive layer"
     return Claim("sun.massive.on_sink_tokens", f"{SUN} §2-3",
                  "massive activations sit on the sink tokens",
@@ -177,11 +187,11 @@ def sink_heads_quiet(sinks: np.ndarray, relative: np.ndarray, sink_share: float 
     holds when the whole interval over inputs is, fails when it is all above."""
     heavy = sinks >= sink_share  # [N, L, H]
     values = np.where(heavy, np.nan_to_num(relative, nan=0.0), 0.0)
-    hits, total = values.sum(axis=(1, 2)), heavy.sum(axis=(1, 2)).astype(float)
+    total = heavy.sum(axis=(1, 2)).astype(float)
     if total.sum():
-        mean = hits.sum() / total.sum()
-        low, high = bootstrap_ratio(hits, total)
-        decided = True if high <= quiet else False if low > quiet else None
+        mean, low, high = ratio_and_interval(values.sum(axis=(1, 2)), total)
+        loud = above(low, high, quiet)
+        decided = None if loud is None else not loud
         ours = f"{mean:.3f} [{low:.3f}, {high:.3f}] x the layer's median head, {int(total.sum())} pairs"
         note = "" if decided is not None else f"undecided: the 95% interval over inputs contains {quiet:g}"
     else:
@@ -234,30 +244,35 @@ def hidden_activations(loaded, sentences: Sequence[Sentence], *, max_length: int
     hooks = [block.output.register_forward_pre_hook(lambda module, args: contexts.append(args[0]))
              for block in blocks]
     cls, sep = str(tokenizer.cls_token), str(tokenizer.sep_token)
+    # a block shared across depth (ALBERT) runs once per layer
+    weights = [blocks[layer % len(blocks)].output.weight for layer in range(n_layers)]
     try:
         for batch in tqdm(list(length_batches(kept, batch_size)), desc="activations", disable=not progress,
                           mininterval=2):
-            contexts.clear()
+            inputs = to_device(collate(batch, tokenizer.pad_token_id or 0, "cpu"), device)
+            width = inputs["input_ids"].shape[1]
+            roles = np.stack([role_masks(tokenizer.convert_ids_to_tokens(e.input_ids), cls, sep, width)
+                              for e in batch])  # [B, R, T]: every token has one role, padding none
+            valid = torch.as_tensor(roles.any(axis=1), dtype=torch.float32, device=device)
+            special = torch.as_tensor(roles[:, 0] | roles[:, 1], dtype=torch.float32, device=device)
+
+            def token_mean(x):  # [B, H, T] -> [B, H]: the mean over each input's own tokens
+                return (x * valid[:, None]).sum(dim=-1) / valid.sum(dim=-1)[:, None]
+
             with torch.inference_mode():
-                out = model(**to_device(collate(batch, tokenizer.pad_token_id or 0, "cpu"), device),
-                            output_hidden_states=True, output_attentions=True, return_dict=True)
+                out = model(**inputs, output_hidden_states=True, output_attentions=True, return_dict=True)
                 if len(contexts) != n_layers:
                     raise ModelError(f"{len(contexts)} of {n_layers} output projections ran")
-                # a block shared across depth (ALBERT) runs once per layer
-                weights = [blocks[layer % len(blocks)].output.weight for layer in range(n_layers)]
-                norms = torch.stack([head_outputs(c, w, n_heads).norm(dim=-1) for c, w in zip(contexts, weights)],
-                                    dim=1)  # [B, L, H, T]
+                outputs = torch.stack([token_mean(head_outputs(c, w, n_heads).norm(dim=-1))
+                                       for c, w in zip(contexts, weights)], dim=1).cpu().numpy()  # [B, L, H]
+                # each query's attention on [CLS] and [SEP], averaged over the input's queries
+                sinks = torch.stack([token_mean((a.float() @ special[:, None, :, None])[..., 0])
+                                     for a in out.attentions], dim=1).cpu().numpy()  # [B, L, H]
                 hidden = [h.float().cpu().numpy() for h in out.hidden_states]
-                attn = torch.stack([a.float() for a in out.attentions], dim=1)  # [B, L, H, T, T]
             for b, encoded in enumerate(batch):
                 n = len(encoded)
-                tokens = tokenizer.convert_ids_to_tokens(encoded.input_ids)
-                masks = role_masks(tokens, cls, sep)
-                special = torch.as_tensor(masks[0] | masks[1], device=attn.device, dtype=attn.dtype)
-                sink = (attn[b, :, :, :n, :n] @ special).mean(dim=-1)  # [L, H]: mean over queries
-                sums.add([h[b, :n] for h in hidden], masks.argmax(axis=0),
-                         norms[b, :, :, :n].mean(dim=-1).cpu().numpy(), sink.cpu().numpy())
-            del out, norms, hidden, attn
+                sums.add([h[b, :n] for h in hidden], roles[b, :, :n].argmax(axis=0), outputs[b], sinks[b])
+            del out, hidden
             contexts.clear()
     finally:
         for hook in hooks:

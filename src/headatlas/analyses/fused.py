@@ -291,8 +291,7 @@ def _forward(loaded: LoadedModel, recorder, batch: Sequence[Encoded], attrs: dic
     tok = loaded.tokenizer
     device = next(loaded.model.parameters()).device
     sizes = [len(e) for e in batch]
-    tokens = [tok.convert_ids_to_tokens(e.input_ids) for e in batch]
-    special = {k: attrs[k] for k in ("cls_token", "sep_token")}
+    tokens, special = _tokens(loaded, batch, attrs)
     with torch.inference_mode():
         layers = forward_attentions(loaded.model, collate(batch, tok.pad_token_id or 0, device))
         norms = recorder.take_layers()
@@ -320,8 +319,7 @@ def _forward_by_layer(loaded: LoadedModel, recorder: NormRecorder, batch: Sequen
     import torch
 
     tok = loaded.tokenizer
-    special = {k: attrs[k] for k in ("cls_token", "sep_token")}
-    tokens = [tok.convert_ids_to_tokens(e.input_ids) for e in batch]
+    tokens, special = _tokens(loaded, batch, attrs)
     metas = [_meta(e, t, special) for e, t in zip(batch, tokens)]
     sizes = [len(e) for e in batch]
     weightings = sorted({s.weighting for s in streams})
@@ -430,6 +428,12 @@ def device_views(layers, norms, examples: Sequence[Example], weightings: Sequenc
         out[weighting] = MapBatch(row_normalised(attn * value_norms[..., None, :]), examples, weighting,
                                   value_norms=value_norms, norm_map=norm_map, layers=at, shared=shared)
     return out
+
+
+def _tokens(loaded: LoadedModel, batch: Sequence[Encoded], attrs: dict) -> tuple[list[list[str]], dict]:
+    """The batch's tokens, and the special tokens' strings an :class:`Example` carries."""
+    tokens = [loaded.tokenizer.convert_ids_to_tokens(e.input_ids) for e in batch]
+    return tokens, {k: attrs[k] for k in ("cls_token", "sep_token")}
 
 
 def _meta(encoded: Encoded, tokens: list[str], special: dict) -> Example:

@@ -29,7 +29,7 @@ import pandas as pd
 from headatlas.analyses.base import Analysis, describe, register
 from headatlas.analyses.batch import MapBatch, to_host
 from headatlas.analyses.result import Result
-from headatlas.claims import Claim, holds_if, pct
+from headatlas.claims import Claim, above, holds_if, pct
 from headatlas.heads import Column, HeadColumns, head_table
 from headatlas.stats import bootstrap_ratio
 from headatlas.store.example import token_masks
@@ -158,13 +158,6 @@ class SinkRate(Analysis):
                 + ", ".join(ROLE_LABELS.values()))
 
 
-def most(low: float, high: float) -> bool | None:
-    """Whether a share is above 50%, from its interval: None (undecided) when it straddles 50%."""
-    if high <= 0.5:
-        return False
-    return True if low > 0.5 else None
-
-
 def paper_claims(segments: np.ndarray, n_heads: int, epsilon: float) -> list[Claim]:
     """Gu et al.'s finding read on an encoder: sinks in most heads, and on the special tokens.
 
@@ -176,7 +169,7 @@ def paper_claims(segments: np.ndarray, n_heads: int, epsilon: float) -> list[Cla
     overall = any_key.sum() / total.sum() if len(segments) else float("nan")
     on_special = special.sum() / any_key.sum() if any_key.sum() else float("nan")
     (low, high), (s_low, s_high) = bootstrap_ratio(any_key, total), bootstrap_ratio(special, any_key)
-    most_heads, on_special_tokens = most(low, high), most(s_low, s_high)
+    most_heads, on_special_tokens = above(low, high, 0.5), above(s_low, s_high, 0.5)
     undecided = "undecided: the 95% interval over segments straddles 50%"
     return [
         Claim("gu.sinks.most_heads", f"{GU} §3", "attention sinks appear in most heads of a trained model",
