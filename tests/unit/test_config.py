@@ -244,7 +244,9 @@ def test_paper_plan_runs_every_table_on_the_papers_corpora():
     assert p.ablation.task_model == "bert-large-squad"
     assert (p.ablation.types_model, p.ablation.types_corpus) == ("bert-large-squad", "wikipedia")
     left_out = {rule for o in p.omitted for rule in o.rules}
-    assert left_out == {"finetune_", "headtypes_compare"}
+    # no UPOS tagger is fine-tuned (the task model is a SQuAD model): no context mixing benchmark
+    assert left_out == {"finetune_", "headtypes_compare", "context_mixing", "compare_mixing"}
+    assert p.mixing_models == [] and any("no tagger" in str(o) for o in p.omitted)
     assert p.patterns_corpora == ["wikipedia", "ptb_sd", "conll2012"] and p.patterns_labels
     assert p.importance.metric == "f1"
     assert p.importance.patterns_corpus == "wikipedia"
@@ -357,3 +359,11 @@ def test_names_are_anchored_at_their_true_end():
     schema = yaml.safe_load(SCHEMA.read_text())
     pattern = schema["properties"]["models"]["propertyNames"]["pattern"]
     assert re.search(pattern, "bert") and not re.search(pattern, "bert\n")
+
+
+def test_the_mixing_benchmark_runs_on_each_tagger_unless_turned_off():
+    config = load(embedded())
+    assert plan(config).mixing_taggers == {"minilm_upos": "minilm"}
+    config["mixing"]["enabled"] = False
+    p = plan(config)
+    assert p.mixing_taggers == {} and any("`mixing.enabled` is false" in str(o) for o in p.omitted)

@@ -71,11 +71,11 @@ def test_the_scorecard_collects_every_claims_file(tiny_workflow):
     claims = sorted(results.glob("*/**/paper_claims.csv"))
     # surface, clustering, gradients, head types, Table 1 (tb), coreference (tb_docs), each map
     # analysis also under the norm weighting, Kobayashi's norms, Kovaleva's patterns, Gu's sinks,
-    # massive activations and dormant heads, and the ablation and head importance of the
-    # fine-tuned task model tiny_upos (not a configured model: a column of its own)
+    # massive activations and dormant heads, and the ablation, head importance and context mixing
+    # benchmark of the fine-tuned task model tiny_upos (not a configured model: a column of its own)
     maps = {"surface", "clustering", "headtypes", "syntax", "coref", "sinks"}
     assert {p.parent.name for p in claims} == maps | {f"{m}-norm" for m in maps} | {
-        "gradients", "norms", "ablation", "patterns", "importance", "activations"}
+        "gradients", "norms", "ablation", "patterns", "importance", "activations", "mixing"}
     long = pd.read_csv(results / "scorecard_long.csv", keep_default_na=False)
     assert (long["ours"] != ABSENT).sum() == sum(len(pd.read_csv(p)) for p in claims)  # none lost
     card = pd.read_csv(results / "scorecard.csv", keep_default_na=False)
@@ -86,7 +86,9 @@ def test_the_scorecard_collects_every_claims_file(tiny_workflow):
             "guan.stability"} <= set(card["id"])
     assert (card["rule"] != "").all()  # every verdict states its rule
     assert {"sun.massive.on_sink_tokens", "clark.s3.sink_heads_quiet"} <= set(card["id"])
-    for name in ("special_tokens_depth", "table1", "headtype_shares", "sinks_depth", "activations_depth"):
+    assert {"mohebbi.mixing.value_zeroing_best", "ferrando.mixing.alti_beats_rollout"} <= set(card["id"])
+    for name in ("special_tokens_depth", "table1", "headtype_shares", "sinks_depth", "activations_depth",
+                 "mixing"):
         assert (results / "compare" / f"{name}.svg").read_bytes().startswith(b"<?xml")
         assert len(pd.read_csv(results / "compare" / f"{name}.csv")) > 0
 

@@ -682,6 +682,11 @@ def task_model_inputs(wildcards):
     return loaded_from(task.task_model)
 
 
+def mixing_tagger(wildcards):
+    """The fine-tuned tagger's config.json (its folder is the model)."""
+    return output_of("finetune_upos", "model", model=PLAN.mixing_taggers[wildcards.tagger])
+
+
 def ablation_types(wildcards):
     """The head types the ablation reads: a table given by hand, or the headtypes analysis of
     the plan's model on its corpus (the attention weights' view)."""

@@ -125,6 +125,32 @@ rule compare_activations:
         "../scripts/compare_activations.py"
 
 
+rule compare_mixing:
+    input:
+        tables=lambda wildcards: [
+            output_of("context_mixing", "measures", tagger=t) for t in PLAN.mixing_taggers
+        ],
+        code=code("compare_mixing.py"),
+    output:
+        **compared(
+            "mixing",
+            "compare_mixing",
+            "context mixing vs blank-out, every tagger",
+            bool(PLAN.mixing_taggers),
+        ),
+    log:
+        logs("compare/mixing"),
+    benchmark:
+        benchmarks("compare/mixing")
+    conda:
+        ENV
+    params:
+        models=list(PLAN.mixing_taggers),
+        corpus=FINETUNE["corpus"],
+    script:
+        "../scripts/compare_mixing.py"
+
+
 rule compare_table1:
     input:
         tables=lambda wildcards: [

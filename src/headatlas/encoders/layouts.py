@@ -35,19 +35,24 @@ class NormLayout:
     attention: str
     value: str
     output: str
+    layer_norm: str = ""
+    output_norm: str = ""
 
 
 # One row per attention layout; a family joins by its model types, never by a branch in the code.
 NORM_LAYOUTS = (
     NormLayout("BERT", ("bert", "roberta", "xlm-roberta", "camembert", "electra", "data2vec-text",
                         "roberta-prelayernorm"),
-               r"encoder\.layer\.\d+\.attention", "self", "self.value", "output.dense"),
-    NormLayout("DistilBERT", ("distilbert",), r"transformer\.layer\.\d+\.attention", "", "v_lin", "out_lin"),
+               r"encoder\.layer\.\d+\.attention", "self", "self.value", "output.dense",
+               "attention.output.LayerNorm", "output.LayerNorm"),
+    NormLayout("DistilBERT", ("distilbert",), r"transformer\.layer\.\d+\.attention", "", "v_lin", "out_lin",
+               "sa_layer_norm", "output_layer_norm"),
     NormLayout("ALBERT", ("albert",), r"encoder\.albert_layer_groups\.\d+\.albert_layers\.\d+\.attention",
-               "", "value", "dense"),
+               "", "value", "dense", "attention.LayerNorm", "full_layer_layer_norm"),
     NormLayout("DeBERTa-v2", ("deberta-v2",), r"encoder\.layer\.\d+\.attention", "self", "self.value_proj",
-               "output.dense"),
-    NormLayout("MPNet", ("mpnet",), r"encoder\.layer\.\d+\.attention", "attn", "attn.v", "attn.o"),
+               "output.dense", "attention.output.LayerNorm", "output.LayerNorm"),
+    NormLayout("MPNet", ("mpnet",), r"encoder\.layer\.\d+\.attention", "attn", "attn.v", "attn.o",
+               "attention.LayerNorm", "output.LayerNorm"),
 )
 
 

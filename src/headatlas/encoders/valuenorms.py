@@ -51,11 +51,14 @@ def model_class(model) -> str:
 
 @dataclass(frozen=True)
 class AttentionBlock:
-    """One attention block of a model: the module returning ``(output, α)``, ``W_V`` and ``W_O``."""
+    """One attention block of a model: the module returning ``(output, α)``, ``W_V`` and ``W_O``,
+    and the post-attention and post-FFN LayerNorms where the family has them (else None)."""
 
     attention: torch.nn.Module
     value: torch.nn.Linear
     output: torch.nn.Linear
+    layer_norm: torch.nn.LayerNorm | None = None
+    output_norm: torch.nn.LayerNorm | None = None
 
 
 def _submodule(module: torch.nn.Module, path: str):
@@ -86,7 +89,10 @@ def _blocks(model, layout: NormLayout) -> tuple[list[AttentionBlock] | None, str
         if not heads or value.out_features != output.in_features or value.out_features % heads:
             return None, (f"{name}: the value projection's {value.out_features} outputs do not split "
                           f"into {heads} heads feeding the output projection")
-        blocks.append(AttentionBlock(attention, value, output))
+        layer = base.get_submodule(name.rpartition(".")[0]) if "." in name else base
+        norms = [_submodule(layer, path) if path else None for path in (layout.layer_norm, layout.output_norm)]
+        blocks.append(AttentionBlock(attention, value, output,
+                                     *(n if isinstance(n, torch.nn.LayerNorm) else None for n in norms)))
     if not blocks:
         return None, f"no module matches {layout.block}"
     return blocks, ""

@@ -137,6 +137,13 @@ class Plan:
     # models whose hidden states and head outputs are read (massive activations, dormant heads):
     # those whose output projection is known (a norm layout), whatever their views.
     activation_models: list[str] = field(default_factory=list)
+    mixing_models: list[str] = field(default_factory=list)  # base models whose tagger runs `mixing`
+
+    @property
+    def mixing_taggers(self) -> dict[str, str]:
+        """The context mixing benchmark's taggers (``minilm_upos``, as the ablation names them) ->
+        their base models."""
+        return {TASKS["upos"].task_model(m): m for m in self.mixing_models}
 
     @property
     def task_chain(self) -> set[tuple[str, str]]:
@@ -282,6 +289,7 @@ def plan(config: dict) -> Plan:
         why = "`importance.enabled` is false" if ablation is not None else "`ablation.model` is not set"
         leave_out(("importance",), "which heads matter (single-head disabling, head importance, "
                   "pruning)", why)
+    mixing = mixing_models(config, leave_out)
     keep = config["extraction"]["keep_stores"]
     modes = {m: spec.get("extraction_mode") or config["extraction"]["mode"] for m, spec in models.items()}
     return Plan(
@@ -297,7 +305,29 @@ def plan(config: dict) -> Plan:
         omitted=omitted, weightings=weightings,
         kept_stores=[m for m in models if (keep == "all" or m in keep) and modes[m] == "store"],
         modes=modes, analyses=analyses, gradient_losses=losses,
-        activation_models=[m for m in models if m not in no_layout] if surface else [])
+        activation_models=[m for m in models if m not in no_layout] if surface else [],
+        mixing_models=mixing)
+
+
+def mixing_models(config: dict, leave_out) -> list[str]:
+    """The base models whose UPOS tagger the context mixing benchmark scores: every model of
+    `finetune.models` with a norm layout (the measures need each head's value and output
+    projection), none when `mixing.enabled` is false."""
+    what = "context mixing measures against blank-out (Mohebbi et al. 2023)"
+    if not config["finetune"]["models"]:
+        leave_out(("context_mixing", "compare_mixing"), what, "`finetune.models` is empty: no tagger")
+        return []
+    if not config["mixing"]["enabled"]:
+        leave_out(("context_mixing", "compare_mixing"), what, "`mixing.enabled` is false")
+        return []
+    chosen = []
+    for m in config["finetune"]["models"]:
+        found = capabilities(config["models"][m])
+        if found.norms is False:
+            leave_out((), f"{what} of {m}'s tagger", found.norms_reason)
+        else:
+            chosen.append(m)
+    return chosen
 
 
 def packaged_pattern_labels() -> tuple[Path, Path]:

@@ -163,6 +163,20 @@ def pack_documents(tokenizer, sentences: Sequence[Sentence], label2id: dict[str,
     return examples
 
 
+def sentence_examples(tokenizer, sentences: Sequence[Sentence], label2id: dict[str, int],
+                      max_length: int = 128, stats: Counter | None = None) -> list[Packed]:
+    """One example per sentence, ``[CLS] s [SEP]``; a sentence over ``max_length`` wordpieces is
+    skipped and counted in ``stats`` (``too_long_sentences``), as :func:`pack_documents` does."""
+    stats = Counter() if stats is None else stats
+    examples = []
+    for sentence, (ids, labels) in zip(sentences, _word_pieces(tokenizer, sentences, label2id, stats)):
+        if len(ids) > max_length - 2:
+            stats["too_long_sentences"] += 1
+            continue
+        examples.append(_example(tokenizer, sentence.doc, [(ids, labels)]))
+    return examples
+
+
 def _word_pieces(tokenizer, sentences: Sequence[Sentence], label2id: dict[str, int],
                  stats: Counter) -> list[tuple[list[int], list[int]]]:
     """Per sentence: wordpiece ids and labels (first piece of a word labelled)."""

@@ -1,0 +1,390 @@
+"""The context mixing benchmark's forward passes (issue 35): one sentence at a time through the
+fine-tuned tagger, every measure of :mod:`headatlas.analyses.mixing` and the blank-out reference.
+
+Per sentence of ``n`` wordpieces (``[CLS] s [SEP]``, no padding):
+
+* one forward with hooks on each layer's value projection and post-attention LayerNorm gives α,
+  the values, the layer inputs and the LayerNorm inputs: ``attention``, ``norm``, ``globenc``,
+  ``alti`` (the decomposition is checked: ``Σ_j T_ij + b_O`` equals the LayerNorm's input);
+* value zeroing: for each layer ``l``, ``n`` variants of the sentence, variant ``j`` with token
+  ``j``'s value vectors zeroed at layer ``l`` (a hook on the value projection), run up to layer
+  ``l``'s output and stopped there (the next layer's value projection raises): ``L·n`` variants,
+  in batches;
+* blank-out: ``n`` variants with token ``j`` replaced by the mask token, and ``n`` with it removed;
+* gradient × input: one copy of the sentence per target token, one backward pass;
+* deletion curves: per measure and target, the top ``k`` context tokens by the measure masked,
+  ``k = 1..K`` (and a seeded random order, and blank-out's own order as the ceiling).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from headatlas.analyses.mixing import (LAYERED, MEASURES, LayerParts, context_positions, context_rho,
+                                       cosine_distances, layer_measures, layer_norm_input,
+                                       readings, residual_parts)
+from headatlas.errors import ModelError
+
+log = logging.getLogger(__name__)
+CHECK_TOLERANCE = 1e-3  # relative error of the rebuilt LayerNorm input: the layout does not hold
+ORDERS = MEASURES + ("random", "blank_out")  # deletion orders: each measure, chance, the reference
+
+
+class _Stop(Exception):
+    """Raised by a hook once the layer a variant batch needs has run."""
+
+
+@dataclass
+class _Taps:
+    """Hooks on every layer's value projection (its input and output) and LayerNorm (its input),
+    counted in call order (a block shared across depth, ALBERT's, runs once per layer)."""
+
+    record: bool = True
+    zero_layer: int | None = None  # the layer whose value vectors the variants zero ...
+    zero_tokens: torch.Tensor | None = None  # ... variant b zeroing token zero_tokens[b]
+    stop_layer: int | None = None  # raise _Stop at this layer's value projection (its input kept)
+    calls: int = 0
+    norm_calls: int = 0
+    inputs: list = field(default_factory=list)
+    values: list = field(default_factory=list)
+    norm_inputs: list = field(default_factory=list)
+    ffn_sums: list = field(default_factory=list)
+    stopped: torch.Tensor | None = None
+
+    def reset(self, record: bool) -> None:
+        self.record, self.calls, self.norm_calls, self.stopped = record, 0, 0, None
+        self.inputs, self.values, self.norm_inputs, self.ffn_sums = [], [], [], []
+
+    def before_value(self, module, args):
+        if self.stop_layer is not None and self.calls == self.stop_layer:
+            self.stopped = args[0]
+            raise _Stop
+        if self.record:
+            self.inputs.append(args[0][0].detach())
+
+    def after_value(self, module, args, output):
+        layer, self.calls = self.calls, self.calls + 1
+        if layer == self.zero_layer:
+            output = output.clone()
+            output[torch.arange(len(output)), self.zero_tokens] = 0
+        if self.record:
+            self.values.append(output[0].detach())
+        return output
+
+    def before_norm(self, module, args):
+        if self.record:
+            self.norm_inputs.append(args[0][0].detach())
+
+    def before_output_norm(self, module, args):
+        if self.record:
+            self.ffn_sums.append(args[0][0].detach())
+
+
+@dataclass
+class SentenceScores:
+    """One sentence's agreement with blank-out: per reference ``[R, ...]`` Spearman ρ of each
+    measure's final reading ``[R, M, T]``, of each layered measure's single layers and rollouts
+    ``[R, Lm, L, T]`` (NaN where a target is not scored), and the deletion curves' probability
+    drops ``[O, K, T]`` (NaN where the target has fewer than k context tokens)."""
+
+    final: np.ndarray
+    layers: np.ndarray
+    rolled: np.ndarray
+    deletion: np.ndarray
+
+
+class MixingRunner:
+    """The tagger with its hooks; :meth:`sentence` scores one sentence."""
+
+    def __init__(self, model, tokenizer, *, batch_size: int = 64, deletion_steps: int = 3, seed: int = 0):
+        from headatlas.encoders.models import takes_token_types
+        from headatlas.encoders.valuenorms import attention_layers, norms_support
+
+        why = norms_support(model)
+        if why is not None:
+            raise ModelError(f"the context mixing measures need each head's value and output projection: {why}")
+        self.blocks = attention_layers(model)
+        if any(block.layer_norm is None or block.output_norm is None for block in self.blocks):
+            raise ModelError(f"GlobEnc and ALTI decompose the post-attention and post-FFN LayerNorms, "
+                             f"which {type(model).__name__} does not have where its family's layout puts "
+                             "them (a pre-LayerNorm model?): the benchmark cannot run on it")
+        self.model, self.tokenizer = model, tokenizer
+        self.n_layers = model.config.num_hidden_layers
+        self.batch_size, self.steps, self.seed = batch_size, deletion_steps, seed
+        self.device = next(model.parameters()).device
+        self.token_types = takes_token_types(model)
+        self.mask_id = tokenizer.mask_token_id
+        if self.mask_id is None:
+            raise ModelError(f"{type(tokenizer).__name__} has no mask token: blank-out needs one")
+        self.taps = _Taps()
+        unique = {id(b.value): b for b in self.blocks}.values()
+        self._hooks = [h for b in unique for h in (b.value.register_forward_pre_hook(self.taps.before_value),
+                                                   b.value.register_forward_hook(self.taps.after_value))]
+        self._hooks += [h for b in {id(b.layer_norm): b for b in self.blocks}.values() for h in (
+            b.layer_norm.register_forward_pre_hook(self.taps.before_norm),
+            b.output_norm.register_forward_pre_hook(self.taps.before_output_norm))]
+
+    def close(self) -> None:
+        for hook in self._hooks:
+            hook.remove()
+
+    # --- forwards ---------------------------------------------------------------------------
+
+    def _inputs(self, ids: torch.Tensor, lengths: list[int] | None = None) -> dict:
+        mask = torch.ones_like(ids)
+        if lengths is not None:
+            mask = (torch.arange(ids.shape[1])[None, :] < torch.tensor(lengths)[:, None]).long()
+        inputs = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device)}
+        if self.token_types:
+            inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
+        return inputs
+
+    def _probs(self, ids: torch.Tensor, lengths: list[int] | None = None) -> torch.Tensor:
+        """Tag probabilities ``[B, n, C]`` of a batch of variants, in batches."""
+        out = []
+        for start in range(0, len(ids), self.batch_size):
+            part = ids[start:start + self.batch_size]
+            sub = None if lengths is None else lengths[start:start + self.batch_size]
+            self.taps.reset(record=False)
+            with torch.inference_mode():
+                logits = self.model(**self._inputs(part, sub)).logits
+            out.append(torch.softmax(logits.double(), dim=-1).cpu())
+        return torch.cat(out)
+
+    def _original(self, ids: torch.Tensor) -> tuple[dict[str, np.ndarray], torch.Tensor, list]:
+        """The layered maps of :func:`~headatlas.analyses.mixing.layer_measures`, the tag
+        probabilities ``[n, C]`` and each layer's output (the hidden states after it)."""
+        self.taps.reset(record=True)
+        with torch.inference_mode():
+            out = self.model(**self._inputs(ids[None]), output_attentions=True, output_hidden_states=True)
+        taps = self.taps
+        ran = {len(taps.values), len(taps.norm_inputs), len(taps.ffn_sums)}
+        if ran != {self.n_layers}:
+            raise ModelError(f"{len(taps.values)} value projections and {len(taps.norm_inputs)} + "
+                             f"{len(taps.ffn_sums)} LayerNorms ran for {self.n_layers} layers")
+        maps = {name: [] for name in LAYERED if name != "value_zeroing"}
+        for layer in range(self.n_layers):
+            block = self.blocks[layer % len(self.blocks)]
+            parts = LayerParts(*_numpy(taps.inputs[layer], out.attentions[layer][0], taps.values[layer],
+                                       block.output.weight, block.output.bias, block.layer_norm.weight,
+                                       block.layer_norm.bias), eps=block.layer_norm.eps,
+                               gamma2=_numpy(block.output_norm.weight)[0], eps2=block.output_norm.eps,
+                               ffn_sum=_numpy(taps.ffn_sums[layer])[0])
+            self._check(parts, taps.norm_inputs[layer].double().cpu().numpy(), layer)
+            for name, value in layer_measures(parts).items():
+                maps[name].append(value)
+        probs = torch.softmax(out.logits[0].double(), dim=-1).cpu()
+        return {k: np.stack(v) for k, v in maps.items()}, probs, [h[0] for h in out.hidden_states[1:]]
+
+    @staticmethod
+    def _check(parts: LayerParts, norm_input: np.ndarray, layer: int) -> None:
+        rebuilt = layer_norm_input(parts, residual_parts(parts))
+        error = np.abs(rebuilt - norm_input).max() / max(np.abs(norm_input).max(), 1e-12)
+        if error > CHECK_TOLERANCE:
+            raise ModelError(f"layer {layer + 1}: the attention output rebuilt from α and the values "
+                             f"differs from the LayerNorm's input by {error:.2g} (relative): this "
+                             "family's layout (headatlas.encoders.layouts) does not hold")
+
+    def _value_zeroing(self, ids: torch.Tensor, outputs: list) -> np.ndarray:
+        """``[L, n, n]``: per layer, each token's output distance when token j's values are zeroed."""
+        n = len(ids)
+        maps = []
+        for layer in range(self.n_layers):
+            last = layer == self.n_layers - 1
+            zeroed = []
+            for start in range(0, n, self.batch_size):
+                tokens = torch.arange(start, min(n, start + self.batch_size))
+                self.taps.reset(record=False)
+                self.taps.zero_layer, self.taps.zero_tokens = layer, tokens.to(self.device)
+                self.taps.stop_layer = None if last else layer + 1
+                try:
+                    with torch.inference_mode():
+                        out = self.model(**self._inputs(ids[None].expand(len(tokens), n)),
+                                         output_hidden_states=last)
+                    zeroed.append(out.hidden_states[-1].double().cpu())
+                except _Stop:
+                    zeroed.append(self.taps.stopped.double().cpu())
+                finally:
+                    self.taps.zero_layer = self.taps.zero_tokens = self.taps.stop_layer = None
+            maps.append(cosine_distances(torch.cat(zeroed).numpy(), outputs[layer].double().cpu().numpy()))
+        return np.stack(maps)
+
+    def _grad_input(self, ids: torch.Tensor, targets: np.ndarray, tags: torch.Tensor) -> np.ndarray:
+        """``[T, n]``: ‖∇ log p(ŷ_t) ⊙ e_j‖ at the word embeddings, one copy per target."""
+        embed = self.model.get_input_embeddings()
+        rows = []
+        for start in range(0, len(targets), self.batch_size):
+            chosen = torch.as_tensor(targets[start:start + self.batch_size])
+            with torch.enable_grad():
+                embedded = embed(ids[None].expand(len(chosen), -1).to(self.device)).detach().requires_grad_(True)
+                inputs = self._inputs(ids[None].expand(len(chosen), -1))
+                del inputs["input_ids"]
+                self.taps.reset(record=False)
+                logits = self.model(inputs_embeds=embedded, **inputs).logits
+                logp = torch.log_softmax(logits.double(), dim=-1)
+                picked = logp[torch.arange(len(chosen)), chosen, tags[chosen].to(self.device)]
+                (grad,) = torch.autograd.grad(picked.sum(), embedded)
+            rows.append((grad * embedded).double().norm(dim=-1).detach().cpu())
+        return torch.cat(rows).numpy()
+
+    # --- one sentence -----------------------------------------------------------------------
+
+    def sentence(self, input_ids: list[int], targets: np.ndarray, special: np.ndarray,
+                 rng: np.random.Generator) -> SentenceScores:
+        """Score one sentence: ``targets`` the positions of its tagged wordpieces, ``special`` which
+        positions are [CLS]/[SEP]."""
+        ids = torch.tensor(input_ids)
+        n = len(ids)
+        layered, probs, outputs = self._original(ids)
+        layered["value_zeroing"] = self._value_zeroing(ids, outputs)
+        tags = probs.argmax(-1)
+        base = probs[torch.arange(n), tags].numpy()  # p(ŷ_i) on the sentence itself
+        rolled = readings(layered)
+        final = {m: maps[-1] for m, maps in rolled.items()}
+        final["grad_input"] = np.zeros((n, n))
+        final["grad_input"][targets] = self._grad_input(ids, targets, tags)
+        references = self._blank_out(ids, targets, tags, base, special)
+        contexts = context_positions(special, targets)
+        stack = np.concatenate([np.stack([final[m] for m in MEASURES]),
+                                np.stack([layered[m] for m in LAYERED]).reshape(-1, n, n),
+                                np.stack([rolled[_rolled_name(m)] for m in LAYERED]).reshape(-1, n, n)])
+        rho = np.stack([context_rho(stack, ref, targets, contexts) for ref in references])  # [R, X, T]
+        shape = (len(references), len(LAYERED), self.n_layers, len(targets))
+        final_rho, rest = rho[:, :len(MEASURES)], rho[:, len(MEASURES):]
+        layer_rho, rolled_rho = (part.reshape(shape) for part in np.split(rest, 2, axis=1))
+        orders = {**{m: final[m][targets] for m in MEASURES}, "blank_out": references[0]}
+        deletion = self._deletion(ids, targets, tags, base, list(contexts), orders, rng)
+        return SentenceScores(final_rho, layer_rho, rolled_rho, deletion)
+
+    def _blank_out(self, ids, targets, tags, base, special) -> list[np.ndarray]:
+        """``[mask, remove]``, each ``[T, n]``: p(ŷ_t) on the sentence minus p(ŷ_t) with token j
+        masked (removed); NaN for j special or j = t (not scored)."""
+        n = len(ids)
+        blanked = [j for j in range(n) if not special[j]]
+        masked = ids[None].repeat(len(blanked), 1)
+        masked[torch.arange(len(blanked)), torch.tensor(blanked)] = self.mask_id
+        p_mask = self._probs(masked)
+        removed = torch.stack([torch.cat([ids[:j], ids[j + 1:]]) for j in blanked])
+        p_remove = self._probs(removed)
+        mask_effect, remove_effect = (np.full((len(targets), n), np.nan) for _ in range(2))
+        for k, j in enumerate(blanked):
+            for row, t in enumerate(targets):
+                if t == j:
+                    continue
+                mask_effect[row, j] = base[t] - float(p_mask[k, t, tags[t]])
+                moved = t - (j < t)
+                remove_effect[row, j] = base[t] - float(p_remove[k, moved, tags[t]])
+        return [mask_effect, remove_effect]
+
+    def _deletion(self, ids, targets, tags, base, contexts, orders, rng) -> np.ndarray:
+        """``[O, K, T]`` probability drops with the top ``k`` context tokens of each order masked.
+        One forward per distinct masked set (orders and targets often mask the same tokens)."""
+        variants, where, seen = [], [], {}
+        drops = np.full((len(ORDERS), self.steps, len(targets)), np.nan)
+        for row, (t, context) in enumerate(zip(targets, contexts)):
+            chance = rng.permutation(len(context))
+            for o, order in enumerate(ORDERS):
+                if order == "random":
+                    ranked = context[chance]
+                else:
+                    scores = np.nan_to_num(orders[order][row, context], nan=-np.inf)
+                    ranked = context[np.argsort(-scores, kind="stable")]
+                for k in range(1, min(self.steps, len(context)) + 1):
+                    masked = tuple(sorted(int(j) for j in ranked[:k]))
+                    if masked not in seen:
+                        seen[masked] = len(variants)
+                        variant = ids.clone()
+                        variant[torch.as_tensor(masked)] = self.mask_id
+                        variants.append(variant)
+                    where.append((o, k - 1, row, t, seen[masked]))
+        if variants:
+            probs = self._probs(torch.stack(variants))
+            for o, k, row, t, b in where:
+                drops[o, k, row] = base[t] - float(probs[b, t, tags[t]])
+        return drops
+
+
+def _numpy(*tensors) -> list[np.ndarray]:
+    return [t.detach().double().cpu().numpy() for t in tensors]
+
+
+def _rolled_name(measure: str) -> str:
+    """The reading that rolls ``measure`` out: ``attention`` -> ``attention_rollout``; GlobEnc,
+    ALTI and value zeroing roll out under their own names."""
+    return f"{measure}_rollout" if f"{measure}_rollout" in MEASURES else measure
+
+
+def mixing_benchmark(source: str, revision: str | None, sentences, *, name: str, corpus: str,
+                     split: str = "test", max_sentences: int | None = 100, max_length: int = 64,
+                     batch_size: int = 64, deletion_steps: int = 3, seed: int = 0, n_boot: int = 1000,
+                     boot_seed: int = 0, progress: bool = True):
+    """Score every context mixing measure of the tagger at ``source`` against blank-out on the first
+    ``max_sentences`` sentences of ``split`` that fit ``max_length`` wordpieces and have a target
+    to score (a word with at least 3 other wordpieces beside it). ``seed``: the deletion curves'
+    random order; ``n_boot``, ``boot_seed``: the intervals' resamples.
+
+    Returns the :class:`~headatlas.analyses.result.Result` of
+    :meth:`~headatlas.analyses.mixing.MixingTotals.result`, with ``attrs`` (model, corpus, N, the
+    seconds per sentence, caption).
+    """
+    import time
+    from collections import Counter
+
+    from tqdm.auto import tqdm
+    from transformers import AutoModelForTokenClassification
+
+    from headatlas.analyses.mixing import MixingTotals
+    from headatlas.encoders.models import from_pretrained, tokenizer_from_pretrained
+    from headatlas.errors import HeadAtlasError
+    from headatlas.tasks.upos import IGNORE, sentence_examples, split_sentences
+
+    model = from_pretrained(AutoModelForTokenClassification, source, revision, name=name,
+                            attn_implementation="eager")
+    model = model.to("cuda" if torch.cuda.is_available() else "cpu").eval()
+    tokenizer = tokenizer_from_pretrained(source, revision, name=name)
+    parts, by_document = split_sentences(list(sentences))
+    chosen = parts[split]
+    unknown = {t for s in chosen for t in s.upos} - set(model.config.label2id)
+    if unknown:
+        raise HeadAtlasError(f"tags {sorted(unknown)} of {corpus} are not in the tagger's label map "
+                             f"({source}): was it fine-tuned on {corpus}?")
+    stats = Counter()
+    examples = [e for e in sentence_examples(tokenizer, chosen, model.config.label2id, max_length, stats)
+                if len(e) >= 6][:max_sentences]  # [CLS] + a target + 3 context pieces + [SEP]
+    if not examples:
+        raise HeadAtlasError(f"no {split} sentence of {corpus} has 4 to {max_length - 2} wordpieces")
+    runner = MixingRunner(model, tokenizer, batch_size=batch_size, deletion_steps=deletion_steps, seed=seed)
+    rng = np.random.default_rng(seed)
+    scores, started = [], time.perf_counter()
+    try:
+        for example in tqdm(examples, desc="context mixing", disable=not progress, mininterval=2):
+            labels = np.array(example.labels)
+            special = np.zeros(len(example), dtype=bool)
+            special[[0, -1]] = True  # [CLS] s [SEP]
+            scores.append(runner.sentence(example.input_ids, np.flatnonzero(labels != IGNORE), special, rng))
+    finally:
+        runner.close()
+    seconds = time.perf_counter() - started
+    result = MixingTotals.of(scores).result(ORDERS, runner.n_layers, n_boot, boot_seed)
+    n_targets = int(sum((np.array(e.labels) != IGNORE).sum() for e in examples))
+    result.attrs = {"model_name": name, "source": str(source), "corpus": corpus, "split": split,
+                    "split_by_document": by_document, "n_sentences": len(examples), "n_targets": n_targets,
+                    "n_layers": runner.n_layers, "max_length": max_length, "deletion_steps": deletion_steps,
+                    "n_skipped_too_long": stats["too_long_sentences"], "seconds": seconds,
+                    "seconds_per_sentence": seconds / len(examples),
+                    "wordpieces_per_sentence": float(np.mean([len(e) for e in examples]))}
+    result.attrs["caption"] = caption(result.attrs)
+    return result
+
+
+def caption(attrs: dict) -> str:
+    """The figures' footnote: the tagger, the sentences, the reference and what is left out."""
+    return (f"{attrs['model_name']} (UPOS tagger), {attrs['n_sentences']} {attrs['corpus']} {attrs['split']} "
+            f"sentences alone ([CLS] s [SEP], <= {attrs['max_length']} wordpieces), {attrs['n_targets']} "
+            "target words; reference: the fall in p(predicted tag) when a token is masked (or removed); "
+            "Spearman ρ over each target's context (itself and [CLS]/[SEP] left out), mean over targets, "
+            "95% intervals resampling sentences")
