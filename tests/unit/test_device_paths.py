@@ -140,3 +140,19 @@ def test_attention_gradients_keep_to_the_device(tiny_model_dir):
         device.place(loaded.model)
         result = gradient_importance(loaded, loss, segments(), max_length=32, batch_size=2, progress=False)
     assert np.isfinite(result.table["other"].to_numpy()).all()
+
+
+def test_context_mixing_keeps_to_the_device(tmp_path):
+    from headatlas.interventions.mixing import MixingRunner
+    from tests.unit.test_mixing import sentence_of, tiny_tagger
+
+    model, tokenizer = tiny_tagger(tmp_path)
+    with SimulatedDevice() as device:
+        device.place(model)
+        runner = MixingRunner(model, tokenizer, batch_size=4, deletion_steps=2)
+        ids, special = sentence_of(tokenizer)
+        try:
+            scores = runner.sentence(ids, np.flatnonzero(~special), special, np.random.default_rng(0))
+        finally:
+            runner.close()
+    assert np.isfinite(scores.final[0]).any()

@@ -164,8 +164,8 @@ def test_value_zeroing_of_a_token_no_head_attends_to_is_zero(tmp_path):
     ignored = 3
     plain = runner._inputs
 
-    def hidden_from_all(ids, lengths=None):  # every query's attention on `ignored` is 0
-        inputs = plain(ids, lengths)
+    def hidden_from_all(ids):  # every query's attention on `ignored` is 0
+        inputs = plain(ids)
         inputs["attention_mask"][:, ignored] = 0
         return inputs
 
@@ -191,7 +191,7 @@ class FakeProbs:
         self.runner._probs = self.probs
 
     @staticmethod
-    def probs(ids, lengths=None):
+    def probs(ids):
         ids = ids.double()
         p = ids / 100 + ids.sum(-1, keepdim=True) / 10_000
         return p[..., None].expand(*p.shape, 3)
@@ -320,3 +320,34 @@ def test_value_zeroing_equals_one_plain_forward_per_token_and_layer(tmp_path):
                 hook.remove()
             expected = cosine_distances(torch.stack(zeroed).double().numpy(), plain[layer + 1][0].double().numpy())
             np.testing.assert_allclose(batched[layer], expected, atol=1e-6)
+
+
+def test_gradient_times_input_against_finite_differences(tmp_path):
+    """‖∇_{e_j} log p(ŷ_t) ⊙ e_j‖ from the runner's one backward pass per batch of targets, against
+    central differences of log p(ŷ_t) along each embedding coordinate (float64)."""
+    model, tokenizer = tiny_tagger(tmp_path)
+    model = model.double()
+    runner = MixingRunner(model, tokenizer, batch_size=2)  # two batches of targets
+    ids, special = sentence_of(tokenizer)
+    targets = np.array([1, 2, 4])
+    try:
+        _, probs, _ = runner._original(torch.tensor(ids))
+        tags = probs.argmax(-1)
+        ours = runner._grad_input(torch.tensor(ids), targets, tags)
+    finally:
+        runner.close()
+    embedded = model.get_input_embeddings()(torch.tensor([ids])).detach()
+
+    def log_p(e, t):
+        with torch.no_grad():
+            return torch.log_softmax(model(inputs_embeds=e).logits[0, t], -1)[tags[t]].item()
+
+    h = 1e-6
+    for row, t in enumerate(targets):
+        grad = torch.zeros_like(embedded)
+        for j in range(len(ids)):
+            for d in range(embedded.shape[-1]):
+                step = torch.zeros_like(embedded)
+                step[0, j, d] = h
+                grad[0, j, d] = (log_p(embedded + step, t) - log_p(embedded - step, t)) / (2 * h)
+        np.testing.assert_allclose(ours[row], (grad * embedded)[0].norm(dim=-1).numpy(), rtol=1e-5, atol=1e-9)

@@ -67,10 +67,10 @@ def test_fused_tables_equal_the_store_run(fused_workflow, tiny_workflow):  # the
     key = ["model", "id", "where"]
     pd.testing.assert_frame_equal(ours.set_index(key).loc[theirs.set_index(key).index],
                                   theirs.set_index(key))
-    # what only the store run has: the claims of the left-out ablation and importance
+    # what only the store run has: the claims of the left-out ablation, importance and mixing
     shared = ours[ours["model"].isin(set(theirs["model"]))]
     only = shared.set_index(key).index.difference(theirs.set_index(key).index)
-    assert set(only.get_level_values("where")) <= {"ablation", "importance"}
+    assert set(only.get_level_values("where")) <= {"ablation", "importance", "mixing"}
 
 
 def test_no_map_is_stored_but_the_exemplars(fused_workflow):

@@ -70,7 +70,7 @@ class _Taps:
         layer, self.calls = self.calls, self.calls + 1
         if layer == self.zero_layer:
             output = output.clone()
-            output[torch.arange(len(output)), self.zero_tokens] = 0
+            output[torch.arange(len(output), device=output.device), self.zero_tokens] = 0
         if self.record:
             self.values.append(output[0].detach())
         return output
@@ -100,7 +100,7 @@ class SentenceScores:
 class MixingRunner:
     """The tagger with its hooks; :meth:`sentence` scores one sentence."""
 
-    def __init__(self, model, tokenizer, *, batch_size: int = 64, deletion_steps: int = 3, seed: int = 0):
+    def __init__(self, model, tokenizer, *, batch_size: int = 64, deletion_steps: int = 3):
         from headatlas.encoders.models import takes_token_types
         from headatlas.encoders.valuenorms import attention_layers, norms_support
 
@@ -114,7 +114,7 @@ class MixingRunner:
                              "them (a pre-LayerNorm model?): the benchmark cannot run on it")
         self.model, self.tokenizer = model, tokenizer
         self.n_layers = model.config.num_hidden_layers
-        self.batch_size, self.steps, self.seed = batch_size, deletion_steps, seed
+        self.batch_size, self.steps = batch_size, deletion_steps
         self.device = next(model.parameters()).device
         self.token_types = takes_token_types(model)
         self.mask_id = tokenizer.mask_token_id
@@ -134,24 +134,20 @@ class MixingRunner:
 
     # --- forwards ---------------------------------------------------------------------------
 
-    def _inputs(self, ids: torch.Tensor, lengths: list[int] | None = None) -> dict:
-        mask = torch.ones_like(ids)
-        if lengths is not None:
-            mask = (torch.arange(ids.shape[1])[None, :] < torch.tensor(lengths)[:, None]).long()
-        inputs = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device)}
+    def _inputs(self, ids: torch.Tensor) -> dict:
+        """Model inputs of a batch of unpadded variants (all of one length)."""
+        inputs = {"input_ids": ids.to(self.device), "attention_mask": torch.ones_like(ids).to(self.device)}
         if self.token_types:
             inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
         return inputs
 
-    def _probs(self, ids: torch.Tensor, lengths: list[int] | None = None) -> torch.Tensor:
-        """Tag probabilities ``[B, n, C]`` of a batch of variants, in batches."""
+    def _probs(self, ids: torch.Tensor) -> torch.Tensor:
+        """Tag probabilities ``[B, n, C]`` of variants ``[B, n]``, in batches."""
         out = []
         for start in range(0, len(ids), self.batch_size):
-            part = ids[start:start + self.batch_size]
-            sub = None if lengths is None else lengths[start:start + self.batch_size]
             self.taps.reset(record=False)
             with torch.inference_mode():
-                logits = self.model(**self._inputs(part, sub)).logits
+                logits = self.model(**self._inputs(ids[start:start + self.batch_size])).logits
             out.append(torch.softmax(logits.double(), dim=-1).cpu())
         return torch.cat(out)
 
@@ -357,7 +353,7 @@ def mixing_benchmark(source: str, revision: str | None, sentences, *, name: str,
                 if len(e) >= 6][:max_sentences]  # [CLS] + a target + 3 context pieces + [SEP]
     if not examples:
         raise HeadAtlasError(f"no {split} sentence of {corpus} has 4 to {max_length - 2} wordpieces")
-    runner = MixingRunner(model, tokenizer, batch_size=batch_size, deletion_steps=deletion_steps, seed=seed)
+    runner = MixingRunner(model, tokenizer, batch_size=batch_size, deletion_steps=deletion_steps)
     rng = np.random.default_rng(seed)
     scores, started = [], time.perf_counter()
     try:
