@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from headatlas.analyses.rollout import rollout
+from headatlas.weightings import row_normalised
 
 MOHEBBI, FERRANDO, MODARRESSI, KOBAYASHI, ABNAR = ("Mohebbi et al. 2023", "Ferrando et al. 2022",
                                                     "Modarressi et al. 2022", "Kobayashi et al. 2020",
@@ -79,12 +80,6 @@ LABELS = {
     "grad_input": "gradient × input at the word embeddings",
 }
 REFERENCES = ("mask", "remove")
-
-
-def row_normalised(x: np.ndarray) -> np.ndarray:
-    """Rows divided by their sums; a row summing to 0 stays 0."""
-    totals = x.sum(axis=-1, keepdims=True)
-    return x / np.where(totals > 0, totals, 1.0)
 
 
 # --- one layer's decomposition ------------------------------------------------------------------
