@@ -55,9 +55,13 @@ def test_the_parts_sum_to_the_layer_norm_output_and_alti_rows_to_one():
     torch_ln = torch.nn.functional.layer_norm(torch.tensor(z), (d,), torch.tensor(parts.gamma),
                                               torch.tensor(parts.beta), parts.eps).numpy()
     np.testing.assert_allclose(y, torch_ln, atol=1e-10)
-    for name, m in layer_measures(parts).items():
-        np.testing.assert_allclose(m.sum(-1), 1.0, atol=1e-12, err_msg=name)
-        assert (m >= 0).all()
+    maps = layer_measures(parts)
+    for name in ("attention", "norm", "globenc", "alti"):
+        np.testing.assert_allclose(maps[name].sum(-1), 1.0, atol=1e-12, err_msg=name)
+        assert (maps[name] >= 0).all()
+    np.testing.assert_array_equal(maps["head_attention"], parts.alpha)
+    f = np.einsum("jhd,ehd->hje", parts.values.reshape(n, heads, dh), parts.w_o.reshape(d, heads, dh))
+    np.testing.assert_allclose(maps["head_norm"][1, 2, 3], parts.alpha[1, 2, 3] * np.linalg.norm(f[1, 3]))
 
 
 def test_second_norm_worked_by_hand():
@@ -139,6 +143,7 @@ def test_every_family_decomposes_and_scores(tmp_path, family):
     assert scores.final.shape == (len(REFERENCES), len(MEASURES), len(targets))
     assert scores.layers.shape == scores.rolled.shape == (2, 5, 2, len(targets))
     assert scores.deletion.shape == (len(ORDERS), 2, len(targets))
+    assert scores.heads.shape == (2, 2, 2, len(targets))
     scored = ~np.isnan(scores.final)
     assert scored.any() and (np.abs(scores.final[scored]) <= 1 + 1e-12).all()
     assert not runner.model._forward_hooks and not runner.blocks[0].value._forward_hooks  # closed
@@ -240,7 +245,9 @@ def totals_where(rho: dict[str, float], n_sentences: int = 40, noise: float = 0.
         final = np.stack([np.stack([rho.get(m, 0.2) + noise * rng.normal(size=targets) for m in MEASURES])
                           for _ in REFERENCES])
         layers = np.zeros((len(REFERENCES), 5, 2, targets))
-        out.append(SentenceScores(final, layers, layers.copy(), np.zeros((len(ORDERS), 2, targets))))
+        heads = np.zeros((2, 2, 3, targets))  # α and ‖αf‖, 2 layers x 3 heads
+        heads[0, 1, 2] = rho.get("head", 0.0)  # head 2-3's α
+        out.append(SentenceScores(final, layers, layers.copy(), np.zeros((len(ORDERS), 2, targets)), heads))
     return MixingTotals.of(out)
 
 
@@ -270,6 +277,15 @@ def test_tables_of_the_totals():
     assert len(result.tables["comparisons"]) == len(REFERENCES) * len(PAIRS)
     assert len(result.tables["layers"]) == len(REFERENCES) * 2 * 5 * 2
     assert set(result.tables["aopc"].order) == set(ORDERS)
+    heads = result.tables["heads"]
+    assert len(heads) == 6 and list(heads.columns[:4]) == ["layer", "head", "rho_attention", "rho_attention_low"]
+
+
+def test_the_heads_table_reads_each_head_in_place():
+    result = totals_where({"head": 0.7}, n_sentences=5, noise=0.0).result(ORDERS, n_layers=2, n_boot=20)
+    heads = result.tables["heads"].set_index(["layer", "head"])
+    assert heads.loc[(2, 3), "rho_attention"] == pytest.approx(0.7)
+    assert (heads.drop((2, 3))["rho_attention"] == 0).all() and (heads["rho_norm"] == 0).all()
 
 
 def test_benchmark_on_a_tiny_tagger(tmp_path):

@@ -171,3 +171,16 @@ def test_an_analysis_is_three_files(tmp_path):
     assert rules <= {"toy", "all", "atlas_heads", "atlas_page", "scorecard", "table_page"}
     pages = re.findall(r"^\s+output: (\S+\.csv\.html)", plan, re.M)
     assert ("table_page" in rules) == bool(pages) and all(p.endswith("heads_columns.csv.html") for p in pages), pages
+
+
+def test_a_caption_reading_a_wildcard_its_output_lacks_is_refused(tmp_path):
+    """The report prints an undefined wildcard as nothing ('the tagger fine-tuned from .'): the
+    parse refuses such a caption, naming it and the output."""
+    root = tiny_folder(tmp_path)
+    (root / "config.yaml").write_text(yaml.safe_dump(toy_config(root)))
+    caption = root / "workflow" / "report" / "mixing_heads.rst"
+    caption.write_text(caption.read_text() + "On {{ snakemake.wildcards.corpus }}.\n")
+    failed = snakemake(root, "-n", "--cores", "1", check=False)
+    assert failed.returncode != 0
+    assert ("mixing_heads.rst reads snakemake.wildcards.corpus, which the output "
+            "results/{tagger}/mixing/heads.csv does not have") in failed.stdout + failed.stderr

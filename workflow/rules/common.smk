@@ -333,6 +333,24 @@ def caption_file(caption):
     return caption if caption.endswith(".rst") else f"{REPORT}/{caption}.rst"
 
 
+@functools.cache
+def caption_wildcards(caption):
+    """The wildcards a caption reads (``snakemake.wildcards.<name>``): an output must have them,
+    or the report prints nothing in their place."""
+    text = open(workflow.source_path(caption_file(caption)), encoding="utf-8").read()
+    return set(re.findall(r"snakemake\.wildcards\.(\w+)", text)) - {"get"}
+
+
+def check_caption(caption, path):
+    """Refuse a caption that reads a wildcard the output's path does not have."""
+    missing = caption_wildcards(caption) - set(wildcard_names(path))
+    if missing:
+        raise ValueError(
+            f"the caption {caption_file(caption)} reads snakemake.wildcards."
+            f"{', '.join(sorted(missing))}, which the output {path} does not have"
+        )
+
+
 def result(
     analysis,
     path,
@@ -364,6 +382,8 @@ def result(
             **{w: f"{{{w}}}" for w in wildcard_names(path)},
             "result": Path(path).name,
         }
+    if in_report:
+        check_caption(caption, path)
     entry = {
         "caption": caption_file(caption),
         "labels": labels,

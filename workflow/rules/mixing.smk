@@ -29,6 +29,7 @@ rule context_mixing:
         deletion=MIXING_RESULTS.table("deletion.csv", "mixing_deletion", "deletion curves"),
         aopc=MIXING_RESULTS.table("aopc.csv", "mixing_deletion", "deletion: AOPC per order"),
         comparisons=MIXING_RESULTS.table("comparisons.csv", "mixing_claims", "paired differences"),
+        heads=MIXING_RESULTS.heads("heads.csv", "mixing_heads", "per head: α and ‖αf‖ vs blank-out"),
         claims=MIXING_RESULTS.claims("paper_claims.csv", "mixing_claims", "paper vs ours"),
         figure=MIXING_RESULTS.figure("mixing.svg", "mixing_measures", "figure"),
     log:

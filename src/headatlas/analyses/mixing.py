@@ -47,8 +47,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
+from headatlas.analyses.result import Result
 from headatlas.analyses.rollout import rollout
+from headatlas.claims import Claim, above, holds_if
+from headatlas.heads import INDEPENDENT, Column, HeadColumns, head_table
 from headatlas.weightings import row_normalised
 
 MOHEBBI, FERRANDO, MODARRESSI, KOBAYASHI, ABNAR = ("Mohebbi et al. 2023", "Ferrando et al. 2022",
@@ -80,6 +84,7 @@ LABELS = {
     "grad_input": "gradient × input at the word embeddings",
 }
 REFERENCES = ("mask", "remove")
+HEADS = ("head_attention", "head_norm")  # each head's own map: α^h, and α^h weighted by ‖f_h(x)‖
 
 
 # --- one layer's decomposition ------------------------------------------------------------------
@@ -112,14 +117,19 @@ class LayerParts:
         return self.alpha.shape[0]
 
 
-def mixed_parts(parts: LayerParts) -> np.ndarray:
-    """``[n, n, D]``: ``Σ_h α^h_ij f_h(x_j)``, each input token's part of the attention output."""
+def transformed_values(parts: LayerParts) -> np.ndarray:
+    """``f_h(x_j) = v_j^h W_O^h`` ``[H, n, D]``: each head's value vector through its block of
+    the output projection."""
     n, inner = parts.values.shape
     heads = parts.n_heads
     per_head = parts.values.reshape(n, heads, inner // heads)  # [n, H, dh]
     blocks = parts.w_o.reshape(parts.w_o.shape[0], heads, inner // heads)  # [D, H, dh]
-    f = np.einsum("jhd,ehd->hje", per_head, blocks)  # f_h(x_j): [H, n, D]
-    return np.einsum("hij,hje->ije", parts.alpha, f)
+    return np.einsum("jhd,ehd->hje", per_head, blocks)
+
+
+def mixed_parts(parts: LayerParts, f: np.ndarray | None = None) -> np.ndarray:
+    """``[n, n, D]``: ``Σ_h α^h_ij f_h(x_j)``, each input token's part of the attention output."""
+    return np.einsum("hij,hje->ije", parts.alpha, transformed_values(parts) if f is None else f)
 
 
 def residual_parts(parts: LayerParts, mixed: np.ndarray | None = None) -> np.ndarray:
@@ -149,8 +159,10 @@ def normalised_parts(parts: LayerParts, terms: np.ndarray) -> tuple[np.ndarray, 
 
 def layer_measures(parts: LayerParts) -> dict[str, np.ndarray]:
     """One layer's ``[n, n]`` maps: ``attention`` (mean α), ``norm``, ``globenc``, ``alti``; the
-    last three rows normalised (``norm`` as :mod:`headatlas.analyses.rollout` takes it)."""
-    mixed = mixed_parts(parts)
+    last three rows normalised (``norm`` as :mod:`headatlas.analyses.rollout` takes it). And each
+    head's own ``[H, n, n]``: ``head_attention`` (α^h) and ``head_norm`` (α^h_ij ‖f_h(x_j)‖)."""
+    f = transformed_values(parts)
+    mixed = mixed_parts(parts, f)
     terms = residual_parts(parts, mixed)
     g, y = normalised_parts(parts, terms)
     distance = np.abs(y[:, None, :] - g).sum(axis=-1)  # ‖y_i - g_i(T_ij)‖₁
@@ -158,7 +170,9 @@ def layer_measures(parts: LayerParts) -> dict[str, np.ndarray]:
     return {"attention": parts.alpha.mean(axis=0),
             "norm": row_normalised(np.linalg.norm(mixed, axis=-1)),
             "globenc": row_normalised(np.linalg.norm(second_norm(parts, g), axis=-1)),
-            "alti": row_normalised(proximity)}
+            "alti": row_normalised(proximity),
+            "head_attention": parts.alpha,
+            "head_norm": parts.alpha * np.linalg.norm(f, axis=-1)[:, None, :]}
 
 
 def second_norm(parts: LayerParts, g: np.ndarray) -> np.ndarray:
@@ -271,6 +285,7 @@ class MixingTotals:
     deletion_n: np.ndarray
     aopc: np.ndarray
     aopc_n: np.ndarray
+    heads: np.ndarray
 
     @classmethod
     def of(cls, sentences: list) -> "MixingTotals":
@@ -287,18 +302,15 @@ class MixingTotals:
         aopc = [np.nan_to_num(p).sum(axis=-1) for p in per_target]  # [O]
         aopc_n = [float((~np.isnan(p[0])).sum()) for p in per_target]
         stack = lambda xs: np.stack(xs).astype(float)  # noqa: E731
+        heads = [unit_sums(s.heads)[0] for s in sentences]  # [2, L, H] each
         return cls(stack(final), stack([n[:, 0] for n in final_n]), stack(layers), stack(rolled),
-                   stack(deletion), stack(deletion_n), stack(aopc), np.array(aopc_n))
+                   stack(deletion), stack(deletion_n), stack(aopc), np.array(aopc_n), stack(heads))
 
     def result(self, orders: tuple[str, ...], n_layers: int, n_boot: int = 1000, seed: int = 0):
         """The benchmark's :class:`~headatlas.analyses.result.Result`: tables ``measures`` (each
         measure's final reading against each reference, ranked), ``layers`` (each layered measure
         per layer, alone and rolled out), ``deletion`` and ``aopc`` (the deletion curves of
         ``orders``), ``comparisons`` (the claims' paired differences), and the claims."""
-        import pandas as pd
-
-        from headatlas.analyses.result import Result
-
         boot = dict(n_boot=n_boot, seed=seed)
         rows = []
         for r, reference in enumerate(REFERENCES):
@@ -326,8 +338,21 @@ class MixingTotals:
                 for i, o in enumerate(orders)]
         tables = {"measures": pd.DataFrame(rows), "layers": pd.DataFrame(layer_rows),
                   "deletion": pd.DataFrame(deletion), "aopc": pd.DataFrame(aopc),
-                  "comparisons": pd.DataFrame(self.comparisons(n_boot, seed))}
+                  "comparisons": pd.DataFrame(self.comparisons(n_boot, seed)),
+                  "heads": self.heads_table(n_boot, seed)}
         return Result(tables, claims=claims(tables["comparisons"], tables["measures"]))
+
+    def heads_table(self, n_boot: int, seed: int):
+        """Per head: the mean ρ of its own α (``rho_attention``) and of its α weighted by the value
+        norms ``‖f_h(x_j)‖`` (``rho_norm``) with blank-out by masking, each with its interval."""
+        _, n_layers, n_heads = self.heads.shape[1:]
+        mean, low, high = mean_and_interval(self.heads.reshape(len(self.heads), -1), self.final_n[:, 0],
+                                            n_boot, seed)
+        columns = {}
+        for k, name in enumerate(("rho_attention", "rho_norm")):
+            part = slice(k * n_layers * n_heads, (k + 1) * n_layers * n_heads)
+            columns.update({name: mean[part], f"{name}_low": low[part], f"{name}_high": high[part]})
+        return head_table(n_layers, n_heads, **columns)
 
     def comparisons(self, n_boot: int, seed: int) -> list[dict]:
         """The claims' pairs: each ``(a, b)`` of :data:`PAIRS` per reference, the mean over targets of
@@ -368,8 +393,6 @@ def claims(comparisons, measures) -> list:
     against blank-out by masking: holds when the interval is above 0, does not hold when it is at
     or below 0 (for Mohebbi's: when any other measure is clearly ahead), otherwise not applicable
     (undecided at this sample)."""
-    from headatlas.claims import Claim, above, holds_if
-
     reference = "blank-out by the mask token"
     rule_pair = "paired bootstrap 95% interval of the mean difference in ρ (resampling sentences) above 0"
     others = [b for a, b in PAIRS if a == "value_zeroing"]
@@ -401,3 +424,15 @@ def claims(comparisons, measures) -> list:
                          f"against {reference}",
                          "final layer for both" if a == "norm" else "both rolled out over every layer"))
     return out
+
+
+# What the per-head table (heads.csv) adds to the head atlas (headatlas.report.atlas): a property of
+# the tagger's head against its own predictions, the same in both weightings' rows.
+ATLAS = {"heads": HeadColumns("mixing vs blank-out", f"{MOHEBBI}; {KOBAYASHI}", rank=95, weighting=INDEPENDENT,
+                              columns=(
+    Column("mixing_rho_attention", "rho_attention", "ρ",
+           "Spearman ρ of the head's α row with blank-out (the tagger's p(predicted tag) when a context "
+           "token is masked), mean over target words"),
+    Column("mixing_rho_norm", "rho_norm", "ρ",
+           "the same for the head's α weighted by the value norms ‖f_h(x_j)‖ (Kobayashi et al.)"),
+))}

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from headatlas.analyses.mixing import (LAYERED, MEASURES, LayerParts, context_positions, context_rho,
-                                       cosine_distances, layer_measures, layer_norm_input,
-                                       readings, residual_parts)
+from headatlas.analyses.mixing import (HEADS, LAYERED, MEASURES, LayerParts, context_positions,
+                                       context_rho, cosine_distances, layer_measures,
+                                       layer_norm_input, readings, residual_parts)
 from headatlas.errors import ModelError
 
 log = logging.getLogger(__name__)
@@ -88,13 +88,15 @@ class _Taps:
 class SentenceScores:
     """One sentence's agreement with blank-out: per reference ``[R, ...]`` Spearman ρ of each
     measure's final reading ``[R, M, T]``, of each layered measure's single layers and rollouts
-    ``[R, Lm, L, T]`` (NaN where a target is not scored), and the deletion curves' probability
-    drops ``[O, K, T]`` (NaN where the target has fewer than k context tokens)."""
+    ``[R, Lm, L, T]`` (NaN where a target is not scored), the deletion curves' probability
+    drops ``[O, K, T]`` (NaN where the target has fewer than k context tokens), and each head's
+    α and ‖αf‖ against blank-out by masking ``[2, L, H, T]``."""
 
     final: np.ndarray
     layers: np.ndarray
     rolled: np.ndarray
     deletion: np.ndarray
+    heads: np.ndarray
 
 
 class MixingRunner:
@@ -162,7 +164,7 @@ class MixingRunner:
         if ran != {self.n_layers}:
             raise ModelError(f"{len(taps.values)} value projections and {len(taps.norm_inputs)} + "
                              f"{len(taps.ffn_sums)} LayerNorms ran for {self.n_layers} layers")
-        maps = {name: [] for name in LAYERED if name != "value_zeroing"}
+        maps = {name: [] for name in LAYERED + HEADS if name != "value_zeroing"}
         for layer in range(self.n_layers):
             block = self.blocks[layer % len(self.blocks)]
             parts = LayerParts(*_numpy(taps.inputs[layer], out.attentions[layer][0], taps.values[layer],
@@ -249,12 +251,15 @@ class MixingRunner:
                                 np.stack([layered[m] for m in LAYERED]).reshape(-1, n, n),
                                 np.stack([rolled[_rolled_name(m)] for m in LAYERED]).reshape(-1, n, n)])
         rho = np.stack([context_rho(stack, ref, targets, contexts) for ref in references])  # [R, X, T]
+        per_head = np.concatenate([layered[name] for name in HEADS]).reshape(-1, n, n)  # [2·L·H, n, n]
+        heads = context_rho(per_head, references[0], targets, contexts).reshape(
+            len(HEADS), self.n_layers, -1, len(targets))
         shape = (len(references), len(LAYERED), self.n_layers, len(targets))
         final_rho, rest = rho[:, :len(MEASURES)], rho[:, len(MEASURES):]
         layer_rho, rolled_rho = (part.reshape(shape) for part in np.split(rest, 2, axis=1))
         orders = {**{m: final[m][targets] for m in MEASURES}, "blank_out": references[0]}
         deletion = self._deletion(ids, targets, tags, base, list(contexts), orders, rng)
-        return SentenceScores(final_rho, layer_rho, rolled_rho, deletion)
+        return SentenceScores(final_rho, layer_rho, rolled_rho, deletion, heads)
 
     def _blank_out(self, ids, targets, tags, base, special) -> list[np.ndarray]:
         """``[mask, remove]``, each ``[T, n]``: p(ŷ_t) on the sentence minus p(ŷ_t) with token j

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from headatlas.plots.base import HIGHLIGHT, atomic_savefig, captioned_figure, legend_beside
+from headatlas.plots.base import (HIGHLIGHT, atomic_savefig, captioned_figure, draw_head_heatmap, head_grid,
+                                  legend_beside)
 
 # One colour per measure in every panel (a rollout: its source's colour, dashed).
 COLOURS = {"attention": "#1f77b4", "norm": "#ff7f0e", "globenc": "#2ca02c", "alti": HIGHLIGHT,
@@ -17,13 +18,13 @@ REFERENCE_STYLE = {"mask": ("o", "#333333", "blank-out: masked"), "remove": ("s"
 
 
 def plot_mixing(measures: pd.DataFrame, layers: pd.DataFrame, deletion: pd.DataFrame, aopc: pd.DataFrame,
-                comparisons: pd.DataFrame, path: str | Path, caption: str) -> None:
-    """Left: each measure's Spearman ρ with blank-out (95% intervals), ranked by the masked
-    reference. Middle: each layered measure per layer, alone (solid) and rolled out (dashed).
-    Right: the deletion curves, the fall in p(predicted tag) as the top-k context tokens of each
-    order are masked."""
-    fig = captioned_figure(15, 4.6, caption)
-    left, middle, right = fig.subplots(1, 3)
+                comparisons: pd.DataFrame, heads: pd.DataFrame, path: str | Path, caption: str) -> None:
+    """First: each measure's Spearman ρ with blank-out (95% intervals), ranked by the masked
+    reference. Second: each layered measure per layer, alone (solid) and rolled out (dashed).
+    Third: the deletion curves, the fall in p(predicted tag) as the top-k context tokens of each
+    order are masked. Last: each head's own α against blank-out."""
+    fig = captioned_figure(19, 4.6, caption)
+    left, middle, right, last = fig.subplots(1, 4, width_ratios=(1, 1, 1, 0.8))
     ranked = measures[measures.reference == "mask"].sort_values("rho")["measure"].tolist()
     y = {m: i for i, m in enumerate(ranked)}
     for offset, (reference, (marker, colour, label)) in zip((-0.15, 0.15), REFERENCE_STYLE.items()):
@@ -55,6 +56,11 @@ def plot_mixing(measures: pd.DataFrame, layers: pd.DataFrame, deletion: pd.DataF
     right.set_xticks(sorted(deletion["k"].unique()))
     right.set_title("deletion curves (higher = the measure found what matters)", fontsize=10)
     legend_beside(right, fontsize=6)
+    grid = head_grid(heads, "rho_attention")
+    bound = max(float(np.nanmax(np.abs(grid))), 1e-9) if np.isfinite(grid).any() else 1.0
+    image = draw_head_heatmap(last, grid, cmap="RdBu_r", vmin=-bound, vmax=bound)
+    fig.colorbar(image, ax=last, label="ρ of the head's α with blank-out")
+    last.set_title("each head's α", fontsize=10)
     atomic_savefig(fig, path)
 
 
