@@ -193,7 +193,7 @@ class FakeProbs:
     def __init__(self, steps=2):
         self.runner = MixingRunner.__new__(MixingRunner)
         self.runner.mask_id, self.runner.steps = 1, steps
-        self.runner._probs = self.probs
+        self.runner._log_probs = lambda ids: torch.log(self.probs(ids))
 
     @staticmethod
     def probs(ids):
@@ -207,16 +207,17 @@ def test_blank_out_worked_by_hand():
     ids = torch.tensor([2, 10, 20, 30, 3])
     special = np.array([True, False, False, False, True])
     targets, tags = np.array([1, 3]), torch.zeros(5, dtype=torch.long)
-    base = fake.probs(ids[None])[0, :, 0].numpy()
+    base = np.log(fake.probs(ids[None])[0, :, 0].numpy())  # log p: 0.1065 (id 10), 0.3065 (id 30)
     mask, remove = fake.runner._blank_out(ids, targets, tags, base, special)
-    # masking j (id -> 1) lowers every other position's p by (ids[j] - 1) / 10,000
+    # masking j (id -> 1) lowers every other position's p by (ids[j] - 1) / 10,000; the effect is
+    # the fall in log p
     expected = np.full((2, 5), np.nan)
-    expected[0, [2, 3]] = [19e-4, 29e-4]
-    expected[1, [1, 2]] = [9e-4, 19e-4]
+    expected[0, [2, 3]] = np.log(0.1065 / np.array([0.1046, 0.1036]))
+    expected[1, [1, 2]] = np.log(0.3065 / np.array([0.3056, 0.3046]))
     np.testing.assert_allclose(mask, expected)
     # removing j: the target keeps its own id wherever it moves, the sum loses ids[j]
-    expected[0, [2, 3]] = [20e-4, 30e-4]
-    expected[1, [1, 2]] = [10e-4, 20e-4]
+    expected[0, [2, 3]] = np.log(0.1065 / np.array([0.1045, 0.1035]))
+    expected[1, [1, 2]] = np.log(0.3065 / np.array([0.3055, 0.3045]))
     np.testing.assert_allclose(remove, expected)
 
 
@@ -224,7 +225,7 @@ def test_deletion_masks_each_orders_top_tokens():
     fake = FakeProbs(steps=2)
     ids = torch.tensor([2, 10, 20, 30, 3])
     targets, tags = np.array([1]), torch.zeros(5, dtype=torch.long)
-    base = fake.probs(ids[None])[0, :, 0].numpy()
+    base = np.log(fake.probs(ids[None])[0, :, 0].numpy())
     context = [np.array([2, 3])]
     by_position = {o: np.array([[0.0, 0, 1, 2, 0]]) for o in ORDERS}  # token 3 first, then 2
     drops = fake.runner._deletion(ids, targets, tags, base, context, by_position, np.random.default_rng(0))
@@ -347,8 +348,8 @@ def test_gradient_times_input_against_finite_differences(tmp_path):
     ids, special = sentence_of(tokenizer)
     targets = np.array([1, 2, 4])
     try:
-        _, probs, _ = runner._original(torch.tensor(ids))
-        tags = probs.argmax(-1)
+        _, log_probs, _ = runner._original(torch.tensor(ids))
+        tags = log_probs.argmax(-1)
         ours = runner._grad_input(torch.tensor(ids), targets, tags)
     finally:
         runner.close()
@@ -367,3 +368,33 @@ def test_gradient_times_input_against_finite_differences(tmp_path):
                 step[0, j, d] = h
                 grad[0, j, d] = (log_p(embedded + step, t) - log_p(embedded - step, t)) / (2 * h)
         np.testing.assert_allclose(ours[row], (grad * embedded)[0].norm(dim=-1).numpy(), rtol=1e-5, atol=1e-9)
+
+
+def test_log_softmax_is_torchs_and_keeps_a_confident_class():
+    from headatlas.interventions.mixing import log_softmax
+
+    logits = torch.randn(3, 4, 5, dtype=torch.float64)
+    torch.testing.assert_close(log_softmax(logits), torch.log_softmax(logits, dim=-1))
+    sure = torch.tensor([60.0, 0.0, 0.0], dtype=torch.float64)  # log p_0 = -log(1 + 2 e^-60)
+    assert torch.log_softmax(sure, -1)[0] == 0 and log_softmax(sure)[0] == pytest.approx(-2 * np.exp(-60))
+
+
+def test_a_confident_tagger_is_still_scored(tmp_path):
+    """A tagger so sure that p(ŷ) is 1.0 to the last bit: blank-out reads the fall in log p, which
+    still moves (in p every effect would be 0 and no target scored)."""
+    model, tokenizer = tiny_tagger(tmp_path)
+    with torch.no_grad():
+        model.classifier.weight *= 500
+    runner = MixingRunner(model, tokenizer)
+    ids, special = sentence_of(tokenizer)
+    targets = np.flatnonzero(~special)
+    try:
+        _, log_probs, _ = runner._original(torch.tensor(ids))
+        tags = log_probs.argmax(-1)
+        base = log_probs[torch.arange(len(ids)), tags].numpy()
+        mask, _ = runner._blank_out(torch.tensor(ids), targets, tags, base, special)
+    finally:
+        runner.close()
+    saturated = np.exp(base[targets]) == 1.0
+    assert saturated.any()  # p is 1.0 for these targets, whatever is masked ...
+    assert (np.nanmax(np.abs(mask[saturated]), axis=1) > 0).all()  # ... log p is not

@@ -183,4 +183,4 @@ def test_a_caption_reading_a_wildcard_its_output_lacks_is_refused(tmp_path):
     failed = snakemake(root, "-n", "--cores", "1", check=False)
     assert failed.returncode != 0
     assert ("mixing_heads.rst reads snakemake.wildcards.corpus, which the output "
-            "results/{tagger}/mixing/heads.csv does not have") in failed.stdout + failed.stderr
+            "results/{task_model}/mixing/heads.csv does not have") in failed.stdout + failed.stderr

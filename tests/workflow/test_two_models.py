@@ -95,7 +95,7 @@ def test_the_whole_atlas_runs_for_both_models_in_both_views(two_models):
         if rule != "scorecard":
             assert "/mpnet/" in compared[0]["input"] and "/minilm/" in compared[0]["input"], rule
     # context mixing runs on the taggers of finetune.models: MiniLM's (MPNet is not fine-tuned here)
-    assert [j["wildcards"] for j in two_models if j["rule"] == "context_mixing"] == ["tagger=minilm_upos"]
+    assert [j["wildcards"] for j in two_models if j["rule"] == "context_mixing"] == ["task_model=minilm_upos"]
 
 
 def test_the_embedded_default_builds_no_model(tmp_path):

@@ -704,7 +704,7 @@ def task_model_inputs(wildcards):
 
 def mixing_tagger(wildcards):
     """The fine-tuned tagger's config.json (its folder is the model)."""
-    return output_of("finetune_upos", "model", model=PLAN.mixing_taggers[wildcards.tagger])
+    return output_of("finetune_upos", "model", model=PLAN.mixing_taggers[wildcards.task_model])
 
 
 def ablation_types(wildcards):

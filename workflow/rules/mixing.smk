@@ -5,12 +5,12 @@
 MIXING = config["mixing"]
 MIXING_RESULTS = Results(
     "mixing",
-    f"{RESULTS}/{{tagger}}/mixing",
-    labels=lambda text: {"model": "{tagger}", "result": text},
+    f"{RESULTS}/{{task_model}}/mixing",
+    labels=lambda text: {"model": "{task_model}", "result": text},
     category="Which view of attention tells the truth (context mixing vs blank-out)",
-    subcategory="{tagger}",
-    tagger=lambda model: [t for t, base in PLAN.mixing_taggers.items() if base == model],
-    constrain={"tagger": list(PLAN.mixing_taggers)},
+    subcategory="{task_model}",
+    task_model=lambda model: [t for t, base in PLAN.mixing_taggers.items() if base == model],
+    constrain={"task_model": list(PLAN.mixing_taggers)},
 )
 
 
@@ -33,9 +33,9 @@ rule context_mixing:
         claims=MIXING_RESULTS.claims("paper_claims.csv", "mixing_claims", "paper vs ours"),
         figure=MIXING_RESULTS.figure("mixing.svg", "mixing_measures", "figure"),
     log:
-        logs("mixing/{tagger}"),
+        logs("mixing/{task_model}"),
     benchmark:
-        benchmarks("mixing/{tagger}")
+        benchmarks("mixing/{task_model}")
     conda:
         ENV
     threads: MIXING["threads"]

@@ -128,7 +128,7 @@ rule compare_activations:
 rule compare_mixing:
     input:
         tables=lambda wildcards: [
-            output_of("context_mixing", "measures", tagger=t) for t in PLAN.mixing_taggers
+            output_of("context_mixing", "measures", task_model=t) for t in PLAN.mixing_taggers
         ],
         code=code("compare_mixing.py"),
     output:

@@ -9,7 +9,7 @@ from headatlas.pipeline.jobs import rule_logging
 from headatlas.pipeline.outputs import write_outputs
 
 with rule_logging(snakemake) as log:
-    p, model = snakemake.params, snakemake.wildcards.tagger
+    p, model = snakemake.params, snakemake.wildcards.task_model
     tagger = Path(snakemake.input.tagger).parent
     result = mixing_benchmark(str(tagger), None, read_jsonl(snakemake.input.corpus), name=model,
                               corpus=p.corpus, split=p.split, max_sentences=p.max_sentences,

@@ -143,19 +143,20 @@ class MixingRunner:
             inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
         return inputs
 
-    def _probs(self, ids: torch.Tensor) -> torch.Tensor:
-        """Tag probabilities ``[B, n, C]`` of variants ``[B, n]``, in batches."""
+    def _log_probs(self, ids: torch.Tensor) -> torch.Tensor:
+        """Tag log-probabilities ``[B, n, C]`` of variants ``[B, n]``, in batches (float64,
+        :func:`log_softmax`: a confident tagger's p is 1.0 to the last bit, its log p still moves)."""
         out = []
         for start in range(0, len(ids), self.batch_size):
             self.taps.reset(record=False)
             with torch.inference_mode():
                 logits = self.model(**self._inputs(ids[start:start + self.batch_size])).logits
-            out.append(torch.softmax(logits.double(), dim=-1).cpu())
+            out.append(log_softmax(logits.double()).cpu())
         return torch.cat(out)
 
     def _original(self, ids: torch.Tensor) -> tuple[dict[str, np.ndarray], torch.Tensor, list]:
         """The layered maps of :func:`~headatlas.analyses.mixing.layer_measures`, the tag
-        probabilities ``[n, C]`` and each layer's output (the hidden states after it)."""
+        log-probabilities ``[n, C]`` and each layer's output (the hidden states after it)."""
         self.taps.reset(record=True)
         with torch.inference_mode():
             out = self.model(**self._inputs(ids[None]), output_attentions=True, output_hidden_states=True)
@@ -175,8 +176,8 @@ class MixingRunner:
             self._check(parts, taps.norm_inputs[layer].double().cpu().numpy(), layer)
             for name, value in layer_measures(parts).items():
                 maps[name].append(value)
-        probs = torch.softmax(out.logits[0].double(), dim=-1).cpu()
-        return {k: np.stack(v) for k, v in maps.items()}, probs, [h[0] for h in out.hidden_states[1:]]
+        log_probs = log_softmax(out.logits[0].double()).cpu()
+        return {k: np.stack(v) for k, v in maps.items()}, log_probs, [h[0] for h in out.hidden_states[1:]]
 
     @staticmethod
     def _check(parts: LayerParts, norm_input: np.ndarray, layer: int) -> None:
@@ -237,10 +238,10 @@ class MixingRunner:
         positions are [CLS]/[SEP]."""
         ids = torch.tensor(input_ids)
         n = len(ids)
-        layered, probs, outputs = self._original(ids)
+        layered, log_probs, outputs = self._original(ids)
         layered["value_zeroing"] = self._value_zeroing(ids, outputs)
-        tags = probs.argmax(-1)
-        base = probs[torch.arange(n), tags].numpy()  # p(ŷ_i) on the sentence itself
+        tags = log_probs.argmax(-1)
+        base = log_probs[torch.arange(n), tags].numpy()  # log p(ŷ_i) on the sentence itself
         rolled = readings(layered)
         final = {m: maps[-1] for m, maps in rolled.items()}
         final["grad_input"] = np.zeros((n, n))
@@ -262,15 +263,16 @@ class MixingRunner:
         return SentenceScores(final_rho, layer_rho, rolled_rho, deletion, heads)
 
     def _blank_out(self, ids, targets, tags, base, special) -> list[np.ndarray]:
-        """``[mask, remove]``, each ``[T, n]``: p(ŷ_t) on the sentence minus p(ŷ_t) with token j
-        masked (removed); NaN for j special or j = t (not scored)."""
+        """``[mask, remove]``, each ``[T, n]``: log p(ŷ_t) on the sentence (``base``) minus log p(ŷ_t)
+        with token j masked (removed), the same order over j as the fall in p; NaN for j special or
+        j = t (not scored)."""
         n = len(ids)
         blanked = [j for j in range(n) if not special[j]]
         masked = ids[None].repeat(len(blanked), 1)
         masked[torch.arange(len(blanked)), torch.tensor(blanked)] = self.mask_id
-        p_mask = self._probs(masked)
+        p_mask = self._log_probs(masked)
         removed = torch.stack([torch.cat([ids[:j], ids[j + 1:]]) for j in blanked])
-        p_remove = self._probs(removed)
+        p_remove = self._log_probs(removed)
         mask_effect, remove_effect = (np.full((len(targets), n), np.nan) for _ in range(2))
         for k, j in enumerate(blanked):
             for row, t in enumerate(targets):
@@ -282,8 +284,9 @@ class MixingRunner:
         return [mask_effect, remove_effect]
 
     def _deletion(self, ids, targets, tags, base, contexts, orders, rng) -> np.ndarray:
-        """``[O, K, T]`` probability drops with the top ``k`` context tokens of each order masked.
-        One forward per distinct masked set (orders and targets often mask the same tokens)."""
+        """``[O, K, T]`` falls in p(ŷ_t) (from the log-probabilities ``base``) with the top ``k``
+        context tokens of each order masked. One forward per distinct masked set (orders and
+        targets often mask the same tokens)."""
         variants, where, seen = [], [], {}
         drops = np.full((len(ORDERS), self.steps, len(targets)), np.nan)
         for row, (t, context) in enumerate(zip(targets, contexts)):
@@ -303,10 +306,18 @@ class MixingRunner:
                         variants.append(variant)
                     where.append((o, k - 1, row, t, seen[masked]))
         if variants:
-            probs = self._probs(torch.stack(variants))
+            log_probs = self._log_probs(torch.stack(variants))
             for o, k, row, t, b in where:
-                drops[o, k, row] = base[t] - float(probs[b, t, tags[t]])
+                drops[o, k, row] = np.exp(base[t]) - np.exp(float(log_probs[b, t, tags[t]]))
         return drops
+
+
+def log_softmax(logits: torch.Tensor) -> torch.Tensor:
+    """``log p_c = -log(1 + Σ_{c' ≠ c} exp(z_c' - z_c))`` over the last axis, with ``log1p``: exact
+    where torch's ``log_softmax`` rounds a confident class to 0 (``1 + 1e-20 == 1``)."""
+    others = torch.exp(logits[..., None, :] - logits[..., :, None])  # [..., C, C]: z_c' - z_c
+    others = others.masked_fill(torch.eye(logits.shape[-1], dtype=torch.bool, device=logits.device), 0)
+    return -torch.log1p(others.sum(dim=-1))
 
 
 def _numpy(*tensors) -> list[np.ndarray]:
