@@ -87,6 +87,13 @@ def test_the_scorecard_collects_every_claims_file(tiny_workflow):
     assert (card["rule"] != "").all()  # every verdict states its rule
     assert {"sun.massive.on_sink_tokens", "clark.s3.sink_heads_quiet"} <= set(card["id"])
     assert {"mohebbi.mixing.value_zeroing_best", "ferrando.mixing.alti_beats_rollout"} <= set(card["id"])
+    # the tiny treebank's UPOS column is X alone: its tagger has one tag, which blanking cannot
+    # move; the benchmark says so, scores no target and judges no claim; its heads join the atlas
+    assert "has one tag" in (tiny_workflow / "logs" / "mixing" / "tiny_upos.log").read_text()
+    measures = pd.read_csv(results / "tiny_upos" / "mixing" / "measures.csv")
+    assert (measures["targets"] == 0).all()
+    assert set(long[long["where"] == "mixing"]["verdict"]) == {"not applicable"}
+    assert "mixing_rho_attention" in pd.read_csv(results / "tiny_upos" / "heads.csv").columns
     for name in ("special_tokens_depth", "table1", "headtype_shares", "sinks_depth", "activations_depth",
                  "mixing"):
         assert (results / "compare" / f"{name}.svg").read_bytes().startswith(b"<?xml")

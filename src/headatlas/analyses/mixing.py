@@ -34,7 +34,8 @@ hold the residual and roll out as the plain product ``R_l = M_l R_{l-1}`` (as th
 A measure's **final reading** is its last layer's matrix, rolled out where the method rolls out.
 
 The reference is **blank-out**: the fall in the probability of the tagger's predicted tag at
-token ``i`` when input token ``j`` is replaced by the mask token (``mask``), or removed (``remove``).
+token ``i`` when input token ``j`` is replaced by the mask token (``mask``), or removed (``remove``),
+read as the fall in log p (the same order over ``j``, and still exact where p rounds to 1).
 For each target token (a word's first wordpiece, where its tag sits), Spearman's ρ between a
 measure's row ``i`` and the reference's row ``i`` over the sentence's wordpieces ``j`` other than
 ``i`` itself and the special tokens (blanking the target itself, or [CLS]/[SEP], says little of

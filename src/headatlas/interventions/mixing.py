@@ -364,6 +364,9 @@ def mixing_benchmark(source: str, revision: str | None, sentences, *, name: str,
     if unknown:
         raise HeadAtlasError(f"tags {sorted(unknown)} of {corpus} are not in the tagger's label map "
                              f"({source}): was it fine-tuned on {corpus}?")
+    if model.config.num_labels < 2:
+        log.warning("the tagger at %s has one tag: blanking a token cannot move its prediction, so no "
+                    "target is scored (every ρ is NaN, the claims not applicable)", source)
     stats = Counter()
     examples = [e for e in sentence_examples(tokenizer, chosen, model.config.label2id, max_length, stats)
                 if len(e) >= 6][:max_sentences]  # [CLS] + a target + 3 context pieces + [SEP]
