@@ -158,13 +158,20 @@ def normalised_parts(parts: LayerParts, terms: np.ndarray) -> tuple[np.ndarray, 
     return g, y
 
 
-def layer_measures(parts: LayerParts) -> dict[str, np.ndarray]:
-    """One layer's ``[n, n]`` maps: ``attention`` (mean α), ``norm``, ``globenc``, ``alti``; the
-    last three rows normalised (``norm`` as :mod:`headatlas.analyses.rollout` takes it). And each
-    head's own ``[H, n, n]``: ``head_attention`` (α^h) and ``head_norm`` (α^h_ij ‖f_h(x_j)‖)."""
+def decompose(parts: LayerParts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(f, mixed, terms)``: :func:`transformed_values`, :func:`mixed_parts` and
+    :func:`residual_parts` of one layer, each computed once."""
     f = transformed_values(parts)
     mixed = mixed_parts(parts, f)
-    terms = residual_parts(parts, mixed)
+    return f, mixed, residual_parts(parts, mixed)
+
+
+def layer_measures(parts: LayerParts, decomposed: tuple | None = None) -> dict[str, np.ndarray]:
+    """One layer's ``[n, n]`` maps: ``attention`` (mean α), ``norm``, ``globenc``, ``alti``; the
+    last three rows normalised (``norm`` as :mod:`headatlas.analyses.rollout` takes it). And each
+    head's own ``[H, n, n]``: ``head_attention`` (α^h) and ``head_norm`` (α^h_ij ‖f_h(x_j)‖).
+    ``decomposed``: the layer's :func:`decompose`, when the caller has it already."""
+    f, mixed, terms = decompose(parts) if decomposed is None else decomposed
     g, y = normalised_parts(parts, terms)
     distance = np.abs(y[:, None, :] - g).sum(axis=-1)  # ‖y_i - g_i(T_ij)‖₁
     proximity = np.maximum(0.0, np.abs(y).sum(axis=-1)[:, None] - distance)

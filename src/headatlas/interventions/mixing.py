@@ -25,8 +25,8 @@ import numpy as np
 import torch
 
 from headatlas.analyses.mixing import (HEADS, LAYERED, MEASURES, LayerParts, context_positions,
-                                       context_rho, cosine_distances, layer_measures,
-                                       layer_norm_input, readings, residual_parts)
+                                       context_rho, cosine_distances, decompose, layer_measures,
+                                       layer_norm_input, readings)
 from headatlas.errors import ModelError
 
 log = logging.getLogger(__name__)
@@ -173,15 +173,16 @@ class MixingRunner:
                                        block.layer_norm.bias), eps=block.layer_norm.eps,
                                gamma2=_numpy(block.output_norm.weight)[0], eps2=block.output_norm.eps,
                                ffn_sum=_numpy(taps.ffn_sums[layer])[0])
-            self._check(parts, taps.norm_inputs[layer].double().cpu().numpy(), layer)
-            for name, value in layer_measures(parts).items():
+            decomposed = decompose(parts)
+            self._check(parts, decomposed[2], taps.norm_inputs[layer].double().cpu().numpy(), layer)
+            for name, value in layer_measures(parts, decomposed).items():
                 maps[name].append(value)
         log_probs = log_softmax(out.logits[0].double()).cpu()
         return {k: np.stack(v) for k, v in maps.items()}, log_probs, [h[0] for h in out.hidden_states[1:]]
 
     @staticmethod
-    def _check(parts: LayerParts, norm_input: np.ndarray, layer: int) -> None:
-        rebuilt = layer_norm_input(parts, residual_parts(parts))
+    def _check(parts: LayerParts, terms: np.ndarray, norm_input: np.ndarray, layer: int) -> None:
+        rebuilt = layer_norm_input(parts, terms)
         error = np.abs(rebuilt - norm_input).max() / max(np.abs(norm_input).max(), 1e-12)
         if error > CHECK_TOLERANCE:
             raise ModelError(f"layer {layer + 1}: the attention output rebuilt from α and the values "
@@ -273,15 +274,15 @@ class MixingRunner:
         p_mask = self._log_probs(masked)
         removed = torch.stack([torch.cat([ids[:j], ids[j + 1:]]) for j in blanked])
         p_remove = self._log_probs(removed)
-        mask_effect, remove_effect = (np.full((len(targets), n), np.nan) for _ in range(2))
-        for k, j in enumerate(blanked):
-            for row, t in enumerate(targets):
-                if t == j:
-                    continue
-                mask_effect[row, j] = base[t] - float(p_mask[k, t, tags[t]])
-                moved = t - (j < t)
-                remove_effect[row, j] = base[t] - float(p_remove[k, moved, tags[t]])
-        return [mask_effect, remove_effect]
+        j, t = np.array(blanked)[:, None], np.asarray(targets)[None, :]  # [J, 1], [1, T]
+        tag = tags[targets].numpy()[None, :]
+        effects = []
+        for log_p, position in ((p_mask, t + 0 * j), (p_remove, t - (j < t))):  # removal shifts t
+            effect = np.full((len(targets), n), np.nan)
+            effect[:, blanked] = (base[t] - log_p.numpy()[np.arange(len(blanked))[:, None], position, tag]).T
+            effect[np.arange(len(targets)), targets] = np.nan  # j = t: not scored
+            effects.append(effect)
+        return effects
 
     def _deletion(self, ids, targets, tags, base, contexts, orders, rng) -> np.ndarray:
         """``[O, K, T]`` falls in p(ŷ_t) (from the log-probabilities ``base``) with the top ``k``
