@@ -49,7 +49,8 @@ def make_tiny_model(folder: Path, layers: int = 2, heads: int = 2, seed: int = 0
 WORDS = [w for w in VOCAB if not w.startswith("[") and not w.startswith("##")]
 PIECES = ["s", "ning", "ed", "ie"]  # word-internal pieces, as in VOCAB's ##-pieces
 CASED = ["The", "It", "He", "She"]  # the cased WordPiece vocabulary's extra words
-FAMILIES = ("bert-uncased", "bert-cased", "roberta", "distilbert", "electra", "albert", "deberta-v2")
+FAMILIES = ("bert-uncased", "bert-cased", "roberta", "distilbert", "electra", "albert", "deberta-v2",
+            "modernbert")
 
 
 def _tiny_sizes(layers: int, heads: int) -> dict:
@@ -64,18 +65,40 @@ def _unigram_vocab(specials: list[str]) -> list[tuple[str, float]]:
             + [(p, -2.5) for p in PIECES] + [(c, -6.0) for c in chars if c not in WORDS])
 
 
-def _byte_bpe() -> tuple[dict, list]:
-    """A byte-level BPE vocabulary and merges trained on the tiny words (deterministic)."""
+def _byte_bpe_tokenizer(specials: list[str]):
+    """A byte-level BPE tokenizer trained on the tiny words (deterministic), ``specials`` first."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
-    trainer = trainers.BpeTrainer(vocab_size=320, show_progress=False,
-                                  special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+    trainer = trainers.BpeTrainer(vocab_size=320, show_progress=False, special_tokens=specials,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator([" ".join(WORDS + ["running", "walked", "birdie", "cats"])] * 4, trainer)
-    model = json.loads(tok.to_str())["model"]
+    return tok
+
+
+def _byte_bpe() -> tuple[dict, list]:
+    """RoBERTa's byte-level BPE vocabulary and merges."""
+    model = json.loads(_byte_bpe_tokenizer(["<s>", "<pad>", "</s>", "<unk>", "<mask>"]).to_str())["model"]
     return model["vocab"], [tuple(m) for m in model["merges"]]
+
+
+def _modernbert_tokenizer():
+    """ModernBERT's kind of tokenizer: byte-level BPE without a prefix space (as the hub's
+    tokenizer.json), BERT's special tokens, ``[CLS] A [SEP] B [SEP]`` from a template, no token types."""
+    from tokenizers import decoders, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
+    tok = _byte_bpe_tokenizer(specials)
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[(t, tok.token_to_id(t)) for t in ("[CLS]", "[SEP]")])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", cls_token="[CLS]",
+                                   sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]",
+                                   model_input_names=["input_ids", "attention_mask"])
 
 
 def _sentencepiece_model(path: Path, specials: list[str]) -> int:
@@ -139,6 +162,13 @@ def make_tiny_encoder(folder: Path, family: str, layers: int = 2, heads: int = 2
         tokenizer = tf.AlbertTokenizer(vocab=vocab)
         config = tf.AlbertConfig(vocab_size=len(vocab), embedding_size=16,
                                  max_position_embeddings=max_positions, **sizes)
+    elif family == "modernbert":  # pre-LN, RoPE, every other layer a sliding window of +-4 tokens
+        tokenizer = _modernbert_tokenizer()
+        ids = {f"{t}_token_id": tokenizer.convert_tokens_to_ids(f"[{t.upper()}]") for t in ("pad", "cls", "sep")}
+        config = tf.ModernBertConfig(vocab_size=len(tokenizer), max_position_embeddings=max_positions,
+                                     local_attention=8, global_attn_every_n_layers=2,
+                                     bos_token_id=ids["cls_token_id"], eos_token_id=ids["sep_token_id"],
+                                     **ids, **sizes)
     else:  # deberta-v2 (v3 layout: relative attention, no absolute positions, no token types)
         vocab = _unigram_vocab(["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"])
         tokenizer = tf.DebertaV2Tokenizer(vocab=vocab, do_lower_case=True)

@@ -13,7 +13,7 @@ from headatlas.interventions.ablation import (IMPLEMENTATION, KEEP, NO_INTER, NO
 from headatlas.corpora.records import Sentence
 from headatlas.errors import HeadAtlasError
 from headatlas.tasks.upos import label_map, pack_documents
-from tests.conftest import make_tiny_model
+from tests.conftest import make_tiny_encoder, make_tiny_model
 from tests.unit.test_claims import by_id
 
 # [CLS] a b c [SEP]: "a b" is sentence 0, "c" sentence 1; specials are in no sentence.
@@ -139,6 +139,40 @@ def test_uniform_everywhere_equals_hand_computed_forward(encoder):
             hidden = torch.nn.functional.gelu(layer.intermediate.dense(att))
             x = layer.output.LayerNorm(layer.output.dense(hidden) + att)
     assert torch.allclose(out.last_hidden_state, x, atol=1e-5)
+
+
+def test_modernbert_uniform_spreads_over_each_querys_window(tmp_path):
+    """A sliding-window layer's head sees +-4 tokens (the tiny ModernBERT's window): uniform
+    weights give each query the mean of the values in its window (padding excluded), and
+    keeping every head is eager attention, full and sliding layers alike."""
+    from transformers import AutoModel
+
+    from headatlas.interventions.ablation import register
+
+    folder = make_tiny_encoder(tmp_path / "modernbert", "modernbert", layers=2, heads=2)
+    register()
+    ablated = AutoModel.from_pretrained(folder, attn_implementation=IMPLEMENTATION).eval()
+    eager = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
+    ids = torch.tensor([[1] + list(range(5, 16)) + [2], [1] + list(range(5, 12)) + [2, 3, 3, 3, 3]])
+    mask = (ids != 3).long()  # 13 and 9 real tokens (3 = [PAD])
+    with torch.no_grad():
+        kept = ablated(ids, attention_mask=mask, headatlas_ablation=Ablation(torch.full((2, 2), KEEP)))
+        plain = eager(ids, attention_mask=mask)
+        assert torch.allclose(kept.last_hidden_state, plain.last_hidden_state, atol=1e-6)
+        actions = torch.tensor([[KEEP, KEEP], [UNIFORM, UNIFORM]])  # layer 2 slides
+        seen = {}
+        attn = ablated.layers[1].attn
+        hooks = [attn.Wqkv.register_forward_hook(lambda m, a, out: seen.update(values=out[..., 32:])),
+                 attn.Wo.register_forward_pre_hook(lambda m, a: seen.update(context=a[0]))]
+        ablated(ids, attention_mask=mask, headatlas_ablation=Ablation(actions))
+        for hook in hooks:
+            hook.remove()
+    positions = torch.arange(13)
+    window = (positions[:, None] - positions).abs() <= 4
+    for row, n in enumerate((13, 9)):
+        allowed = (window & (positions < n))[:n].float()  # [query, key]
+        expected = allowed @ seen["values"][row] / allowed.sum(-1, keepdim=True)
+        assert torch.allclose(seen["context"][row, :n], expected, atol=1e-6)
 
 
 def test_pruning_a_type_leaves_other_heads_unchanged(encoder, tmp_path):

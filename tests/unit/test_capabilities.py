@@ -48,7 +48,8 @@ def folders(tmp_path_factory):
     return {"mpnet": tiny_mpnet(root / "mpnet"),
             "distilbert": make_tiny_encoder(root / "distilbert", "distilbert", head="mlm"),
             "electra": make_tiny_encoder(root / "electra", "electra"),
-            "bert": make_tiny_encoder(root / "bert", "bert-uncased")}
+            "bert": make_tiny_encoder(root / "bert", "bert-uncased"),
+            "modernbert": make_tiny_encoder(root / "modernbert", "modernbert", head="mlm")}
 
 
 @pytest.fixture(autouse=True)
@@ -94,6 +95,9 @@ def test_capabilities_of_each_family(folders):
     assert distil.token_types is False and distil.max_length == 64
     electra = capabilities({"path": str(folders["electra"])})
     assert electra.norm_layout == "BERT" and electra.masked_lm_head is False and electra.token_types is True
+    modern = capabilities({"path": str(folders["modernbert"])})  # no type table; RoPE: no offset
+    assert modern.norm_layout == "ModernBERT" and modern.masked_lm_head is True
+    assert modern.token_types is False and modern.max_length == 64
 
 
 def test_unknown_where_nothing_can_be_read(tmp_path, monkeypatch):
@@ -115,7 +119,8 @@ def test_a_hub_model_is_read_from_the_local_cache(folders, tmp_path, monkeypatch
 
 
 def test_the_layout_table_has_one_row_per_family():
-    assert [row.name for row in NORM_LAYOUTS] == ["BERT", "DistilBERT", "ALBERT", "DeBERTa-v2", "MPNet"]
+    assert [row.name for row in NORM_LAYOUTS] == ["BERT", "DistilBERT", "ALBERT", "DeBERTa-v2", "MPNet",
+                                                   "ModernBERT"]
     assert norm_layout_of("deberta") is None  # DeBERTa v1's fused in_proj has no separate W_V
     assert usable_length({"model_type": "roberta", "max_position_embeddings": 514, "pad_token_id": 1}) == 512
 

@@ -1,4 +1,4 @@
-"""Any encoder: BERT (cased, uncased), RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2/v3.
+"""Any encoder: BERT (cased, uncased), RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2/v3, ModernBERT.
 
 Each family runs as a tiny random model whose tokenizer is built in
 ``tests/conftest.py`` (no network): its encoding, the word alignment, the
@@ -45,10 +45,13 @@ EXPECTED = {
     "electra": (WORDPIECE_UNCASED, WORD_IDS),
     "albert": (SENTENCEPIECE, WORD_IDS),
     "deberta-v2": (SENTENCEPIECE, WORD_IDS),
+    # ModernBERT: byte-level BPE given its prefix space by load_tokenizer, BERT's specials
+    "modernbert": (["[CLS]", "Ġ", "T", "he", "Ġcat", "Ġsat", "Ġ.", "[SEP]", "Ġ", "H", "e", "Ġsaw", "Ġa",
+                    "Ġbirdie", "Ġ,", "[SEP]"], [-1, 0, 0, 0, 1, 2, 3, -1, 4, 4, 4, 5, 6, 7, 8, -1]),
 }
 # Segment ids are fed (and stored) only where the model has a token-type table of >= 2 rows.
 TOKEN_TYPES = {"bert-uncased": True, "bert-cased": True, "roberta": False, "distilbert": False,
-               "electra": True, "albert": True, "deberta-v2": False}
+               "electra": True, "albert": True, "deberta-v2": False, "modernbert": False}
 SEPARATORS = {"roberta": 3}  # </s> after A, </s> before B, </s> at the end; 2 elsewhere
 CORPUS = [
     PAIR,

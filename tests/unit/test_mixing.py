@@ -130,7 +130,10 @@ def sentence_of(tokenizer):
     return ids, special
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+POST_LN = [family for family in FAMILIES if family != "modernbert"]
+
+
+@pytest.mark.parametrize("family", POST_LN)
 def test_every_family_decomposes_and_scores(tmp_path, family):
     model, tokenizer = tiny_tagger(tmp_path, family)
     runner = MixingRunner(model, tokenizer, deletion_steps=2)
@@ -147,6 +150,12 @@ def test_every_family_decomposes_and_scores(tmp_path, family):
     scored = ~np.isnan(scores.final)
     assert scored.any() and (np.abs(scores.final[scored]) <= 1 + 1e-12).all()
     assert not runner.model._forward_hooks and not runner.blocks[0].value._forward_hooks  # closed
+
+
+def test_a_pre_layernorm_family_is_refused_with_its_reason(tmp_path):
+    model, tokenizer = tiny_tagger(tmp_path, "modernbert")
+    with pytest.raises(ModelError, match="post-attention and post-FFN LayerNorms.*ModernBertForTokenClassification"):
+        MixingRunner(model, tokenizer)
 
 
 def test_a_wrong_layout_is_refused(tmp_path):

@@ -126,7 +126,7 @@ def test_masked_lm_problem_names_the_class():
         "(ElectraForPreTraining is ELECTRA's replaced-token-detection discriminator)")
 
 
-@pytest.mark.parametrize("family", ["roberta", "distilbert", "albert", "deberta-v2", "electra"])
+@pytest.mark.parametrize("family", ["roberta", "distilbert", "albert", "deberta-v2", "electra", "modernbert"])
 def test_load_masked_lm_takes_a_trained_head_and_refuses_a_bare_encoder(family, tmp_path):
     with_head = make_tiny_encoder(tmp_path / "mlm", family, head="mlm")
     encoder = load_model("e", {"path": str(with_head)}, device="cpu").model

@@ -161,7 +161,9 @@ PATHS = {
                "encoder.albert_layer_groups.0.albert_layers.0.attention.dense"),
     "deberta-v2": ("encoder.layer.{k}.attention.self.value_proj", "encoder.layer.{k}.attention.output.dense"),
     "mpnet": ("encoder.layer.{k}.attention.attn.v", "encoder.layer.{k}.attention.attn.o"),
+    "modernbert": ("layers.{k}.attn.Wqkv", "layers.{k}.attn.Wo"),  # W_V: Wqkv's last third of rows
 }
+FUSED_QKV = {"modernbert"}
 HIDDEN, HEADS, LAYERS, VOCAB_SIZE = 24, 3, 3, 40
 
 
@@ -183,6 +185,10 @@ def family_model(family: str):
                                                  max_relative_positions=-1, pos_att_type=["p2c", "c2p"],
                                                  position_biased_input=False, type_vocab_size=0, **sizes),
         "mpnet": lambda: tf.MPNetConfig(**sizes),
+        # pre-LN, RoPE; layer 1 a sliding window of +-2 tokens; biases on (the hub's model has none)
+        "modernbert": lambda: tf.ModernBertConfig(**sizes, local_attention=4, global_attn_every_n_layers=2,
+                                                  attention_bias=True, pad_token_id=0, bos_token_id=1,
+                                                  eos_token_id=2, cls_token_id=1, sep_token_id=2),
     }
     torch.manual_seed(0)
     config = configs[family]()
@@ -219,7 +225,8 @@ def test_every_family_records_norms_equal_to_a_direct_computation(family):
     dh = HIDDEN // HEADS
     with torch.no_grad():
         for k, (value, output) in enumerate(layers):
-            v = (inputs[k] @ value.weight.T + value.bias).reshape(2, 9, HEADS, dh)
+            rows = slice(2 * HIDDEN, 3 * HIDDEN) if family in FUSED_QKV else slice(None)
+            v = (inputs[k] @ value.weight[rows].T + value.bias[rows]).reshape(2, 9, HEADS, dh)
             w_o = output.weight
             f = torch.stack([v[:, :, h] @ w_o[:, h * dh:(h + 1) * dh].T for h in range(HEADS)], dim=2)
             alpha = out.attentions[k]  # what the store holds
@@ -229,6 +236,9 @@ def test_every_family_records_norms_equal_to_a_direct_computation(family):
             np.testing.assert_allclose(recorded.norm_map[:, k], mixed.norm(dim=-1).numpy(), atol=1e-5, rtol=0)
             np.testing.assert_allclose((mixed.sum(dim=2) + output.bias).numpy(), outputs[k].numpy(),
                                        atol=1e-5, rtol=0)
+    if family == "modernbert":  # its sliding-window layer's maps are zero outside the window
+        far = (torch.arange(9)[:, None] - torch.arange(9)).abs() > 2
+        assert (out.attentions[1][0][:, far] == 0).all() and (out.attentions[0][0][:, far] > 0).all()
 
 
 def test_recorder_of_a_shared_layer_hooks_it_once_and_records_every_call():

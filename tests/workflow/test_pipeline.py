@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -64,6 +65,33 @@ def test_the_second_family_runs_through(tiny_workflow):
     assert len(special) == 4 and special[["cls", "sep", "sep_from_sep"]].notna().all().all()
     table1 = pd.read_csv(results / "tb" / "syntax" / "table1.csv").set_index("relation")
     assert table1.loc["all", "n"] > 0 and table1.loc["all", "unaligned"] == 0  # every word has its pieces
+
+
+def test_modernbert_runs_every_analysis(tiny_workflow):
+    """ModernBERT (issue 34), the pre-LayerNorm family: every table and figure BERT gets, both
+    views; its sliding-window layer stored as the model gives it (0 outside +-4 tokens); its
+    tagger fine-tuned, the context mixing benchmark left out for it with the reason."""
+    results = tiny_workflow / "results"
+    files = {m: sorted(p.relative_to(results / m) for p in (results / m).rglob("*") if p.is_file())
+             for m in ("tiny", "tiny_modernbert")}
+    assert len(files["tiny"]) > 250 and files["tiny_modernbert"] == files["tiny"]
+    with Store(results / "tiny_modernbert" / "wikipedia" / "attention" / "shard-0.h5", norms=True) as store:
+        assert (store.attrs["cls_token"], store.attrs["sep_token"]) == ("[CLS]", "[SEP]")
+        example = max(store, key=lambda e: e.n_tokens)
+    n = example.n_tokens
+    far = abs(np.arange(n)[:, None] - np.arange(n)) > 4
+    assert n > 9 and (example.attn[1][:, far] == 0).all() and (example.attn[0][:, far] > 0).all()
+    assert int(example.sep_mask.sum()) == 2 and not example.token_type_ids.any()
+    relative = pd.read_csv(results / "tiny_modernbert" / "wikipedia" / "surface" / "relative_position.csv")
+    assert relative.notna().all().all()
+    atlas = pd.read_csv(results / "tiny_modernbert" / "heads.csv")
+    assert len(atlas) == 2 * 2 * 2 and atlas["entropy"].notna().all()  # layers x heads x views
+    assert (results / "finetune" / "tiny_modernbert" / "upos" / "metrics.csv").is_file()
+    log = (tiny_workflow / ".snakemake" / "log")
+    said = "\n".join(p.read_text() for p in log.glob("*.log"))
+    assert "of tiny_modernbert's tagger: ModernBERT is a pre-LayerNorm family" in said
+    card = pd.read_csv(results / "scorecard.csv", keep_default_na=False)
+    assert card["tiny_modernbert: verdict"].isin(["holds", "does not hold"]).sum() > 20
 
 
 def test_the_scorecard_collects_every_claims_file(tiny_workflow):
@@ -138,7 +166,7 @@ def test_changed_params_rerun_only_that_analysis(tiny_workflow, tmp_path):
     overlay.write_text(yaml.safe_dump({"surface": {"corpus": "wikipedia",
                                                    "options": {"entropy": {"max_examples": 2}}}}))
     jobs = planned_jobs(snakemake(tiny_workflow, "-n", "--cores", "1", "--configfile", str(overlay)))
-    assert jobs.get("surface_table") == 2 * 2  # the entropy table of each model, under each weighting
+    assert jobs.get("surface_table") == 3 * 2  # the entropy table of each model, under each weighting
     # Only the entropy table and what reads the surface tables; nothing upstream or beside it.
     assert not [rule for rule in jobs if rule.startswith(INDEPENDENT_OF_SURFACE)]
 
@@ -146,7 +174,9 @@ def test_changed_params_rerun_only_that_analysis(tiny_workflow, tmp_path):
 def test_slurm_profile_plans_the_jobs(tiny_workflow):
     result = snakemake(tiny_workflow, "-n", "--forceall", "--workflow-profile", "profiles/slurm")
     jobs = planned_jobs(result)
-    assert jobs.get("extract") == 2 * 4 and jobs.get("surface_table") == 2 * 3 * 2  # 2 models x 4 corpora / 3 tables x 2 weightings
+    # BERT and ModernBERT x 4 corpora, RoBERTa x its surface corpus and treebank / 3 models x 3
+    # tables x 2 weightings
+    assert jobs.get("extract") == 2 * 4 + 2 and jobs.get("surface_table") == 3 * 3 * 2
 
 
 def test_lint_is_clean(tmp_path):

@@ -26,7 +26,11 @@ class NormLayout:
     block itself), ``value`` the value projection and ``output`` the output
     projection ``W_O`` (dotted paths). A block may run more than once per
     forward pass (ALBERT shares one layer across depth): layers are recorded in
-    call order.
+    call order. ``value_part = (k, m)``: the value projection is the k-th of m
+    equal column blocks of a fused one (ModernBERT's ``Wqkv``: (2, 3)).
+    ``layer_norm``/``output_norm``: the post-attention and post-FFN LayerNorms of
+    a post-LN block ("" for a pre-LN family, whose LayerNorms act before the
+    sublayers: the context-mixing decompositions are written for post-LN).
     """
 
     name: str
@@ -37,6 +41,11 @@ class NormLayout:
     output: str
     layer_norm: str = ""
     output_norm: str = ""
+    value_part: tuple[int, int] = (0, 1)
+
+    @property
+    def post_ln(self) -> bool:
+        return bool(self.layer_norm and self.output_norm)
 
 
 # One row per attention layout; a family joins by its model types, never by a branch in the code.
@@ -53,6 +62,7 @@ NORM_LAYOUTS = (
                "output.dense", "attention.output.LayerNorm", "output.LayerNorm"),
     NormLayout("MPNet", ("mpnet",), r"encoder\.layer\.\d+\.attention", "attn", "attn.v", "attn.o",
                "attention.LayerNorm", "output.LayerNorm"),
+    NormLayout("ModernBERT", ("modernbert",), r"layers\.\d+\.attn", "", "Wqkv", "Wo", value_part=(2, 3)),
 )
 
 

@@ -312,7 +312,10 @@ def tokenizer_from_pretrained(source: str, revision: str | None = None, *, name:
     with a space (``Ġ``, ``▁``); a word list only gets those marks with
     ``add_prefix_space=True``, without which every word after the first would
     be glued to the previous one. The tokenizer is reloaded with it when a word
-    list and the same words as text tokenise differently, and checked again.
+    list and the same words as text tokenise differently, and checked again. A
+    tokenizer class that takes the keyword without acting on it (the generic fast
+    tokenizer ModernBERT ships) gets it set in its byte-level pre-tokenizer
+    (:func:`_prefix_spaced`).
     """
     from transformers import AutoTokenizer
 
@@ -324,8 +327,30 @@ def tokenizer_from_pretrained(source: str, revision: str | None = None, *, name:
         if getattr(tokenizer, "is_fast", False) and not _split_matches_text(tokenizer):
             tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, use_fast=True,
                                                       trust_remote_code=False, add_prefix_space=True)
+            if not _split_matches_text(tokenizer):
+                _prefix_spaced(tokenizer)
     _check_tokenizer(tokenizer, label)
     return tokenizer
+
+
+def _prefix_spaced(tokenizer) -> None:
+    """Set ``add_prefix_space`` in every ByteLevel step of ``tokenizer``'s pre-tokenizer (in place)."""
+    from tokenizers import Tokenizer
+
+    spec = json.loads(tokenizer.backend_tokenizer.to_str())
+
+    def mark(step):
+        if isinstance(step, dict):
+            if step.get("type") == "ByteLevel":
+                step["add_prefix_space"] = True
+            for value in step.values():
+                mark(value)
+        elif isinstance(step, list):
+            for value in step:
+                mark(value)
+
+    mark(spec.get("pre_tokenizer"))
+    tokenizer._tokenizer = Tokenizer.from_str(json.dumps(spec))
 
 
 def load_tokenizer(name: str, spec: dict, max_length: int | None = None):

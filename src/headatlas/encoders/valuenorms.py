@@ -20,7 +20,7 @@ O(n²H²) per layer instead of O(n²Hd). ``G_j`` itself is ``v_j^h M_hg v_j^gᵀ
 
 Where each family keeps ``W_V`` and ``W_O`` is one row of
 :data:`headatlas.encoders.layouts.NORM_LAYOUTS` (BERT / RoBERTa / ELECTRA,
-DistilBERT, ALBERT's shared layer, DeBERTa-v2/v3, MPNet). :class:`NormRecorder`
+DistilBERT, ALBERT's shared layer, DeBERTa-v2/v3, MPNet, ModernBERT's fused ``Wqkv``). :class:`NormRecorder`
 hooks the value projection and the module that returns α of every attention
 block; α is taken from that module's own output, the probabilities that mixed
 the values, whatever produced the scores (MPNet's relative position bias,
@@ -52,13 +52,24 @@ def model_class(model) -> str:
 @dataclass(frozen=True)
 class AttentionBlock:
     """One attention block of a model: the module returning ``(output, α)``, ``W_V`` and ``W_O``,
-    and the post-attention and post-FFN LayerNorms where the family has them (else None)."""
+    and the post-attention and post-FFN LayerNorms where the family has them (else None).
+
+    ``value`` is the linear map whose outputs ``value_columns`` are the values: all of them, or
+    a block of a fused query-key-value projection (ModernBERT's ``Wqkv``)."""
 
     attention: torch.nn.Module
     value: torch.nn.Linear
     output: torch.nn.Linear
     layer_norm: torch.nn.LayerNorm | None = None
     output_norm: torch.nn.LayerNorm | None = None
+    value_columns: tuple[int, int] | None = None  # (start, stop); None: every output
+
+    def values(self, projected: torch.Tensor) -> torch.Tensor:
+        """The values ``[..., heads * dh]`` among the value map's outputs ``projected``."""
+        if self.value_columns is None:
+            return projected
+        start, stop = self.value_columns
+        return projected[..., start:stop]
 
 
 def _submodule(module: torch.nn.Module, path: str):
@@ -86,13 +97,16 @@ def _blocks(model, layout: NormLayout) -> tuple[list[AttentionBlock] | None, str
         value, output = _submodule(module, layout.value), _submodule(module, layout.output)
         if attention is None or not (isinstance(value, torch.nn.Linear) and isinstance(output, torch.nn.Linear)):
             return None, f"{name} lacks {layout.value} or {layout.output} as linear maps"
-        if not heads or value.out_features != output.in_features or value.out_features % heads:
-            return None, (f"{name}: the value projection's {value.out_features} outputs do not split "
+        part, parts = layout.value_part
+        width = value.out_features // parts
+        if not heads or value.out_features % parts or width != output.in_features or width % heads:
+            return None, (f"{name}: the value projection's {width} outputs do not split "
                           f"into {heads} heads feeding the output projection")
         layer = base.get_submodule(name.rpartition(".")[0]) if "." in name else base
         norms = [_submodule(layer, path) if path else None for path in (layout.layer_norm, layout.output_norm)]
         blocks.append(AttentionBlock(attention, value, output,
-                                     *(n if isinstance(n, torch.nn.LayerNorm) else None for n in norms)))
+                                     *(n if isinstance(n, torch.nn.LayerNorm) else None for n in norms),
+                                     value_columns=(part * width, (part + 1) * width) if parts > 1 else None))
     if not blocks:
         return None, f"no module matches {layout.block}"
     return blocks, ""
@@ -288,7 +302,7 @@ class NormRecorder:
     def __enter__(self) -> "NormRecorder":
         self._grams = [gram_weights(block.output.weight) for block in self.blocks]
         for index, block in enumerate(self.blocks):
-            self._handles.append(block.value.register_forward_hook(self._value_hook(index)))
+            self._handles.append(block.value.register_forward_hook(self._value_hook(block, index)))
             # first among the module's hooks: the maps are handed on (layer_by_layer) before
             # transformers' own output recorder could keep them
             self._handles.append(block.attention.register_forward_hook(self._attention_hook(index), prepend=True))
@@ -313,9 +327,9 @@ class NormRecorder:
         self._values.clear()
         self._out.clear()
 
-    def _value_hook(self, index: int):
+    def _value_hook(self, block: AttentionBlock, index: int):
         def hook(module, args, output):
-            self._values[index] = output
+            self._values[index] = block.values(output)
         return hook
 
     def _attention_hook(self, index: int):

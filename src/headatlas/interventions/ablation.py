@@ -9,7 +9,8 @@ function registered with transformers' ``AttentionInterface`` under the name
 * ``keep``      the weights as computed;
 * ``prune``     every weight set to 0 (the head's output is the zero vector);
 * ``uniform``   every weight replaced by 1/L over the L real (non-padding)
-  tokens of the input, ``[CLS]``/``[SEP]`` included;
+  tokens of the input, ``[CLS]``/``[SEP]`` included (in a sliding-window layer,
+  ModernBERT's, over the L real tokens of the query's window: what the head can see);
 * ``no_intra``  weights between tokens of the same sentence set to 0;
 * ``no_inter``  weights between tokens of different sentences set to 0.
 
@@ -80,7 +81,7 @@ def same_sentence(sentence_ids: torch.Tensor) -> torch.Tensor:
     return ids[:, :, None] == ids[:, None, :]
 
 
-def ablate(weights: torch.Tensor, actions: torch.Tensor, key_real: torch.Tensor,
+def ablate(weights: torch.Tensor, actions: torch.Tensor, allowed: torch.Tensor,
            same: torch.Tensor | None = None, renormalise: bool = False) -> torch.Tensor:
     """Apply one layer's per-head actions to its attention probabilities.
 
@@ -88,7 +89,8 @@ def ablate(weights: torch.Tensor, actions: torch.Tensor, key_real: torch.Tensor,
     ----------
     weights : ``[batch, heads, T, T]`` softmax attention (rows sum to 1).
     actions : ``[heads]`` action codes (``KEEP`` ... ``NO_INTER``).
-    key_real : ``[batch, T]`` bool, False at padding.
+    allowed : ``[batch, T]`` bool, False at padding; or ``[batch, T, T]``, per query the keys
+        it may attend (padding and a sliding window: :func:`_allowed_keys`).
     same : ``[batch, T, T]`` bool from :func:`same_sentence`; needed only
         for ``NO_INTRA``/``NO_INTER``.
     renormalise : rescale rows changed by ``NO_INTRA``/``NO_INTER`` to sum to
@@ -101,8 +103,8 @@ def ablate(weights: torch.Tensor, actions: torch.Tensor, key_real: torch.Tensor,
     act = actions.view(1, -1, 1, 1)
     out = weights.masked_fill(act == PRUNE, 0.0)
     if (actions == UNIFORM).any():
-        real = key_real[:, None, None, :].to(weights.dtype)
-        out = torch.where(act == UNIFORM, real / real.sum(-1, keepdim=True), out)
+        real = (allowed[:, None, None, :] if allowed.dim() == 2 else allowed[:, None]).to(weights.dtype)
+        out = torch.where(act == UNIFORM, real / real.sum(-1, keepdim=True).clamp_min(1), out)
     by_sentence = (act == NO_INTRA) | (act == NO_INTER)
     if by_sentence.any():
         if same is None:
@@ -135,7 +137,7 @@ class Ablation:
         actions = self.actions[layer].to(weights.device)
         if bool((actions == KEEP).all()):
             return weights
-        return ablate(weights, actions, _key_real(attention_mask, weights), self.same(),
+        return ablate(weights, actions, _allowed_keys(attention_mask, weights), self.same(),
                       self.renormalise)
 
     def same(self) -> torch.Tensor | None:
@@ -144,11 +146,12 @@ class Ablation:
         return self._same
 
 
-def _key_real(attention_mask: torch.Tensor | None, weights: torch.Tensor) -> torch.Tensor:
-    """``[batch, K]`` bool from the additive eager mask ``[batch, 1, Q, K]`` (0 = attend)."""
+def _allowed_keys(attention_mask: torch.Tensor | None, weights: torch.Tensor) -> torch.Tensor:
+    """``[batch, Q, K]`` (or ``[batch, K]`` without a mask) bool from the additive eager mask
+    ``[batch, 1, Q, K]`` (0 = attend): padding, and a sliding window where the layer has one."""
     if attention_mask is None:
         return torch.ones(weights.shape[0], weights.shape[-1], dtype=torch.bool, device=weights.device)
-    return attention_mask[:, 0, 0, :] > torch.finfo(attention_mask.dtype).min / 2
+    return attention_mask[:, 0] > torch.finfo(attention_mask.dtype).min / 2
 
 
 def ablated_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0,

@@ -110,7 +110,8 @@ class MixingRunner:
         if why is not None:
             raise ModelError(f"the context mixing measures need each head's value and output projection: {why}")
         self.blocks = attention_layers(model)
-        if any(block.layer_norm is None or block.output_norm is None for block in self.blocks):
+        if any(block.layer_norm is None or block.output_norm is None or block.value_columns is not None
+               for block in self.blocks):
             raise ModelError(f"GlobEnc and ALTI decompose the post-attention and post-FFN LayerNorms, "
                              f"which {type(model).__name__} does not have where its family's layout puts "
                              "them (a pre-LayerNorm model?): the benchmark cannot run on it")

@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from headatlas.encoders.capabilities import capabilities, default_views, gradient_losses
+from headatlas.encoders.layouts import norm_layout_of
 from headatlas.pipeline.config import built_models, corpora_of, labelled_treebanks, schema_path
 from headatlas.tasks import TASKS
 from headatlas.weightings import SUFFIXES
@@ -311,8 +312,9 @@ def plan(config: dict) -> Plan:
 
 def mixing_models(config: dict, leave_out) -> list[str]:
     """The base models whose UPOS tagger the context mixing benchmark scores: every model of
-    `finetune.models` with a norm layout (the measures need each head's value and output
-    projection), none when `mixing.enabled` is false."""
+    `finetune.models` with a post-LayerNorm norm layout (the measures need each head's value and
+    output projection, GlobEnc and ALTI the LayerNorms after each sublayer), none when
+    `mixing.enabled` is false."""
     what = "context mixing measures against blank-out (Mohebbi et al. 2023)"
     if not config["finetune"]["models"]:
         leave_out(("context_mixing", "compare_mixing"), what, "`finetune.models` is empty: no tagger")
@@ -323,8 +325,12 @@ def mixing_models(config: dict, leave_out) -> list[str]:
     chosen = []
     for m in config["finetune"]["models"]:
         found = capabilities(config["models"][m])
+        layout = norm_layout_of(found.model_type) if found.norm_layout else None
         if found.norms is False:
             leave_out((), f"{what} of {m}'s tagger", found.norms_reason)
+        elif layout is not None and not layout.post_ln:
+            leave_out((), f"{what} of {m}'s tagger", f"{layout.name} is a pre-LayerNorm family: GlobEnc "
+                      "and ALTI decompose the LayerNorms after each sublayer, which it does not have")
         else:
             chosen.append(m)
     return chosen
