@@ -99,12 +99,14 @@ def test_fused_states_give_the_store_tables(cls, weighting, n_shards, extracted)
     assert_fused_is_store(extracted, cls, weighting, n_shards)
 
 
-def test_the_second_family_s_fused_states_give_its_store_tables(tiny_encoder_dirs, tmp_path):
-    """RoBERTa (byte-level BPE, <s> ... </s>, positions offset by 2) in three shards: every
-    analysis, both weightings (the workflow's fused run has the BERT alone)."""
+@pytest.mark.parametrize("family", ["roberta", "modernbert"])
+def test_other_families_fused_states_give_their_store_tables(tiny_encoder_dirs, tmp_path, family):
+    """RoBERTa (byte-level BPE, <s> ... </s>, positions offset by 2) and ModernBERT (pre-LN, a
+    fused Wqkv, a sliding-window layer) in three shards: every analysis, both weightings (the
+    workflow's fused run has the BERT alone)."""
     from headatlas.encoders.models import load_model
 
-    model = load_model("tiny_roberta", {"path": str(tiny_encoder_dirs["roberta"])}, device="cpu")
+    model = load_model(f"tiny_{family}", {"path": str(tiny_encoder_dirs[family])}, device="cpu")
     found = extract_both(model, tmp_path, (N_SHARDS,))
     for cls, weighting in RUNS:
         assert_fused_is_store(found, cls, weighting, N_SHARDS)
