@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from headatlas.interventions.importance import (HeadTask, Scorer, TaggingHeads, UnitScores, chance_gains,
-                                        compare, disable_heads, heads_table, normalise_by_layer, paper_claims,
+                                        AWAKE, DORMANT, compare, disable_heads, heads_table, normalise_by_layer,
+                                        output_rho, paper_claims,
                                         prunable_share, pruning_curves, pruning_order, spearman)
 from tests.conftest import make_tiny_model
 from tests.unit.test_upos import corpus
@@ -125,6 +126,16 @@ def test_heads_table_compare_and_claims():
     assert table.loc[("type", "diagonal"), "top_heads"] == 1 and table.loc[("type", "dense"), "heads"] == 2
     assert table.loc[("pattern", "vertical"), "mean_delta"] == pytest.approx((0 - 1 + 1) / 3)
     assert table.loc[("pattern", "diagonal"), "significant_drops"] == 1
+    # Dormancy: head 1 is dormant on some inputs, heads 2-4 never; relative outputs rank the
+    # heads 3 > 2 > 4 > 1 and importance ranks them 3 > 2 > 4 > 1 too (ranks 1, 2, 3, 4 above)
+    outputs = pd.DataFrame({"layer": 1, "head": [1, 2, 3, 4], "dormant_rate": [0.2, 0, 0, 0],
+                            "relative_output": [0.3, 1.1, 1.4, 0.9]})
+    table = compare(heads, None, None, top_share=0.25, activations=outputs).set_index(["by", "group"])
+    assert table.loc[("output", DORMANT), "heads"] == 1 and table.loc[("output", AWAKE), "heads"] == 3
+    assert table.loc[("output", AWAKE), "top_heads"] == 1
+    assert table.loc[("output", DORMANT), "mean_importance"] == heads.set_index("head").loc[1, "importance"]
+    assert output_rho(heads, outputs) == pytest.approx(1.0)
+    assert output_rho(heads, outputs.assign(relative_output=-outputs["relative_output"])) == pytest.approx(-1.0)
     curves = pruning_curves(scorer, task.importance(), [0, 0.25, 0.5, 0.75, 1.0], seeds=[0])
     found = {c.id: c for c in paper_claims(heads, layers, curves, 99, "accuracy", 1.0, "toy")}
     assert found["michel.s3.single_heads_harmless"].verdict == "holds"  # 3 of 4 not significant drops

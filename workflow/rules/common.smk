@@ -740,11 +740,17 @@ def ablation_plan(*attributes):
 
 
 def importance_tables(wildcards=None):
-    """The task model's head types and patterns set beside its importance (those planned):
-    {"types": [...], "patterns": [...]}, each a list of one table or none."""
+    """The task model's head types, patterns and head outputs (dormant heads) set beside its
+    importance (those planned): {"types": [...], "patterns": [...], "activations": [...]}, each
+    a list of one table or none."""
     task = PLAN.importance
     at = {"model": task.task_model, "weighting": ""}
+    dormant = task.types_corpus and task.task_model in PLAN.activation_models
     return {
+        "activations": optional(
+            dormant
+            and output_of("activations", "heads", model=task.task_model, corpus=task.types_corpus)
+        ),
         "types": optional(
             task.types_corpus
             and output_of("headtypes_cluster", "features", corpus=task.types_corpus, **at)

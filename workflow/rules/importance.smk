@@ -74,7 +74,7 @@ rule importance_compare:
         code=code("importance_compare.py"),
     output:
         table=HEADS_MATTER.table(
-            "compare.csv", "importance_compare", "importance by head type and pattern"
+            "compare.csv", "importance_compare", "importance by head type, pattern and dormancy"
         ),
         figure=HEADS_MATTER.figure(
             "compare.svg", "importance_compare", "importance vs change, by pattern"
@@ -87,6 +87,7 @@ rule importance_compare:
         ENV
     params:
         patterns_corpus=lambda wildcards: PLAN.importance.patterns_corpus,
+        types_corpus=lambda wildcards: PLAN.importance.types_corpus,
         metric=lambda wildcards: PLAN.importance.metric,
     script:
         "../scripts/importance_compare.py"

@@ -523,19 +523,28 @@ def heads_table(importance: np.ndarray, single: pd.DataFrame) -> pd.DataFrame:
     return table.merge(single, on=["layer", "head"])
 
 
+DORMANT, AWAKE = "dormant on some inputs", "never dormant"
+
+
 def compare(heads: pd.DataFrame, types: pd.DataFrame | None, patterns: pd.DataFrame | None,
-            top_share: float = 0.1) -> pd.DataFrame:
-    """Importance and single-head change by Guan et al.'s head type and by Kovaleva et al.'s pattern.
+            top_share: float = 0.1, activations: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Importance and single-head change by Guan et al.'s head type, by Kovaleva et al.'s pattern
+    and by whether the head is ever dormant (Guo et al.: attention on a sink, output near zero).
 
     One row per (``by``, ``group``): ``heads``, ``mean_importance`` (layer-normalised),
     ``mean_delta`` (points), ``significant_drops`` (heads whose removal lowers the score with
     an interval below 0), ``top_heads`` (of the ``top_share`` most important heads, how many
-    are in the group). ``by`` is ``type`` (head types) or ``pattern`` (each head's dominant pattern
-    on the task's data). Missing tables are skipped.
+    are in the group). ``by`` is ``type`` (head types), ``pattern`` (each head's dominant pattern
+    on the task's data) or ``output`` (:data:`DORMANT` if the activations table's
+    ``dormant_rate`` is above 0, else :data:`AWAKE`). Missing tables are skipped.
     """
     n_top = max(1, int(round(top_share * len(heads))))
     rows = []
-    for by, table, column in (("type", types, "type"), ("pattern", patterns, "dominant")):
+    if activations is not None:
+        activations = activations.assign(
+            dormancy=np.where(activations["dormant_rate"] > 0, DORMANT, AWAKE))
+    for by, table, column in (("type", types, "type"), ("pattern", patterns, "dominant"),
+                              ("output", activations, "dormancy")):
         if table is None:
             continue
         merged = heads.merge(table[["layer", "head", column]], on=["layer", "head"], how="inner")
@@ -548,6 +557,14 @@ def compare(heads: pd.DataFrame, types: pd.DataFrame | None, patterns: pd.DataFr
                          "significant_drops": int((part["ci_high"] < 0).sum()),
                          "top_heads": int(part["rank"].le(n_top).sum()), "top_n": n_top})
     return pd.DataFrame(rows)
+
+
+def output_rho(heads: pd.DataFrame, activations: pd.DataFrame) -> float:
+    """Spearman ρ between each head's output norm relative to its layer's median head (rule
+    activations' ``relative_output``) and its importance: > 0 when the heads that output little
+    (dormant heads' mark) matter little."""
+    merged = heads.merge(activations[["layer", "head", "relative_output"]], on=["layer", "head"])
+    return spearman(merged["relative_output"], merged["importance"])
 
 
 def spearman(a: Iterable[float], b: Iterable[float]) -> float:

@@ -78,8 +78,9 @@ class AblationPlan:
 @dataclass(frozen=True, kw_only=True)
 class ImportancePlan:
     """Which heads matter to the ablation's task model: its metric, and the tables set beside
-    the importance (the task model's patterns on ``patterns_corpus``, its head types on
-    ``types_corpus``; None where no such table is planned)."""
+    the importance (the task model's patterns on ``patterns_corpus``, its head types, and its
+    heads' outputs and dormancy (rule activations), on ``types_corpus``; None where no such
+    table is planned)."""
 
     task_model: str
     metric: str
