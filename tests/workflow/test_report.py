@@ -1,6 +1,6 @@
 """The report a tiny run builds opens on what was found (issue 22): a short landing page that starts
 with the generated summary, the scorecard its own item with the weightings as columns, the key
-tables shown as HTML tables, the atlas linked rather than embedded."""
+tables shown as HTML tables, the atlas an item of its own that the landing page links to."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_the_landing_page_is_short_and_starts_with_the_summary(report):
     summary = landing.index('class="headatlas-scorecard-summary"')
     # the title paragraph, then the summary: before every other part of the landing text
     assert landing.count("<p>", 0, summary) <= 1
-    assert summary < landing.index("scorecard.html") < landing.index('href="atlas.html"')
+    assert summary < landing.index("scorecard.html") < landing.index("showResultInfo('results/atlas.html')")
     for model in ("tiny", "tiny_roberta", "tiny_upos"):
         assert f"<td>{model}</td>" in landing  # counts per model
     assert landing.count("<li>") >= 1 and "app.showResultInfo(" in landing
@@ -86,7 +86,10 @@ def test_the_key_tables_are_shown_as_tables_and_the_atlas_is_linked(report):
         assert entry["data_uri"].startswith("data:text/html") and "<table>" in page and "<td" in page
         assert f"results/{table}.csv" in items  # the CSV beside it, the data
         assert entry["labels"]["model"] == "tiny"
-    assert "results/atlas.html" not in items and "results/findings.html" in items
+    # the atlas is an item of its own (a report sent alone keeps it), shown in the report's frame
+    atlas = items["results/atlas.html"]
+    assert atlas["data_uri"].startswith("data:text/html") and "headatlas: the head atlas" in item_text(atlas)
+    assert "results/findings.html" in items
     assert not any(path.endswith("attention_lines.svg") for path in items)
     print(f"report: {size / 1e6:.1f} MB, {len(items)} items")
 
