@@ -162,7 +162,8 @@ def test_modernbert_uniform_spreads_over_each_querys_window(tmp_path):
         actions = torch.tensor([[KEEP, KEEP], [UNIFORM, UNIFORM]])  # layer 2 slides
         seen = {}
         attn = ablated.layers[1].attn
-        hooks = [attn.Wqkv.register_forward_hook(lambda m, a, out: seen.update(values=out[..., 32:])),
+        width = attn.Wo.in_features  # Wqkv's outputs: queries, keys, values
+        hooks = [attn.Wqkv.register_forward_hook(lambda m, a, out: seen.update(values=out[..., 2 * width:])),
                  attn.Wo.register_forward_pre_hook(lambda m, a: seen.update(context=a[0]))]
         ablated(ids, attention_mask=mask, headatlas_ablation=Ablation(actions))
         for hook in hooks:

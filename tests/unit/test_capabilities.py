@@ -49,7 +49,16 @@ def folders(tmp_path_factory):
             "distilbert": make_tiny_encoder(root / "distilbert", "distilbert", head="mlm"),
             "electra": make_tiny_encoder(root / "electra", "electra"),
             "bert": make_tiny_encoder(root / "bert", "bert-uncased"),
-            "modernbert": make_tiny_encoder(root / "modernbert", "modernbert", head="mlm")}
+            "modernbert": make_tiny_encoder(root / "modernbert", "modernbert", head="mlm"),
+            "modernbert_tagger": modernbert_tagger(root / "modernbert-tagger")}
+
+
+def modernbert_tagger(folder: Path) -> Path:
+    from transformers import AutoModelForTokenClassification
+
+    base = make_tiny_encoder(folder, "modernbert")
+    AutoModelForTokenClassification.from_pretrained(base, num_labels=3).save_pretrained(folder)
+    return folder
 
 
 @pytest.fixture(autouse=True)
@@ -98,6 +107,9 @@ def test_capabilities_of_each_family(folders):
     modern = capabilities({"path": str(folders["modernbert"])})  # no type table; RoPE: no offset
     assert modern.norm_layout == "ModernBERT" and modern.masked_lm_head is True
     assert modern.token_types is False and modern.max_length == 64
+    # its task models share the MLM head's `head.dense` (a tagger is no masked LM)
+    tagger = capabilities({"path": str(folders["modernbert_tagger"])})
+    assert tagger.norm_layout == "ModernBERT" and tagger.masked_lm_head is False
 
 
 def test_unknown_where_nothing_can_be_read(tmp_path, monkeypatch):
@@ -119,14 +131,19 @@ def test_a_hub_model_is_read_from_the_local_cache(folders, tmp_path, monkeypatch
 
 
 def test_the_layout_table_has_one_row_per_family():
-    assert [row.name for row in NORM_LAYOUTS] == ["BERT", "DistilBERT", "ALBERT", "DeBERTa-v2", "MPNet",
-                                                   "ModernBERT"]
+    assert [row.name for row in NORM_LAYOUTS] == ["BERT", "RoBERTa-PreLayerNorm", "DistilBERT", "ALBERT",
+                                                   "DeBERTa-v2", "MPNet", "ModernBERT"]
     assert norm_layout_of("deberta") is None  # DeBERTa v1's fused in_proj has no separate W_V
     assert usable_length({"model_type": "roberta", "max_position_embeddings": 514, "pad_token_id": 1}) == 512
 
 
+def without(*names: str) -> tuple:
+    """The layout table as if the families ``names`` had no row."""
+    return tuple(row for row in NORM_LAYOUTS if row.name not in names)
+
+
 def test_default_weightings_leave_norm_out_with_the_reason(folders, monkeypatch):
-    monkeypatch.setattr(layouts, "NORM_LAYOUTS", NORM_LAYOUTS[:1] + NORM_LAYOUTS[2:4])  # no MPNet, DistilBERT rows
+    monkeypatch.setattr(layouts, "NORM_LAYOUTS", without("MPNet", "DistilBERT"))
     config = load_config(config_with(folders, ["mpnet", "electra", "distilbert"]), SCHEMA)
     result = plan(config)
     assert result.weightings == {"mpnet": ["attention"], "electra": ["attention", "norm"],
@@ -142,7 +159,7 @@ def test_every_family_keeps_the_norm_view_by_default(folders):
 
 
 def test_an_explicit_norm_is_refused_naming_the_key(folders, monkeypatch):
-    monkeypatch.setattr(layouts, "NORM_LAYOUTS", NORM_LAYOUTS[:4])  # as if MPNet had no row
+    monkeypatch.setattr(layouts, "NORM_LAYOUTS", without("MPNet"))
     config = config_with(folders, ["mpnet", "electra"])
     config["models"]["mpnet"]["weightings"] = ["attention", "norm"]
     with pytest.raises(ConfigError) as err:

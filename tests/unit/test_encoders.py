@@ -124,6 +124,29 @@ def test_byte_level_bpe_gets_word_markers_only_through_load_tokenizer(tiny_encod
     assert ours.convert_ids_to_tokens(marked) == ["Ġthe", "Ġcat"]
 
 
+def test_a_lone_byte_level_pre_tokenizer_gets_its_prefix_space_and_a_split_sequence_is_refused(
+        tiny_encoder_dirs, tmp_path):
+    """ModernBERT's generic fast tokenizer ignores add_prefix_space=True: load_tokenizer sets it
+    in its ByteLevel pre-tokenizer. Behind a splitting regex (GPT-4 style) the flag would put a
+    word marker before inner punctuation too, so such a tokenizer is refused, not changed."""
+    from tokenizers import Regex, pre_tokenizers
+    from transformers import AutoTokenizer
+
+    folder = tiny_encoder_dirs["modernbert"]
+    raw = AutoTokenizer.from_pretrained(folder, add_prefix_space=True)
+    assert raw.backend_tokenizer.pre_tokenizer.add_prefix_space is False  # the keyword did nothing
+    ours = load_tokenizer("mb", {"path": str(folder)})
+    marked = ours(["the", "cat"], is_split_into_words=True, add_special_tokens=False)["input_ids"]
+    assert ours.convert_ids_to_tokens(marked) == ["Ġthe", "Ġcat"]
+    raw.backend_tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"\w+|[^\w\s]+|\s+"), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    raw.save_pretrained(tmp_path / "split")
+    (tmp_path / "split" / "config.json").write_bytes((folder / "config.json").read_bytes())
+    with pytest.raises(ModelError, match="tokenises a list of words differently"):
+        load_tokenizer("split", {"path": str(tmp_path / "split")})
+
+
 @pytest.mark.parametrize("family", ["albert", "deberta-v2"])
 def test_a_sentencepiece_model_file_alone_is_converted(family, tmp_path):
     """The hub layout of ALBERT and DeBERTa-v3: spiece.model / spm.model and no tokenizer.json."""

@@ -155,6 +155,8 @@ def test_model_without_a_layout_is_extracted_without_norms_and_named():
 PATHS = {
     "bert": ("encoder.layer.{k}.attention.self.value", "encoder.layer.{k}.attention.output.dense"),
     "roberta": ("encoder.layer.{k}.attention.self.value", "encoder.layer.{k}.attention.output.dense"),
+    "roberta-prelayernorm": ("encoder.layer.{k}.attention.self.value",
+                             "encoder.layer.{k}.attention.output.dense"),
     "electra": ("encoder.layer.{k}.attention.self.value", "encoder.layer.{k}.attention.output.dense"),
     "distilbert": ("transformer.layer.{k}.attention.v_lin", "transformer.layer.{k}.attention.out_lin"),
     "albert": ("encoder.albert_layer_groups.0.albert_layers.0.attention.value",
@@ -177,6 +179,8 @@ def family_model(family: str):
     configs = {
         "bert": lambda: tf.BertConfig(**sizes),
         "roberta": lambda: tf.RobertaConfig(**{**sizes, "max_position_embeddings": 66}, pad_token_id=1),
+        "roberta-prelayernorm": lambda: tf.RobertaPreLayerNormConfig(**{**sizes, "max_position_embeddings": 66},
+                                                                    pad_token_id=1),
         "electra": lambda: tf.ElectraConfig(embedding_size=16, **sizes),
         "distilbert": lambda: tf.DistilBertConfig(vocab_size=VOCAB_SIZE, dim=HIDDEN, n_layers=LAYERS,
                                                   n_heads=HEADS, hidden_dim=32, max_position_embeddings=64),

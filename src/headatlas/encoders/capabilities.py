@@ -42,11 +42,11 @@ from headatlas.encoders.layouts import (NORM_LAYOUTS, PADDING_OFFSET_TYPES, Norm
 
 # Top-level tensor-name prefixes of the masked-LM heads transformers saves (BERT and its
 # ForPreTraining, RoBERTa/MPNet/XLM-R, ALBERT, DistilBERT, ELECTRA's generator, DeBERTa-v2 new and
-# legacy, ModernBERT's head + tied decoder). ELECTRA's discriminator head (`discriminator_predictions`)
-# is not one.
+# legacy, ModernBERT's decoder: its task models share the `head.` prefix). ELECTRA's discriminator
+# head (`discriminator_predictions`) is not one.
 MASKED_LM_PREFIXES = ("cls.predictions.", "lm_head.", "predictions.", "vocab_transform.",
                       "vocab_projector.", "generator_predictions.", "generator_lm_head.",
-                      "lm_predictions.", "head.dense.")
+                      "lm_predictions.", "decoder.")
 QA_PREFIXES = ("qa_outputs.",)
 
 

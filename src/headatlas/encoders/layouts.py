@@ -50,10 +50,11 @@ class NormLayout:
 
 # One row per attention layout; a family joins by its model types, never by a branch in the code.
 NORM_LAYOUTS = (
-    NormLayout("BERT", ("bert", "roberta", "xlm-roberta", "camembert", "electra", "data2vec-text",
-                        "roberta-prelayernorm"),
+    NormLayout("BERT", ("bert", "roberta", "xlm-roberta", "camembert", "electra", "data2vec-text"),
                r"encoder\.layer\.\d+\.attention", "self", "self.value", "output.dense",
                "attention.output.LayerNorm", "output.LayerNorm"),
+    NormLayout("RoBERTa-PreLayerNorm", ("roberta-prelayernorm",), r"encoder\.layer\.\d+\.attention", "self",
+               "self.value", "output.dense"),  # pre-LN: its LayerNorms come before the sublayers
     NormLayout("DistilBERT", ("distilbert",), r"transformer\.layer\.\d+\.attention", "", "v_lin", "out_lin",
                "sa_layer_norm", "output_layer_norm"),
     NormLayout("ALBERT", ("albert",), r"encoder\.albert_layer_groups\.\d+\.albert_layers\.\d+\.attention",

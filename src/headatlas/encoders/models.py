@@ -334,23 +334,15 @@ def tokenizer_from_pretrained(source: str, revision: str | None = None, *, name:
 
 
 def _prefix_spaced(tokenizer) -> None:
-    """Set ``add_prefix_space`` in every ByteLevel step of ``tokenizer``'s pre-tokenizer (in place)."""
-    from tokenizers import Tokenizer
+    """Set ``add_prefix_space`` in ``tokenizer``'s pre-tokenizer when it is a lone ByteLevel step
+    (ModernBERT's). Any other pre-tokenizer is left as it is, for :func:`_check_tokenizer` to
+    refuse: in a sequence after a splitting regex (GPT-4 style) the flag would add a space before
+    every split piece, inner punctuation too (``e-mail`` as ``Ġe Ġ- Ġmail``)."""
+    from tokenizers import pre_tokenizers
 
-    spec = json.loads(tokenizer.backend_tokenizer.to_str())
-
-    def mark(step):
-        if isinstance(step, dict):
-            if step.get("type") == "ByteLevel":
-                step["add_prefix_space"] = True
-            for value in step.values():
-                mark(value)
-        elif isinstance(step, list):
-            for value in step:
-                mark(value)
-
-    mark(spec.get("pre_tokenizer"))
-    tokenizer._tokenizer = Tokenizer.from_str(json.dumps(spec))
+    step = tokenizer.backend_tokenizer.pre_tokenizer
+    if isinstance(step, pre_tokenizers.ByteLevel):
+        step.add_prefix_space = True
 
 
 def load_tokenizer(name: str, spec: dict, max_length: int | None = None):

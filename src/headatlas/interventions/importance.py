@@ -564,6 +564,8 @@ def output_rho(heads: pd.DataFrame, activations: pd.DataFrame) -> float:
     activations' ``relative_output``) and its importance: > 0 when the heads that output little
     (dormant heads' mark) matter little."""
     merged = heads.merge(activations[["layer", "head", "relative_output"]], on=["layer", "head"])
+    if len(merged) != len(heads):
+        raise ValueError(f"the activations table covers {len(merged)} of {len(heads)} heads")
     return spearman(merged["relative_output"], merged["importance"])
 
 
