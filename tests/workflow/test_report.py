@@ -80,7 +80,7 @@ def test_the_scorecard_item_has_the_weightings_as_columns(report, tiny_workflow)
 def test_the_key_tables_are_shown_as_tables_and_the_atlas_is_linked(report):
     size, _, items = report
     for table in ("tiny/tb/syntax/table1", "tiny/tb/syntax-norm/table1", "tiny/tb_docs/coref/accuracy",
-                  "tiny/wikipedia/headtypes/type_shares", "tiny/patterns/shares"):
+                  "tiny/wikipedia/headtypes/type_shares", "tiny/patterns/shares", "tiny/heads"):
         entry = items[f"results/{table}.csv.html"]
         page = item_text(entry)
         assert entry["data_uri"].startswith("data:text/html") and "<table>" in page and "<td" in page

@@ -36,7 +36,7 @@ rule atlas_heads:
         tables=lambda wildcards: ATLAS.inputs(wildcards.model),
         code=lambda wildcards: code("atlas_heads.py", *ATLAS.modules()),
     output:
-        heads=HEAD_ATLAS.table("heads.csv", "atlas_heads", "one profile per head"),
+        heads=HEAD_ATLAS.table("heads.csv", "atlas_heads", "one profile per head", as_table=True),
         columns=HEAD_ATLAS.table(
             "heads_columns.csv", "atlas_columns", "column dictionary", as_table=True
         ),
