@@ -167,10 +167,11 @@ def test_an_analysis_is_three_files(tmp_path):
     plan = snakemake(root, "-n", "--cores", "1").stdout
     assert "rule toy:" in plan
     rules = {line.split()[1].rstrip(":") for line in plan.splitlines() if line.startswith("rule ")}
-    # (table_page: the column dictionary's table page, heads_columns.csv.html, and only that)
+    # (table_page: the atlas's table pages, heads.csv.html and heads_columns.csv.html, and only those)
     assert rules <= {"toy", "all", "atlas_heads", "atlas_page", "scorecard", "table_page"}
     pages = re.findall(r"^\s+output: (\S+\.csv\.html)", plan, re.M)
-    assert ("table_page" in rules) == bool(pages) and all(p.endswith("heads_columns.csv.html") for p in pages), pages
+    atlas_pages = ("heads.csv.html", "heads_columns.csv.html")
+    assert ("table_page" in rules) == bool(pages) and all(p.endswith(atlas_pages) for p in pages), pages
 
 
 def test_a_caption_reading_a_wildcard_its_output_lacks_is_refused(tmp_path):
