@@ -26,18 +26,21 @@ log = logging.getLogger(__name__)
 TABLE = "ablation"  # the grid's table in its Result (the rule writes it as ablation.csv)
 
 
-def load_task_model(task: str | Task, source: str, revision: str | None = None, device: str | None = None):
+def load_task_model(task: str | Task, source: str, revision: str | None = None, device: str | None = None,
+                    name: str | None = None):
     """``(model, tokenizer)``: the fine-tuned task model with the ablation attention, eval mode.
 
     ``task`` is a registered task or its name (:data:`headatlas.tasks.TASKS`); its
-    ``model_class`` is the transformers class the model loads with.
+    ``model_class`` is the transformers class the model loads with. ``name``: the model's name
+    in error messages (default: ``source``).
     """
     from headatlas.encoders.models import from_pretrained, tokenizer_from_pretrained
 
     task = get_task(task)
     ablation.register()
-    model = from_pretrained(task.auto_class(), source, revision, attn_implementation=ablation.IMPLEMENTATION)
-    tokenizer = tokenizer_from_pretrained(source, revision)
+    model = from_pretrained(task.auto_class(), source, revision, name=name,
+                            attn_implementation=ablation.IMPLEMENTATION)
+    tokenizer = tokenizer_from_pretrained(source, revision, name=name)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     return model.to(device).eval(), tokenizer
 

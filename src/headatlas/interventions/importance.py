@@ -550,10 +550,7 @@ def compare(heads: pd.DataFrame, types: pd.DataFrame | None, patterns: pd.DataFr
                               ("output", activations, "dormancy")):
         if table is None:
             continue
-        merged = heads.merge(table[["layer", "head", column]], on=["layer", "head"], how="inner")
-        if len(merged) != len(heads):
-            raise ValueError(f"the {by} table covers {len(merged)} of {len(heads)} heads")
-        for group, part in merged.groupby(column, sort=True):
+        for group, part in beside(heads, table, column, by).groupby(column, sort=True):
             rows.append({"by": by, "group": group, "heads": len(part),
                          "mean_importance": part["importance"].mean(),
                          "mean_delta": part["delta"].mean(),
@@ -566,10 +563,17 @@ def output_rho(heads: pd.DataFrame, activations: pd.DataFrame) -> float:
     """Spearman ρ between each head's output norm relative to its layer's median head (rule
     activations' ``relative_output``) and its importance: > 0 when the heads that output little
     (dormant heads' mark) matter little."""
-    merged = heads.merge(activations[["layer", "head", "relative_output"]], on=["layer", "head"])
-    if len(merged) != len(heads):
-        raise ValueError(f"the activations table covers {len(merged)} of {len(heads)} heads")
+    merged = beside(heads, activations, "relative_output", "activations")
     return spearman(merged["relative_output"], merged["importance"])
+
+
+def beside(heads: pd.DataFrame, table: pd.DataFrame, column: str, what: str) -> pd.DataFrame:
+    """``heads`` with ``table``'s ``column`` joined by (layer, head); ValueError unless ``table``
+    (named ``what``) covers every head."""
+    merged = heads.merge(table[["layer", "head", column]], on=["layer", "head"], how="inner")
+    if len(merged) != len(heads):
+        raise ValueError(f"the {what} table covers {len(merged)} of {len(heads)} heads")
+    return merged
 
 
 def spearman(a: Iterable[float], b: Iterable[float]) -> float:

@@ -315,11 +315,13 @@ class MixingRunner:
 
 
 def log_softmax(logits: torch.Tensor) -> torch.Tensor:
-    """``log p_c = -log(1 + Σ_{c' ≠ c} exp(z_c' - z_c))`` over the last axis, with ``log1p``: exact
-    where torch's ``log_softmax`` rounds a confident class to 0 (``1 + 1e-20 == 1``)."""
-    others = torch.exp(logits[..., None, :] - logits[..., :, None])  # [..., C, C]: z_c' - z_c
-    others = others.masked_fill(torch.eye(logits.shape[-1], dtype=torch.bool, device=logits.device), 0)
-    return -torch.log1p(others.sum(dim=-1))
+    """``log p_c = (z_c - z_top) - log1p(Σ_{c' ≠ top} exp(z_c' - z_top))`` over the last axis: exact
+    where torch's ``log_softmax`` rounds a confident class to 0 (``1 + 1e-20 == 1``), since the
+    top class's 1 is never added to the rest."""
+    top = logits.max(dim=-1, keepdim=True)
+    shifted = logits - top.values
+    rest = shifted.exp().scatter(-1, top.indices, 0.0).sum(dim=-1, keepdim=True)
+    return shifted - torch.log1p(rest)
 
 
 def _numpy(*tensors) -> list[np.ndarray]:
@@ -349,17 +351,14 @@ def mixing_benchmark(source: str, revision: str | None, sentences, *, name: str,
     from collections import Counter
 
     from tqdm.auto import tqdm
-    from transformers import AutoModelForTokenClassification
 
     from headatlas.analyses.mixing import MixingTotals
-    from headatlas.encoders.models import from_pretrained, tokenizer_from_pretrained
     from headatlas.errors import HeadAtlasError
+    from headatlas.interventions.grid import load_task_model
     from headatlas.tasks.upos import IGNORE, sentence_examples, split_sentences
 
-    model = from_pretrained(AutoModelForTokenClassification, source, revision, name=name,
-                            attn_implementation="eager")
-    model = model.to("cuda" if torch.cuda.is_available() else "cpu").eval()
-    tokenizer = tokenizer_from_pretrained(source, revision, name=name)
+    # the ablation's attention function: eager attention (α returned) when given no ablation
+    model, tokenizer = load_task_model("upos", source, revision, name=name)
     parts, by_document = split_sentences(list(sentences))
     chosen = parts[split]
     unknown = {t for s in chosen for t in s.upos} - set(model.config.label2id)
