@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from headatlas.pipeline.config import ConfigError, built_models, default_config, load_config
 from headatlas.pipeline.plan import plan
@@ -35,5 +38,6 @@ def test_a_mistyped_folder_under_data_models_is_named_when_the_config_loads():
 
 def test_default_config_fills_every_default_without_checking():
     config = default_config()
-    assert config["patterns"]["thresholds"]["block"] == 0.5 and config["logs"] == "logs"
+    embedded = yaml.safe_load((Path(__file__).parents[2] / "config.yaml").read_text())
+    assert config["patterns"]["thresholds"] == embedded["patterns"]["thresholds"] and config["logs"] == "logs"
     assert "models" not in config  # required keys are not invented

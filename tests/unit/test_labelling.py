@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from headatlas.errors import HeadAtlasError
@@ -25,6 +26,7 @@ def store(tmp_path):
     with StoreWriter(path, ATTRS) as writer:
         for k, n in enumerate([5, 6, 7, 8, 9, 10]):
             tokens = ["[CLS]"] + [f"w{i}" for i in range(n - 2)] + ["[SEP]"]
+            tokens[2] = "."  # a sentence ends within segment A (word 1 is ".")
             types = np.array([0] * (n // 2) + [1] * (n - n // 2))
             writer.add(k, f"ex{k}", tokens, np.arange(n), types, [-1] + list(range(n - 2)) + [-1],
                        attn(n, k))
@@ -45,13 +47,15 @@ def test_sample_is_balanced_over_layers_and_halves(store):
 def test_frozen_maps_are_the_store_maps(store, tmp_path):
     table = sample_maps(store, n=4, seed=0).assign(pattern="vertical")
     out = freeze_maps(store, table, tmp_path / "maps.npz")
-    maps, types, meta = load_maps(out, table)
+    maps, units, meta = load_maps(out, table)
     assert meta["model_name"] == "m" and meta["corpus"] == "c" and meta["maps"] == 4
     with Store(store) as s:
-        for m, t, (_, row) in zip(maps, types, table.iterrows()):
+        for m, u, (_, row) in zip(maps, units, table.iterrows()):
             example = s.example(int(row["example_index"]))
             np.testing.assert_array_equal(m, example.attn[row["layer"] - 1, row["head"] - 1])
-            np.testing.assert_array_equal(t, example.token_type_ids)
+            # the sentences, found in the kept tokens: "[CLS] w0 ." | the rest of A, if any | B
+            n, half = example.n_tokens, example.n_tokens // 2
+            assert u.tolist() == [0, 0, 0] + [1] * (half - 3) + [1 + (half > 3)] * (n - half)
     # A map the file lacks, or a length the labels disagree with, is an error.
     other = table.copy()
     other.loc[0, "map"] = "m999"
@@ -63,6 +67,18 @@ def test_frozen_maps_are_the_store_maps(store, tmp_path):
         load_maps(out, other)
     with pytest.raises(HeadAtlasError, match="patterns.labels.maps"):
         load_maps(tmp_path / "absent.npz", table)
+
+
+def test_frozen_maps_can_be_appended(store, tmp_path):
+    table = sample_maps(store, n=6, seed=0).assign(pattern="vertical")
+    first, second = table.iloc[:4].reset_index(drop=True), table.iloc[4:].reset_index(drop=True)
+    out = freeze_maps(store, first, tmp_path / "maps.npz")
+    second = second.assign(map=["n000", "n001"])
+    freeze_maps(store, second, out, append=True)
+    maps, _, meta = load_maps(out, pd.concat([first, second], ignore_index=True))
+    assert len(maps) == 6 and meta["maps"] == 4 and meta["appended"][0]["maps"] == 2
+    with pytest.raises(HeadAtlasError, match="new ids"):  # the same ids again
+        freeze_maps(store, second, out, append=True)
 
 
 def test_packaged_labels_and_maps_agree():
@@ -107,3 +123,21 @@ def test_labels_without_provenance_columns_still_read(tmp_path):
                     "m0,0,ex0,5,1,1,tune,block,\n")
     table = read_labels(path)
     assert table.loc[0, "model"] == "" and table.loc[0, "selection"] == ""
+
+
+def test_packaged_maps_of_the_default_segments_carry_their_sentences():
+    # Issue 37: 220 MiniLM maps of the default run's 128-wordpiece segments (f*: 120 random, b*: 100
+    # block-enriched), labelled by three labellers from sheets with sentence ticks (the majority).
+    from headatlas.analyses.patterns import sentence_labelled
+
+    labels = read_labels(packaged_labels())
+    fresh = labels[labels["map"].str.match(r"[fb]\d")].reset_index(drop=True)
+    assert len(fresh) == 220 and set(fresh["model"]) == {"minilm"}
+    assert sentence_labelled(fresh).all() and not sentence_labelled(labels[labels["map"].str.match("[mx]")]).any()
+    assert fresh["note"].str.match(r"votes \S+ \S+ \S+").all()  # every vote kept
+    for half in ("tune", "test"):
+        assert ((fresh["half"] == half) & (fresh["pattern"] == "block")).sum() >= 20
+    maps, units, _ = load_maps(packaged_maps(), fresh.head(5))
+    assert all(len(set(u.tolist())) > 2 and len(u) == len(m) for m, u in zip(maps, units))  # sentences
+    with np.load(packaged_maps()) as archive:  # MiniLM's older maps have their tokens back too
+        assert "tokens/m000" in archive.files and "tokens/x000" in archive.files

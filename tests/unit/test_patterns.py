@@ -9,7 +9,8 @@ import pytest
 from headatlas.analyses.base import run_analysis
 from headatlas.analyses.patterns import (PATTERNS, AttentionPatterns, Thresholds, above_chance,
                                          agreement, classify, cohen_kappa, confusion,
-                                         corpus_shares, crosstab_types, example_segments,
+                                         block_contrast, corpus_shares, crosstab_types, ends_sentence,
+                                         example_segments, sentence_labelled, sentence_units,
                                          features_for, layer_shares, map_features, paper_claims,
                                          per_class, segments_of, tune, wilson)
 from headatlas.store.example import Example
@@ -68,22 +69,58 @@ def test_vertical_plus_diagonal_map():
 
 
 def test_block_map():
-    # 32 tokens, two segments of 16, uniform within each. Band: 2 keys for the 4 rows at a segment
-    # edge, 3 for the other 28 -> 92/512. Off-band column mass: 14/512 for the four edge keys
-    # (0, 15, 16, 31), 13/512 for the others; the top 3 are edge keys: 42/512. The rest, 378/512,
-    # all stays in its segment, but only the pairs more than 3 apart count as block: 2 x (12 + 11
-    # + ... + 1) = 156 ordered pairs per segment, less the 3 x 12 in the top columns -> 276/512.
-    a = np.zeros((32, 32))
-    a[:16, :16] = 1 / 16
-    a[16:, 16:] = 1 / 16
-    v, d, b, _, _ = map_features(a, np.array([0] * 16 + [1] * 16), 3)
-    assert (v, d, b) == pytest.approx((42 / 512, 92 / 512, 276 / 378))
-    assert classify(np.array([v, d, b, 0.5, 0]), T) == PATTERNS.index("heterogeneous")  # 0.73 < 0.8
-    assert classify(np.array([v, d, b, 0.5, 0]), Thresholds(block=0.7)) == PATTERNS.index("block")
-    # local attention within the segment is not block: every row on the key 2 ahead
+    # Two sentences of 5 tokens, uniform within each (1/5). Pairs more than 3 apart: at offset 4,
+    # 6 pairs of which 2 lie in one sentence ((0, 4), (5, 9)): p(4) = 1/3; at 5-9 none: p = 0. So a
+    # far pair in one sentence weighs 1 - 1/3 = 2/3, and the map's far pairs are (0, 4), (4, 0),
+    # (5, 9), (9, 5). With one top column (key 0: off-band mass 3/5, the lowest of the tied keys
+    # 0, 4, 5, 9) set aside: 3 pairs x 1/5 x 2/3, over 10 queries -> block 1/25.
+    units = np.array([0] * 5 + [1] * 5)
+    a = np.zeros((10, 10))
+    a[:5, :5] = a[5:, 5:] = 1 / 5
+    v, d, b, _, _ = map_features(a, units, 1)
+    assert b == pytest.approx(1 / 25)
+    assert classify(np.array([v, d, b, 0.5, 0]), Thresholds(block=0.05)) != PATTERNS.index("block")
+    assert classify(np.array([v, d, b, 0.5, 0]), Thresholds(block=0.04)) == PATTERNS.index("block")
+    # local attention within the sentence is not block: every row on the key 2 ahead
     local = np.eye(32, k=2)
     local[30:, :] = np.eye(32)[30:]
     assert map_features(local, np.array([0] * 16 + [1] * 16), 3)[2] == 0
+    # nor is a map whose weights depend on the offset alone (a wide window): in-sentence pairs at
+    # each offset are as many as the offset's share p(d) predicts, so they cancel exactly
+    offset = np.arange(32)[None, :] - np.arange(32)[:, None]
+    window = np.where(np.abs(offset) <= 9, 1 / 19, 0.0)
+    weights = block_contrast(np.array([[0] * 16 + [1] * 16]), [32], 32)[0]
+    assert (window * weights).sum() == pytest.approx(0, abs=1e-12)
+    # (its top columns set aside, a little is left: 0.004 against the 1/25 of the squares above)
+    assert abs(map_features(window, np.array([0] * 16 + [1] * 16), 3)[2]) < 0.005
+
+
+def test_block_contrast_by_hand():
+    # 10 tokens, sentences of 5: a far pair in one sentence weighs 1 - p(4) = 2/3 (offset 4) and
+    # across sentences -p(d): -1/3 at offset 4, 0 beyond; pairs within 3 tokens weigh 0. Every
+    # offset's weights sum to 0, so does the whole matrix.
+    weights = block_contrast(np.array([[0] * 5 + [1] * 5]), [10], 10)[0]
+    assert weights[0, 4] == weights[9, 5] == pytest.approx(2 / 3)
+    assert weights[1, 5] == weights[8, 4] == pytest.approx(-1 / 3)
+    assert weights[0, 5] == weights[0, 3] == weights[2, 2] == 0
+    assert weights.sum() == pytest.approx(0)
+    # padding past the length stays 0
+    assert not block_contrast(np.array([[0] * 5 + [1] * 5 + [0] * 2]), [10], 12)[0, 10:].any()
+
+
+def test_sentences_within_segments():
+    # "[CLS] it rains . u.s. dr. smith left ! [SEP] yes . [SEP]": a sentence ends after "rains ."
+    # and "left !", not after the abbreviations; the segment change starts one too.
+    tokens = ["[CLS]", "it", "rains", ".", "u", ".", "s", ".", "dr", ".", "smith", "left", "!", "[SEP]",
+              "yes", ".", "[SEP]"]
+    words = np.array([-1, 0, 1, 1, 2, 2, 2, 2, 3, 3, 4, 5, 5, -1, 6, 6, -1])
+    segments = np.array([0] * 14 + [1] * 3)
+    assert sentence_units(tokens, words, segments).tolist() == [0] * 4 + [1] * 10 + [2] * 3
+    assert ends_sentence("sticks.") and ends_sentence('"ok."') and ends_sentence("why?")
+    assert not any(ends_sentence(w) for w in ("U.S.", "J.", "Dr.", "e.g.", "6.02", "word"))
+    # RoBERTa's and SentencePiece's word-start marks are not part of the word
+    assert sentence_units(["<s>", "ĠDr", ".", "ĠWho", "▁left", ".", "</s>"],
+                          np.array([-1, 0, 0, 1, 2, 2, -1]), np.zeros(7, int)).tolist() == [0] * 7
 
 
 def test_block_is_undefined_for_one_segment():
@@ -189,16 +226,19 @@ def test_analysis_shares_per_head():
     # once, block once.
     first = np.stack([vertical_map(15), np.eye(N)])[None]
     second = np.stack([vertical_map(15), block_map()])[None]
-    # The 16-token block map: top columns 18/128, band 44/128, rest 66/128 of which 28/128 lies in
-    # the segment more than 3 tokens away (20 pairs per segment, less 3 x 4 in the top columns).
-    assert map_features(block_map(), TWO, 3)[2] == pytest.approx(28 / 66)
-    # Above chance: the uniform 16-token map's top columns are keys 0, 15 (14/256) and 1 (13/256,
-    # the lowest of the ties): rest 1 - 41/256 - 46/256 = 169/256; in the segment and far, 40/256
-    # less 4 (key 0), 4 (key 15), 3 (key 1) /256 -> 29/169. Block map: (28/66 - 29/169) / (140/169).
-    above = (28 / 66 - 29 / 169) / (1 - 29 / 169)
+    # The 16-token block map, segments of 8 (one sentence each): p(d) = 2(8 - d) / (16 - d) at
+    # offsets 4-7 (2/3, 6/11, 2/5, 2/9), 0 beyond. Its far in-segment pairs per offset (both signs)
+    # 16, 12, 8, 4, less one per offset in each top column (keys 0, 7, 8): 13, 9, 5, 1 pairs of
+    # weight 1/8 x (1 - p(d)) -> (13/3 + 45/11 + 3 + 7/9) / 8 / 16 = 1208 / 12672.
+    assert map_features(block_map(), TWO, 3)[2] == pytest.approx(1208 / 12672)
+    # Above chance: a uniform map's weights cancel but for its top columns (keys 0, 15, 1), whose
+    # contrast columns sum to 2 x (1/3 + 5/11 + 3/5 + 7/9) and (1/3 + 5/11 + 3/5 - 2/9): level
+    # -(their sum) / 256; the block map is (1208/12672 - level) / (1 - level) = 0.114 above it.
+    level = -(2 * (1 / 3 + 5 / 11 + 3 / 5 + 7 / 9) + (1 / 3 + 5 / 11 + 3 / 5 - 2 / 9)) / 256
+    above = (1208 / 12672 - level) / (1 - level)
     assert above_chance(map_features(block_map(), TWO, 3), TWO, 3)[2] == pytest.approx(above)
     result = run_analysis(AttentionPatterns, [example(first, TWO, 0), example(second, TWO, 1)],
-                          progress=False, thresholds={**T.as_dict(), "block": 0.3})
+                          progress=False, thresholds={**T.as_dict(), "block": 0.1})
     table = result.table
     assert table["vertical"].tolist() == [1.0, 0.0]
     assert table["diagonal"].tolist() == [0.0, 0.5] and table["block"].tolist() == [0.0, 0.5]
@@ -209,8 +249,8 @@ def test_analysis_shares_per_head():
     shares = corpus_shares(table, "toy").set_index("pattern")["share_pct"]
     assert shares["vertical"] == 50 and shares["diagonal"] == 25 and shares["block"] == 25
     assert layer_shares(table).loc[0, "vertical"] == 50
-    assert result.attrs["thresholds"] == {**T.as_dict(), "block": 0.3} and "toy" not in result.caption
-    assert result.provenance["options"] == {"thresholds": {**T.as_dict(), "block": 0.3}}
+    assert result.attrs["thresholds"] == {**T.as_dict(), "block": 0.1} and "toy" not in result.caption
+    assert result.provenance["options"] == {"thresholds": {**T.as_dict(), "block": 0.1}}
 
 
 @pytest.mark.parametrize("order", ["in corpus order", "reversed"])
@@ -220,7 +260,7 @@ def test_merging_two_halves_is_one_pass(order):
     # once (0.5 each); both inputs have two segments.
     first = example(np.stack([vertical_map(15), np.eye(N)])[None], TWO, 0)
     second = example(np.stack([vertical_map(15), block_map()])[None], TWO, 1)
-    settings = {**T.as_dict(), "block": 0.3}
+    settings = {**T.as_dict(), "block": 0.1}
     halves = []
     for part in (first, second):
         acc = AttentionPatterns(1, 2, thresholds=settings)
@@ -235,7 +275,7 @@ def test_merging_two_halves_is_one_pass(order):
     assert merged.n_examples == 2 and int(merged.state()["block_inputs"]) == 2
     table = merged.result().table
     assert table["vertical"].tolist() == [1.0, 0.0] and table["diagonal"].tolist() == [0.0, 0.5]
-    assert table["block"].tolist() == [0.0, 0.5] and table["two_segment_inputs"].tolist() == [2, 2]
+    assert table["block"].tolist() == [0.0, 0.5] and table["multi_sentence_inputs"].tolist() == [2, 2]
     one = run_analysis(AttentionPatterns, [first, second], progress=False, thresholds=settings).table
     pd.testing.assert_frame_equal(table, one, check_exact=False, rtol=1e-12)
 
@@ -332,28 +372,25 @@ def test_five_stripes_are_vertical_not_heterogeneous():
 
 
 def test_block_map_is_block_above_chance():
-    # 32 tokens, two segments of 16 (test_block_map): block 276/378 raw. The uniform 32-token map:
-    # top 3 columns keys 0, 31 (30/1024) and 1 (29/1024) = 89/1024, band 94/1024, rest 841/1024;
-    # in the segment and far: 2 x 156 pairs less 12 (key 0), 12 (key 31), 11 (key 1) = 277/1024.
-    # Above chance: (276/378 - 277/841) / (564/841) = 0.598 >= 0.5 -> block, checked before the
+    # 32 tokens, two sentences of 16, uniform within each; block is checked before the
     # vertical + diagonal rule that its band and columns would not pass anyway.
     a = np.zeros((32, 32))
     a[:16, :16] = 1 / 16
     a[16:, 16:] = 1 / 16
     two = np.array([0] * 16 + [1] * 16)
     f = above_chance(map_features(a, two, 3), two, 3)
-    assert f[2] == pytest.approx((276 / 378 - 277 / 841) / (564 / 841))
-    assert PATTERNS[classify(f, Thresholds(block=0.5))] == "block"
-    # A [CLS] column is set aside before block is measured: half of every row on token 0, half on
-    # the own segment, is still block (the rest is the same squares).
+    assert PATTERNS[classify(f, Thresholds(block=0.15))] == "block"
+    # Half of every row on [CLS], half on the squares: block is a share of the whole map, so the
+    # squares keep exactly half of it (the same top columns are set aside).
     b = 0.5 * a
     b[:, 0] += 0.5
+    assert map_features(b, two, 3)[2] == pytest.approx(map_features(a, two, 3)[2] / 2)
     g = above_chance(map_features(b, two, 3), two, 3)
-    assert PATTERNS[classify(g, Thresholds(block=0.5, vertical=0.3))] == "block"
+    assert PATTERNS[classify(g, Thresholds(block=0.09, vertical=0.3))] == "block"
     # The same input, one [CLS] column only: nothing in the squares, not block.
     c = np.zeros((32, 32))
     c[:, 0] = 1
-    assert PATTERNS[classify(above_chance(map_features(c, two, 3), two, 3), Thresholds(block=0.5))] \
+    assert PATTERNS[classify(above_chance(map_features(c, two, 3), two, 3), Thresholds(block=0.09))] \
         == "vertical"
 
 
@@ -428,3 +465,29 @@ def test_features_for_a_labelled_set_equal_one_map_at_a_time():
         got = features_for(maps, segments, columns, stripe)
         np.testing.assert_array_equal(got, one_by_one)
         assert np.isnan(got[[1, 4], 2]).all() and not np.isnan(got[[0, 2, 3, 5], 2]).any()
+
+
+def test_block_threshold_can_be_tuned_on_some_maps_only():
+    # Block feature only: blocks at 0.9, 0.8, 0.7, 0.68, 0.66 and a heterogeneous map at 0.6 among
+    # the chosen rows; three more blocks at 0.5 and three heterogeneous maps at 0.1 outside them.
+    # All maps, macro F1 over block and heterogeneous: 0.45 gives (16/17 + 6/7) / 2 = 0.90, 0.65
+    # (10/13 + 8/11) / 2 = 0.75. The rows alone, block's F1: 0.65 takes their 5 blocks and nothing
+    # else (1), 0.45 the 0.6 map too (10/11).
+    f = np.zeros((12, 5))
+    f[:, 2] = [0.9, 0.8, 0.7, 0.68, 0.66, 0.6, 0.5, 0.5, 0.5, 0.1, 0.1, 0.1]
+    truth = ["block"] * 5 + ["heterogeneous"] + ["block"] * 3 + ["heterogeneous"] * 3
+    grid = {"columns": (3,), "stripe": (1.0,), "block": (0.95, 0.65, 0.55, 0.45),
+            "vertical": (0.9,), "diagonal": (0.9,), "mixed_vertical": (0.9,), "mixed_diagonal": (0.9,)}
+    rows = np.array([True] * 6 + [False] * 6)
+    assert tune({(3, 1.0): f}, truth, grid)[0].block == 0.45
+    assert tune({(3, 1.0): f}, truth, grid, block_rows=rows)[0].block == 0.65
+    # fewer than 5 labelled blocks among the rows: not tuned, the grid's first value
+    rows[0] = False
+    assert tune({(3, 1.0): f}, truth, grid, block_rows=rows)[0].block == 0.95
+
+
+def test_maps_drawn_with_sentence_ticks_tune_block():
+    labels = pd.DataFrame({"source": ["pictures (sheets of 20)", "pictures (contact sheets with segment "
+                                      "and sentence ticks), 3 AI helper sessions", ""]})
+    assert sentence_labelled(labels).tolist() == [False, True, False]
+    assert not sentence_labelled(pd.DataFrame({"map": ["m0"]})).any()  # no source column

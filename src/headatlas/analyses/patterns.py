@@ -8,7 +8,7 @@ BERT", §3) sorted BERT's self-attention maps into five patterns by eye —
 * **diagonal**: every token attends to itself or to a neighbour at a fixed
   offset: a dark band along the diagonal;
 * **vertical + diagonal**: both at once;
-* **block**: in two-segment inputs, tokens attend within their own segment:
+* **block**: in two-sentence inputs, tokens attend within their own sentence:
   two dark squares on the diagonal;
 * **heterogeneous**: anything else —
 
@@ -32,23 +32,25 @@ with the thresholds in the config (``patterns.thresholds``). For a map ``a``
   mean over queries of the row mass on those keys (so the two never count the
   same weight). Counting every stripe is what makes a map of five or eight
   dark columns vertical, as it looks, rather than heterogeneous;
-* ``block`` (mass inside the query's segment): of the mass outside those
-  columns and the band, the share that stays in the query's own segment at
-  more than :data:`BLOCK_LOCAL` = 3 tokens from the query (a block fills its
-  segment; attention to the next few tokens is local, not block): on the
-  picture, the grey left in the two squares on the diagonal once the dark
-  columns and the band are set aside. NaN for a one-segment input, where the
-  whole input is one block and the pattern is undefined;
+* ``block`` (mass inside the query's sentence): the attention that stays within the query's
+  sentence beyond what its distance to the query explains, as a share of the whole map, the
+  top columns and stripes set aside. A key more than :data:`BLOCK_LOCAL` = 3 tokens away
+  counts ``[same sentence] - p(d)``, ``p(d)`` being the share of the input's pairs at that
+  offset ``d`` that lie in one sentence (:func:`block_contrast`): a uniform map, or a local
+  window of any width, scores 0; squares along the diagonal score high. Sentences are found
+  within the segments (:func:`sentence_units`): Kovaleva et al.'s inputs were sentence pairs,
+  one sentence per segment, while a Wikipedia segment holds several, and the squares a person
+  sees are its sentences. NaN for a one-sentence input, where the pattern is undefined;
 * ``entropy``: the mean row entropy divided by ``log n`` (0: every row on one
   key; 1: uniform), kept for inspection and for the cross-tabulations.
 
 The classifier compares ``vertical``, ``diagonal`` and ``block`` above their
 chance level (:func:`above_chance`: the excess over a uniform map of the same
 input, as a share of what that map leaves), so that short sentences are not
-diagonal by construction and an input split 10 / 70 tokens is not block by
-construction. The decision list (:func:`classify`), first match wins:
+diagonal by construction (a uniform map's ``block`` is 0 already, but for the columns set
+aside). The decision list (:func:`classify`), first match wins:
 
-1. two segments and ``block >= block`` -> block;
+1. two or more sentences and ``block >= block`` -> block;
 2. ``vertical >= mixed_vertical`` and ``diagonal >= mixed_diagonal`` -> vertical + diagonal;
 3. ``vertical >= vertical`` -> vertical;
 4. ``diagonal >= diagonal`` -> diagonal;
@@ -56,7 +58,7 @@ construction. The decision list (:func:`classify`), first match wins:
 
 Block comes first because a block map usually has a ``[CLS]`` or ``[SEP]``
 column too (its columns are set aside before ``block`` is measured), while a
-vertical map's leftover grey is spread over both segments.
+vertical map's leftover grey is spread over the sentences.
 
 The thresholds are chosen on half of a hand-labelled set of real maps
 (:mod:`headatlas.report.labelling`) by a grid search (:func:`tune`) and reported on the
@@ -66,6 +68,7 @@ other half (:func:`evaluate`).
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import asdict, dataclass, fields
 from typing import Sequence
 
@@ -77,6 +80,7 @@ from headatlas.analyses.batch import MapBatch, to_host
 from headatlas.analyses.result import Result
 from headatlas.claims import Claim, verdict
 from headatlas.heads import ATTENTION_ONLY, Column, HeadColumns, head_table
+from headatlas.store.example import Example
 
 PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
 FEATURES = ("vertical", "diagonal", "block", "entropy", "stripes")
@@ -155,6 +159,58 @@ def example_segments(token_type_ids: np.ndarray, sep_mask: np.ndarray) -> np.nda
     run_ends = sep & ~np.append(sep[1:], False)  # last token of each separator run
     closed = np.concatenate([[0], np.cumsum(run_ends)[:-1]]) if len(sep) else sep.astype(int)
     return np.minimum(closed, max(int(run_ends.sum()) - 1, 0))
+
+
+# A word ending a sentence: it ends in . ! or ? (closing quotes or brackets may follow), and is
+# not an abbreviation: an inner period (U.S., e.g.), one letter (an initial: J.), or one of these.
+_SENTENCE_END = re.compile(r"[.!?]+$")
+_CLOSERS = "\"'”’)]»"
+ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof st jr sr vs no nos co corp inc ltd mt ft gen col lt sgt capt rev fig figs "
+    "approx ca cf al etc op vol pp ed eds jan feb mar apr jun jul aug sep sept oct nov dec".split())
+
+
+def _piece_text(token: str) -> str:
+    """A wordpiece without its continuation or word-start mark (``##``, ``Ġ``, ``▁``)."""
+    return token[2:] if token.startswith("##") else token.lstrip("Ġ▁")
+
+
+def ends_sentence(word: str) -> bool:
+    """Whether ``word`` (a whitespace word of the corpus, as its wordpieces spell it) ends a sentence."""
+    word = word.rstrip(_CLOSERS)
+    if not _SENTENCE_END.search(word):
+        return False
+    core = _SENTENCE_END.sub("", word).lower()
+    return not core or ("." not in core and len(core) > 1 and core not in ABBREVIATIONS)
+
+
+def sentence_units(tokens: Sequence[str], word_ids: np.ndarray, segments: np.ndarray) -> np.ndarray:
+    """int ``[n]``: the sentence of each token, within its segment (:func:`example_segments`).
+
+    Kovaleva et al.'s block is attention within the sentence (their inputs were GLUE sentence
+    pairs: one sentence per segment); a Wikipedia segment holds several, and the squares a person
+    sees along the diagonal are its sentences. A new sentence starts at each segment change and
+    after each word that :func:`ends_sentence` (a word is its wordpieces, ``word_ids``; special
+    tokens, -1, stay with the sentence before them: ``[SEP]`` closes it).
+    """
+    words = np.asarray(word_ids)
+    segments = np.asarray(segments)
+    text: dict[int, str] = {}
+    for token, w in zip(tokens, words.tolist()):
+        if w >= 0:
+            text[w] = text.get(w, "") + _piece_text(token)
+    starts = np.zeros(len(words), dtype=np.int64)
+    for i in range(1, len(words)):
+        previous, current = int(words[i - 1]), int(words[i])
+        starts[i] = segments[i] != segments[i - 1] or (
+            previous >= 0 and current >= 0 and current != previous and ends_sentence(text[previous]))
+    return np.cumsum(starts)
+
+
+def example_units(example: Example, sep_mask: np.ndarray | None = None) -> np.ndarray:
+    """:func:`sentence_units` of one example, its segments by :func:`example_segments`."""
+    sep = example.sep_mask if sep_mask is None else sep_mask
+    return sentence_units(example.tokens, example.word_ids, example_segments(example.token_type_ids, sep))
 
 
 def map_features(attn: np.ndarray, segments: np.ndarray, columns: int = 3, stripe: float = 1.0,
@@ -239,23 +295,45 @@ def batch_features(batch: MapBatch, segments: np.ndarray, columns: int = 3,
     return to_host(features), to_host(top), to_host(xp.take_along_axis(off_col, top, axis=-1))
 
 
-def _block(batch: MapBatch, segments: np.ndarray, in_top, rest):
-    """``block`` of every map (:func:`map_features`): NaN for a one-segment input."""
+def _block(batch: MapBatch, units: np.ndarray, in_top, rest):
+    """``block`` of every map (:func:`map_features`): NaN for a one-sentence input."""
     xp = batch.xp
-    width = batch.width
-    two = np.array([len(np.unique(segments[b, :n])) > 1 for b, n in enumerate(batch.lengths)])
+    two = np.array([len(np.unique(units[b, :n])) > 1 for b, n in enumerate(batch.lengths)])
     if not two.any():
         return xp.full_like(rest, float("nan"))  # on rest's device
-    pos, valid = np.arange(width), batch.valid()
-    same = (segments[:, :width, None] == segments[:, None, :width]) & valid[:, :, None] & valid[:, None, :]
-    far = same & (np.abs(pos[:, None] - pos[None, :]) > BLOCK_LOCAL)  # [B, N, N]
     attn = batch.attn
-    far = batch.asarray(far.astype(np.float32 if attn.dtype == xp.float32 else np.float64))
-    within_col = xp.sum(attn * far[:, None, None], axis=-2, dtype=xp.float64) / batch.n_tokens()[:, None, None, None]
-    within = xp.sum(xp.where(in_top, xp.zeros_like(within_col), within_col), axis=-1)
-    block = xp.where(rest > 1e-9, within / xp.clip(rest, min=1e-12), xp.zeros_like(rest))
-    block = xp.clip(block, min=0, max=1)
+    dtype = np.float32 if attn.dtype == xp.float32 else np.float64
+    # the same for every view and layer of these examples: built and moved to the device once
+    weights = batch.shared(f"block_contrast:{np.dtype(dtype).name}", lambda: batch.asarray(
+        block_contrast(units, batch.lengths, batch.width).astype(dtype)))
+    per_key = xp.sum(attn * weights[:, None, None], axis=-2, dtype=xp.float64) / batch.n_tokens()[:, None, None, None]
+    block = xp.sum(xp.where(in_top, xp.zeros_like(per_key), per_key), axis=-1)
+    block = xp.clip(block, min=-1, max=1)
     return xp.where(batch.asarray(two)[:, None, None], block, xp.full_like(block, float("nan")))
+
+
+def block_contrast(units: np.ndarray, lengths: Sequence[int], width: int) -> np.ndarray:
+    """``[B, N, N]`` weights whose sum against a map is its ``block`` (:func:`map_features`).
+
+    For a query ``i`` and a key ``j`` more than :data:`BLOCK_LOCAL` tokens away, ``[same
+    sentence] - p(j - i)``, where ``p(d)`` is the share of this input's pairs at offset ``d``
+    that lie within one sentence; 0 elsewhere. A map's sum against it is the mass it keeps
+    within the query's sentence beyond what its distances alone would keep there: 0 for a
+    uniform map and for any map whose weight depends on the distance only (a local window,
+    however wide), positive for squares along the diagonal.
+    """
+    out = np.zeros((len(lengths), width, width))
+    for b, n in enumerate(np.asarray(lengths).tolist()):
+        u = np.asarray(units[b, :n])
+        offset = np.arange(n)[None, :] - np.arange(n)[:, None]
+        far = np.abs(offset) > BLOCK_LOCAL
+        same = (u[:, None] == u[None, :]) & far
+        index = (offset + n - 1).ravel()
+        pairs = np.bincount(index, weights=far.ravel(), minlength=2 * n - 1)
+        within = np.bincount(index, weights=same.ravel(), minlength=2 * n - 1)
+        p = within / np.maximum(pairs, 1)
+        out[b, :n, :n] = np.where(far, same - p[offset + n - 1], 0.0)
+    return out
 
 
 def above_chance(features: np.ndarray, segments: np.ndarray, columns: int,
@@ -301,7 +379,7 @@ def _uniform_features(segments: tuple[int, ...], columns: int, stripe: float) ->
 def classify(features: np.ndarray, thresholds: Thresholds) -> np.ndarray:
     """Pattern index (:data:`PATTERNS`) of each map from its :func:`above_chance` features ``[..., 5]``.
 
-    A NaN ``block`` (one-segment input) never gives block.
+    A NaN ``block`` (one-sentence input) never gives block.
     """
     f = np.asarray(features, dtype=np.float64)
     v, d, b = f[..., 0], f[..., 1], f[..., 2]
@@ -331,14 +409,14 @@ class AttentionPatterns(Analysis):
     The result's ``heads`` table: ``layer``, ``head``, one ``<pattern>`` column per pattern
     (share of the inputs, 0-1), ``dominant`` (the pattern with the largest share), the mean
     of each feature (``mean_<feature>``; vertical, diagonal and block above chance,
-    ``mean_block`` over two-segment inputs only), ``special_top`` (share of the top-column
+    ``mean_block`` over inputs of two or more sentences only), ``special_top`` (share of the top-column
     mass that falls on ``[CLS]``, ``[SEP]``, ``.`` or ``,``, over the head's vertical and
-    vertical + diagonal maps; NaN if it has none), ``n_inputs`` and ``two_segment_inputs``.
+    vertical + diagonal maps; NaN if it has none), ``n_inputs`` and ``multi_sentence_inputs``.
     ``attrs["thresholds"]`` holds every setting.
 
     State (merging adds): ``counts`` int ``[layers, heads, 5]`` (maps per pattern),
     ``sums`` ``[layers, heads, 5]`` (features above chance, NaN as 0), ``block_inputs``
-    (two-segment inputs), ``special`` and ``vertical`` ``[layers, heads]`` (top-column mass
+    (inputs of two or more sentences), ``special`` and ``vertical`` ``[layers, heads]`` (top-column mass
     on special tokens, and all of it, over vertical(-ish) maps).
     """
 
@@ -358,36 +436,35 @@ class AttentionPatterns(Analysis):
 
     def reduce(self, batch: MapBatch) -> dict:
         t = self._settings
-        features, tops, top_masses = batch_features(batch, self._segments_of(batch), t.columns, t.stripe)
+        features, tops, top_masses = batch_features(batch, self._units_of(batch), t.columns, t.stripe)
         return {"features": features, "tops": tops, "top_masses": top_masses}  # host, [B, L, H, ...]
 
     def fold(self, batch: MapBatch, reduced: dict) -> None:
-        masks, segments = batch.host_masks(), self._segments_of(batch)
+        masks, units = batch.host_masks(), self._units_of(batch)
         special = masks["cls"] | masks["sep"] | masks["punct"]  # [B, N]
         for b, n in enumerate(batch.lengths.tolist()):
-            self._add_maps(reduced["features"][b], segments[b, :n], reduced["tops"][b],
+            self._add_maps(reduced["features"][b], units[b, :n], reduced["tops"][b],
                            reduced["top_masses"][b], special[b])
 
     @staticmethod
-    def _segments_of(batch: MapBatch) -> np.ndarray:
-        """int ``[B, N]``: each token's segment (:func:`example_segments`)."""
+    def _units_of(batch: MapBatch) -> np.ndarray:
+        """int ``[B, N]``: each token's sentence (:func:`example_units`)."""
         def compute():
             sep = batch.host_masks()["sep"]
-            segments = np.zeros((len(batch), batch.width), np.int64)
+            units = np.zeros((len(batch), batch.width), np.int64)
             for b, example in enumerate(batch.examples):
-                n = example.n_tokens
-                segments[b, :n] = example_segments(example.token_type_ids, sep[b, :n])
-            return segments
-        return batch.shared("pattern_segments", compute)
+                units[b, :example.n_tokens] = example_units(example, sep[b, :example.n_tokens])
+            return units
+        return batch.shared("pattern_units", compute)
 
-    def _add_maps(self, features: np.ndarray, segments: np.ndarray, top: np.ndarray,
+    def _add_maps(self, features: np.ndarray, units: np.ndarray, top: np.ndarray,
                   top_mass: np.ndarray, special: np.ndarray) -> None:
         """Classify one input's maps from their features and count them."""
         t = self._settings
-        features = above_chance(features, segments, t.columns, t.stripe)
+        features = above_chance(features, units, t.columns, t.stripe)
         labels = classify(features, t)
         np.add.at(self._counts, (*np.indices(labels.shape), labels), 1)
-        self._block_inputs += int(len(np.unique(segments)) > 1)
+        self._block_inputs += int(len(np.unique(units)) > 1)
         self._sums += np.nan_to_num(features)
         # Which keys the vertical mass goes to: the top columns' mass on special tokens.
         vertical_ish = (labels == VERTICAL) | (labels == MIXED)
@@ -414,14 +491,14 @@ class AttentionPatterns(Analysis):
                            special_top=special)
         table.insert(2 + len(PATTERNS), "dominant", dominant(table))
         table["n_inputs"] = self.n_examples
-        table["two_segment_inputs"] = int(self._block_inputs)
+        table["multi_sentence_inputs"] = int(self._block_inputs)
         return Result({"heads": table}, attrs={"thresholds": self._settings.as_dict()})
 
     def caption(self, result: Result, provenance: dict) -> str:
         t = self._settings
         return (describe(provenance, provenance["n_examples"], self.unit)
                 + f"; patterns by a decision list on map features (top {t.columns} columns and "
-                f"stripes of 1/n + {t.stripe}, band |i-j| <= 1, within-segment share), thresholds "
+                f"stripes of 1/n + {t.stripe}, band |i-j| <= 1, in-sentence excess), thresholds "
                 f"vertical {t.vertical}, diagonal "
                 f"{t.diagonal}, mixed {t.mixed_vertical}/{t.mixed_diagonal}, block {t.block}; "
                 f"Kovaleva et al. used {PAPER_MODEL}")
@@ -648,7 +725,8 @@ GRID = {
     # ascending, 1 last: stripes off (only the top columns count) is the fallback
     "stripe": (0.02, 0.04, 0.08, 1.0),
     # descending: among equally good settings the highest block threshold (fewest blocks) wins
-    "block": tuple(np.round(np.arange(0.95, 0.049, -0.05), 2)),
+    "block": (0.3, 0.25, 0.2, 0.15, 0.12, 0.1, 0.09, 0.08, 0.07, 0.06, 0.05, 0.045, 0.04, 0.035,
+              0.03, 0.025, 0.02, 0.015, 0.01),
     "vertical": tuple(np.round(np.arange(0.10, 0.951, 0.05), 2)),
     "diagonal": tuple(np.round(np.arange(0.05, 0.951, 0.05), 2)),
     "mixed_vertical": tuple(np.round(np.arange(0.05, 0.601, 0.05), 2)),
@@ -686,7 +764,8 @@ def _decision_counts(v, d, weights, mv, md, tv, td):
     return {MIXED: mixed, VERTICAL: vertical, DIAGONAL: diagonal, HETEROGENEOUS: heterogeneous}
 
 
-def tune(features: dict, labels: Sequence[str], grid: dict | None = None) -> tuple[Thresholds, float]:
+def tune(features: dict, labels: Sequence[str], grid: dict | None = None,
+         block_rows: np.ndarray | None = None) -> tuple[Thresholds, float]:
     """The thresholds with the highest macro F1 on ``labels`` (ties: the first in grid order).
 
     ``features[(k, stripe)]`` holds the maps' :func:`above_chance` features with
@@ -696,11 +775,16 @@ def tune(features: dict, labels: Sequence[str], grid: dict | None = None) -> tup
     other four thresholds is scored at once (:func:`_decision_counts`). With fewer than
     :data:`MIN_SUPPORT` labelled block maps the block threshold cannot be estimated and is
     not tuned: it stays at the grid's first (most conservative) value.
+
+    ``block_rows`` (bool ``[maps]``): choose the block threshold on these maps alone, by block's
+    F1 (ties: the highest), then the other thresholds on all maps with it fixed. For labels made
+    under different protocols: only maps drawn with their sentence boundaries show a labeller
+    where a block ends.
     """
     grid = dict(GRID if grid is None else grid)
     grid.setdefault("stripe", (1.0,))
     truth = np.array([PATTERNS.index(p) for p in labels])
-    if int((truth == BLOCK).sum()) < MIN_SUPPORT:
+    if block_rows is None and int((truth == BLOCK).sum()) < MIN_SUPPORT:
         grid["block"] = tuple(grid["block"])[:1]
     names = ("mixed_vertical", "mixed_diagonal", "vertical", "diagonal")
     axes = [np.asarray(grid[name], dtype=float) for name in names]
@@ -711,7 +795,9 @@ def tune(features: dict, labels: Sequence[str], grid: dict | None = None) -> tup
         for stripe in grid["stripe"]:
             f = np.asarray(features[(k, stripe)], dtype=float)
             v, d, b = f[:, 0], f[:, 1], np.nan_to_num(f[:, 2], nan=-np.inf)
-            for block_threshold in grid["block"]:
+            blocks = grid["block"] if block_rows is None else (
+                _block_threshold(b, truth, np.asarray(block_rows, bool), grid["block"]),)
+            for block_threshold in blocks:
                 block = b >= block_threshold
                 rest = (~block).astype(float)
                 weights = np.stack([rest] + [rest * (truth == c) for c in order])
@@ -736,6 +822,20 @@ def tune(features: dict, labels: Sequence[str], grid: dict | None = None) -> tup
                     best = Thresholds(columns=int(k), stripe=float(stripe),
                                       block=float(block_threshold), **values)
     return best, best_score
+
+
+def _block_threshold(block: np.ndarray, truth: np.ndarray, rows: np.ndarray, thresholds) -> float:
+    """Of ``thresholds``, the one with the best block F1 on ``rows`` (the first of equals: the
+    highest); the first when those rows hold fewer than :data:`MIN_SUPPORT` labelled blocks."""
+    thresholds = tuple(thresholds)
+    labelled = rows & (truth == BLOCK)
+    if int(labelled.sum()) < MIN_SUPPORT:
+        return thresholds[0]
+
+    def f1(threshold: float) -> float:
+        guessed = rows & (block >= threshold)
+        return 2 * int((guessed & labelled).sum()) / (int(guessed.sum()) + int(labelled.sum()))
+    return thresholds[int(np.argmax([f1(t) for t in thresholds]))]
 
 
 def features_for(maps: Sequence[np.ndarray], segments: Sequence[np.ndarray], columns: int,
@@ -784,6 +884,18 @@ class LabelEvaluation:
     caption: str
 
 
+# How a labelled map's ``source`` says it was drawn with its sentence boundaries (issue 37).
+SENTENCE_TICKS = "sentence ticks"
+
+
+def sentence_labelled(labels: pd.DataFrame) -> np.ndarray:
+    """bool ``[maps]``: the maps labelled from pictures that showed where each sentence ends
+    (``source`` names :data:`SENTENCE_TICKS`): the block threshold is tuned on these alone
+    (:func:`tune`), as the others' labellers could not see where a block ends."""
+    source = labels["source"] if "source" in labels else pd.Series("", index=labels.index)
+    return source.astype(str).str.contains(SENTENCE_TICKS, regex=False).to_numpy()
+
+
 def _models_of(labels: pd.DataFrame) -> np.ndarray:
     return (labels["model"] if "model" in labels else pd.Series("", index=labels.index)).to_numpy()
 
@@ -797,8 +909,9 @@ def evaluate_labels(maps: Sequence[np.ndarray], segments: Sequence[np.ndarray],
     ``segments`` its maps and their segment ids in the same order
     (:func:`headatlas.report.labelling.load_maps`). The grid search (:func:`tune`) is re-run on the
     ``tune`` half so that the config's thresholds can be compared with what the search finds;
-    the ``test`` half is only ever scored. Every score is given for all maps and per model
-    (the ``model`` column of the labels, when it names more than one).
+    the ``test`` half is only ever scored. Every score is given for all maps, per model
+    and per corpus (the ``model`` and ``corpus`` columns of the labels, when they name more than
+    one): the labelled maps of the segments the claims read are scored on their own.
     """
     grid = dict(GRID if grid is None else grid)
     grid.setdefault("stripe", (1.0,))
@@ -808,25 +921,32 @@ def evaluate_labels(maps: Sequence[np.ndarray], segments: Sequence[np.ndarray],
     halves = labels["half"].to_numpy()
     truth_all = labels["pattern"].to_numpy()
     tune_rows = halves == "tune"
+    sentence_ticks = sentence_labelled(labels)
     tuned, tuned_score = tune({key: f[tune_rows] for key, f in features.items()},
-                              list(truth_all[tune_rows]), grid)
+                              list(truth_all[tune_rows]), grid,
+                              block_rows=sentence_ticks[tune_rows] if sentence_ticks.any() else None)
     chosen = features[(thresholds.columns, thresholds.stripe)]
     predicted = np.array(PATTERNS)[classify(chosen, thresholds)]
     models = _models_of(labels)
-    groups = [("all", np.ones(len(labels), dtype=bool))]
+    corpora = labels["corpus"].to_numpy() if "corpus" in labels else np.full(len(labels), "")
+    everything = np.ones(len(labels), dtype=bool)
+    groups = [("all", "all", everything)]  # (model, corpus, members)
     if len(set(models)) > 1:
-        groups += [(m, models == m) for m in sorted(set(models))]
+        groups += [(m, "all", models == m) for m in sorted(set(models))]
+    if len(set(corpora)) > 1:
+        groups += [("all", c, corpora == c) for c in sorted(set(corpora))]
     tables, agreements = [], []
     for half in ("test", "tune"):
         name = "held-out (test)" if half == "test" else "tune"
-        for model, members in groups:
+        for model, corpus, members in groups:
             rows = (halves == half) & members
             part = per_class(list(truth_all[rows]), list(predicted[rows]))
-            tables.append(part.assign(half=name, model=model))
-            agreements.append({"half": name, "model": model,
+            tables.append(part.assign(half=name, model=model, corpus=corpus))
+            agreements.append({"half": name, "model": model, "corpus": corpus,
                                **agreement(list(truth_all[rows]), list(predicted[rows]))})
     table = pd.concat(tables, ignore_index=True)
-    table = table[["half", "model", *[c for c in table.columns if c not in ("half", "model")]]]
+    first = ["half", "model", "corpus"]
+    table = table[[*first, *[c for c in table.columns if c not in first]]]
     test_rows = halves == "test"
     matrix = confusion(list(truth_all[test_rows]), list(predicted[test_rows]))
     truth = np.array([PATTERNS.index(p) for p in truth_all[tune_rows]])

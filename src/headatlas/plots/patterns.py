@@ -26,13 +26,14 @@ SHEET_COLUMNS = 5
 
 def draw_contact_sheet(maps: Sequence[np.ndarray], token_types: Sequence[np.ndarray],
                        titles: Sequence[str], path: str | Path, columns: int = SHEET_COLUMNS,
-                       panel_inches: float = 2.6) -> None:
+                       panel_inches: float = 2.6, sentences: Sequence[np.ndarray] | None = None) -> None:
     """Maps ``[n, n]`` (query rows, key columns) in a grid, each under its title.
 
     Each map is drawn with a linear grey scale from 0 (white) to its own largest
     weight (black), inside a white margin (the frame line would hide the first column, ``[CLS]``,
     one of the commonest stripes: issue 37); red ticks outside the map mark where the token type
-    (the segment) changes, i.e. after the first ``[SEP]``.
+    (the segment) changes, i.e. after the first ``[SEP]``; shorter grey ticks where a sentence
+    ends within a segment (``sentences``: each token's sentence, where given).
     """
     if not len(maps) == len(token_types) == len(titles):
         raise ValueError("need one token-type array and one title per map")
@@ -46,7 +47,8 @@ def draw_contact_sheet(maps: Sequence[np.ndarray], token_types: Sequence[np.ndar
     axes = np.atleast_1d(fig.subplots(rows, columns)).ravel()
     for ax in axes:
         ax.axis("off")
-    for ax, attn, types, title in zip(axes, maps, token_types, titles):
+    sentences = [None] * len(maps) if sentences is None else sentences
+    for ax, attn, types, units, title in zip(axes, maps, token_types, sentences, titles):
         n = len(attn)
         edge = -0.5 - max(1.0, 0.02 * n)  # the margin between the frame and the map
         ax.axis("on")
@@ -57,6 +59,11 @@ def draw_contact_sheet(maps: Sequence[np.ndarray], token_types: Sequence[np.ndar
         for boundary in np.flatnonzero(np.diff(np.asarray(types)) != 0) + 0.5:
             ax.plot([boundary, boundary], [edge - n * 0.04, edge], color="red", lw=1.5, clip_on=False)
             ax.plot([edge - n * 0.04, edge], [boundary, boundary], color="red", lw=1.5, clip_on=False)
+        changes = np.flatnonzero(np.diff(np.asarray(types)) != 0)
+        for boundary in np.setdiff1d(np.flatnonzero(np.diff(np.asarray(units)) != 0) if units is not None
+                                     else [], changes) + 0.5:
+            ax.plot([boundary, boundary], [edge - n * 0.025, edge], color="0.45", lw=1.2, clip_on=False)
+            ax.plot([edge - n * 0.025, edge], [boundary, boundary], color="0.45", lw=1.2, clip_on=False)
         # the ticks outside must not widen the limits
         ax.set(xlim=(edge, n - 1 - edge), ylim=(n - 1 - edge, edge))
         ax.set_title(title, fontsize=9 if len(title) <= 24 else 7)

@@ -18,7 +18,7 @@ Workflow (run once; the labels are kept in the repository)::
 
 The labels are of pictures, so the pictures are kept with them: ``freeze``
 copies the labelled maps out of the store into a compressed ``.npz``
-(float16 weights and the token types of each map, the store's model and corpus
+(float16 weights, the segment ids and the tokens of each map, the store's model and corpus
 in ``meta``). The evaluation (``patterns_evaluate``) reads that file, not a
 store: re-preparing a corpus or re-extracting a model changes the store, not
 the labelled maps, and the classifier's precision and recall are a property of
@@ -55,6 +55,21 @@ labelled); its maps as ``headatlas/data/pattern_maps.npz`` (:data:`MAPS`, 7.5 MB
   pictures before any prediction was computed, then split into halves
   stratified by model and label (seed 23).
 
+* ``f000``-``f119`` and ``b000``-``b099`` (issue 37): 220 MiniLM maps of the default run's
+  Wikipedia segments (up to 128 wordpieces, seed 0: the segments the claims read), ``f*`` the
+  120 random maps first labelled for ``benchmarks/labels/patterns_fresh128.csv`` (balanced over
+  layers, seed 37), ``b*`` a block-enriched sample (``benchmarks/patterns_block_sample.py``:
+  40 ranked by ``block``, 10 local windows, 10 multi-stripe, 40 random). All 220 were drawn
+  shuffled under neutral ids, with ticks at the segment change (red) and at sentence ends
+  (grey), and labelled by three AI helper sessions independently, each all 220; the label is
+  the majority (``benchmarks/patterns_merge_votes.py``; the note keeps every vote).
+
+Each map's tokens are kept too (``tokens/<id>``, ``word_ids/<id>``), because block is attention
+within the sentence and the sentences are found in the tokens
+(:func:`headatlas.analyses.patterns.sentence_units`); ``m*`` and MiniLM's ``x*`` got theirs
+from their rebuilt inputs (``benchmarks/patterns_label_tokens.py``), MPNet-base's ``x*`` have
+none (their inputs could not be rebuilt) and keep their segments as their sentences.
+
 The ``.npz`` holds each map's segment ids as ``segments/<id>`` where the token
 types do not give them (MPNet takes none: 0 for ``<s> A </s></s>``, 1 for
 ``B </s>``); :func:`load_maps` returns segments either way.
@@ -73,6 +88,7 @@ import numpy as np
 import pandas as pd
 
 from headatlas.errors import HeadAtlasError
+from headatlas.store.example import Example
 from headatlas.store.reader import Store, open_stores
 
 PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
@@ -145,21 +161,24 @@ def read_labels(path: str | Path | None = None) -> pd.DataFrame:
 
 
 def labelled_maps(store_paths, labels: pd.DataFrame) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Each labelled map ``[n, n]`` and its input's segment ids, read from the store.
+    """Each labelled map ``[n, n]`` and its input's sentence ids, read from the store.
 
-    Segments follow the token types, or the separators for a model without them
-    (:func:`headatlas.analyses.patterns.example_segments`).
-
-    The store must be the one the maps were sampled from: every labelled
+    Sentences within the segments (:func:`headatlas.analyses.patterns.example_units`), as the
+    classifier reads them. The store must be the one the maps were sampled from: every labelled
     ``example_index`` must be in it with the same ``example_id`` and length.
     """
-    from headatlas.analyses.patterns import example_segments
+    from headatlas.analyses.patterns import example_units
 
+    found = labelled_examples(store_paths, labels)
+    return [m for m, _ in found], [example_units(e) for _, e in found]
+
+
+def labelled_examples(store_paths, labels: pd.DataFrame) -> list[tuple[np.ndarray, Example]]:
+    """Each labelled map ``[n, n]`` with its input (:class:`~headatlas.store.example.Example`)."""
     wanted = {int(k): i for i, k in enumerate(labels["example_index"])}
     if len(wanted) != len(labels):
         raise HeadAtlasError("the labelled set names an input twice; each map is one input")
-    maps: list = [None] * len(labels)
-    types: list = [None] * len(labels)
+    found: list = [None] * len(labels)
     for path in open_stores(store_paths).paths:
         with Store(path) as store:
             for position, index in enumerate(store.example_index):
@@ -173,31 +192,45 @@ def labelled_maps(store_paths, labels: pd.DataFrame) -> tuple[list[np.ndarray], 
                         f"{path}: input {index} is {example.id!r} with {example.n_tokens} tokens, the "
                         f"labels say {label['example_id']!r} with {label['n_tokens']}; the labels "
                         "belong to another store (model or corpus sample)")
-                maps[row] = example.attn[int(label["layer"]) - 1, int(label["head"]) - 1]
-                types[row] = example_segments(example.token_type_ids, example.sep_mask)
-    absent = [labels["map"].iloc[i] for i, m in enumerate(maps) if m is None]
+                found[row] = (example.attn[int(label["layer"]) - 1, int(label["head"]) - 1], example)
+    absent = [labels["map"].iloc[i] for i, m in enumerate(found) if m is None]
     if absent:
         raise HeadAtlasError(f"{len(absent)} labelled map(s) not in the store (first: {absent[0]})")
-    return maps, types
+    return found
 
 
-def freeze_maps(store_paths, labels: pd.DataFrame, out: str | Path) -> Path:
-    """Write the labelled maps (float16) and their segment ids to ``out`` (``.npz``).
+def freeze_maps(store_paths, labels: pd.DataFrame, out: str | Path, append: bool = False) -> Path:
+    """Write the labelled maps (float16), their segment ids and their tokens to ``out`` (``.npz``).
 
     Keys: ``map/<id>`` ``[n, n]``, ``types/<id>`` ``[n]`` (segment ids: the token types
-    of a BERT pair), and ``meta`` (JSON:
-    model, corpus and store files the maps were read from).
+    of a BERT pair), ``tokens/<id>`` and ``word_ids/<id>`` ``[n]`` (the classifier finds the
+    sentences in them), and ``meta`` (JSON: model, corpus and store files the maps were read
+    from). ``append``: add them to the maps ``out`` holds (ids must be new; ``meta`` keeps the
+    old entry and lists the new one under ``appended``).
     """
+    from headatlas.analyses.patterns import example_segments
+
     paths = open_stores(store_paths).paths
-    maps, types = labelled_maps(paths, labels)
+    found = labelled_examples(paths, labels)
     with Store(paths[0]) as store:
         attrs = {key: str(store.attrs.get(key, "")) for key in ("model_name", "model_id", "corpus", "corpus_sha256", "max_length")}
-    meta = {**attrs, "stores": [Path(p).name for p in paths], "maps": len(maps)}
-    arrays = {"meta": np.array(json.dumps(meta))}
-    for name, m, t in zip(labels["map"], maps, types):
-        arrays[f"map/{name}"] = np.asarray(m, dtype=np.float16)
-        arrays[f"types/{name}"] = np.asarray(t, dtype=np.int8)
+    meta = {**attrs, "stores": [Path(p).name for p in paths], "maps": len(found)}
+    arrays: dict = {}
     out = Path(out)
+    if append:
+        with np.load(out, allow_pickle=False) as archive:
+            arrays = {k: archive[k] for k in archive.files}
+        clash = [m for m in labels["map"] if f"map/{m}" in arrays]
+        if clash:
+            raise HeadAtlasError(f"{out}: holds map(s) {clash[:3]} already; give the new maps new ids")
+        old = json.loads(str(arrays["meta"]))
+        meta = {**old, "appended": [*old.get("appended", []), meta]}
+    arrays["meta"] = np.array(json.dumps(meta))
+    for name, (m, e) in zip(labels["map"], found):
+        arrays[f"map/{name}"] = np.asarray(m, dtype=np.float16)
+        arrays[f"types/{name}"] = np.asarray(example_segments(e.token_type_ids, e.sep_mask), dtype=np.int8)
+        arrays[f"tokens/{name}"] = np.array(e.tokens)
+        arrays[f"word_ids/{name}"] = np.asarray(e.word_ids, dtype=np.int16)
     out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(out, **arrays)
     return out
@@ -205,20 +238,23 @@ def freeze_maps(store_paths, labels: pd.DataFrame, out: str | Path) -> Path:
 
 def load_maps(path: str | Path | None, labels: pd.DataFrame
               ) -> tuple[list[np.ndarray], list[np.ndarray], dict]:
-    """The labelled maps (float32 ``[n, n]``), their segment ids and ``meta``, in ``labels`` order.
+    """The labelled maps (float32 ``[n, n]``), their sentence ids and ``meta``, in ``labels`` order.
 
-    ``path`` is a :func:`freeze_maps` file (default: the packaged one). Every
-    labelled map must be in it, with ``n_tokens`` rows. A map's segments are
-    ``segments/<id>`` where the file has them (a model without token types), else
-    its token types (:func:`headatlas.analyses.patterns.segments_of`).
+    ``path`` is a :func:`freeze_maps` file (default: the packaged one). Every labelled map must
+    be in it, with ``n_tokens`` rows. A map's segments are ``segments/<id>`` where the file has
+    them (a model without token types), else its token types
+    (:func:`headatlas.analyses.patterns.segments_of`); its sentences are found in its
+    ``tokens/<id>`` (:func:`headatlas.analyses.patterns.sentence_units`), or are its segments
+    where the file has no tokens for it (MPNet-base's maps ``x*``: their inputs could not be
+    rebuilt).
     """
-    from headatlas.analyses.patterns import segments_of
+    from headatlas.analyses.patterns import segments_of, sentence_units
 
     path = packaged_maps() if path is None else Path(path)
     if not path.exists():
         raise HeadAtlasError(f"{path}: no labelled maps (`patterns.labels.maps`; write them with "
                              "`headatlas label freeze`)")
-    maps, types = [], []
+    maps, units = [], []
     with np.load(path, allow_pickle=False) as archive:
         names = set(archive.files)
         meta = json.loads(str(archive["meta"])) if "meta" in names else {}
@@ -235,23 +271,31 @@ def load_maps(path: str | Path | None, labels: pd.DataFrame
             segments = segments_of(archive[key])
             if len(segments) != m.shape[0]:
                 raise HeadAtlasError(f"{path}: {key} has {len(segments)} tokens, map {name} {m.shape[0]}")
-            types.append(segments)
-    return maps, types, meta
+            if f"tokens/{name}" in names:
+                tokens = [str(t) for t in archive[f"tokens/{name}"]]
+                segments = sentence_units(tokens, archive[f"word_ids/{name}"].astype(np.int64), segments)
+            units.append(segments)
+    return maps, units, meta
 
 
 def draw_sheets(store_paths, labels: pd.DataFrame, out: str | Path,
                 per_sheet: int = PER_SHEET) -> list[Path]:
-    """Contact sheets ``sheet-00.png``, ... of ``per_sheet`` maps each, in ``labels`` order."""
+    """Contact sheets ``sheet-00.png``, ... of ``per_sheet`` maps each, in ``labels`` order: red
+    ticks where the segment changes, grey ticks where a sentence ends within a segment."""
+    from headatlas.analyses.patterns import example_segments, example_units
     from headatlas.plots.patterns import draw_contact_sheet
 
     out = Path(out)
-    maps, types = labelled_maps(store_paths, labels)
+    found = labelled_examples(store_paths, labels)
+    maps = [m for m, _ in found]
+    segments = [example_segments(e.token_type_ids, e.sep_mask) for _, e in found]
+    sentences = [example_units(e) for _, e in found]
     paths = []
     for k, start in enumerate(range(0, len(labels), per_sheet)):
         part = slice(start, start + per_sheet)
         path = out / f"sheet-{k:02d}.png"
         titles = [f"{m} (n={n})" for m, n in zip(labels["map"][part], labels["n_tokens"][part])]
-        draw_contact_sheet(maps[part], types[part], titles, path)
+        draw_contact_sheet(maps[part], segments[part], titles, path, sentences=sentences[part])
         paths.append(path)
     return paths
 
@@ -273,6 +317,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "headatlas label") -> No
     freeze.add_argument("store", nargs="+")
     freeze.add_argument("--labels", default=None, help="label table (default: the packaged one)")
     freeze.add_argument("--out", required=True, help="the .npz to write")
+    freeze.add_argument("--append", action="store_true", help="add the maps to those --out holds")
     args = parser.parse_args(argv)
     if args.command == "sample":
         if len(args.store) != 1:
@@ -280,7 +325,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "headatlas label") -> No
         sample_maps(args.store[0], args.n, args.seed).to_csv(args.out, index=False)
         print(f"{args.n} maps -> {args.out}")
     elif args.command == "freeze":
-        print(freeze_maps(args.store, read_labels(args.labels), args.out))
+        print(freeze_maps(args.store, read_labels(args.labels), args.out, args.append))
     else:
         table = pd.read_csv(args.labels or packaged_labels(), keep_default_na=False,
                             dtype={"example_id": str})
