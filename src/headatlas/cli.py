@@ -102,7 +102,7 @@ def _patterns_eval(argv: Sequence[str]) -> None:
     from headatlas.report.labelling import load_maps, read_labels
 
     parser = argparse.ArgumentParser(prog="headatlas patterns-eval", description=_patterns_eval.__doc__)
-    parser.add_argument("--labels", help="label CSV (default: the packaged 510 maps)")
+    parser.add_argument("--labels", help="label CSV (default: the packaged 730 maps)")
     parser.add_argument("--maps", help="the labelled maps .npz (default: the packaged maps)")
     parser.add_argument("--config", type=Path, help="a config whose patterns.thresholds to use")
     parser.add_argument("--out", type=Path, help="folder for evaluation.csv, agreement.csv, confusion.csv, thresholds.csv")

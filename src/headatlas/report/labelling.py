@@ -38,7 +38,7 @@ The labelled set is packaged as ``headatlas/data/pattern_labels.csv``
 of the segment), ``example_id``, ``n_tokens``, ``layer``, ``head`` (1-based),
 ``half``, ``pattern``, ``note``, and (optional, :data:`PROVENANCE`) ``model``,
 ``corpus``, ``selection`` (how the map was chosen) and ``source`` (how it was
-labelled); its maps as ``headatlas/data/pattern_maps.npz`` (:data:`MAPS`, 7.5 MB):
+labelled); its maps as ``headatlas/data/pattern_maps.npz`` (:data:`MAPS`, 14.7 MB):
 
 * ``m000``-``m319``: 320 maps of MiniLM (all-MiniLM-L6-v2) on the Wikipedia
   segments as the pipeline prepared them before the 128-wordpiece segment
