@@ -10,14 +10,12 @@ its tune half is part of the set the config's thresholds were tuned on, so ``--h
 (default) scores the held-out maps only (``--half all``: every map).
 ``patterns_fresh128.csv``: the first 120 of them, each labelled once (before the block change).
 
-The packaged labelled maps (``headatlas/data/pattern_labels.csv``) are mostly 80-wordpiece
-segments, and the classifier's thresholds were tuned on half of them; the claims read the
-default run's 128-wordpiece Wikipedia segments. This scores the classifier, with the embedded
-config's thresholds, on maps never used for tuning: ``headatlas label sample`` drew them from the
-default run's kept MiniLM store (seed 37, balanced over layers), ``headatlas label sheets`` drew
-them on contact sheets (id, length and segment boundary only), and each was labelled from the
-pictures alone (the ``source`` column says by whom). The store must be the one they were
-sampled from (``make reproduce`` keeps it; the script checks every map's input id and length).
+The claims read the default run's 128-wordpiece Wikipedia segments. This scores the
+classifier, with the embedded config's thresholds, on labelled maps of those segments, read
+from the default run's kept MiniLM store (``selection`` and ``source`` columns: how each was
+chosen and by whom it was labelled, from contact sheets that show the id, the length and the
+segment and sentence boundaries only). The store must be the one they were sampled from
+(``make reproduce`` keeps it; the script checks every map's input id and length).
 Prints the agreement with a Wilson 95% interval, Cohen's kappa, per-pattern precision and
 recall, and the confusion matrix. No file is written.
 """

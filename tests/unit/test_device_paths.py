@@ -86,8 +86,8 @@ def test_the_check_finds_the_patterns_mistake_the_gpu_found(tiny_model, tmp_path
     made without the batch's device): the simulated device must refuse it."""
     from headatlas.analyses import patterns
 
-    def host_nan(batch, segments, in_top, rest):
-        return batch.xp.full(rest.shape, float("nan"), dtype=rest.dtype)
+    def host_nan(batch, units, in_top, like):
+        return batch.xp.full(like.shape, float("nan"), dtype=like.dtype)
 
     monkeypatch.setattr(patterns, "_block", host_nan)
     with pytest.raises(DeviceMixError, match="stack"):

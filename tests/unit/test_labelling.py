@@ -53,9 +53,10 @@ def test_frozen_maps_are_the_store_maps(store, tmp_path):
         for m, u, (_, row) in zip(maps, units, table.iterrows()):
             example = s.example(int(row["example_index"]))
             np.testing.assert_array_equal(m, example.attn[row["layer"] - 1, row["head"] - 1])
-            # the sentences, found in the kept tokens: "[CLS] w0 ." | the rest of A, if any | B
-            n, half = example.n_tokens, example.n_tokens // 2
-            assert u.tolist() == [0, 0, 0] + [1] * (half - 3) + [1 + (half > 3)] * (n - half)
+            # the sentences, found in the kept tokens: one starts after "." (token 3) and one
+            # where segment B does (half); where the two meet, one start
+            half = example.n_tokens // 2
+            assert u.tolist() == [len({3, half} & set(range(1, k + 1))) for k in range(example.n_tokens)]
     # A map the file lacks, or a length the labels disagree with, is an error.
     other = table.copy()
     other.loc[0, "map"] = "m999"

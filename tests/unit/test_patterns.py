@@ -69,41 +69,41 @@ def test_vertical_plus_diagonal_map():
 
 
 def test_block_map():
-    # Two sentences of 5 tokens, uniform within each (1/5). Pairs more than 3 apart: at offset 4,
-    # 6 pairs of which 2 lie in one sentence ((0, 4), (5, 9)): p(4) = 1/3; at 5-9 none: p = 0. So a
-    # far pair in one sentence weighs 1 - 1/3 = 2/3, and the map's far pairs are (0, 4), (4, 0),
-    # (5, 9), (9, 5). With one top column (key 0: off-band mass 3/5, the lowest of the tied keys
-    # 0, 4, 5, 9) set aside: 3 pairs x 1/5 x 2/3, over 10 queries -> block 1/25.
+    # Two sentences of 5 tokens, uniform within each (1/5). A far pair (more than 3 apart) counts
+    # against its mirror key 2i - j: in the map's own pairs, (4, 0) (mirror 8, the other
+    # sentence) and (5, 9) (mirror 1) count +1; (0, 4) and (9, 5) have no mirror. With one top
+    # column (key 0: off-band mass 3/5, the lowest of the tied keys 0, 4, 5, 9) set aside, only
+    # (5, 9) is left: 1/5 over 10 queries -> block 1/50.
     units = np.array([0] * 5 + [1] * 5)
     a = np.zeros((10, 10))
     a[:5, :5] = a[5:, 5:] = 1 / 5
     v, d, b, _, _ = map_features(a, units, 1)
-    assert b == pytest.approx(1 / 25)
-    assert classify(np.array([v, d, b, 0.5, 0]), Thresholds(block=0.05)) != PATTERNS.index("block")
-    assert classify(np.array([v, d, b, 0.5, 0]), Thresholds(block=0.04)) == PATTERNS.index("block")
+    assert b == pytest.approx(1 / 50)
+    assert classify(np.array([v, d, b, 0.5, 0]), Thresholds(block=0.021)) != PATTERNS.index("block")
+    assert classify(np.array([v, d, b, 0.5, 0]), Thresholds(block=0.019)) == PATTERNS.index("block")
     # local attention within the sentence is not block: every row on the key 2 ahead
     local = np.eye(32, k=2)
     local[30:, :] = np.eye(32)[30:]
     assert map_features(local, np.array([0] * 16 + [1] * 16), 3)[2] == 0
-    # nor is a map whose weights depend on the offset alone (a wide window): in-sentence pairs at
-    # each offset are as many as the offset's share p(d) predicts, so they cancel exactly
-    offset = np.arange(32)[None, :] - np.arange(32)[:, None]
-    window = np.where(np.abs(offset) <= 9, 1 / 19, 0.0)
-    weights = block_contrast(np.array([[0] * 16 + [1] * 16]), [32], 32)[0]
-    assert (window * weights).sum() == pytest.approx(0, abs=1e-12)
-    # (its top columns set aside, a little is left: 0.004 against the 1/25 of the squares above)
-    assert abs(map_features(window, np.array([0] * 16 + [1] * 16), 3)[2]) < 0.005
+    # nor is a window of any width: each row symmetric about its query (cut at the input's ends
+    # and normalised, as attention is) gives each key as much as its mirror
+    offset = np.arange(128)[None, :] - np.arange(128)[:, None]
+    layout = np.repeat(np.arange(5), [38, 9, 10, 15, 56])
+    for width in (6, 9, 40):
+        window = (np.abs(offset) <= width).astype(float)
+        window /= window.sum(-1, keepdims=True)
+        weights = block_contrast(layout[None], [128], 128)[0]
+        assert (window * weights).sum() == pytest.approx(0, abs=1e-12)
 
 
 def test_block_contrast_by_hand():
-    # 10 tokens, sentences of 5: a far pair in one sentence weighs 1 - p(4) = 2/3 (offset 4) and
-    # across sentences -p(d): -1/3 at offset 4, 0 beyond; pairs within 3 tokens weigh 0. Every
-    # offset's weights sum to 0, so does the whole matrix.
+    # 10 tokens, sentences of 5. (4, 0): mirror 8 in the other sentence, +1; (4, 8): -1 (mirror
+    # 0 in the query's sentence); (5, 9) +1, (5, 1) -1; (0, 4), (3, 7), (9, 5) have no mirror in
+    # the input, 0; pairs within 3 tokens, 0. Each pair and its mirror cancel: every row sums to 0.
     weights = block_contrast(np.array([[0] * 5 + [1] * 5]), [10], 10)[0]
-    assert weights[0, 4] == weights[9, 5] == pytest.approx(2 / 3)
-    assert weights[1, 5] == weights[8, 4] == pytest.approx(-1 / 3)
-    assert weights[0, 5] == weights[0, 3] == weights[2, 2] == 0
-    assert weights.sum() == pytest.approx(0)
+    assert weights[4, 0] == weights[5, 9] == 1 and weights[4, 8] == weights[5, 1] == -1
+    assert weights[0, 4] == weights[3, 7] == weights[9, 5] == weights[2, 2] == weights[4, 1] == 0
+    assert np.abs(weights).sum() == 4 and not weights.sum(-1).any()
     # padding past the length stays 0
     assert not block_contrast(np.array([[0] * 5 + [1] * 5 + [0] * 2]), [10], 12)[0, 10:].any()
 
@@ -117,7 +117,11 @@ def test_sentences_within_segments():
     segments = np.array([0] * 14 + [1] * 3)
     assert sentence_units(tokens, words, segments).tolist() == [0] * 4 + [1] * 10 + [2] * 3
     assert ends_sentence("sticks.") and ends_sentence('"ok."') and ends_sentence("why?")
-    assert not any(ends_sentence(w) for w in ("U.S.", "J.", "Dr.", "e.g.", "6.02", "word"))
+    assert not any(ends_sentence(w) for w in ("U.S.", "J.", "Dr.", "e.g.", "6.02", "word", "(Fig.", '"Dr.'))
+    # a treebank spells closing quotes and brackets as words: they close the sentence before
+    tokens = ["[CLS]", "it", "rains", ".", '"', ")", "then", "(", "fig", ".", "2", ")", "ok", "[SEP]"]
+    words = np.array([-1, 0, 1, 1, 2, 3, 4, 5, 5, 5, 6, 6, 7, -1])
+    assert sentence_units(tokens, words, np.zeros(14, int)).tolist() == [0] * 6 + [1] * 8
     # RoBERTa's and SentencePiece's word-start marks are not part of the word
     assert sentence_units(["<s>", "ĠDr", ".", "ĠWho", "▁left", ".", "</s>"],
                           np.array([-1, 0, 0, 1, 2, 2, -1]), np.zeros(7, int)).tolist() == [0] * 7
@@ -132,8 +136,10 @@ def test_block_is_undefined_for_one_segment():
 def test_uniform_map_has_entropy_one_and_is_heterogeneous():
     f = map_features(np.full((N, N), 1 / N), TWO, 3)
     assert f[3] == pytest.approx(1.0)
-    # uniform: half of the off-band rest stays within the segment, far below the block threshold
-    assert f[2] < 0.6
+    # uniform: every key counts as much as its mirror, so block is 0 but for the top columns
+    # set aside (keys 0, 15, 1), which leave their mirrors' -1s: below 0, not block
+    assert (np.full((N, N), 1 / N) * block_contrast(TWO[None], [N], N)[0]).sum() == pytest.approx(0)
+    assert f[2] < 0
     assert classify(f, T) == PATTERNS.index("heterogeneous")
 
 
@@ -226,17 +232,13 @@ def test_analysis_shares_per_head():
     # once, block once.
     first = np.stack([vertical_map(15), np.eye(N)])[None]
     second = np.stack([vertical_map(15), block_map()])[None]
-    # The 16-token block map, segments of 8 (one sentence each): p(d) = 2(8 - d) / (16 - d) at
-    # offsets 4-7 (2/3, 6/11, 2/5, 2/9), 0 beyond. Its far in-segment pairs per offset (both signs)
-    # 16, 12, 8, 4, less one per offset in each top column (keys 0, 7, 8): 13, 9, 5, 1 pairs of
-    # weight 1/8 x (1 - p(d)) -> (13/3 + 45/11 + 3 + 7/9) / 8 / 16 = 1208 / 12672.
-    assert map_features(block_map(), TWO, 3)[2] == pytest.approx(1208 / 12672)
-    # Above chance: a uniform map's weights cancel but for its top columns (keys 0, 15, 1), whose
-    # contrast columns sum to 2 x (1/3 + 5/11 + 3/5 + 7/9) and (1/3 + 5/11 + 3/5 - 2/9): level
-    # -(their sum) / 256; the block map is (1208/12672 - level) / (1 - level) = 0.114 above it.
-    level = -(2 * (1 / 3 + 5 / 11 + 3 / 5 + 7 / 9) + (1 / 3 + 5 / 11 + 3 / 5 - 2 / 9)) / 256
-    above = (1208 / 12672 - level) / (1 - level)
-    assert above_chance(map_features(block_map(), TWO, 3), TWO, 3)[2] == pytest.approx(above)
+    # The 16-token block map, segments of 8 (one sentence each, uniform 1/8). A far in-sentence
+    # pair counts when its mirror 2i - j is in the input but not the sentence: queries 4-7 look
+    # back at 1-4 such keys (mirrors 8-14), queries 8-11 ahead at 4-1 (mirrors 1-7): 20 pairs,
+    # less the 4 on key 0, a top column with keys 7 and 8 (no such pairs): 16 x 1/8 over 16
+    # queries -> block 1/8. It is not rescaled: a uniform map's block is 0 by construction.
+    assert map_features(block_map(), TWO, 3)[2] == pytest.approx(1 / 8)
+    assert above_chance(map_features(block_map(), TWO, 3), TWO, 3)[2] == pytest.approx(1 / 8)
     result = run_analysis(AttentionPatterns, [example(first, TWO, 0), example(second, TWO, 1)],
                           progress=False, thresholds={**T.as_dict(), "block": 0.1})
     table = result.table

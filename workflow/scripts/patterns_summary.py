@@ -19,7 +19,7 @@ with rule_logging(snakemake) as log:
     caption = (f"model {model}; " + ", ".join(f"{c}: {n[c]} inputs x {len(h)} heads"
                                               for c, h in heads.items())
                + "; Kovaleva et al. (Fig. 2): BERT-base fine-tuned on GLUE tasks, a CNN on ~400 "
-               "hand-labelled maps; block needs two segments (only the segments corpus has them)")
+               "hand-labelled maps; block needs two sentences in an input (the segments corpus has several)")
     write_table(shares, snakemake.output.shares, float_format="%.4g")
     write_table(layers, snakemake.output.layers, float_format="%.4g")
     plot_corpus_shares(shares, snakemake.output.figure, caption)

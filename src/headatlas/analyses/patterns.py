@@ -32,23 +32,23 @@ with the thresholds in the config (``patterns.thresholds``). For a map ``a``
   mean over queries of the row mass on those keys (so the two never count the
   same weight). Counting every stripe is what makes a map of five or eight
   dark columns vertical, as it looks, rather than heterogeneous;
-* ``block`` (mass inside the query's sentence): the attention that stays within the query's
-  sentence beyond what its distance to the query explains, as a share of the whole map, the
-  top columns and stripes set aside. A key more than :data:`BLOCK_LOCAL` = 3 tokens away
-  counts ``[same sentence] - p(d)``, ``p(d)`` being the share of the input's pairs at that
-  offset ``d`` that lie in one sentence (:func:`block_contrast`): a uniform map, or a local
-  window of any width, scores 0; squares along the diagonal score high. Sentences are found
-  within the segments (:func:`sentence_units`): Kovaleva et al.'s inputs were sentence pairs,
-  one sentence per segment, while a Wikipedia segment holds several, and the squares a person
-  sees are its sentences. NaN for a one-sentence input, where the pattern is undefined;
+* ``block`` (attention that stops at the sentence's ends): a share of the whole map, the
+  top columns and stripes set aside. A query weighs each key more than
+  :data:`BLOCK_LOCAL` = 3 tokens away against the key at the same distance on the other
+  side (:func:`block_contrast`): +1 for a key in its sentence whose mirror is not, -1 the
+  other way round, 0 when both or neither are. A uniform map, or any map whose rows are
+  symmetric about the query (a local window of any width), scores 0; squares along the
+  diagonal score high. Sentences are found within the segments (:func:`sentence_units`):
+  Kovaleva et al.'s inputs were sentence pairs, one sentence per segment, while a Wikipedia
+  segment holds several, and the squares a person sees are its sentences. NaN for a
+  one-sentence input, where the pattern is undefined;
 * ``entropy``: the mean row entropy divided by ``log n`` (0: every row on one
   key; 1: uniform), kept for inspection and for the cross-tabulations.
 
-The classifier compares ``vertical``, ``diagonal`` and ``block`` above their
-chance level (:func:`above_chance`: the excess over a uniform map of the same
-input, as a share of what that map leaves), so that short sentences are not
-diagonal by construction (a uniform map's ``block`` is 0 already, but for the columns set
-aside). The decision list (:func:`classify`), first match wins:
+The classifier compares ``vertical`` and ``diagonal`` above their chance level
+(:func:`above_chance`: the excess over a uniform map of the same length, as a share
+of what that map leaves), so that short sentences are not diagonal by construction;
+``block`` is 0 for a uniform map already. The decision list (:func:`classify`), first match wins:
 
 1. two or more sentences and ``block >= block`` -> block;
 2. ``vertical >= mixed_vertical`` and ``diagonal >= mixed_diagonal`` -> vertical + diagonal;
@@ -85,7 +85,7 @@ from headatlas.store.example import Example
 PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
 FEATURES = ("vertical", "diagonal", "block", "entropy", "stripes")
 VERTICAL, DIAGONAL, MIXED, BLOCK, HETEROGENEOUS = range(len(PATTERNS))
-# Keys this close to the query are local attention, not block: a block fills its segment.
+# Keys this close to the query are local attention, not block: a block fills its sentence.
 BLOCK_LOCAL = 3
 
 # Kovaleva et al. (2019), Fig. 2 and §3: BERT-base fine-tuned on GLUE tasks, ~400 maps labelled.
@@ -100,9 +100,9 @@ class Thresholds:
 
     ``columns`` is the ``k`` of the top-``k`` columns; ``stripe`` how much more
     off-band mass per query than a uniform row gives a key makes it a stripe (1:
-    only the top ``k`` count, the classifier before stripes); the others are shares
-    of attention mass in [0, 1] above chance (``block``: of the mass left after
-    columns and band).
+    only the top ``k`` count, the classifier before stripes); ``vertical`` and
+    ``diagonal`` are shares of attention mass in [0, 1] above chance, ``block`` a share of
+    the map (:func:`map_features`).
     The defaults here are only for a quick look from a notebook; the pipeline
     passes the config's values.
     """
@@ -164,7 +164,9 @@ def example_segments(token_type_ids: np.ndarray, sep_mask: np.ndarray) -> np.nda
 # A word ending a sentence: it ends in . ! or ? (closing quotes or brackets may follow), and is
 # not an abbreviation: an inner period (U.S., e.g.), one letter (an initial: J.), or one of these.
 _SENTENCE_END = re.compile(r"[.!?]+$")
-_CLOSERS = "\"'”’)]»"
+# closing and opening quotes and brackets (and byte-level BPE's spelling of the curly quotes)
+_CLOSERS = "\"'”’)]»âĢĿĻ"
+_OPENERS = "\"'“‘([«"
 ABBREVIATIONS = frozenset(
     "mr mrs ms dr prof st jr sr vs no nos co corp inc ltd mt ft gen col lt sgt capt rev fig figs "
     "approx ca cf al etc op vol pp ed eds jan feb mar apr jun jul aug sep sept oct nov dec".split())
@@ -177,7 +179,7 @@ def _piece_text(token: str) -> str:
 
 def ends_sentence(word: str) -> bool:
     """Whether ``word`` (a whitespace word of the corpus, as its wordpieces spell it) ends a sentence."""
-    word = word.rstrip(_CLOSERS)
+    word = word.rstrip(_CLOSERS).lstrip(_OPENERS)
     if not _SENTENCE_END.search(word):
         return False
     core = _SENTENCE_END.sub("", word).lower()
@@ -191,7 +193,8 @@ def sentence_units(tokens: Sequence[str], word_ids: np.ndarray, segments: np.nda
     pairs: one sentence per segment); a Wikipedia segment holds several, and the squares a person
     sees along the diagonal are its sentences. A new sentence starts at each segment change and
     after each word that :func:`ends_sentence` (a word is its wordpieces, ``word_ids``; special
-    tokens, -1, stay with the sentence before them: ``[SEP]`` closes it).
+    tokens, -1, stay with the sentence before them: ``[SEP]`` closes it; so does a word of
+    closing quotes or brackets alone, as a treebank's ``." )`` spells it).
     """
     words = np.asarray(word_ids)
     segments = np.asarray(segments)
@@ -200,10 +203,16 @@ def sentence_units(tokens: Sequence[str], word_ids: np.ndarray, segments: np.nda
         if w >= 0:
             text[w] = text.get(w, "") + _piece_text(token)
     starts = np.zeros(len(words), dtype=np.int64)
+    ended = False  # the last word seen ended a sentence
     for i in range(1, len(words)):
         previous, current = int(words[i - 1]), int(words[i])
+        if previous >= 0 and current != previous:
+            ended = ends_sentence(text[previous]) or (ended and not text[previous].strip(_CLOSERS))
+        new_word = current >= 0 and current != previous
         starts[i] = segments[i] != segments[i - 1] or (
-            previous >= 0 and current >= 0 and current != previous and ends_sentence(text[previous]))
+            new_word and ended and bool(text[current].strip(_CLOSERS)))
+        if starts[i]:
+            ended = False
     return np.cumsum(starts)
 
 
@@ -213,7 +222,7 @@ def example_units(example: Example, sep_mask: np.ndarray | None = None) -> np.nd
     return sentence_units(example.tokens, example.word_ids, example_segments(example.token_type_ids, sep))
 
 
-def map_features(attn: np.ndarray, segments: np.ndarray, columns: int = 3, stripe: float = 1.0,
+def map_features(attn: np.ndarray, units: np.ndarray, columns: int = 3, stripe: float = 1.0,
                  return_top: bool = False):
     """The features (:data:`FEATURES`) of every map of one input.
 
@@ -221,8 +230,9 @@ def map_features(attn: np.ndarray, segments: np.ndarray, columns: int = 3, strip
     ----------
     attn : float array ``[..., n, n]``
         Attention maps of one input (query rows), e.g. ``[layers, heads, n, n]``.
-    segments : int array ``[n]``
-        Segment of each token (:func:`segments_of`).
+    units : int array ``[n]``
+        Sentence of each token (:func:`sentence_units`; segment ids, :func:`segments_of`,
+        make each segment one sentence).
     columns : int
         ``k``: how many top columns count as vertical whatever their mass.
     stripe : float
@@ -234,14 +244,15 @@ def map_features(attn: np.ndarray, segments: np.ndarray, columns: int = 3, strip
 
     Returns
     -------
-    float array ``[..., 5]``: vertical, diagonal, block (NaN with one segment), entropy,
+    float array ``[..., 5]``: vertical, diagonal, block (NaN with one sentence), entropy,
     stripes (and the top columns and their masses if asked).
 
     Notes
     -----
     Every weight ``a[i, j]`` is counted once: in ``diagonal`` if ``|i - j| <= 1``,
-    else in ``vertical`` if ``j`` is a top column or a stripe, else in the rest, of
-    which ``block`` is the share in the query's segment with ``|i - j| > 3``. The top
+    else in ``vertical`` if ``j`` is a top column or a stripe, else in the rest, which
+    ``block`` reads against :func:`block_contrast` (keys more than 3 tokens away, in the
+    query's sentence or at the mirror position beyond its boundary). The top
     columns are the ``k`` with the largest mean off-band weight (ties: the lowest keys,
     so that a uniform map's level is reproducible), so a pure
     diagonal map has no vertical mass; a pure vertical map on one key puts the 2-3
@@ -251,19 +262,19 @@ def map_features(attn: np.ndarray, segments: np.ndarray, columns: int = 3, strip
     attn = _as_float(attn)
     lead, n = attn.shape[:-2], attn.shape[-1]
     batch = MapBatch(attn.reshape(1, -1, 1, n, n), lengths=[n])
-    features, top, top_mass = batch_features(batch, np.asarray(segments)[None], columns, stripe)
+    features, top, top_mass = batch_features(batch, np.asarray(units)[None], columns, stripe)
     features = features.reshape(*lead, len(FEATURES))
     if not return_top:
         return features
     return features, top.reshape(*lead, -1), top_mass.reshape(*lead, -1)
 
 
-def batch_features(batch: MapBatch, segments: np.ndarray, columns: int = 3,
+def batch_features(batch: MapBatch, units: np.ndarray, columns: int = 3,
                    stripe: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`map_features` of every map of a batch, on the batch's device.
 
-    ``segments``: int ``[B, N]`` (:func:`example_segments`, anything past an example's
-    length). Returns host arrays: features ``[B, L, H, 5]``, the top columns ``[B, L, H, k]``
+    ``units``: int ``[B, N]``, each token's sentence (:func:`example_units`, anything past an
+    example's length). Returns host arrays: features ``[B, L, H, 5]``, the top columns ``[B, L, H, k]``
     and the off-band mass each receives (``k = min(columns, N)``; a top column past a shorter
     example's length has no mass).
     """
@@ -286,8 +297,7 @@ def batch_features(batch: MapBatch, segments: np.ndarray, columns: int = 3,
     in_top = is_stripe | xp.any(keys[:, None] == top[..., None, :], axis=-1)
     zero = xp.zeros_like(off_col)
     vertical = xp.sum(xp.where(in_top, off_col, zero), axis=-1)
-    rest = xp.clip(1 - vertical - diagonal, min=0)
-    block = _block(batch, segments, in_top, rest)
+    block = _block(batch, units, in_top, diagonal)
     log_n = batch.asarray(np.log(np.maximum(lengths, 2)).astype(np.float64))[:, None, None]
     entropy = xp.sum(xp.astype(batch.row_entropy(), f64), axis=-1) / n / log_n
     entropy = xp.where(n > 1, entropy, xp.zeros_like(entropy))
@@ -295,83 +305,81 @@ def batch_features(batch: MapBatch, segments: np.ndarray, columns: int = 3,
     return to_host(features), to_host(top), to_host(xp.take_along_axis(off_col, top, axis=-1))
 
 
-def _block(batch: MapBatch, units: np.ndarray, in_top, rest):
-    """``block`` of every map (:func:`map_features`): NaN for a one-sentence input."""
+def _block(batch: MapBatch, units: np.ndarray, in_top, like):
+    """``block`` of every map (:func:`map_features`), shaped and placed ``like`` the other
+    features: NaN for a one-sentence input."""
     xp = batch.xp
     two = np.array([len(np.unique(units[b, :n])) > 1 for b, n in enumerate(batch.lengths)])
     if not two.any():
-        return xp.full_like(rest, float("nan"))  # on rest's device
+        return xp.full_like(like, float("nan"))  # on the batch's device
     attn = batch.attn
     dtype = np.float32 if attn.dtype == xp.float32 else np.float64
     # the same for every view and layer of these examples: built and moved to the device once
-    weights = batch.shared(f"block_contrast:{np.dtype(dtype).name}", lambda: batch.asarray(
+    key = f"block_contrast:{np.dtype(dtype).name}:{hash(np.ascontiguousarray(units).tobytes())}"
+    weights = batch.shared(key, lambda: batch.asarray(
         block_contrast(units, batch.lengths, batch.width).astype(dtype)))
     per_key = xp.sum(attn * weights[:, None, None], axis=-2, dtype=xp.float64) / batch.n_tokens()[:, None, None, None]
     block = xp.sum(xp.where(in_top, xp.zeros_like(per_key), per_key), axis=-1)
-    block = xp.clip(block, min=-1, max=1)
     return xp.where(batch.asarray(two)[:, None, None], block, xp.full_like(block, float("nan")))
 
 
 def block_contrast(units: np.ndarray, lengths: Sequence[int], width: int) -> np.ndarray:
     """``[B, N, N]`` weights whose sum against a map is its ``block`` (:func:`map_features`).
 
-    For a query ``i`` and a key ``j`` more than :data:`BLOCK_LOCAL` tokens away, ``[same
-    sentence] - p(j - i)``, where ``p(d)`` is the share of this input's pairs at offset ``d``
-    that lie within one sentence; 0 elsewhere. A map's sum against it is the mass it keeps
-    within the query's sentence beyond what its distances alone would keep there: 0 for a
-    uniform map and for any map whose weight depends on the distance only (a local window,
-    however wide), positive for squares along the diagonal.
+    A query ``i`` weighs a key ``j`` more than :data:`BLOCK_LOCAL` tokens away against the key
+    at the same distance on the other side, ``2i - j`` (its mirror, where the input has one):
+    ``[j in i's sentence] - [2i - j in i's sentence]``; 0 elsewhere. A row's sum is the
+    attention it keeps on its own side of a sentence boundary beyond what it gives the mirror
+    keys: 0 for a uniform row and for any row symmetric about its query (a local window of any
+    width, cut short or not at the input's ends), positive where attention stops at the
+    sentence's ends (squares along the diagonal). The rows far from a boundary, whose mirror
+    keys lie in their sentence too, weigh nothing: block is read where sentences meet.
     """
     out = np.zeros((len(lengths), width, width))
     for b, n in enumerate(np.asarray(lengths).tolist()):
         u = np.asarray(units[b, :n])
-        offset = np.arange(n)[None, :] - np.arange(n)[:, None]
-        far = np.abs(offset) > BLOCK_LOCAL
-        same = (u[:, None] == u[None, :]) & far
-        index = (offset + n - 1).ravel()
-        pairs = np.bincount(index, weights=far.ravel(), minlength=2 * n - 1)
-        within = np.bincount(index, weights=same.ravel(), minlength=2 * n - 1)
-        p = within / np.maximum(pairs, 1)
-        out[b, :n, :n] = np.where(far, same - p[offset + n - 1], 0.0)
+        query, key = np.arange(n)[:, None], np.arange(n)[None, :]
+        mirror = 2 * query - key
+        counted = (np.abs(key - query) > BLOCK_LOCAL) & (mirror >= 0) & (mirror < n)
+        same = u[:, None] == u[None, :]
+        same_mirror = u[:, None] == u[np.clip(mirror, 0, n - 1)]
+        out[b, :n, :n] = np.where(counted, same.astype(float) - same_mirror, 0.0)
     return out
 
 
-def above_chance(features: np.ndarray, segments: np.ndarray, columns: int,
+def above_chance(features: np.ndarray, units: np.ndarray, columns: int,
                  stripe: float = 1.0) -> np.ndarray:
-    """``vertical``, ``diagonal`` and ``block`` as shares of what a uniform map leaves: ``(f - u) / (1 - u)``.
+    """``vertical`` and ``diagonal`` as shares of what a uniform map leaves: ``(f - u) / (1 - u)``.
 
-    ``u`` is the feature of the uniform map of the same input (every row ``1 / n``):
-    ``(3n - 2) / n^2`` on the band, about ``k / n`` on the top columns, about the
-    segments' share of the pairs for ``block`` (``(s1^2 + s2^2) / n^2`` less the local
-    pairs: near 1/2 for two equal segments, 0.78 for 10 + 70 tokens). On a short
-    sentence even uniform attention passes a fixed threshold (n = 9: 31% on the band),
-    so the classifier compares the excess over that level, which is 0 for a uniform
-    map and 1 for a map entirely on the band, the columns or within the segments, at
-    any length; below chance it is negative. ``entropy`` and ``stripes`` are left as
-    they are, a NaN ``block`` stays NaN. Two or fewer tokens put every key on the
-    band: there, all are 0.
+    ``u`` is the feature of the uniform map of an input of the same length (every row
+    ``1 / n``; only ``units``' length matters): ``(3n - 2) / n^2`` on the band, about ``k / n``
+    on the top columns. On a short sentence even uniform attention passes a fixed threshold
+    (n = 9: 31% on the band), so the classifier compares the excess over that level, which is
+    0 for a uniform map and 1 for a map entirely on the band or the columns, at any length;
+    below chance it is negative. ``block`` is 0 for a uniform map by construction
+    (:func:`block_contrast`) and is left as it is, as are ``entropy`` and ``stripes``. Two or
+    fewer tokens put every key on the band: there, both are 0.
     """
-    return _excess(features, _uniform_features(tuple(np.asarray(segments).tolist()), columns, stripe))
+    return _excess(features, _uniform_features(len(units), columns, stripe))
 
 
 def _excess(features: np.ndarray, uniform: np.ndarray) -> np.ndarray:
-    """``features`` ``[..., 5]`` as shares above the ``uniform`` level (broadcast against them:
-    one input's ``[5]``, or a level per map): :func:`above_chance`'s arithmetic."""
+    """``features`` ``[..., 5]`` with ``vertical`` and ``diagonal`` as shares above the
+    ``uniform`` level (broadcast against them: one length's ``[5]``, or a level per map):
+    :func:`above_chance`'s arithmetic."""
     out = np.array(features, dtype=np.float64, copy=True)
-    for i in (0, 1, 2):
+    for i in (0, 1):
         level = uniform[..., i]
         above = level < 1 - 1e-9
-        scaled = np.where(above, (out[..., i] - level) / np.where(above, 1 - level, 1.0), 0.0)
-        out[..., i] = np.where(np.isnan(level), out[..., i], scaled)
+        out[..., i] = np.where(above, (out[..., i] - level) / np.where(above, 1 - level, 1.0), 0.0)
     return out
 
 
 @functools.lru_cache(maxsize=1024)
-def _uniform_features(segments: tuple[int, ...], columns: int, stripe: float) -> np.ndarray:
-    """:func:`map_features` of the uniform map of an input with these segments (the same for
-    every input of that shape: computed once)."""
-    n = len(segments)
-    features = map_features(np.full((n, n), 1.0 / n), np.asarray(segments), columns, stripe)
+def _uniform_features(n: int, columns: int, stripe: float) -> np.ndarray:
+    """:func:`map_features` of the uniform map of ``n`` tokens (the same for every input of that
+    length: computed once)."""
+    features = map_features(np.full((n, n), 1.0 / n), np.zeros(n, dtype=np.int64), columns, stripe)
     features.flags.writeable = False
     return features
 
@@ -825,8 +833,9 @@ def tune(features: dict, labels: Sequence[str], grid: dict | None = None,
 
 
 def _block_threshold(block: np.ndarray, truth: np.ndarray, rows: np.ndarray, thresholds) -> float:
-    """Of ``thresholds``, the one with the best block F1 on ``rows`` (the first of equals: the
-    highest); the first when those rows hold fewer than :data:`MIN_SUPPORT` labelled blocks."""
+    """Of ``thresholds``, the one with the best block F1 on ``rows`` (the first of equals in grid
+    order: the highest, as :data:`GRID` lists them descending); the first when those rows hold
+    fewer than :data:`MIN_SUPPORT` labelled blocks."""
     thresholds = tuple(thresholds)
     labelled = rows & (truth == BLOCK)
     if int(labelled.sum()) < MIN_SUPPORT:
@@ -838,25 +847,22 @@ def _block_threshold(block: np.ndarray, truth: np.ndarray, rows: np.ndarray, thr
     return thresholds[int(np.argmax([f1(t) for t in thresholds]))]
 
 
-def features_for(maps: Sequence[np.ndarray], segments: Sequence[np.ndarray], columns: int,
+def features_for(maps: Sequence[np.ndarray], units: Sequence[np.ndarray], columns: int,
                  stripe: float = 1.0) -> np.ndarray:
     """``[maps, 5]``: :func:`map_features` of single maps (the labelled set), :func:`above_chance`.
 
     The same numbers as one map at a time, computed per length: the maps of one length (and
-    precision) in one batch, and the uniform maps of their distinct segmentations in another
-    (one call per map was mostly Python: ~10,000 calls for the grid of :func:`tune`)."""
+    precision) in one batch (one call per map was mostly Python: ~10,000 calls for the grid of
+    :func:`tune`)."""
     out = np.empty((len(maps), len(FEATURES)))
     maps = [_as_float(m) for m in maps]
     by_shape: dict[tuple, list[int]] = {}  # (length, dtype): a batch computes in its maps' precision
     for i, m in enumerate(maps):
         by_shape.setdefault((m.shape[-1], m.dtype), []).append(i)
     for (n, _), rows in by_shape.items():
-        segs = np.stack([np.asarray(segments[i], dtype=int) for i in rows])
-        attn = np.stack([maps[i] for i in rows])
-        features = _single_maps_features(attn, segs, columns, stripe)
-        distinct, which = np.unique(segs, axis=0, return_inverse=True)
-        uniform = _single_maps_features(np.full((len(distinct), n, n), 1.0 / n), distinct, columns, stripe)
-        out[rows] = _excess(features, uniform[which.reshape(-1)])
+        sentences = np.stack([np.asarray(units[i], dtype=int) for i in rows])
+        features = _single_maps_features(np.stack([maps[i] for i in rows]), sentences, columns, stripe)
+        out[rows] = _excess(features, _uniform_features(n, columns, stripe))
     return out
 
 
@@ -865,11 +871,11 @@ def _as_float(attn) -> np.ndarray:
     return attn if attn.dtype in (np.float32, np.float64) else attn.astype(np.float32)
 
 
-def _single_maps_features(attn: np.ndarray, segments: np.ndarray, columns: int, stripe: float) -> np.ndarray:
-    """:func:`map_features` of ``[B, n, n]`` maps, map ``b`` with ``segments[b]``: ``[B, 5]``."""
+def _single_maps_features(attn: np.ndarray, units: np.ndarray, columns: int, stripe: float) -> np.ndarray:
+    """:func:`map_features` of ``[B, n, n]`` maps, map ``b`` with ``units[b]``: ``[B, 5]``."""
     b, n = attn.shape[0], attn.shape[-1]
     batch = MapBatch(attn.reshape(b, 1, 1, n, n), lengths=[n] * b)
-    return batch_features(batch, segments, columns, stripe)[0].reshape(b, len(FEATURES))
+    return batch_features(batch, units, columns, stripe)[0].reshape(b, len(FEATURES))
 
 
 @dataclass
@@ -900,13 +906,13 @@ def _models_of(labels: pd.DataFrame) -> np.ndarray:
     return (labels["model"] if "model" in labels else pd.Series("", index=labels.index)).to_numpy()
 
 
-def evaluate_labels(maps: Sequence[np.ndarray], segments: Sequence[np.ndarray],
+def evaluate_labels(maps: Sequence[np.ndarray], units: Sequence[np.ndarray],
                     labels: pd.DataFrame, thresholds: Thresholds, grid: dict | None = None,
                     describe_store: str = "") -> LabelEvaluation:
     """Precision and recall of the classifier with ``thresholds`` on each half of the labelled set.
 
     ``labels`` is the labelled set (:func:`headatlas.report.labelling.read_labels`) and ``maps`` /
-    ``segments`` its maps and their segment ids in the same order
+    ``units`` its maps and their sentence ids in the same order
     (:func:`headatlas.report.labelling.load_maps`). The grid search (:func:`tune`) is re-run on the
     ``tune`` half so that the config's thresholds can be compared with what the search finds;
     the ``test`` half is only ever scored. Every score is given for all maps, per model
@@ -917,14 +923,14 @@ def evaluate_labels(maps: Sequence[np.ndarray], segments: Sequence[np.ndarray],
     grid.setdefault("stripe", (1.0,))
     keys = {(k, s) for k in grid["columns"] for s in grid["stripe"]}
     keys.add((thresholds.columns, thresholds.stripe))
-    features = {key: features_for(maps, segments, *key) for key in sorted(keys)}
+    features = {key: features_for(maps, units, *key) for key in sorted(keys)}
     halves = labels["half"].to_numpy()
     truth_all = labels["pattern"].to_numpy()
     tune_rows = halves == "tune"
     sentence_ticks = sentence_labelled(labels)
     tuned, tuned_score = tune({key: f[tune_rows] for key, f in features.items()},
                               list(truth_all[tune_rows]), grid,
-                              block_rows=sentence_ticks[tune_rows] if sentence_ticks.any() else None)
+                              block_rows=sentence_ticks[tune_rows] if sentence_ticks[tune_rows].any() else None)
     chosen = features[(thresholds.columns, thresholds.stripe)]
     predicted = np.array(PATTERNS)[classify(chosen, thresholds)]
     models = _models_of(labels)

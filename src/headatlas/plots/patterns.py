@@ -48,6 +48,8 @@ def draw_contact_sheet(maps: Sequence[np.ndarray], token_types: Sequence[np.ndar
     for ax in axes:
         ax.axis("off")
     sentences = [None] * len(maps) if sentences is None else sentences
+    if len(sentences) != len(maps):
+        raise ValueError("need one sentence-id array per map")
     for ax, attn, types, units, title in zip(axes, maps, token_types, sentences, titles):
         n = len(attn)
         edge = -0.5 - max(1.0, 0.02 * n)  # the margin between the frame and the map
@@ -56,12 +58,12 @@ def draw_contact_sheet(maps: Sequence[np.ndarray], token_types: Sequence[np.ndar
                   interpolation="nearest", extent=(-0.5, n - 0.5, n - 0.5, -0.5))
         ax.set_xticks([])
         ax.set_yticks([])
-        for boundary in np.flatnonzero(np.diff(np.asarray(types)) != 0) + 0.5:
+        changes = np.flatnonzero(np.diff(np.asarray(types)) != 0)
+        for boundary in changes + 0.5:
             ax.plot([boundary, boundary], [edge - n * 0.04, edge], color="red", lw=1.5, clip_on=False)
             ax.plot([edge - n * 0.04, edge], [boundary, boundary], color="red", lw=1.5, clip_on=False)
-        changes = np.flatnonzero(np.diff(np.asarray(types)) != 0)
-        for boundary in np.setdiff1d(np.flatnonzero(np.diff(np.asarray(units)) != 0) if units is not None
-                                     else [], changes) + 0.5:
+        ends = [] if units is None else np.flatnonzero(np.diff(np.asarray(units)) != 0)
+        for boundary in np.setdiff1d(ends, changes) + 0.5:
             ax.plot([boundary, boundary], [edge - n * 0.025, edge], color="0.45", lw=1.2, clip_on=False)
             ax.plot([edge - n * 0.025, edge], [boundary, boundary], color="0.45", lw=1.2, clip_on=False)
         # the ticks outside must not widen the limits

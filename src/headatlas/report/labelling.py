@@ -218,6 +218,8 @@ def freeze_maps(store_paths, labels: pd.DataFrame, out: str | Path, append: bool
     arrays: dict = {}
     out = Path(out)
     if append:
+        if not out.exists():
+            raise HeadAtlasError(f"{out}: no frozen maps to append to; freeze without --append first")
         with np.load(out, allow_pickle=False) as archive:
             arrays = {k: archive[k] for k in archive.files}
         clash = [m for m in labels["map"] if f"map/{m}" in arrays]
