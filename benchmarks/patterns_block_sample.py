@@ -9,9 +9,11 @@ Block maps are rare at random (1 of 120 in ``patterns_fresh128.csv``), so the he
 precision and recall need maps chosen for it. From the default run's kept MiniLM store (the
 segments the claims read), one map per input, no input of ``--exclude``:
 
-- 40 **block candidates**: ranked by ``block`` (the mass kept within the query's sentence beyond
-  what its distances explain, :func:`headatlas.analyses.patterns.map_features`), 10 each from the
-  top 0.1%, 0.1-1%, 1-3% and 3-10% of all maps, so the sample spans the threshold;
+- 40 **block candidates**: ranked by ``block`` (:func:`headatlas.analyses.patterns.map_features`),
+  10 each from the top 0.1%, 0.1-1%, 1-3% and 3-10% of all maps, so the sample spans the
+  threshold. The labelled 100 (``b*``) were drawn at c9d7755, whose block was the in-sentence mass
+  beyond each offset's share of in-sentence pairs, with stripes at 1/n + 0.04; run this script
+  at that commit to draw them again (today's feature ranks the maps differently);
 - 10 **local windows**: the top of the former block feature (in-segment mass more than 3 tokens
   away, no distance correction), which the new one should not call block;
 - 10 **multi-stripe** maps (4 or more stripes);

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from headatlas.errors import HeadAtlasError
-from headatlas.report.labelling import (freeze_maps, load_maps, packaged_labels, packaged_maps,
+from headatlas.report.labelling import (freeze_maps, load_maps, map_segments, packaged_labels, packaged_maps,
                                  read_labels, sample_maps)
 from headatlas.store.reader import Store
 from headatlas.store.writer import StoreWriter
@@ -114,8 +114,9 @@ def test_packaged_extension_says_where_each_map_came_from():
         assert set(part["half"]) == {"tune", "test"}
     mpnet = added[added["model"] == "mpnet"].head(3).reset_index(drop=True)
     maps, segments, _ = load_maps(packaged_maps(), mpnet)
-    for m, s in zip(maps, segments):
+    for m, s, kept in zip(maps, segments, map_segments(packaged_maps(), mpnet)):
         assert set(s.tolist()) == {0, 1} and s[0] == 0 and s[-1] == 1 and len(s) == len(m)
+        np.testing.assert_array_equal(kept, s)  # no tokens: their segments are their sentences
 
 
 def test_labels_without_provenance_columns_still_read(tmp_path):
@@ -140,5 +141,6 @@ def test_packaged_maps_of_the_default_segments_carry_their_sentences():
         assert ((fresh["half"] == half) & (fresh["pattern"] == "block")).sum() >= 20
     maps, units, _ = load_maps(packaged_maps(), fresh.head(5))
     assert all(len(set(u.tolist())) > 2 and len(u) == len(m) for m, u in zip(maps, units))  # sentences
+    assert all(set(s.tolist()) == {0, 1} for s in map_segments(packaged_maps(), fresh.head(5)))  # pairs
     with np.load(packaged_maps()) as archive:  # MiniLM's older maps have their tokens back too
         assert "tokens/m000" in archive.files and "tokens/x000" in archive.files

@@ -94,6 +94,8 @@ def test_block_map():
         window /= window.sum(-1, keepdims=True)
         weights = block_contrast(layout[None], [128], 128)[0]
         assert (window * weights).sum() == pytest.approx(0, abs=1e-12)
+        # and the feature too: the top columns go with their mirror keys
+        assert map_features(window, layout, 3, 0.08)[2] == pytest.approx(0, abs=1e-12)
 
 
 def test_block_contrast_by_hand():
@@ -136,10 +138,10 @@ def test_block_is_undefined_for_one_segment():
 def test_uniform_map_has_entropy_one_and_is_heterogeneous():
     f = map_features(np.full((N, N), 1 / N), TWO, 3)
     assert f[3] == pytest.approx(1.0)
-    # uniform: every key counts as much as its mirror, so block is 0 but for the top columns
-    # set aside (keys 0, 15, 1), which leave their mirrors' -1s: below 0, not block
+    # uniform: every key counts as much as its mirror, and a top column is set aside with its
+    # mirrors, so block is 0
     assert (np.full((N, N), 1 / N) * block_contrast(TWO[None], [N], N)[0]).sum() == pytest.approx(0)
-    assert f[2] < 0
+    assert f[2] == pytest.approx(0, abs=1e-12)
     assert classify(f, T) == PATTERNS.index("heterogeneous")
 
 
@@ -234,11 +236,12 @@ def test_analysis_shares_per_head():
     second = np.stack([vertical_map(15), block_map()])[None]
     # The 16-token block map, segments of 8 (one sentence each, uniform 1/8). A far in-sentence
     # pair counts when its mirror 2i - j is in the input but not the sentence: queries 4-7 look
-    # back at 1-4 such keys (mirrors 8-14), queries 8-11 ahead at 4-1 (mirrors 1-7): 20 pairs,
-    # less the 4 on key 0, a top column with keys 7 and 8 (no such pairs): 16 x 1/8 over 16
-    # queries -> block 1/8. It is not rescaled: a uniform map's block is 0 by construction.
-    assert map_features(block_map(), TWO, 3)[2] == pytest.approx(1 / 8)
-    assert above_chance(map_features(block_map(), TWO, 3), TWO, 3)[2] == pytest.approx(1 / 8)
+    # back at 1-4 such keys (mirrors 8-14), queries 8-11 ahead at 4-1 (mirrors 1-7): 20 pairs.
+    # Set aside with the top columns 0, 7, 8: the 4 pairs on key 0 and the one whose mirror is 7
+    # ((11, 15)): 15 x 1/8 over 16 queries -> block 15/128. It is not rescaled: a uniform map's
+    # block is 0 by construction.
+    assert map_features(block_map(), TWO, 3)[2] == pytest.approx(15 / 128)
+    assert above_chance(map_features(block_map(), TWO, 3), TWO, 3)[2] == pytest.approx(15 / 128)
     result = run_analysis(AttentionPatterns, [example(first, TWO, 0), example(second, TWO, 1)],
                           progress=False, thresholds={**T.as_dict(), "block": 0.1})
     table = result.table

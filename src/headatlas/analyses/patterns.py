@@ -33,7 +33,7 @@ with the thresholds in the config (``patterns.thresholds``). For a map ``a``
   same weight). Counting every stripe is what makes a map of five or eight
   dark columns vertical, as it looks, rather than heterogeneous;
 * ``block`` (attention that stops at the sentence's ends): a share of the whole map, the
-  top columns and stripes set aside. A query weighs each key more than
+  top columns and stripes set aside with the keys mirroring them. A query weighs each key more than
   :data:`BLOCK_LOCAL` = 3 tokens away against the key at the same distance on the other
   side (:func:`block_contrast`): +1 for a key in its sentence whose mirror is not, -1 the
   other way round, 0 when both or neither are. A uniform map, or any map whose rows are
@@ -113,7 +113,7 @@ class Thresholds:
     diagonal: float = 0.5
     mixed_vertical: float = 0.25
     mixed_diagonal: float = 0.25
-    block: float = 0.8
+    block: float = 0.03
 
     def __post_init__(self):
         if self.columns < 1:
@@ -318,13 +318,22 @@ def _block(batch: MapBatch, units: np.ndarray, in_top, like):
     key = f"block_contrast:{np.dtype(dtype).name}:{hash(np.ascontiguousarray(units).tobytes())}"
     weights = batch.shared(key, lambda: batch.asarray(
         block_contrast(units, batch.lengths, batch.width).astype(dtype)))
-    per_key = xp.sum(attn * weights[:, None, None], axis=-2, dtype=xp.float64) / batch.n_tokens()[:, None, None, None]
-    block = xp.sum(xp.where(in_top, xp.zeros_like(per_key), per_key), axis=-1)
+    # A pair goes with its mirror: set aside where either key is a top column or a stripe, so
+    # that what is left of a uniform or symmetric row still cancels. mirror_index [N * N]: for
+    # (query i, key j), the key 2i - j (any valid key where there is none: its weight is 0).
+    width = batch.width
+    mirror_index = batch.shared(f"block_mirror:{width}", lambda: batch.asarray(
+        np.clip(2 * np.arange(width)[:, None] - np.arange(width)[None, :], 0, width - 1).reshape(-1)))
+    mirror_top = xp.reshape(xp.take(in_top, mirror_index, axis=-1), (*in_top.shape[:-1], width, width))
+    aside = in_top[..., None, :] | mirror_top  # [B, L, H, N, N]
+    kept = xp.where(aside, xp.zeros_like(attn), attn * weights[:, None, None])
+    block = xp.sum(kept, axis=(-2, -1), dtype=xp.float64) / batch.n_tokens()[:, None, None]
     return xp.where(batch.asarray(two)[:, None, None], block, xp.full_like(block, float("nan")))
 
 
 def block_contrast(units: np.ndarray, lengths: Sequence[int], width: int) -> np.ndarray:
-    """``[B, N, N]`` weights whose sum against a map is its ``block`` (:func:`map_features`).
+    """``[B, N, N]`` weights whose sum against a map, over its queries, is its ``block``
+    (:func:`map_features`; pairs with a top column or stripe at either end set aside).
 
     A query ``i`` weighs a key ``j`` more than :data:`BLOCK_LOCAL` tokens away against the key
     at the same distance on the other side, ``2i - j`` (its mirror, where the input has one):
@@ -416,14 +425,14 @@ class AttentionPatterns(Analysis):
 
     The result's ``heads`` table: ``layer``, ``head``, one ``<pattern>`` column per pattern
     (share of the inputs, 0-1), ``dominant`` (the pattern with the largest share), the mean
-    of each feature (``mean_<feature>``; vertical, diagonal and block above chance,
+    of each feature (``mean_<feature>``; vertical and diagonal above chance, block as it is,
     ``mean_block`` over inputs of two or more sentences only), ``special_top`` (share of the top-column
     mass that falls on ``[CLS]``, ``[SEP]``, ``.`` or ``,``, over the head's vertical and
     vertical + diagonal maps; NaN if it has none), ``n_inputs`` and ``multi_sentence_inputs``.
     ``attrs["thresholds"]`` holds every setting.
 
     State (merging adds): ``counts`` int ``[layers, heads, 5]`` (maps per pattern),
-    ``sums`` ``[layers, heads, 5]`` (features above chance, NaN as 0), ``block_inputs``
+    ``sums`` ``[layers, heads, 5]`` (features after :func:`above_chance`, NaN as 0), ``block_inputs``
     (inputs of two or more sentences), ``special`` and ``vertical`` ``[layers, heads]`` (top-column mass
     on special tokens, and all of it, over vertical(-ish) maps).
     """

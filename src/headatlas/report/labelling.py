@@ -59,7 +59,7 @@ labelled); its maps as ``headatlas/data/pattern_maps.npz`` (:data:`MAPS`, 14.7 M
   Wikipedia segments (up to 128 wordpieces, seed 0: the segments the claims read), ``f*`` the
   120 random maps first labelled for ``benchmarks/labels/patterns_fresh128.csv`` (balanced over
   layers, seed 37), ``b*`` a block-enriched sample (``benchmarks/patterns_block_sample.py``:
-  40 ranked by ``block``, 10 local windows, 10 multi-stripe, 40 random). All 220 were drawn
+  40 ranked by ``block`` as c9d7755 defined it, 10 local windows, 10 multi-stripe, 40 random). All 220 were drawn
   shuffled under neutral ids, with ticks at the segment change (red) and at sentence ends
   (grey), and labelled by three AI helper sessions independently, each all 220; the label is
   the majority (``benchmarks/patterns_merge_votes.py``; the note keeps every vote).
@@ -250,7 +250,7 @@ def load_maps(path: str | Path | None, labels: pd.DataFrame
     where the file has no tokens for it (MPNet-base's maps ``x*``: their inputs could not be
     rebuilt).
     """
-    from headatlas.analyses.patterns import segments_of, sentence_units
+    from headatlas.analyses.patterns import sentence_units
 
     path = packaged_maps() if path is None else Path(path)
     if not path.exists():
@@ -269,15 +269,32 @@ def load_maps(path: str | Path | None, labels: pd.DataFrame
             if m.shape != (int(n), int(n)):
                 raise HeadAtlasError(f"{path}: map {name} is {m.shape}, the labels say {n} tokens")
             maps.append(m)
-            key = f"segments/{name}" if f"segments/{name}" in names else f"types/{name}"
-            segments = segments_of(archive[key])
+            segments = _segments(archive, name)
             if len(segments) != m.shape[0]:
-                raise HeadAtlasError(f"{path}: {key} has {len(segments)} tokens, map {name} {m.shape[0]}")
+                raise HeadAtlasError(f"{path}: the segments of map {name} have {len(segments)} tokens, "
+                                     f"the map {m.shape[0]}")
             if f"tokens/{name}" in names:
                 tokens = [str(t) for t in archive[f"tokens/{name}"]]
                 segments = sentence_units(tokens, archive[f"word_ids/{name}"].astype(np.int64), segments)
             units.append(segments)
     return maps, units, meta
+
+
+def _segments(archive, name: str) -> np.ndarray:
+    """Map ``name``'s segment ids in a :func:`freeze_maps` archive: ``segments/<id>`` where the
+    file has them (a model without token types), else its token types."""
+    from headatlas.analyses.patterns import segments_of
+
+    key = f"segments/{name}" if f"segments/{name}" in archive.files else f"types/{name}"
+    return segments_of(archive[key])
+
+
+def map_segments(path: str | Path | None, labels: pd.DataFrame) -> list[np.ndarray]:
+    """The labelled maps' segment ids (:func:`load_maps` gives their sentences), in ``labels``
+    order: where the contact sheets put their red ticks."""
+    path = packaged_maps() if path is None else Path(path)
+    with np.load(path, allow_pickle=False) as archive:
+        return [_segments(archive, name) for name in labels["map"]]
 
 
 def draw_sheets(store_paths, labels: pd.DataFrame, out: str | Path,
