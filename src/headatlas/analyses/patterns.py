@@ -307,28 +307,35 @@ def batch_features(batch: MapBatch, units: np.ndarray, columns: int = 3,
 
 def _block(batch: MapBatch, units: np.ndarray, in_top, like):
     """``block`` of every map (:func:`map_features`), shaped and placed ``like`` the other
-    features: NaN for a one-sentence input."""
+    features: NaN for a one-sentence input.
+
+    Read from the contrasting pairs alone (:func:`block_contrast`'s +1 entries, ~10% of an
+    input's pairs): each pair ``(i, j)`` and its mirror ``(i, 2i - j)`` give ``a[i, j] - a[i, 2i - j]``,
+    set aside when either key is a top column or a stripe."""
     xp = batch.xp
     two = np.array([len(np.unique(units[b, :n])) > 1 for b, n in enumerate(batch.lengths)])
     if not two.any():
         return xp.full_like(like, float("nan"))  # on the batch's device
-    attn = batch.attn
-    dtype = np.float32 if attn.dtype == xp.float32 else np.float64
-    # the same for every view and layer of these examples: built and moved to the device once
-    key = f"block_contrast:{np.dtype(dtype).name}:{hash(np.ascontiguousarray(units).tobytes())}"
-    weights = batch.shared(key, lambda: batch.asarray(
-        block_contrast(units, batch.lengths, batch.width).astype(dtype)))
-    # A pair goes with its mirror: set aside where either key is a top column or a stripe, so
-    # that what is left of a uniform or symmetric row still cancels. mirror_index [N * N]: for
-    # (query i, key j), the key 2i - j (any valid key where there is none: its weight is 0).
-    width = batch.width
-    mirror_index = batch.shared(f"block_mirror:{width}", lambda: batch.asarray(
-        np.clip(2 * np.arange(width)[:, None] - np.arange(width)[None, :], 0, width - 1).reshape(-1)))
-    mirror_top = xp.reshape(xp.take(in_top, mirror_index, axis=-1), (*in_top.shape[:-1], width, width))
-    aside = in_top[..., None, :] | mirror_top  # [B, L, H, N, N]
-    kept = xp.where(aside, xp.zeros_like(attn), attn * weights[:, None, None])
-    block = xp.sum(kept, axis=(-2, -1), dtype=xp.float64) / batch.n_tokens()[:, None, None]
+    # the same for every view and layer of these examples: found and moved to the device once
+    key = f"block_pairs:{hash(np.ascontiguousarray(units).tobytes())}"
+    example, query, keys, mirror, members = batch.shared(key, lambda: tuple(
+        batch.asarray(x) for x in _contrast_pairs(units, batch.lengths, batch.width)))
+    attn, f64 = batch.attn, xp.float64
+    difference = xp.astype(attn[example, :, :, query, keys], f64) - xp.astype(attn[example, :, :, query, mirror], f64)
+    aside = in_top[example, :, :, keys] | in_top[example, :, :, mirror]  # [P, L, H]
+    kept = xp.where(aside, xp.zeros_like(difference), difference)
+    n_pairs, n_layers, n_heads = kept.shape
+    block = xp.reshape(xp.matmul(members, xp.reshape(kept, (n_pairs, n_layers * n_heads))),
+                       (len(two), n_layers, n_heads)) / batch.n_tokens()[:, None, None]
     return xp.where(batch.asarray(two)[:, None, None], block, xp.full_like(block, float("nan")))
+
+
+def _contrast_pairs(units: np.ndarray, lengths: Sequence[int], width: int) -> tuple[np.ndarray, ...]:
+    """The +1 pairs of :func:`block_contrast` over a batch: example, query, key and mirror key
+    ``[P]`` each, and ``[B, P]`` (float64) one where a pair belongs to the example."""
+    example, query, keys = np.nonzero(block_contrast(units, lengths, width) > 0)
+    members = (np.arange(len(lengths))[:, None] == example[None, :]).astype(np.float64)
+    return example, query, keys, 2 * query - keys, members
 
 
 def block_contrast(units: np.ndarray, lengths: Sequence[int], width: int) -> np.ndarray:

@@ -269,7 +269,7 @@ def load_maps(path: str | Path | None, labels: pd.DataFrame
             if m.shape != (int(n), int(n)):
                 raise HeadAtlasError(f"{path}: map {name} is {m.shape}, the labels say {n} tokens")
             maps.append(m)
-            segments = _segments(archive, name)
+            segments = _segments(archive, name, names)
             if len(segments) != m.shape[0]:
                 raise HeadAtlasError(f"{path}: the segments of map {name} have {len(segments)} tokens, "
                                      f"the map {m.shape[0]}")
@@ -280,12 +280,12 @@ def load_maps(path: str | Path | None, labels: pd.DataFrame
     return maps, units, meta
 
 
-def _segments(archive, name: str) -> np.ndarray:
-    """Map ``name``'s segment ids in a :func:`freeze_maps` archive: ``segments/<id>`` where the
-    file has them (a model without token types), else its token types."""
+def _segments(archive, name: str, names: set[str]) -> np.ndarray:
+    """Map ``name``'s segment ids in a :func:`freeze_maps` archive (whose keys are ``names``):
+    ``segments/<id>`` where the file has them (a model without token types), else its token types."""
     from headatlas.analyses.patterns import segments_of
 
-    key = f"segments/{name}" if f"segments/{name}" in archive.files else f"types/{name}"
+    key = f"segments/{name}" if f"segments/{name}" in names else f"types/{name}"
     return segments_of(archive[key])
 
 
@@ -294,7 +294,8 @@ def map_segments(path: str | Path | None, labels: pd.DataFrame) -> list[np.ndarr
     order: where the contact sheets put their red ticks."""
     path = packaged_maps() if path is None else Path(path)
     with np.load(path, allow_pickle=False) as archive:
-        return [_segments(archive, name) for name in labels["map"]]
+        names = set(archive.files)
+        return [_segments(archive, name, names) for name in labels["map"]]
 
 
 def draw_sheets(store_paths, labels: pd.DataFrame, out: str | Path,
