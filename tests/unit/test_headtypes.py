@@ -131,7 +131,8 @@ def test_input_features_round_trip(tmp_path):
     assert (back.n_layers, back.n_heads, back.n_windows, back.n_inputs) == (1, 3, 16, 1)
     assert back.caption == fs.caption
     assert back.caption.startswith("model None (None), corpus None, N = 1 inputs")
-    assert "1x3 = 3 heads" in back.caption and back.provenance["options"] == {"n_windows": 16}
+    assert "1x3 = 3 heads" in back.caption
+    assert back.provenance["options"] == {"n_windows": 16, "sample_examples": 2000, "seed": 0}
     pd.testing.assert_frame_equal(back.head_table(), fs.head_table())
 
 
@@ -511,3 +512,34 @@ def test_models_compared_when_the_first_has_no_types():
     # the paper's rows come from the first table that has them, not from the first table
     assert both["type"].tolist() == [ht.NO_TYPES, "dense", "vertical", "dense", "vertical"]
     assert both["share_pct"].tolist() == [100.0, 75.0, 25.0, 26.04, 13.28]
+
+
+def test_a_capped_sample_keeps_some_inputs_features_and_the_mean_of_all():
+    """sample_examples = 2 of 5 inputs: each input's own features for the 2 of smallest key
+    (the same merged from shards), the heads' table over all 5: (3 x 1/16 + 2 x 1/32) / 5 for
+    the uniform head's [CLS] share (inputs 0, 2, 4 of 16 tokens, 1 and 3 of 32)."""
+    from headatlas.analyses.sample import example_key
+
+    long_tokens = ["[CLS]"] + ["w"] * 30 + ["[SEP]"]
+    examples = [example(TOKENS16, three_heads(16), i) if i % 2 == 0 else example(long_tokens, three_heads(32), i)
+                for i in range(5)]
+    capped = run_analysis(ht.DistanceFeatures, examples, progress=False, sample_examples=2)
+    chosen = sorted(sorted(range(5), key=lambda i: example_key(0, i))[:2])
+    assert capped.example_index.tolist() == chosen and capped.features.shape == (2, 3, 21)
+    assert (capped.n_inputs, capped.n_sampled) == (5, 2) and capped.lengths.tolist() == [16, 16, 16, 32, 32]
+    assert capped.head_table().loc[2, "cls"] == pytest.approx((3 / 16 + 2 / 32) / 5)
+    every = run_analysis(ht.DistanceFeatures, examples, progress=False, sample_examples=None)
+    pd.testing.assert_frame_equal(capped.head_table(), every.head_table())
+    np.testing.assert_array_equal(capped.features, every.features[chosen])
+    assert "kept for a seeded sample of 2 inputs" in capped.caption and "seeded sample" not in every.caption
+    shards = [ht.DistanceFeatures(1, 3, sample_examples=2) for _ in range(2)]
+    for e in examples:
+        shards[e.index % 2].add(e)
+    both = shards[1].merge(shards[0].state()).result()
+    np.testing.assert_array_equal(both.features, capped.features)
+    pd.testing.assert_frame_equal(both.head_table(), capped.head_table())
+    # the stability's input resampling draws from the sample and says so
+    types = ht.head_types(capped.head_table(), k=2, seed=0)
+    table, _ = ht.stability_tables(capped, types, k=2, n_fits=2)
+    per_fit = table.set_index("resample")["per_fit"]
+    assert per_fit["inputs"] == "1 of a seeded sample of 2 of the 5 inputs" and per_fit["heads"] == "2 of 3 heads"

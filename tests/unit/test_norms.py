@@ -314,3 +314,29 @@ def test_the_pairs_drawn_are_the_class_s_each_about_equally_often():
     head, query, key, per_class = whole._sample_pairs(onehot, np.random.default_rng(0))
     assert per_class.tolist() == [8, 8, 0, 8]
     assert sorted(zip(head[0, :8], query[0, :8])) == [(h, q) for h in range(2) for q in range(4)]
+
+
+def test_the_pairs_of_a_capped_sample_of_examples_and_the_shares_of_every_example():
+    """sample_examples = 3 of 8 examples: the pairs (and ρ) are those of the 3 examples of
+    smallest key, the same merged from shards; the shares still sum every example."""
+    from headatlas.analyses.sample import example_key
+
+    rng = np.random.default_rng(4)
+    examples = [example(rng.dirichlet(np.ones(3), size=(1, 2, 3)).astype(np.float32),
+                        rng.uniform(0.5, 2, (1, 2, 3)).astype(np.float32), NORM_MAP, i) for i in range(8)]
+    capped = run_analysis(NormShares, examples, progress=False, pairs_per_example=2, sample_examples=3)
+    chosen = sorted(sorted(range(8), key=lambda i: example_key(0, i))[:3])
+    only = run_analysis(NormShares, [examples[i] for i in chosen], progress=False, pairs_per_example=2,
+                        sample_examples=None)
+    every = run_analysis(NormShares, examples, progress=False, pairs_per_example=2, sample_examples=None)
+    pd.testing.assert_frame_equal(capped.tables["correlation"], only.tables["correlation"], check_exact=True)
+    assert capped.tables["correlation"].set_index("class").at["other", "n_pairs"] == 3 * 2
+    pd.testing.assert_frame_equal(capped.tables["shares"], every.tables["shares"], check_exact=True)
+    assert "from a seeded sample of 3 of the 8 segments" in capped.caption
+    assert "seeded sample" not in every.caption
+    acc = NormShares(1, 2, pairs_per_example=2, sample_examples=3)
+    for e in examples:
+        acc.add(e)
+    assert acc.state()["pair_example"].tolist() == chosen
+    both = merged(NormShares, [examples[1::2], examples[::2]], pairs_per_example=2, sample_examples=3).result()
+    pd.testing.assert_frame_equal(both.tables["correlation"], capped.tables["correlation"], check_exact=True)

@@ -34,7 +34,7 @@ use rule store_analysis as headtypes_features with:
     params:
         module="headtypes",
         analysis="distance_features",
-        options={"n_windows": HEADTYPES["n_windows"]},
+        options={k: HEADTYPES[k] for k in ("n_windows", "sample_examples", "seed")},
 
 
 rule headtypes_cluster:

@@ -28,7 +28,7 @@ use rule store_analysis as norm_shares with:
     params:
         module="norms",
         analysis="norm_shares",
-        options={k: NORMS[k] for k in ("pairs_per_example", "seed")},
+        options={k: NORMS[k] for k in ("pairs_per_example", "seed", "sample_examples")},
         weighting="attention",  # it weighs α by the norms itself
         float_formats={"correlation": "%.4g", "claims": None},
 

@@ -63,6 +63,7 @@ import pandas as pd
 from headatlas.analyses.base import Analysis, length_text, register
 from headatlas.analyses.batch import MapBatch, to_host
 from headatlas.analyses.result import Result
+from headatlas.analyses.sample import ExampleSample
 from headatlas.claims import Claim, holds_if, pct
 from headatlas.heads import Column, HeadColumns, head_name, head_table
 from headatlas.store.example import Example
@@ -188,31 +189,42 @@ def binned_rows(batch: MapBatch, bins: np.ndarray, n_bins: int) -> np.ndarray:
 class DistanceFeatures(Analysis):
     """Guan et al.'s 21-d distance feature of every head and input, streamed over a store.
 
-    ``result()`` is an :class:`InputFeatures`: every input's ``[layers * heads, 21]``
-    feature (float32: 1,000 inputs x 72 heads is 6 MB), in corpus order, for the per-head
-    table (:meth:`InputFeatures.head_table`, inputs averaged with equal weight) and the
-    stability analysis.
+    ``result()`` is an :class:`InputFeatures`: the mean feature of every head over all
+    inputs (each input with equal weight) for the per-head table
+    (:meth:`InputFeatures.head_table`), and each input's ``[layers * heads, 21]`` feature
+    (float32: 1,000 inputs x 72 heads is 6 MB) for a sample of at most ``sample_examples``
+    inputs, in corpus order, for the stability analysis's input resampling.
 
     Parameters
     ----------
     n_windows : int
         ``N``, the number of distance windows (default 16).
+    sample_examples : int or None
+        Keep each input's features for at most this many inputs (:class:`ExampleSample`:
+        seeded by the corpus positions, the same however the corpus is sharded), so the state
+        stays a fixed size on any corpus; None keeps every input's.
+    seed : int
+        Seed of that sample.
 
-    State: ``features`` float32 ``[inputs, layers * heads, 4 + 1 + n_windows]`` and
-    ``example_index`` int ``[inputs]`` (each input's corpus position), in the order seen;
-    merging appends, and :meth:`result` sorts by ``example_index``.
+    State: ``feature_sum`` float64 ``[layers * heads, 4 + 1 + n_windows]`` over every input
+    (merging adds), and the sample's ``features`` float32 ``[inputs, layers * heads,
+    4 + 1 + n_windows]`` and ``example_index`` int ``[inputs]`` (corpus positions, ascending;
+    merging keeps the sample of the union).
     """
 
     name = "distance_features"
     unit = "inputs"
 
-    def __init__(self, n_layers: int, n_heads: int, n_windows: int = N_WINDOWS):
+    def __init__(self, n_layers: int, n_heads: int, n_windows: int = N_WINDOWS,
+                 sample_examples: int | None = 2000, seed: int = 0):
         super().__init__(n_layers, n_heads)
         if n_windows < 1:
             raise ValueError(f"n_windows must be >= 1, got {n_windows}")
         self.n_windows = n_windows
-        self._features: list[np.ndarray] = []  # per input [layers * heads, n_features]
-        self._example_index: list[int] = []  # in step with them and with the base class's lengths
+        self.sample_examples = sample_examples
+        self.seed = seed
+        self._sum = np.zeros((n_layers * n_heads, self.n_features))  # over every input
+        self._kept = ExampleSample(sample_examples, seed)  # corpus position -> [layers * heads, n_features]
 
     @property
     def n_features(self) -> int:
@@ -229,47 +241,59 @@ class DistanceFeatures(Analysis):
         return {"features": features.reshape(len(batch), len(batch.layers), self.n_heads, -1)}
 
     def fold(self, batch: MapBatch, reduced: dict) -> None:
-        for example, feats in zip(batch.examples, to_host(reduced["features"])):
-            self._features.append(feats.reshape(self.n_layers * self.n_heads, -1))
-            self._example_index.append(example.index)
+        features = to_host(reduced["features"]).reshape(len(batch), self.n_layers * self.n_heads, -1)
+        self._sum += features.sum(axis=0, dtype=np.float64)
+        for example, feats in zip(batch.examples, features):
+            self._kept.add(example.index, feats)
 
     def _state(self) -> dict[str, np.ndarray]:
+        kept = self._kept.items()
         shape = (0, self.n_layers * self.n_heads, self.n_features)
-        return {"features": np.stack(self._features) if self._features else np.zeros(shape, np.float32),
-                "example_index": np.asarray(self._example_index, np.int64)}
+        return {"feature_sum": self._sum,
+                "features": np.stack([f for _, f in kept]) if kept else np.zeros(shape, np.float32),
+                "example_index": np.asarray([i for i, _ in kept], np.int64)}
 
     def _merge(self, state: dict[str, np.ndarray]) -> None:
-        self._features += list(state["features"])
-        self._example_index += state["example_index"].tolist()
+        self._sum = self._sum + state["feature_sum"]
+        self._kept.extend(zip(state["example_index"].tolist(), state["features"]))
 
     def result(self) -> "InputFeatures":
-        if not self._features:
+        if not self.n_examples:
             raise ValueError("no input was analysed")
-        order = np.argsort(self._example_index, kind="stable")  # corpus order, however merged
-        return InputFeatures.from_arrays(np.stack(self._features)[order],
-                                         np.asarray(self._example_index, np.int64)[order],
-                                         np.asarray(self.lengths, np.int64)[order],
-                                         self.n_layers, self.n_heads, self.n_windows)
+        state = self._state()
+        return InputFeatures.from_arrays(state["features"], state["example_index"], np.sort(self.lengths),
+                                         self.n_layers, self.n_heads, self.n_windows,
+                                         mean=self._sum / self.n_examples)
 
     def caption(self, result: "InputFeatures", provenance: dict) -> str:
-        return caption(provenance, result.n_inputs, result.lengths)
+        text = caption(provenance, result.n_inputs, result.lengths)
+        if result.n_sampled < result.n_inputs:
+            text += (f"; each input's own features (the stability's input resampling) kept for a seeded "
+                     f"sample of {result.n_sampled:,} inputs (sample_examples)")
+        return text
 
 
 class InputFeatures(Result):
-    """Per-input distance features of one (model, corpus): :class:`DistanceFeatures`'s result.
+    """Distance features of one (model, corpus): :class:`DistanceFeatures`'s result.
 
-    ``arrays``: ``features`` float32 ``[inputs, layers * heads, n_features]`` (heads in
-    layer-major order), ``example_index`` int ``[inputs]`` (corpus positions, ascending) and
-    ``lengths`` int ``[inputs]`` (tokens); ``attrs``: ``n_layers``, ``n_heads``,
+    ``arrays``: ``mean`` float64 ``[layers * heads, n_features]`` (every input's feature
+    averaged, heads in layer-major order), ``lengths`` int ``[inputs]`` (tokens of every
+    input), and for the sampled inputs (every input unless the sample was capped)
+    ``features`` float32 ``[sampled, layers * heads, n_features]`` and ``example_index`` int
+    ``[sampled]`` (corpus positions, ascending); ``attrs``: ``n_layers``, ``n_heads``,
     ``n_windows``, and once run, the provenance and caption (saved with it:
     :meth:`~headatlas.analyses.result.Result.save`, ``per_input.npz``).
     """
 
     @classmethod
     def from_arrays(cls, features: np.ndarray, example_index, lengths, n_layers: int, n_heads: int,
-                    n_windows: int = N_WINDOWS) -> "InputFeatures":
-        return cls(arrays={"features": np.asarray(features), "example_index": np.asarray(example_index),
-                           "lengths": np.asarray(lengths)},
+                    n_windows: int = N_WINDOWS, mean: np.ndarray | None = None) -> "InputFeatures":
+        """``mean``: every input's average (default: the average of ``features``, which then
+        hold every input)."""
+        features = np.asarray(features)
+        mean = features.mean(axis=0, dtype=np.float64) if mean is None else np.asarray(mean, np.float64)
+        return cls(arrays={"features": features, "example_index": np.asarray(example_index),
+                           "lengths": np.asarray(lengths), "mean": mean},
                    attrs={"n_layers": int(n_layers), "n_heads": int(n_heads), "n_windows": int(n_windows)})
 
     @property
@@ -297,13 +321,22 @@ class InputFeatures(Result):
         return self.attrs["n_windows"]
 
     @property
+    def mean(self) -> np.ndarray:
+        return self.arrays["mean"]
+
+    @property
     def n_inputs(self) -> int:
+        """Every input the mean is over."""
+        return len(self.lengths)
+
+    @property
+    def n_sampled(self) -> int:
+        """Inputs whose own features are kept (:attr:`features`)."""
         return len(self.features)
 
     def head_table(self) -> pd.DataFrame:
         """Per head: ``layer``, ``head`` (1-based) and the input-averaged features."""
-        means = self.features.mean(axis=0, dtype=np.float64)
-        return head_table(self.n_layers, self.n_heads, **dict(zip(feature_names(self.n_windows), means.T)))
+        return head_table(self.n_layers, self.n_heads, **dict(zip(feature_names(self.n_windows), self.mean.T)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -462,7 +495,7 @@ class Stability:
 
 def stability(per_input: np.ndarray, reference: np.ndarray | None = None, k: int = 4,
               method: str = "kmeans", n_fits: int = 10, fraction: float = 0.5, seed: int = 0,
-              n_init: int = 10, resample: str = "heads") -> Stability:
+              n_init: int = 10, resample: str = "heads", full: np.ndarray | None = None) -> Stability:
     """Clustering stability: refit on random subsamples, count heads that never change cluster.
 
     Parameters
@@ -471,6 +504,9 @@ def stability(per_input: np.ndarray, reference: np.ndarray | None = None, k: int
         Each input's distance features (:attr:`InputFeatures.features`).
     reference : int array [heads], optional
         Labels every fit is matched to (default: a fit on all inputs).
+    full : float array [heads, features], optional
+        The heads' features over every input (default: ``per_input``'s mean; given when
+        ``per_input`` holds a sample of the inputs, :attr:`InputFeatures.mean`).
     resample : ``"heads"`` or ``"inputs"``
         ``heads``: the paper's procedure ("split 50% training data to fit ...
         and predict on the whole dataset"; the data points clustered are the
@@ -495,7 +531,7 @@ def stability(per_input: np.ndarray, reference: np.ndarray | None = None, k: int
     if not 0 < fraction <= 1 or n_fits < 1:
         raise ValueError(f"need 0 < fraction <= 1 and n_fits >= 1 (got {fraction}, {n_fits})")
     n_inputs, n_heads = per_input.shape[:2]
-    full = per_input.mean(axis=0, dtype=np.float64)
+    full = per_input.mean(axis=0, dtype=np.float64) if full is None else np.asarray(full, np.float64)
     if reference is None:
         reference = fit_clusters(full, k, method, seed, n_init).predict(full)
     rng = np.random.default_rng(seed)
@@ -514,7 +550,7 @@ def stability(per_input: np.ndarray, reference: np.ndarray | None = None, k: int
     return Stability(np.asarray(reference), np.stack(fits), resample, fraction, size)
 
 
-def stability_table(results: Iterable[Stability], n_inputs: int) -> pd.DataFrame:
+def stability_table(results: Iterable[Stability], n_inputs: int, n_sampled: int | None = None) -> pd.DataFrame:
     """One row per stability run (resampling heads, resampling inputs), beside Guan et al.'s Table 1.
 
     Columns: ``resample``, ``reading`` (:data:`READINGS`: the paper's procedure
@@ -523,6 +559,8 @@ def stability_table(results: Iterable[Stability], n_inputs: int) -> pd.DataFrame
     paper's measure), ``paper_pct`` (pre-trained BERT-large), ``in_type_pct``
     (heads in their full-data type in every fit, stricter), ``agreement_mean_pct``
     and ``agreement_min_pct`` (one fit against the full-data types), ``note``.
+    ``n_sampled``: the inputs whose own features were kept, when fewer than ``n_inputs``
+    (resampling inputs draws from them).
     """
     fine_tuned = ", ".join(f"{k} {v:.2f}%" for k, v in PAPER_STABILITY.items() if k != "pre-trained")
     notes = {"inputs": "each fit clusters all heads, described by a random part of the inputs; high by "
@@ -533,10 +571,14 @@ def stability_table(results: Iterable[Stability], n_inputs: int) -> pd.DataFrame
     rows = []
     for r in results:
         n_heads = r.fits.shape[1]
-        population = n_inputs if r.resample == "inputs" else n_heads
+        population = f"{n_heads} heads"
+        if r.resample == "inputs":
+            sampled = n_inputs if n_sampled is None else min(n_sampled, n_inputs)
+            population = (f"{n_inputs} inputs" if sampled == n_inputs
+                          else f"a seeded sample of {sampled} of the {n_inputs} inputs")
         rows.append({
             "resample": r.resample, "reading": READINGS[r.resample], "fits": len(r.fits),
-            "per_fit": f"{r.subsample_size} of {population} {r.resample}",
+            "per_fit": f"{r.subsample_size} of {population}",
             "consistent_pct": round(100 * r.score, 2),
             "paper_pct": PAPER_STABILITY["pre-trained"],
             "in_type_pct": round(100 * float((r.fits == r.reference).all(axis=0).mean()), 2),
@@ -690,13 +732,14 @@ def stability_tables(features: InputFeatures, types: pd.DataFrame, k: int = 4, m
     """
     reference = types["cluster"].to_numpy()
     results = [stability(features.features, reference, k=k, method=method, n_init=n_init, seed=seed,
-                         n_fits=n_fits, fraction=fraction, resample=resample) for resample in RESAMPLE]
+                         n_fits=n_fits, fraction=fraction, resample=resample, full=features.mean)
+               for resample in RESAMPLE]
     heads = types[["layer", "head", "type"]].assign(
         **{f"consistent_{r.resample}": r.consistent for r in results},
         **{f"fits_in_type_{r.resample}": (r.fits == reference).sum(axis=0) for r in results})
     unstable = heads[~heads[f"consistent_{HEADLINE}"]]
     heads.attrs["unstable"] = list(map(head_name, unstable["layer"], unstable["head"]))
-    return stability_table(results, features.n_inputs), heads
+    return stability_table(results, features.n_inputs, features.n_sampled), heads
 
 
 # ---------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from scipy.stats import spearmanr
 from headatlas.analyses.base import Analysis, describe, register
 from headatlas.analyses.batch import MapBatch, row_normalised, to_host
 from headatlas.analyses.result import Result
+from headatlas.analyses.sample import ExampleSample
 from headatlas.claims import Claim, against, holds_if, verdict
 from headatlas.store.example import Example, token_masks
 from headatlas.store.halves import exact_halves
@@ -91,6 +92,10 @@ class NormShares(Analysis):
     seed : int
         Seed of that draw (with the example's corpus position: the sample does not depend on
         the order examples arrive in).
+    sample_examples : int or None
+        The pairs of at most this many examples are kept (:class:`ExampleSample`: seeded by
+        the corpus positions, the same however the corpus is sharded), so the state stays a
+        fixed size on any corpus; None keeps every example's. The shares use every example.
 
     The result's tables, in this order:
 
@@ -109,29 +114,27 @@ class NormShares(Analysis):
     (every example's sample, class-major then layer within an example; float16, exactly the
     store's values, unless a value is not a float16's: :func:`compact`),
     ``pair_counts [E, C, L]`` (pairs of each example, class and layer) and ``pair_example [E]``
-    (the examples' corpus positions; merging concatenates, :meth:`result` puts examples in
-    corpus order).
+    (the sampled examples' corpus positions, ascending; merging keeps the sample of the union).
     """
 
     name = "norm_shares"
     needs_norms = True
 
-    def __init__(self, n_layers: int, n_heads: int, pairs_per_example: int = 256, seed: int = 0):
+    def __init__(self, n_layers: int, n_heads: int, pairs_per_example: int = 256, seed: int = 0,
+                 sample_examples: int | None = 2000):
         super().__init__(n_layers, n_heads)
         if pairs_per_example < 1:
             raise ValueError(f"pairs_per_example must be >= 1, got {pairs_per_example}")
         self.pairs_per_example = pairs_per_example
         self.seed = seed
+        self.sample_examples = sample_examples
         self._shares = np.zeros((len(VIEWS), n_layers, len(CLASSES)))
         self._norm_sums = np.zeros((n_layers, len(CLASSES)))
         self._class_tokens = np.zeros(len(CLASSES))
         self._n_queries = 0
-        # per example: its corpus position, its sampled alpha and ||f(x)|| values, and how many
-        # of them fall in each (class, layer)
-        self._pair_example: list[int] = []
-        self._pair_alpha: list[np.ndarray] = []
-        self._pair_norm: list[np.ndarray] = []
-        self._pair_counts: list[np.ndarray] = []
+        # per sampled example (by corpus position): its sampled alpha and ||f(x)|| values, and
+        # how many of them fall in each (class, layer)
+        self._pairs_kept = ExampleSample(sample_examples, seed)
 
     def reduce(self, batch: MapBatch) -> dict:
         if batch.value_norms is None or batch.norm_map is None:
@@ -156,10 +159,9 @@ class NormShares(Analysis):
         self._n_queries += int(batch.lengths.sum())
         alpha, norm = to_host(reduced["alpha"]), to_host(reduced["norm"])
         for b, (example, per_class) in enumerate(zip(batch.examples, self._drawn(batch)[1])):
-            self._pair_example.append(example.index)
-            self._pair_alpha.append(compact(class_major(alpha[b], per_class)))
-            self._pair_norm.append(compact(class_major(norm[b], per_class)))
-            self._pair_counts.append(np.repeat(per_class[:, None], self.n_layers, axis=1))
+            self._pairs_kept.add(example.index, (compact(class_major(alpha[b], per_class)),
+                                                 compact(class_major(norm[b], per_class)),
+                                                 np.repeat(per_class[:, None], self.n_layers, axis=1)))
 
     def _drawn(self, batch: MapBatch) -> tuple[np.ndarray, list[np.ndarray]]:
         """The batch's sampled pairs, drawn once for every layer and view of its examples: their
@@ -218,12 +220,14 @@ class NormShares(Analysis):
 
     def _state(self) -> dict[str, np.ndarray]:
         empty = np.zeros(0, np.float16)  # float16 while every example's pairs are
+        kept = self._pairs_kept.items()
+        alpha, norm, counts = zip(*(record for _, record in kept)) if kept else ((), (), ())
         return {"shares": self._shares, "norm_sums": self._norm_sums, "class_tokens": self._class_tokens,
                 "n_queries": np.asarray(self._n_queries, np.int64),
-                "pair_example": np.asarray(self._pair_example, np.int64),
-                "pair_alpha": np.concatenate([empty, *self._pair_alpha]),
-                "pair_norm": np.concatenate([empty, *self._pair_norm]),
-                "pair_counts": np.asarray(self._pair_counts, np.int64).reshape(-1, len(CLASSES), self.n_layers)}
+                "pair_example": np.asarray([i for i, _ in kept], np.int64),
+                "pair_alpha": np.concatenate([empty, *alpha]),
+                "pair_norm": np.concatenate([empty, *norm]),
+                "pair_counts": np.asarray(counts, np.int64).reshape(-1, len(CLASSES), self.n_layers)}
 
     def _merge(self, state: dict[str, np.ndarray]) -> None:
         self._shares = self._shares + state["shares"]
@@ -232,10 +236,9 @@ class NormShares(Analysis):
         self._n_queries += int(state["n_queries"])
         counts = np.asarray(state["pair_counts"]).reshape(-1, len(CLASSES), self.n_layers)
         bounds = np.cumsum([0, *counts.sum(axis=(1, 2))])  # each example's pairs
-        self._pair_example += state["pair_example"].tolist()
-        self._pair_alpha += [state["pair_alpha"][a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-        self._pair_norm += [state["pair_norm"][a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-        self._pair_counts += list(counts)
+        self._pairs_kept.extend(
+            (int(index), (state["pair_alpha"][a:b], state["pair_norm"][a:b], per_example))
+            for index, a, b, per_example in zip(state["pair_example"], bounds[:-1], bounds[1:], counts))
 
     def result(self) -> Result:
         shares = self._shares / self._n_queries if self._n_queries else np.full_like(self._shares, np.nan)
@@ -279,8 +282,13 @@ class NormShares(Analysis):
                 "per head, renormalised per row) and under ‖Σ_h αf(x)‖ (whole layer, renormalised per "
                 f"row), token-weighted means; Spearman ρ of α and ‖f(x)‖ on at most "
                 f"{self.pairs_per_example} random (head, query, key) pairs per segment, layer and "
-                f"token class (seed {self.seed}); deviation: paper used BERT-base on "
-                "Clark et al.'s Wikipedia segments")
+                f"token class (seed {self.seed}){self._sample_text(provenance['n_examples'])}; "
+                "deviation: paper used BERT-base on Clark et al.'s Wikipedia segments")
+
+    def _sample_text(self, n_examples: int) -> str:
+        kept = len(self._pairs_kept)
+        return "" if kept >= n_examples else (f", from a seeded sample of {kept:,} of the "
+                                              f"{n_examples:,} segments (sample_examples)")
 
 
 def compact(values: np.ndarray) -> np.ndarray:
