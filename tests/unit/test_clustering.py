@@ -105,7 +105,7 @@ def test_merging_two_halves_is_one_pass(order):
         halves.append(acc)
     into, other = halves if order == "in corpus order" else halves[::-1]
     state = other.state()
-    assert set(state) == {"n_examples", "lengths", "sums", "n_rows"} and state["sums"].shape == (4, 4)
+    assert set(state) == {"n_examples", "length_counts", "sums", "n_rows"} and state["sums"].shape == (4, 4)
     merged = into.merge(state)
     result = merged.result()
     assert merged.n_examples == 2 and result.attrs["n_rows"] == 7

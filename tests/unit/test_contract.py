@@ -230,3 +230,32 @@ def assert_same_result(one, two, rtol: float, atol: float = 0.0) -> None:
         else:
             np.testing.assert_array_equal(two.arrays[name], one.arrays[name])
     assert one.claims == two.claims
+
+
+def state_shapes(acc: Analysis) -> dict:
+    return {name: np.shape(value) for name, value in acc.state().items()}
+
+
+@pytest.mark.parametrize("cls", [c for c in CLASSES if c.bounded or c.name == "sink_rate"], ids=lambda c: c.name)
+def test_a_bounded_state_does_not_grow_with_the_examples(cls, tiny_store):
+    """An analysis marked ``bounded`` (a fused extraction never writes its state out on the way)
+    keeps the same arrays after 3 examples and after 12 (its capped sample at 1); the segments
+    the sinks analysis keeps show that the check can fail."""
+    import dataclasses
+
+    options = {name: inputs(tiny_store)[name] for name in required(cls)}
+    if "sample_examples" in cls.option_names():
+        options["sample_examples"] = 1
+    stores = open_stores([tiny_store / "shard-0.h5"], "attention", cls.needs_norms)
+    acc = cls(stores.n_layers, stores.n_heads, **options)
+    acc.start(stores)
+    examples = list(stores)
+    for example in examples:
+        acc.add(example)
+    few = state_shapes(acc)
+    for copy in range(1, 4):  # the same maps again under new corpus positions
+        for example in examples:
+            acc.add(dataclasses.replace(example, index=example.index + 100 * copy))
+    acc.close()
+    assert acc.n_examples == 4 * len(examples)
+    assert (state_shapes(acc) == few) == cls.bounded

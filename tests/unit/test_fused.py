@@ -152,12 +152,15 @@ def test_options_other_than_the_extraction_s_are_refused(extracted):
 def test_spilled_states_are_parts_of_the_file_and_nothing_else_is_left(extracted):
     folder, files = extracted
     with States(files[SPILLED][0]) as states:
-        parts = list(states.parts("entropy"))
-        _, last = states.run("entropy")
+        parts = list(states.parts("sink_rate"))  # its per-segment rows grow with the shard
+        _, last = states.run("sink_rate")
         assert len(parts) >= 1 and sum(int(p["n_examples"]) for p in parts) + int(last["n_examples"]) == len(states)
         assert int(last["n_examples"]) > 0  # the last batch is the file's own run, never a part
+        # a bounded state (sums, a capped sample) is never written out: its parts would grow
+        for key in ("entropy", "norm_shares", "distance_features"):
+            assert not list(states.parts(key)) and int(states.run(key)[1]["n_examples"]) == len(states)
     with States(files[1][0]) as states:
-        assert not list(states.parts("entropy"))  # a shard of fewer examples than spill_every
+        assert not list(states.parts("sink_rate"))  # a shard of fewer examples than spill_every
     assert not list(folder.glob(".*.partial"))
 
 
@@ -178,12 +181,12 @@ def test_a_damaged_spilled_part_is_refused_naming_the_file(extracted, tmp_path):
     bad = tmp_path / "states.h5"
     shutil.copy(files[SPILLED][0], bad)
     with h5py.File(bad, "r") as f:  # flip bytes of a part's array: its checksum fails
-        offset = f["spilled/entropy/0/_sums"].id.get_chunk_info(0).byte_offset
+        offset = f["spilled/sink_rate/0/sinks"].id.get_chunk_info(0).byte_offset
     raw = bytearray(bad.read_bytes())
     raw[offset:offset + 8] = b"\xff" * 8
     bad.write_bytes(bytes(raw))
-    with pytest.raises(StoreError, match=r"states\.h5: run 'entropy' is damaged.*snakemake"):
-        result_from_states([bad], "entropy", "entropy")
+    with pytest.raises(StoreError, match=r"states\.h5: run 'sink_rate' is damaged.*snakemake"):
+        result_from_states([bad], "sink_rate", "sink_rate")
 
 
 @pytest.mark.parametrize("variant", [N_SHARDS, LAYERS])

@@ -22,7 +22,8 @@ silently recorded.
 (counts, sums, per-example rows), which :meth:`~Analysis.merge` folds into another instance of
 the same analysis with the same options. Merging the states of two halves of a corpus gives the
 result of one pass over the whole (a unit test per analysis), so shards can be analysed apart
-and joined. The base class keeps ``n_examples`` and the examples' lengths in the state too.
+and joined. The base class keeps ``n_examples`` and how many examples of each length it saw
+(``length_counts``) in the state too.
 
 **Batches.** An analysis may instead implement :meth:`Analysis.update_batch`, which reads a
 :class:`~headatlas.analyses.batch.MapBatch` (``[B, L, H, N, N]``, zero-padded, numpy or torch,
@@ -76,7 +77,7 @@ PAPER_MODEL = {"id": "bert-base-cased", "family": "BERT", "n_layers": 12, "n_hea
 # The attrs run_analysis adds to a result.
 RUN_ATTRS = ("provenance", "caption")
 # The state the base class keeps for every analysis (beside the analysis's own arrays).
-BASE_STATE = ("n_examples", "lengths")
+BASE_STATE = ("n_examples", "length_counts")
 
 
 class OptionError(HeadAtlasError, TypeError):
@@ -101,12 +102,16 @@ class Analysis(ABC):
     :meth:`caption` (the figure footnote; class attribute ``unit`` names what
     an example is in the default one). Class attribute ``needs_norms``: the
     analysis reads ``example.value_norms`` and ``example.norm_map`` itself (it
-    is given the attention weights α, and weighs them as it needs).
+    is given the attention weights α, and weighs them as it needs). Class
+    attribute ``bounded``: its state is the same size however many examples it
+    sees (sums, or a capped sample), so a fused extraction never writes it out
+    on the way (:func:`~headatlas.analyses.fused.fused_extract`'s ``spill_every``).
     """
 
     name: ClassVar[str]
     unit: ClassVar[str] = "segments"
     needs_norms: ClassVar[bool] = False
+    bounded: ClassVar[bool] = False
     # Options that are data, not settings: inputs joined with the maps (a corpus, documents) and
     # where a result goes (a cache's path). Given to every instance; not compared between a
     # fused extraction's run and its merge (the rule's input files are what Snakemake tracks).
@@ -115,7 +120,23 @@ class Analysis(ABC):
     def __init__(self, n_layers: int, n_heads: int):
         self.n_layers, self.n_heads = n_layers, n_heads
         self.n_examples = 0
-        self.lengths: list[int] = []  # tokens of every example seen, for the caption
+        # how many examples of each length (tokens) were seen, for the caption: a few hundred
+        # counts however large the corpus
+        self._length_counts = np.zeros(0, np.int64)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Tokens of every example seen, ascending."""
+        return np.repeat(np.arange(len(self._length_counts)), self._length_counts)
+
+    def _count_lengths(self, lengths) -> None:
+        self._add_length_counts(np.bincount(np.asarray(lengths, np.int64).ravel()))
+
+    def _add_length_counts(self, counts: np.ndarray) -> None:
+        total = np.zeros(max(len(self._length_counts), len(counts)), np.int64)
+        total[:len(self._length_counts)] += self._length_counts
+        total[:len(counts)] += np.asarray(counts, np.int64)
+        self._length_counts = total
 
     # --- options ---------------------------------------------------------------------------
 
@@ -172,7 +193,7 @@ class Analysis(ABC):
         else:
             self.update(example)
         self.n_examples += 1
-        self.lengths.append(example.n_tokens)
+        self._count_lengths([example.n_tokens])
 
     def add_batch(self, batch: MapBatch) -> None:
         """Fold a batch in (:meth:`update_batch`, or :meth:`update` example by example) and count it."""
@@ -191,7 +212,7 @@ class Analysis(ABC):
 
     def _count(self, batch: MapBatch) -> None:
         self.n_examples += len(batch)
-        self.lengths += batch.lengths.tolist()
+        self._count_lengths(batch.lengths)
 
     @classmethod
     def batched(cls) -> bool:
@@ -242,13 +263,13 @@ class Analysis(ABC):
         if clash:
             raise KeyError(f"{self.name}: state names {sorted(clash)} are the base class's")
         return {"n_examples": np.asarray(self.n_examples, np.int64),
-                "lengths": np.asarray(self.lengths, np.int64), **own}
+                "length_counts": self._length_counts.copy(), **own}
 
     def merge(self, state: dict[str, np.ndarray]) -> "Analysis":
         """Fold the ``state`` of another instance (same analysis, model shape and options) into
         this one: afterwards this instance is as if it had also seen that one's examples."""
         self.n_examples += int(state["n_examples"])
-        self.lengths += np.asarray(state["lengths"]).tolist()
+        self._add_length_counts(state["length_counts"])
         self._merge({k: v for k, v in state.items() if k not in BASE_STATE})
         return self
 

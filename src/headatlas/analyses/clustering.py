@@ -123,6 +123,7 @@ class HeadDistances(Analysis):
     """
 
     name = "head_distances"
+    bounded = True  # sums
 
     def __init__(self, n_layers: int, n_heads: int, average: bool = True,
                  smoothing: float = SMOOTHING):

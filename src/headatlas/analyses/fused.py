@@ -141,9 +141,10 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
     device holds one layer's maps); default: whenever the device path runs and the model's
     norms are recorded (the recorder's hooks hand the layers on). False: every layer's maps
     first, then the analyses (as on the host).
-    ``spill_every``: after every so many examples each run's state is written out
-    (:class:`~headatlas.store.states.Spill`) and the run starts afresh, so the memory of what
-    the runs keep per example does not grow with the shard; a result merges the parts exactly
+    ``spill_every``: after every so many examples each run whose state grows with the examples
+    (not :attr:`~headatlas.analyses.base.Analysis.bounded`) writes it out
+    (:class:`~headatlas.store.states.Spill`) and starts afresh, so the memory of what the runs
+    keep per example does not grow with the shard; a result merges the parts exactly
     (:func:`result_from_states`). 0: every state held to the end.
     Raises as :func:`~headatlas.encoders.extract.extract` does (a ``max_length`` the model
     cannot take, no example to extract), and leaves nothing behind then.
@@ -220,7 +221,11 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                 bar.update(len(batch))
                 unspilled += len(batch)
                 if spill is not None and unspilled >= spill_every and number < len(batches):
-                    spill.write({key: stream.restart() for key, stream in streams.items()})
+                    # a bounded state (sums, a capped sample) stays: written out, its parts
+                    # would add up to a size that grows with the shard
+                    growing = {key: stream for key, stream in streams.items() if not stream.analysis.bounded}
+                    if growing:
+                        spill.write({key: stream.restart() for key, stream in growing.items()})
                     unspilled = 0
         if writer is not None:
             writer.skipped_ids = skipped

@@ -213,6 +213,7 @@ class DistanceFeatures(Analysis):
     """
 
     name = "distance_features"
+    bounded = True  # sums and a capped sample of examples
     unit = "inputs"
 
     def __init__(self, n_layers: int, n_heads: int, n_windows: int = N_WINDOWS,

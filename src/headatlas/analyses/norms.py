@@ -118,6 +118,7 @@ class NormShares(Analysis):
     """
 
     name = "norm_shares"
+    bounded = True  # sums and a capped sample of examples
     needs_norms = True
 
     def __init__(self, n_layers: int, n_heads: int, pairs_per_example: int = 256, seed: int = 0,

@@ -445,6 +445,7 @@ class AttentionPatterns(Analysis):
     """
 
     name = "patterns"
+    bounded = True  # sums
     unit = "inputs"
     _SUMS = ("counts", "sums", "block_inputs", "special", "vertical")
 

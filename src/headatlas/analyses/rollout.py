@@ -116,6 +116,7 @@ class Rollout(Analysis):
     """
 
     name = "rollout"
+    bounded = True  # sums
     needs_norms = True
     _SUMS = ("shares", "offsets", "offset_counts", "n_queries")
 

@@ -49,6 +49,7 @@ def _ratio(total: np.ndarray, count: float) -> np.ndarray:
 
 class _Sums(Analysis):
     """A surface analysis whose state is a few arrays of sums: merging adds them."""
+    bounded = True  # sums
 
     _SUMS: tuple[str, ...] = ()  # the attributes holding the sums (numpy arrays or numbers)
 
