@@ -46,10 +46,15 @@ DISK_GB_S = 0.5
 FUSED_FORWARD = 1.2
 ANALYSIS_S_PER_ELEMENT = 2.2e-8
 STREAMING_READS = 14
-# States per example (measured: ~39 KB per MiniLM segment): norm shares' sampled pairs, capped per
-# layer and token class (~27 KB at 6 layers, so ∝ L and not n), and the head-type features
-# (21 float32 per head and view, 2 views); plus a fixed exemplar store of 16 examples.
+# States: what two analyses keep per example (~39 KB per MiniLM segment measured before the cap):
+# norm shares' sampled pairs, capped per layer and token class (~27 KB at 6 layers, so ∝ L and
+# not n), and the head-type features (21 float32 per head and view, 2 views), both for at most
+# SAMPLE_EXAMPLES examples (norms.sample_examples, headtypes.sample_examples); what grows with
+# every segment: its corpus position and length (12 bytes) and the sinks analysis's 3 int64 in
+# each of 2 views (48 bytes); plus a fixed exemplar store of 16 examples.
 PAIRS_BYTES_PER_LAYER = 27e3 / 6
+SAMPLE_EXAMPLES = 2000
+BYTES_PER_SEGMENT = 12 + 48
 EXEMPLARS = 16
 
 
@@ -68,8 +73,9 @@ def forward_flops(L, d, N, n) -> float:
 
 
 def states_bytes(L, H, N) -> float:
-    """A fused run's states: norm shares' pairs (∝ L) and two views of head-type features."""
-    return N * (PAIRS_BYTES_PER_LAYER * L + 2 * L * H * 21 * 4)
+    """A fused run's states: norm shares' pairs (∝ L) and two views of head-type features for
+    the sampled examples, and a few bytes per segment."""
+    return min(N, SAMPLE_EXAMPLES) * (PAIRS_BYTES_PER_LAYER * L + 2 * L * H * 21 * 4) + N * BYTES_PER_SEGMENT
 
 
 def fmt_bytes(b: float) -> str:
@@ -116,7 +122,7 @@ def main() -> None:
             store_path = (flops / CPU_FLOPS + size / 1e9 * (WRITE_S_PER_GB + STREAMING_READS * READ_S_PER_GB)
                           + analyses)
             fused = flops / CPU_FLOPS * FUSED_FORWARD + analyses
-            print(f"| {model} | {corpus} | {fmt_bytes(size)} | {fmt_bytes(kept)} ({100 * kept / size:.2f}%) "
+            print(f"| {model} | {corpus} | {fmt_bytes(size)} | {fmt_bytes(kept)} ({100 * kept / size:.3f}%) "
                   f"| {fmt_hours(store_path)} | {fmt_hours(fused)} ({fused / store_path:.2f}x) |")
 
 
