@@ -31,7 +31,7 @@ from headatlas.analyses.base import Analysis, analysis_class, finish
 from headatlas.analyses.batch import MapBatch, join_layers, row_normalised
 from headatlas.analyses.result import Result
 from headatlas.corpora.records import Sentence
-from headatlas.encoders.allocator import keep_buffers_in_heap
+from headatlas.encoders.allocator import keep_buffers_in_heap, release_free_heap
 from headatlas.encoders.batching import HostArray, pack_examples
 from headatlas.encoders.extract import (forward_attentions, largest_buffer, shard_range,
                                         store_special_tokens)
@@ -53,12 +53,14 @@ log = logging.getLogger(__name__)
 # The float32 maps of one view of a chunk of a batch (device path): bert-base's batch of 64 at
 # 128 wordpieces (0.6 GB) is one chunk, MPNet-base's batch of 16 at 512 (2.4 GB) three.
 VIEW_BYTES = 1 << 30
-# Examples between two writes of the runs' states to disk. What the runs keep per example is
-# small (~37 KB per MiniLM segment: sampled pairs, distance features), but held between the
-# batches' large buffers it pins the heap: the job's RSS grew ~0.37 MB per segment without
-# writing out (MiniLM, 3,000 segments: 1.59 -> 2.52 GB), and stays near a 1,000-segment run's
-# with it (benchmarks/fused.py --spill-every; docs/scaling.md).
+# Examples between two writes to disk of the states that grow with the examples (per-segment
+# or per-sentence rows); bounded states (sums, capped samples) stay in memory.
 SPILL_EVERY = 1000
+# Every this many examples the heap's free pages go back to the system (release_free_heap): the
+# free part of a fragmented heap grew with the shard (3,000 MiniLM segments, the per-head
+# statistics: peak RSS 2,443 -> 1,829 MB, the same CPU; after every batch: 1,561 MB but 14% more
+# CPU, the freed buffers' pages faulted in again; /tmp measurements of 2026-11-28).
+RELEASE_EVERY = 256
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,7 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
         keep_buffers_in_heap(largest_buffer([e for b in batches for e in b], batch_size, layers, heads))
     keep = exemplar_indices(len(sentences), exemplars, exemplar_seed, wanted)
     writer = StoreWriter(exemplar_path, {**attrs, "n_examples_in_corpus": n_kept}) if exemplar_path else None
-    spill, unspilled = None, 0
+    spill, unspilled, unreleased = None, 0, 0
     lengths: dict[int, int] = {}
     seconds = Counter()  # process CPU seconds: the forward (and copies), each run
     try:
@@ -220,6 +222,10 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                 lengths.update((e.index, len(e)) for e in batch)
                 bar.update(len(batch))
                 unspilled += len(batch)
+                unreleased += len(batch)
+                if unreleased >= RELEASE_EVERY:
+                    release_free_heap()
+                    unreleased = 0
                 if spill is not None and unspilled >= spill_every and number < len(batches):
                     # a bounded state (sums, a capped sample) stays: written out, its parts
                     # would add up to a size that grows with the shard
