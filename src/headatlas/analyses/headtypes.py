@@ -262,7 +262,7 @@ class DistanceFeatures(Analysis):
         if not self.n_examples:
             raise ValueError("no input was analysed")
         state = self._state()
-        return InputFeatures.from_arrays(state["features"], state["example_index"], np.sort(self.lengths),
+        return InputFeatures.from_arrays(state["features"], state["example_index"], self.lengths,
                                          self.n_layers, self.n_heads, self.n_windows,
                                          mean=self._sum / self.n_examples)
 

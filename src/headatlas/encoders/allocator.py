@@ -16,6 +16,7 @@ Elsewhere (musl, macOS, Windows) nothing is changed: those allocators behave dif
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ _raised_to = 0  # the threshold set so far in this process (only ever raised)
 MAX_THRESHOLD = 1 << 30  # mallopt takes a C int; above 1 GiB a mapping per buffer costs little beside its use
 
 
+@functools.cache  # loaded once: release_free_heap runs every few hundred examples
 def _glibc():
     try:
         libc = ctypes.CDLL("libc.so.6")
