@@ -35,7 +35,7 @@ import pandas as pd
 from headatlas.analyses.patterns import (BLOCK_LOCAL, Thresholds, above_chance, example_segments, example_units,
                                          map_features)
 from headatlas.pipeline.config import default_config
-from headatlas.report.labelling import COLUMNS
+from headatlas.analyses.labels import COLUMNS
 from headatlas.store.reader import Store
 
 HERE = Path(__file__).resolve().parent

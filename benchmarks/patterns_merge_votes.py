@@ -19,7 +19,7 @@ from collections import Counter
 
 import pandas as pd
 
-from headatlas.report.labelling import COLUMNS, PATTERNS
+from headatlas.analyses.labels import COLUMNS, PATTERNS
 
 CORPUS = "wikipedia segments of the default run: up to 128 wordpieces, seed 0"
 SOURCE = "pictures (contact sheets with segment and sentence ticks), 3 AI helper sessions, each all 220 maps; majority"

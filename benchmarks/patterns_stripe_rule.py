@@ -18,7 +18,7 @@ import numpy as np
 from headatlas.analyses.patterns import (GRID, PATTERNS, above_chance, agreement, classify, features_for,
                                           map_features, tune)
 from headatlas.pipeline.plan import packaged_pattern_labels
-from headatlas.report.labelling import load_maps, read_labels
+from headatlas.analyses.labels import load_maps, read_labels
 
 MULTIPLES = (0.2, 0.3, 0.4, 0.6, 1.0)  # m/10; 1.0 = stripes off
 

@@ -99,7 +99,7 @@ def _patterns_eval(argv: Sequence[str]) -> None:
 
     from headatlas.analyses.patterns import Thresholds, evaluate_labels
     from headatlas.pipeline.config import default_config
-    from headatlas.report.labelling import load_maps, read_labels
+    from headatlas.analyses.labels import load_maps, read_labels
 
     parser = argparse.ArgumentParser(prog="headatlas patterns-eval", description=_patterns_eval.__doc__)
     parser.add_argument("--labels", help="label CSV (default: the packaged 730 maps)")

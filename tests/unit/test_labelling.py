@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from headatlas.errors import HeadAtlasError
-from headatlas.report.labelling import (freeze_maps, load_maps, map_segments, packaged_labels, packaged_maps,
-                                 read_labels, sample_maps)
+from headatlas.analyses.labels import load_maps, map_segments, packaged_labels, packaged_maps, read_labels
+from headatlas.report.labelling import freeze_maps, sample_maps
 from headatlas.store.reader import Store
 from headatlas.store.writer import StoreWriter
 

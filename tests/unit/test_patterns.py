@@ -255,7 +255,8 @@ def test_analysis_shares_per_head():
     assert shares["vertical"] == 50 and shares["diagonal"] == 25 and shares["block"] == 25
     assert layer_shares(table).loc[0, "vertical"] == 50
     assert result.attrs["thresholds"] == {**T.as_dict(), "block": 0.1} and "toy" not in result.caption
-    assert result.provenance["options"] == {"thresholds": {**T.as_dict(), "block": 0.1}}
+    assert result.provenance["options"] == {"thresholds": {**T.as_dict(), "block": 0.1},
+                                            "classifier": "rules", "labels": None}
 
 
 @pytest.mark.parametrize("order", ["in corpus order", "reversed"])
@@ -439,7 +440,7 @@ def test_real_maps_the_first_classifier_judged_wrongly():
     # called vertical + diagonal; x084, a MiniLM block with a [CLS] column, which it called vertical
     # (block came last, after vertical). The tuned defaults get both right.
     from headatlas.pipeline.config import default_config
-    from headatlas.report.labelling import load_maps, read_labels
+    from headatlas.analyses.labels import load_maps, read_labels
 
     labels = read_labels()
     labels = labels[labels["map"].isin(["x005", "x084"])].reset_index(drop=True)

@@ -23,7 +23,7 @@ from headatlas.pipeline.fingerprints import (
     write_fingerprint,
     write_if_changed,
 )
-from headatlas.pipeline.plan import plan
+from headatlas.pipeline.plan import own_labels, plan
 from headatlas.plots.files import figure_files
 from headatlas.weightings import SUFFIX_PATTERN, weighting_of_suffix
 

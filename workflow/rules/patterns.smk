@@ -1,5 +1,6 @@
 # Kovaleva et al.'s attention patterns (2019, §3): every (head, input) map classified as vertical,
-# diagonal, vertical+diagonal, block or heterogeneous by a decision list on map features.
+# diagonal, vertical+diagonal, block or heterogeneous by a random forest learned from the
+# labelled maps' tune half (`patterns.classifier: forest`) or a decision list (`rules`).
 # patterns_heads streams one store (per model and corpus of `patterns.corpora`); patterns_summary
 # collects a model's corpora (Kovaleva's bar chart, per layer, the claims, the cross-tabulation
 # with Guan's head types); patterns_evaluate scores the classifier on the hand-labelled maps.
@@ -38,7 +39,11 @@ use rule store_analysis as patterns_heads with:
     params:
         module="patterns",
         analysis="patterns",
-        options={"thresholds": PATTERNS["thresholds"]},
+        options={
+            "thresholds": PATTERNS["thresholds"],
+            "classifier": PATTERNS["classifier"],
+            "labels": own_labels(config),
+        },
         max_examples=PATTERNS["max_examples"],
         weighting="attention",
 
@@ -115,5 +120,6 @@ rule patterns_evaluate:
         ENV
     params:
         thresholds=PATTERNS["thresholds"],
+        classifier=PATTERNS["classifier"],
     script:
         "../scripts/patterns_evaluate.py"

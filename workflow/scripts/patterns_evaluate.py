@@ -1,7 +1,7 @@
 """Rule patterns_evaluate: the pattern classifier against the hand-labelled maps (held-out half)."""
 
 from headatlas.analyses.patterns import Thresholds, evaluate_labels
-from headatlas.report.labelling import load_maps, map_segments, read_labels
+from headatlas.analyses.labels import load_maps, map_segments, read_labels
 from headatlas.pipeline.jobs import rule_logging
 from headatlas.io import write_table
 from headatlas.plots.patterns import draw_contact_sheet
@@ -13,7 +13,7 @@ with rule_logging(snakemake) as log:
     source = (f"{', '.join(models)} on {meta.get('corpus', '?')}, maps kept in "
               f"{snakemake.input.maps.split('/')[-1]}")
     result = evaluate_labels(maps, sentences, labels, Thresholds.from_dict(snakemake.params.thresholds),
-                             describe_store=source)
+                             describe_store=source, classifier=snakemake.params.classifier)
     write_table(result.table, snakemake.output.table, float_format="%.2f")
     write_table(result.agreement, snakemake.output.agreement, float_format="%.4f")
     write_table(result.confusion, snakemake.output.confusion, index=True)

@@ -17,9 +17,10 @@ maps of each pattern per GLUE task (their Fig. 2): about a third vertical, and
 block + heterogeneous, the only patterns that could carry more than position
 and special tokens, about half.
 
-Here the classifier is a short decision list over features of the map, each
+Here the first classifier is a short decision list over features of the map, each
 a share of its attention mass (or a count) that can be read off the picture,
-with the thresholds in the config (``patterns.thresholds``). For a map ``a``
+with the thresholds in the config (``patterns.thresholds``); the second, a forest learned from
+labelled maps, is below. For a map ``a``
 (``[n, n]``, query rows summing to 1):
 
 * ``diagonal``: the mass on the band of offsets -1, 0, +1 (``|i - j| <= 1``),
@@ -62,7 +63,16 @@ vertical map's leftover grey is spread over the sentences.
 
 The thresholds are chosen on half of a hand-labelled set of real maps
 (:mod:`headatlas.report.labelling`) by a grid search (:func:`tune`) and reported on the
-other half (:func:`evaluate`).
+other half (:func:`evaluate_labels`).
+
+A second classifier (``patterns.classifier: forest``, the config's default) learns from the
+labels instead, as Kovaleva et al.'s CNN did: a random forest (:class:`Forest`, scikit-learn,
+seeded) on these five features and :data:`SHAPE_FEATURES` (column masses in rank order, the
+first and last key's, each of the three diagonals, the local band, the in-sentence excess,
+the largest weight per row, the length, how many keys stand out, and block as a share of what
+the columns and band leave). It is trained on the tune half of the same labelled maps
+(:func:`trained_forest`) and scored on the other half like the rules; a one-sentence input is
+never block.
 """
 
 from __future__ import annotations
@@ -84,6 +94,16 @@ from headatlas.store.example import Example
 
 PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
 FEATURES = ("vertical", "diagonal", "block", "entropy", "stripes")
+# What the forest reads besides FEATURES (batch_features(..., shape=True)), per map of n tokens:
+# the key columns' mass per query in rank order (top 1-3, the top 5 together), the first key's
+# ([CLS]) and the last one's ([SEP]), the diagonals i = j, j = i + 1, j = i - 1 and the band
+# |i - j| <= 3, the in-sentence mass above its share of the pairs, the mean largest weight of a
+# row, log n, the share of keys taking over 2/n and over 5/n, and the mass off the top columns
+# and the band ("rest") with block's share of it.
+SHAPE_FEATURES = ("top1", "top2", "top3", "top5", "first_key", "last_key", "self", "next",
+                  "previous", "local", "same_sentence", "row_max", "log_n", "keys_2x", "keys_5x",
+                  "rest", "block_of_rest")
+CLASSIFIERS = ("forest", "rules")
 VERTICAL, DIAGONAL, MIXED, BLOCK, HETEROGENEOUS = range(len(PATTERNS))
 # Keys this close to the query are local attention, not block: a block fills its sentence.
 BLOCK_LOCAL = 3
@@ -223,7 +243,7 @@ def example_units(example: Example, sep_mask: np.ndarray | None = None) -> np.nd
 
 
 def map_features(attn: np.ndarray, units: np.ndarray, columns: int = 3, stripe: float = 1.0,
-                 return_top: bool = False):
+                 return_top: bool = False, shape: bool = False):
     """The features (:data:`FEATURES`) of every map of one input.
 
     Parameters
@@ -241,11 +261,13 @@ def map_features(attn: np.ndarray, units: np.ndarray, columns: int = 3, stripe: 
     return_top : bool
         Also return the top ``k`` columns, int ``[..., k]``, and the off-band mass each
         of them receives, float ``[..., k]``.
+    shape : bool
+        Also the forest's :data:`SHAPE_FEATURES`, after the five.
 
     Returns
     -------
     float array ``[..., 5]``: vertical, diagonal, block (NaN with one sentence), entropy,
-    stripes (and the top columns and their masses if asked).
+    stripes (``[..., 5 + 17]`` with ``shape``; and the top columns and their masses if asked).
 
     Notes
     -----
@@ -262,19 +284,20 @@ def map_features(attn: np.ndarray, units: np.ndarray, columns: int = 3, stripe: 
     attn = _as_float(attn)
     lead, n = attn.shape[:-2], attn.shape[-1]
     batch = MapBatch(attn.reshape(1, -1, 1, n, n), lengths=[n])
-    features, top, top_mass = batch_features(batch, np.asarray(units)[None], columns, stripe)
-    features = features.reshape(*lead, len(FEATURES))
+    features, top, top_mass = batch_features(batch, np.asarray(units)[None], columns, stripe, shape)
+    features = features.reshape(*lead, features.shape[-1])
     if not return_top:
         return features
     return features, top.reshape(*lead, -1), top_mass.reshape(*lead, -1)
 
 
 def batch_features(batch: MapBatch, units: np.ndarray, columns: int = 3,
-                   stripe: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   stripe: float = 1.0, shape: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`map_features` of every map of a batch, on the batch's device.
 
     ``units``: int ``[B, N]``, each token's sentence (:func:`example_units`, anything past an
-    example's length). Returns host arrays: features ``[B, L, H, 5]``, the top columns ``[B, L, H, k]``
+    example's length). Returns host arrays: features ``[B, L, H, 5]`` (``[B, L, H, 22]`` with
+    ``shape``: :data:`SHAPE_FEATURES` after them), the top columns ``[B, L, H, k]``
     and the off-band mass each receives (``k = min(columns, N)``; a top column past a shorter
     example's length has no mass).
     """
@@ -301,8 +324,53 @@ def batch_features(batch: MapBatch, units: np.ndarray, columns: int = 3,
     log_n = batch.asarray(np.log(np.maximum(lengths, 2)).astype(np.float64))[:, None, None]
     entropy = xp.sum(xp.astype(batch.row_entropy(), f64), axis=-1) / n / log_n
     entropy = xp.where(n > 1, entropy, xp.zeros_like(entropy))
-    features = xp.stack([vertical, diagonal, block, entropy, stripes], axis=-1)
-    return to_host(features), to_host(top), to_host(xp.take_along_axis(off_col, top, axis=-1))
+    features = [vertical, diagonal, block, entropy, stripes]
+    if shape:
+        features += _shape_features(batch, units, n, vertical, diagonal, block)
+    return (to_host(xp.stack(features, axis=-1)), to_host(top),
+            to_host(xp.take_along_axis(off_col, top, axis=-1)))
+
+
+def _shape_features(batch: MapBatch, units: np.ndarray, n, vertical, diagonal, block) -> list:
+    """:data:`SHAPE_FEATURES` of every map of a batch, float64 ``[B, L, H]`` each, on its device;
+    ``n`` ``[B, 1, 1]`` the lengths, the other three :func:`batch_features`' own (raw)."""
+    xp, f64, width = batch.xp, batch.xp.float64, batch.width
+    cols = batch.column_mass() / n[..., None]  # [B, L, H, N]: each key's mass per query
+    ranked = -xp.sort(-cols, axis=-1)  # descending; padding keys hold 0: ranked last
+    if width < 5:
+        ranked = xp.concat([ranked, xp.zeros_like(ranked[..., :5 - width])], axis=-1)
+    last = batch.asarray(np.maximum(batch.lengths - 1, 0))[:, None, None, None]
+    last = xp.take_along_axis(cols, xp.broadcast_to(last, (*cols.shape[:-1], 1)), axis=-1)[..., 0]
+
+    def band(offsets) -> object:
+        return sum(xp.sum(xp.astype(batch.diagonal(k), f64), axis=-1) for k in offsets if abs(k) < width) / n
+    same = batch.shared(f"same_sentence:{hash(np.ascontiguousarray(units).tobytes())}", lambda: _same_sentence(
+        batch, units))
+    in_sentence, chance = same
+    flat = xp.reshape(batch.attn, (*batch.attn.shape[:-2], width * width))
+    in_sentence = xp.astype(xp.vecdot(flat, in_sentence[:, None, None, :]), f64) / n - chance
+    row_max = xp.sum(xp.astype(xp.max(batch.attn, axis=-1), f64), axis=-1) / n
+    valid = batch.token_mask("valid")[:, None, None, :] > 0
+
+    def share_above(times: float):
+        above = valid & (cols > times / n[..., None])
+        return xp.sum(xp.astype(above, f64), axis=-1) / n
+    log_n = xp.broadcast_to(xp.log(n), row_max.shape)
+    rest = 1 - vertical - diagonal
+    return [ranked[..., 0], ranked[..., 1], ranked[..., 2], xp.sum(ranked[..., :5], axis=-1),
+            cols[..., 0], last, band((0,)), band((1,)), band((-1,)), band(range(-3, 4)), in_sentence,
+            row_max, log_n, share_above(2.0), share_above(5.0), rest, block / xp.clip(rest, min=1e-3)]
+
+
+def _same_sentence(batch: MapBatch, units: np.ndarray):
+    """float32 ``[B, N*N]``: 1 where query and key lie in one sentence (within the example), and
+    float64 ``[B, 1, 1]`` the share of the example's pairs that do."""
+    n = batch.lengths
+    valid = np.arange(batch.width)[None, :] < n[:, None]
+    same = (units[:, :, None] == units[:, None, :]) & valid[:, :, None] & valid[:, None, :]
+    chance = same.sum((1, 2)) / np.maximum(n, 1) ** 2
+    return (batch.asarray(same.reshape(len(n), -1).astype(np.float32)),
+            batch.asarray(chance.astype(np.float64)[:, None, None]))
 
 
 def _block(batch: MapBatch, units: np.ndarray, in_top, like):
@@ -417,8 +485,77 @@ def classify(features: np.ndarray, thresholds: Thresholds) -> np.ndarray:
     return out
 
 
+# Kovaleva et al. trained a CNN on ~400 labelled maps; this forest learns from the labelled maps'
+# features. Its settings were chosen by 5-fold cross-validation on the tune half alone.
+FOREST = {"n_estimators": 200, "min_samples_leaf": 2, "random_state": 0}
+
+
+@dataclass(frozen=True)
+class Forest:
+    """A random forest from labelled maps' features to their patterns (``patterns.classifier:
+    forest``): :func:`fit_forest` makes one, :func:`trained_forest` the pipeline's."""
+
+    model: object  # sklearn.ensemble.RandomForestClassifier
+    columns: int
+    stripe: float
+    n_maps: int  # the maps it learned from
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        """Pattern index (:data:`PATTERNS`) of each map from its :func:`above_chance` features
+        with :data:`SHAPE_FEATURES` (``[..., 22]``); a NaN ``block`` (one sentence) is never block."""
+        f = np.asarray(features, dtype=np.float64)
+        flat = f.reshape(-1, f.shape[-1])
+        if not len(flat):
+            return np.zeros(f.shape[:-1], dtype=np.int64)
+        votes = np.zeros((len(flat), len(PATTERNS)))
+        votes[:, [PATTERNS.index(c) for c in self.model.classes_]] = self.model.predict_proba(
+            np.nan_to_num(flat, nan=0.0))
+        votes[np.isnan(flat[:, 2]), BLOCK] = -1.0
+        return np.argmax(votes, axis=-1).reshape(f.shape[:-1])
+
+    def describe(self) -> str:
+        return (f"a random forest ({FOREST['n_estimators']} trees) on {len(FEATURES) + len(SHAPE_FEATURES)} "
+                f"map features, learned from {self.n_maps} hand-labelled maps (the tune half)")
+
+
+def fit_forest(features: np.ndarray, labels: Sequence[str], columns: int, stripe: float) -> Forest:
+    """A :class:`Forest` fitted to maps' features (:func:`features_for` with ``shape``) and labels."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    features = np.asarray(features, dtype=np.float64)
+    if features.shape[-1] != len(FEATURES) + len(SHAPE_FEATURES):
+        raise ValueError(f"the forest reads {len(FEATURES) + len(SHAPE_FEATURES)} features per map "
+                         f"(features_for(..., shape=True)), got {features.shape[-1]}")
+    unknown = set(labels) - set(PATTERNS)
+    if unknown:
+        raise ValueError(f"unknown pattern label(s) {sorted(unknown)}; known: {list(PATTERNS)}")
+    model = RandomForestClassifier(**FOREST, n_jobs=1).fit(np.nan_to_num(features, nan=0.0), list(labels))
+    return Forest(model, int(columns), float(stripe), len(features))
+
+
+@functools.lru_cache(maxsize=4)
+def trained_forest(columns: int, stripe: float, labels: str | None = None, maps: str | None = None) -> Forest:
+    """The forest learned from the tune half of the labelled maps (``labels`` / ``maps``: a label
+    CSV and its frozen maps; None: the packaged set), with the features' ``columns`` and
+    ``stripe``. Seeded: the same labels give the same forest. Cached per process."""
+    from headatlas.analyses.labels import load_maps, read_labels
+
+    table = read_labels(labels)
+    found, units, _ = load_maps(maps, table)
+    tune_half = (table["half"] == "tune").to_numpy()
+    if not tune_half.any():
+        raise ValueError(f"{labels or 'the packaged labels'}: no map in the tune half to learn from")
+    features = features_for([m for m, t in zip(found, tune_half) if t],
+                            [u for u, t in zip(units, tune_half) if t], columns, stripe, shape=True)
+    return fit_forest(features, table["pattern"].to_numpy()[tune_half], columns, stripe)
+
+
 # ---------------------------------------------------------------------------------------------
 # the streaming analysis
+
+# Inputs whose maps are classified together: a bounded buffer (~15 KB of features per MiniLM input).
+CLASSIFY_EVERY = 256
+
 
 @register
 class AttentionPatterns(Analysis):
@@ -427,8 +564,14 @@ class AttentionPatterns(Analysis):
     Parameters
     ----------
     thresholds : dict, optional
-        The classifier's settings (:class:`Thresholds` fields; missing ones take its
-        defaults): ``patterns.thresholds`` in the config.
+        The features' and the rules' settings (:class:`Thresholds` fields; missing ones take
+        its defaults): ``patterns.thresholds`` in the config.
+    classifier : ``"rules"`` (the decision list, :func:`classify`) or ``"forest"`` (a random
+        forest learned from the tune half of the labelled maps, :func:`trained_forest`;
+        ``patterns.classifier``, the config's default).
+    labels : dict, optional
+        ``file`` and ``maps`` of the labelled set the forest learns from (None or absent:
+        the packaged set); ``patterns.labels``.
 
     The result's ``heads`` table: ``layer``, ``head``, one ``<pattern>`` column per pattern
     (share of the inputs, 0-1), ``dominant`` (the pattern with the largest share), the mean
@@ -436,7 +579,9 @@ class AttentionPatterns(Analysis):
     ``mean_block`` over inputs of two or more sentences only), ``special_top`` (share of the top-column
     mass that falls on ``[CLS]``, ``[SEP]``, ``.`` or ``,``, over the head's vertical and
     vertical + diagonal maps; NaN if it has none), ``n_inputs`` and ``multi_sentence_inputs``.
-    ``attrs["thresholds"]`` holds every setting.
+    ``attrs["thresholds"]`` holds every setting, ``attrs["classifier"]`` the classifier.
+    Maps are classified in groups of :data:`CLASSIFY_EVERY` inputs (a forest's call costs about as
+    much for one input's maps as for hundreds), always before the state is read.
 
     State (merging adds): ``counts`` int ``[layers, heads, 5]`` (maps per pattern),
     ``sums`` ``[layers, heads, 5]`` (features after :func:`above_chance`, NaN as 0), ``block_inputs``
@@ -449,10 +594,14 @@ class AttentionPatterns(Analysis):
     unit = "inputs"
     _SUMS = ("counts", "sums", "block_inputs", "special", "vertical")
 
-    def __init__(self, n_layers: int, n_heads: int, thresholds: dict | None = None):
+    def __init__(self, n_layers: int, n_heads: int, thresholds: dict | None = None,
+                 classifier: str = "rules", labels: dict | None = None):
         super().__init__(n_layers, n_heads)
-        self.thresholds = thresholds
+        if classifier not in CLASSIFIERS:
+            raise ValueError(f"unknown pattern classifier {classifier!r}; known: {list(CLASSIFIERS)}")
+        self.thresholds, self.classifier, self.labels = thresholds, classifier, labels
         self._settings = Thresholds.from_dict(thresholds)
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # inputs not yet classified
         self._counts = np.zeros((n_layers, n_heads, len(PATTERNS)), dtype=np.int64)
         self._sums = np.zeros((n_layers, n_heads, len(FEATURES)))
         self._block_inputs = np.int64(0)
@@ -461,7 +610,8 @@ class AttentionPatterns(Analysis):
 
     def reduce(self, batch: MapBatch) -> dict:
         t = self._settings
-        features, tops, top_masses = batch_features(batch, self._units_of(batch), t.columns, t.stripe)
+        features, tops, top_masses = batch_features(batch, self._units_of(batch), t.columns, t.stripe,
+                                                    shape=self.classifier == "forest")
         return {"features": features, "tops": tops, "top_masses": top_masses}  # host, [B, L, H, ...]
 
     def fold(self, batch: MapBatch, reduced: dict) -> None:
@@ -484,19 +634,34 @@ class AttentionPatterns(Analysis):
 
     def _add_maps(self, features: np.ndarray, units: np.ndarray, top: np.ndarray,
                   top_mass: np.ndarray, special: np.ndarray) -> None:
-        """Classify one input's maps from their features and count them."""
+        """One input's maps: their features summed now, their patterns counted with the group's."""
         t = self._settings
         features = above_chance(features, units, t.columns, t.stripe)
-        labels = classify(features, t)
-        np.add.at(self._counts, (*np.indices(labels.shape), labels), 1)
         self._block_inputs += int(len(np.unique(units)) > 1)
-        self._sums += np.nan_to_num(features)
+        self._sums += np.nan_to_num(features[..., :len(FEATURES)])
         # Which keys the vertical mass goes to: the top columns' mass on special tokens.
+        self._pending.append((features, (top_mass * special[top]).sum(-1), top_mass.sum(-1)))
+        if len(self._pending) >= CLASSIFY_EVERY:
+            self._classify_pending()
+
+    def _classify_pending(self) -> None:
+        """Classify the maps of the inputs seen since the last call, and count their patterns."""
+        if not self._pending:
+            return
+        features, special, vertical = (np.stack(part) for part in zip(*self._pending))
+        self._pending = []
+        if self.classifier == "forest":
+            t, labels = self._settings, self.labels or {}
+            labels = trained_forest(t.columns, t.stripe, labels.get("file"), labels.get("maps")).predict(features)
+        else:
+            labels = classify(features, self._settings)
+        self._counts += np.stack([(labels == p).sum(0) for p in range(len(PATTERNS))], axis=-1)
         vertical_ish = (labels == VERTICAL) | (labels == MIXED)
-        self._special += np.where(vertical_ish, (top_mass * special[top]).sum(-1), 0)
-        self._vertical += np.where(vertical_ish, top_mass.sum(-1), 0)
+        self._special += np.where(vertical_ish, special, 0).sum(0)
+        self._vertical += np.where(vertical_ish, vertical, 0).sum(0)
 
     def _state(self) -> dict[str, np.ndarray]:
+        self._classify_pending()
         return {name: np.asarray(getattr(self, f"_{name}")) for name in self._SUMS}
 
     def _merge(self, state: dict[str, np.ndarray]) -> None:
@@ -504,6 +669,7 @@ class AttentionPatterns(Analysis):
             setattr(self, f"_{name}", getattr(self, f"_{name}") + state[name])
 
     def result(self) -> Result:
+        self._classify_pending()
         n = max(self.n_examples, 1)
         shares = self._counts / n
         means = self._sums / n
@@ -517,16 +683,21 @@ class AttentionPatterns(Analysis):
         table.insert(2 + len(PATTERNS), "dominant", dominant(table))
         table["n_inputs"] = self.n_examples
         table["multi_sentence_inputs"] = int(self._block_inputs)
-        return Result({"heads": table}, attrs={"thresholds": self._settings.as_dict()})
+        return Result({"heads": table}, attrs={"thresholds": self._settings.as_dict(),
+                                               "classifier": self.classifier})
 
     def caption(self, result: Result, provenance: dict) -> str:
         t = self._settings
-        return (describe(provenance, provenance["n_examples"], self.unit)
-                + f"; patterns by a decision list on map features (top {t.columns} columns and "
-                f"stripes of 1/n + {t.stripe}, band |i-j| <= 1, in-sentence excess), thresholds "
-                f"vertical {t.vertical}, diagonal "
-                f"{t.diagonal}, mixed {t.mixed_vertical}/{t.mixed_diagonal}, block {t.block}; "
-                f"Kovaleva et al. used {PAPER_MODEL}")
+        features = (f"map features (top {t.columns} columns and stripes of 1/n + {t.stripe}, band "
+                    f"|i-j| <= 1, block at the sentence ends)")
+        if self.classifier == "forest":
+            labels = self.labels or {}
+            how = trained_forest(t.columns, t.stripe, labels.get("file"), labels.get("maps")).describe()
+            how = f"patterns by {how}; {features} and their shape (patterns_evaluate: held-out agreement)"
+        else:
+            how = (f"patterns by a decision list on {features}, thresholds vertical {t.vertical}, "
+                   f"diagonal {t.diagonal}, mixed {t.mixed_vertical}/{t.mixed_diagonal}, block {t.block}")
+        return f"{describe(provenance, provenance['n_examples'], self.unit)}; {how}; Kovaleva et al. used {PAPER_MODEL}"
 
 
 def dominant(table: pd.DataFrame) -> pd.Series:
@@ -865,20 +1036,21 @@ def _block_threshold(block: np.ndarray, truth: np.ndarray, rows: np.ndarray, thr
 
 
 def features_for(maps: Sequence[np.ndarray], units: Sequence[np.ndarray], columns: int,
-                 stripe: float = 1.0) -> np.ndarray:
-    """``[maps, 5]``: :func:`map_features` of single maps (the labelled set), :func:`above_chance`.
+                 stripe: float = 1.0, shape: bool = False) -> np.ndarray:
+    """``[maps, 5]``: :func:`map_features` of single maps (the labelled set), :func:`above_chance`
+    (``[maps, 22]`` with ``shape``: the forest's :data:`SHAPE_FEATURES` too).
 
     The same numbers as one map at a time, computed per length: the maps of one length (and
     precision) in one batch (one call per map was mostly Python: ~10,000 calls for the grid of
     :func:`tune`)."""
-    out = np.empty((len(maps), len(FEATURES)))
+    out = np.empty((len(maps), len(FEATURES) + (len(SHAPE_FEATURES) if shape else 0)))
     maps = [_as_float(m) for m in maps]
     by_shape: dict[tuple, list[int]] = {}  # (length, dtype): a batch computes in its maps' precision
     for i, m in enumerate(maps):
         by_shape.setdefault((m.shape[-1], m.dtype), []).append(i)
     for (n, _), rows in by_shape.items():
         sentences = np.stack([np.asarray(units[i], dtype=int) for i in rows])
-        features = _single_maps_features(np.stack([maps[i] for i in rows]), sentences, columns, stripe)
+        features = _single_maps_features(np.stack([maps[i] for i in rows]), sentences, columns, stripe, shape)
         out[rows] = _excess(features, _uniform_features(n, columns, stripe))
     return out
 
@@ -888,11 +1060,13 @@ def _as_float(attn) -> np.ndarray:
     return attn if attn.dtype in (np.float32, np.float64) else attn.astype(np.float32)
 
 
-def _single_maps_features(attn: np.ndarray, units: np.ndarray, columns: int, stripe: float) -> np.ndarray:
-    """:func:`map_features` of ``[B, n, n]`` maps, map ``b`` with ``units[b]``: ``[B, 5]``."""
+def _single_maps_features(attn: np.ndarray, units: np.ndarray, columns: int, stripe: float,
+                          shape: bool = False) -> np.ndarray:
+    """:func:`map_features` of ``[B, n, n]`` maps, map ``b`` with ``units[b]``: ``[B, 5]`` (or 22)."""
     b, n = attn.shape[0], attn.shape[-1]
     batch = MapBatch(attn.reshape(b, 1, 1, n, n), lengths=[n] * b)
-    return batch_features(batch, units, columns, stripe)[0].reshape(b, len(FEATURES))
+    features = batch_features(batch, units, columns, stripe, shape)[0]
+    return features.reshape(b, features.shape[-1])
 
 
 @dataclass
@@ -925,12 +1099,14 @@ def _models_of(labels: pd.DataFrame) -> np.ndarray:
 
 def evaluate_labels(maps: Sequence[np.ndarray], units: Sequence[np.ndarray],
                     labels: pd.DataFrame, thresholds: Thresholds, grid: dict | None = None,
-                    describe_store: str = "") -> LabelEvaluation:
-    """Precision and recall of the classifier with ``thresholds`` on each half of the labelled set.
+                    describe_store: str = "", classifier: str = "rules") -> LabelEvaluation:
+    """Precision and recall of the classifier on each half of the labelled set: the rules with
+    ``thresholds`` or (``classifier="forest"``) the forest learned from the tune half
+    (:func:`fit_forest`, features with ``thresholds``' columns and stripe).
 
-    ``labels`` is the labelled set (:func:`headatlas.report.labelling.read_labels`) and ``maps`` /
+    ``labels`` is the labelled set (:func:`headatlas.analyses.labels.read_labels`) and ``maps`` /
     ``units`` its maps and their sentence ids in the same order
-    (:func:`headatlas.report.labelling.load_maps`). The grid search (:func:`tune`) is re-run on the
+    (:func:`headatlas.analyses.labels.load_maps`). The grid search (:func:`tune`) is re-run on the
     ``tune`` half so that the config's thresholds can be compared with what the search finds;
     the ``test`` half is only ever scored. Every score is given for all maps, per model
     and per corpus (the ``model`` and ``corpus`` columns of the labels, when they name more than
@@ -949,7 +1125,14 @@ def evaluate_labels(maps: Sequence[np.ndarray], units: Sequence[np.ndarray],
                               list(truth_all[tune_rows]), grid,
                               block_rows=sentence_ticks[tune_rows] if sentence_ticks[tune_rows].any() else None)
     chosen = features[(thresholds.columns, thresholds.stripe)]
-    predicted = np.array(PATTERNS)[classify(chosen, thresholds)]
+    if classifier == "forest":
+        shaped = features_for(maps, units, thresholds.columns, thresholds.stripe, shape=True)
+        forest = fit_forest(shaped[tune_rows], truth_all[tune_rows], thresholds.columns, thresholds.stripe)
+        predicted, how = np.array(PATTERNS)[forest.predict(shaped)], forest.describe()
+    elif classifier == "rules":
+        predicted, how = np.array(PATTERNS)[classify(chosen, thresholds)], "the decision list"
+    else:
+        raise ValueError(f"unknown pattern classifier {classifier!r}; known: {list(CLASSIFIERS)}")
     models = _models_of(labels)
     corpora = labels["corpus"].to_numpy() if "corpus" in labels else np.full(len(labels), "")
     everything = np.ones(len(labels), dtype=bool)
@@ -964,11 +1147,11 @@ def evaluate_labels(maps: Sequence[np.ndarray], units: Sequence[np.ndarray],
         for model, corpus, members in groups:
             rows = (halves == half) & members
             part = per_class(list(truth_all[rows]), list(predicted[rows]))
-            tables.append(part.assign(half=name, model=model, corpus=corpus))
-            agreements.append({"half": name, "model": model, "corpus": corpus,
+            tables.append(part.assign(half=name, model=model, corpus=corpus, classifier=classifier))
+            agreements.append({"half": name, "model": model, "corpus": corpus, "classifier": classifier,
                                **agreement(list(truth_all[rows]), list(predicted[rows]))})
     table = pd.concat(tables, ignore_index=True)
-    first = ["half", "model", "corpus"]
+    first = ["half", "model", "corpus", "classifier"]
     table = table[[*first, *[c for c in table.columns if c not in first]]]
     test_rows = halves == "test"
     matrix = confusion(list(truth_all[test_rows]), list(predicted[test_rows]))
@@ -988,7 +1171,8 @@ def evaluate_labels(maps: Sequence[np.ndarray], units: Sequence[np.ndarray],
     described = "; ".join(f"{half}: " + ", ".join(f"{p} {int(counts.loc[half].get(p, 0))}"
                                                   for p in PATTERNS) for half in counts.index)
     caption = (f"{len(labels)} maps labelled by eye from pictures ({describe_store}); {described}. "
-               f"Thresholds from the config, chosen by a grid search for the best macro F1 on the "
+               f"Patterns by {how}. The rules' thresholds from the config, chosen by a grid search "
+               f"for the best macro F1 on the "
                f"tune half; the held-out half is reported, with Wilson 95% intervals (precision, "
                f"recall, accuracy) and a bootstrap 95% interval of Cohen's kappa. Kovaleva et al. "
                f"labelled ~400 maps and trained a CNN.")

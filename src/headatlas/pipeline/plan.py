@@ -354,6 +354,16 @@ def labels_plan(config: dict) -> LabelsPlan | None:
     return LabelsPlan(file=labels["file"], maps=labels["maps"])
 
 
+def own_labels(config: dict) -> dict | None:
+    """The labelled maps the pattern forest learns from, as the analysis's ``labels`` option:
+    the config's own ``file`` and ``maps``, or None for the packaged set (no machine's path in
+    the options: moving the checkout reruns nothing)."""
+    labels = config["patterns"]["labels"]
+    if labels is None or labels["file"] is None:
+        return None
+    return {"file": labels["file"], "maps": labels["maps"]}
+
+
 def importance_plan(config: dict, ablation: AblationPlan | None,
                     corpus_models: dict[str, list[str]]) -> ImportancePlan | None:
     """Which heads matter: the ablation's task model, and the pattern and head-type tables beside it.
