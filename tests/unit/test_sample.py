@@ -57,12 +57,16 @@ def test_order_shards_and_cutting_do_not_change_the_sample(limit):
     assert [i for i, _ in one.items()] == [i for i, _ in shuffled.items()] == [i for i, _ in merged.items()] == expected
 
 
-def test_memory_stays_below_twice_the_limit():
+def test_never_more_than_the_limit_is_held_and_admits_says_what_add_keeps():
     sample = ExampleSample(5)
     for i in range(1000):
+        would = sample.admits(i)
         sample.add(i, i)
-        assert len(sample._records) < 10
-    assert len(sample) == 5
+        assert len(sample._records) <= 5
+        assert (i in sample._records) == would  # kept now (it may be evicted later)
+    assert len(sample) == 5 and [i for i, _ in sample.items()] == smallest(range(1000), 5)
+    assert not any(sample.admits(i) for i in range(1000, 1100) if example_key(0, i) > max(
+        example_key(0, j) for j, _ in sample.items()))
 
 
 def test_bad_use_is_refused():

@@ -245,7 +245,8 @@ class DistanceFeatures(Analysis):
         features = to_host(reduced["features"]).reshape(len(batch), self.n_layers * self.n_heads, -1)
         self._sum += features.sum(axis=0, dtype=np.float64)
         for example, feats in zip(batch.examples, features):
-            self._kept.add(example.index, feats)
+            if self._kept.admits(example.index):  # a copy: a view would hold the whole batch
+                self._kept.add(example.index, feats.copy())
 
     def _state(self) -> dict[str, np.ndarray]:
         kept = self._kept.items()

@@ -160,6 +160,8 @@ class NormShares(Analysis):
         self._n_queries += int(batch.lengths.sum())
         alpha, norm = to_host(reduced["alpha"]), to_host(reduced["norm"])
         for b, (example, per_class) in enumerate(zip(batch.examples, self._drawn(batch)[1])):
+            if not self._pairs_kept.admits(example.index):
+                continue  # not in the sample (now or later): its pairs need not be built
             self._pairs_kept.add(example.index, (compact(class_major(alpha[b], per_class)),
                                                  compact(class_major(norm[b], per_class)),
                                                  np.repeat(per_class[:, None], self.n_layers, axis=1)))

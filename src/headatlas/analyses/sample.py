@@ -11,6 +11,7 @@ two samples and keeping the ``limit`` smallest keys gives the sample of the unio
 
 from __future__ import annotations
 
+import heapq
 from typing import Any, Iterable
 
 _MASK = (1 << 64) - 1
@@ -27,10 +28,12 @@ def example_key(seed: int, index: int) -> int:
 
 class ExampleSample:
     """Records of at most ``limit`` examples (every example when ``limit`` is None), chosen by
-    :func:`example_key`; :meth:`records` lists them in corpus order.
+    :func:`example_key`; :meth:`items` lists them in corpus order.
 
-    Memory stays below twice ``limit`` records: the sample is cut back to ``limit`` whenever it
-    reaches ``2 * limit`` (cutting early or late keeps the same examples)."""
+    Never more than ``limit`` records are held: once the sample is full, an example is kept only
+    if its key is below the largest kept one (a max-heap of the kept keys), which it then evicts.
+    :meth:`admits` says beforehand whether an example would be kept, so that a caller can skip
+    building the record of one that would not."""
 
     def __init__(self, limit: int | None, seed: int = 0):
         if limit is not None and int(limit) < 1:
@@ -38,30 +41,40 @@ class ExampleSample:
         self.limit = None if limit is None else int(limit)
         self.seed = seed
         self._records: dict[int, Any] = {}  # corpus position -> record
+        self._largest: list[tuple[int, int]] = []  # max-heap of the kept (key, position), negated
+
+    def _rank(self, index: int) -> tuple[int, int]:
+        return example_key(self.seed, index), index  # ties (never seen in 64 bits): the position
+
+    def admits(self, index: int) -> bool:
+        """Whether :meth:`add` would keep the example at this corpus position now."""
+        if self.limit is None or len(self._records) < self.limit:
+            return True
+        key, position = self._largest[0]
+        return self._rank(int(index)) < (-key, -position)
 
     def add(self, index: int, record: Any) -> None:
         index = int(index)
         if index in self._records:
             raise ValueError(f"example {index} was added twice (a corpus position is seen once)")
+        if not self.admits(index):
+            return
         self._records[index] = record
-        if self.limit is not None and len(self._records) >= 2 * self.limit:
-            self._cut()
+        if self.limit is None:
+            return
+        key, position = self._rank(index)
+        heapq.heappush(self._largest, (-key, -position))
+        if len(self._records) > self.limit:
+            _, evicted = heapq.heappop(self._largest)
+            del self._records[-evicted]
 
     def extend(self, items: Iterable[tuple[int, Any]]) -> None:
         for index, record in items:
             self.add(index, record)
 
-    def _cut(self) -> None:
-        if self.limit is None or len(self._records) <= self.limit:
-            return
-        kept = sorted(self._records, key=lambda i: (example_key(self.seed, i), i))[:self.limit]
-        self._records = {i: self._records[i] for i in kept}
-
     def items(self) -> list[tuple[int, Any]]:
         """``(corpus position, record)`` of the sampled examples, in corpus order."""
-        self._cut()
         return sorted(self._records.items())
 
     def __len__(self) -> int:
-        self._cut()
         return len(self._records)
