@@ -156,3 +156,10 @@ def test_context_mixing_keeps_to_the_device(tmp_path):
         finally:
             runner.close()
     assert np.isfinite(scores.final[0]).any()
+
+
+def test_the_pattern_forest_s_features_keep_to_the_device(tiny_model, tmp_path):
+    """The forest's shape features (patterns.classifier: forest) are made on the batch's device."""
+    fused_on_device(tiny_model, tmp_path, [Run("patterns", "patterns", {"classifier": "forest"})])
+    with States(tmp_path / "states.h5") as states:
+        assert set(states.keys) == {"patterns"}

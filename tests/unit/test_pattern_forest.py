@@ -204,3 +204,23 @@ def test_the_forest_agrees_with_more_held_out_labels_than_the_rules():
         assert held["classifier"].tolist() == [classifier]
         scores[classifier] = float(held["accuracy"].iloc[0])
     assert scores["forest"] >= scores["rules"]
+
+
+@pytest.mark.parametrize("namespace", ["numpy", "torch"])
+def test_shape_features_of_a_padded_batch_equal_each_example_s(inputs, namespace):
+    # Inputs of 12-20 tokens padded to the widest: the padding changes no feature.
+    import torch
+
+    from headatlas.analyses.batch import MapBatch
+
+    chosen = inputs[:4]
+    assert len({e.n_tokens for e in chosen}) > 1
+    batch = MapBatch.of(chosen)
+    units = AttentionPatterns._units_of(batch)
+    if namespace == "torch":
+        batch = MapBatch(torch.from_numpy(np.ascontiguousarray(batch.attn)), chosen, lengths=batch.lengths)
+    together = patterns.batch_features(batch, units, 4, 0.08, shape=True)[0]
+    assert together.shape == (4, 1, 5, len(NAMES))
+    for b, e in enumerate(chosen):
+        alone = map_features(e.attn, patterns.example_units(e), 4, 0.08, shape=True)
+        np.testing.assert_allclose(together[b], alone, rtol=1e-5, atol=1e-7)
