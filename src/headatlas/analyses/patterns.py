@@ -486,7 +486,8 @@ def classify(features: np.ndarray, thresholds: Thresholds) -> np.ndarray:
 
 
 # Kovaleva et al. trained a CNN on ~400 labelled maps; this forest learns from the labelled maps'
-# features. Its settings were chosen by 5-fold cross-validation on the tune half alone.
+# features. 5-fold cross-validation on the tune half put a forest above extra trees, boosting and
+# logistic regression; these settings were the first tried (docs/findings.md).
 FOREST = {"n_estimators": 200, "min_samples_leaf": 2, "random_state": 0}
 
 
@@ -651,14 +652,17 @@ class AttentionPatterns(Analysis):
         features, special, vertical = (np.stack(part) for part in zip(*self._pending))
         self._pending = []
         if self.classifier == "forest":
-            t, labels = self._settings, self.labels or {}
-            labels = trained_forest(t.columns, t.stripe, labels.get("file"), labels.get("maps")).predict(features)
+            labels = self._forest().predict(features)
         else:
             labels = classify(features, self._settings)
         self._counts += np.stack([(labels == p).sum(0) for p in range(len(PATTERNS))], axis=-1)
         vertical_ish = (labels == VERTICAL) | (labels == MIXED)
         self._special += np.where(vertical_ish, special, 0).sum(0)
         self._vertical += np.where(vertical_ish, vertical, 0).sum(0)
+
+    def _forest(self) -> Forest:
+        t, labels = self._settings, self.labels or {}
+        return trained_forest(t.columns, t.stripe, labels.get("file"), labels.get("maps"))
 
     def _state(self) -> dict[str, np.ndarray]:
         self._classify_pending()
@@ -691,9 +695,8 @@ class AttentionPatterns(Analysis):
         features = (f"map features (top {t.columns} columns and stripes of 1/n + {t.stripe}, band "
                     f"|i-j| <= 1, block at the sentence ends)")
         if self.classifier == "forest":
-            labels = self.labels or {}
-            how = trained_forest(t.columns, t.stripe, labels.get("file"), labels.get("maps")).describe()
-            how = f"patterns by {how}; {features} and their shape (patterns_evaluate: held-out agreement)"
+            how = (f"patterns by {self._forest().describe()}; {features} and their shape "
+                   f"(patterns_evaluate: held-out agreement)")
         else:
             how = (f"patterns by a decision list on {features}, thresholds vertical {t.vertical}, "
                    f"diagonal {t.diagonal}, mixed {t.mixed_vertical}/{t.mixed_diagonal}, block {t.block}")
