@@ -94,7 +94,7 @@ def _atlas(argv: Sequence[str]) -> None:
 
 def _patterns_eval(argv: Sequence[str]) -> None:
     """The workflow's patterns_evaluate rule without Snakemake: packaged or given labels, the
-    schema's default thresholds unless a config file gives others."""
+    schema's default classifier and thresholds unless a config file or --classifier gives others."""
     import yaml
 
     from headatlas.analyses.patterns import Thresholds, evaluate_labels
@@ -104,7 +104,9 @@ def _patterns_eval(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(prog="headatlas patterns-eval", description=_patterns_eval.__doc__)
     parser.add_argument("--labels", help="label CSV (default: the packaged 730 maps)")
     parser.add_argument("--maps", help="the labelled maps .npz (default: the packaged maps)")
-    parser.add_argument("--config", type=Path, help="a config whose patterns.thresholds to use")
+    parser.add_argument("--config", type=Path, help="a config whose patterns.thresholds and classifier to use")
+    parser.add_argument("--classifier", choices=("forest", "rules"),
+                        help="forest (learned from the tune half) or rules (the thresholds); default: the config's")
     parser.add_argument("--out", type=Path, help="folder for evaluation.csv, agreement.csv, confusion.csv, thresholds.csv")
     args = parser.parse_args(argv)
     if (args.labels is None) != (args.maps is None):
@@ -112,7 +114,8 @@ def _patterns_eval(argv: Sequence[str]) -> None:
     config = default_config(yaml.safe_load(args.config.read_text()) if args.config else None)
     labels = read_labels(args.labels)
     maps, types, _ = load_maps(args.maps, labels)
-    result = evaluate_labels(maps, types, labels, Thresholds.from_dict(config["patterns"]["thresholds"]))
+    result = evaluate_labels(maps, types, labels, Thresholds.from_dict(config["patterns"]["thresholds"]),
+                             classifier=args.classifier or config["patterns"]["classifier"])
     print(result.caption)
     print(result.table.to_string(index=False, float_format="{:.2f}".format))
     print(result.agreement.to_string(index=False, float_format="{:.3f}".format))
