@@ -3,8 +3,6 @@ by hand on small maps, what it learns from labelled maps, and the streaming anal
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -35,10 +33,20 @@ def test_shape_features_of_a_uniform_map():
     assert f["local"] == pytest.approx(44 / 64)
     # half of the pairs lie in one sentence, and half of the mass: no excess
     assert f["same_sentence"] == pytest.approx(0, abs=1e-7)
-    assert f["row_max"] == pytest.approx(1 / 8) and f["log_n"] == pytest.approx(math.log(8))
+    assert f["row_max"] == pytest.approx(1 / 8)
     assert f["keys_2x"] == 0 and f["keys_5x"] == 0  # no key takes 2/n
     assert f["rest"] == pytest.approx(1 - f["vertical"] - f["diagonal"])
     assert f["block_of_rest"] == pytest.approx(0, abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [3, 9, 40, 128])
+def test_a_uniform_map_has_no_shape_above_chance_at_any_length(n):
+    # what the forest reads of a short sentence and of a long segment is on one scale
+    units = halves_of(n)
+    f = patterns.above_chance(map_features(np.full((n, n), 1 / n), units, 4, 0.08, shape=True), units, 4, 0.08)
+    assert f[len(FEATURES):] == pytest.approx(np.zeros(len(SHAPE_FEATURES)), abs=1e-9)
+    eye = patterns.above_chance(map_features(np.eye(n), units, 4, 0.08, shape=True), units, 4, 0.08)
+    assert dict(zip(NAMES, eye))["self"] == pytest.approx(1 - 1 / n)
 
 
 def test_shape_features_of_a_diagonal_and_a_vertical_map():

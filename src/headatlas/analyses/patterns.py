@@ -69,10 +69,10 @@ A second classifier (``patterns.classifier: forest``, the config's default) lear
 labels instead, as Kovaleva et al.'s CNN did: a random forest (:class:`Forest`, scikit-learn,
 seeded) on these five features and :data:`SHAPE_FEATURES` (column masses in rank order, the
 first and last key's, each of the three diagonals, the local band, the in-sentence excess,
-the largest weight per row, the length, how many keys stand out, and block as a share of what
-the columns and band leave). It is trained on the tune half of the same labelled maps
-(:func:`trained_forest`) and scored on the other half like the rules; a one-sentence input is
-never block.
+the largest weight per row, how many keys stand out, and block as a share of what
+the columns and band leave), each less a uniform map's of the same length. It is trained on
+the tune half of the same labelled maps (:func:`trained_forest`) and scored on the other half
+like the rules; a one-sentence input is never block.
 """
 
 from __future__ import annotations
@@ -98,10 +98,11 @@ FEATURES = ("vertical", "diagonal", "block", "entropy", "stripes")
 # the key columns' mass per query in rank order (top 1-3, the top 5 together), the first key's
 # ([CLS]) and the last one's ([SEP]), the diagonals i = j, j = i + 1, j = i - 1 and the band
 # |i - j| <= 3, the in-sentence mass above its share of the pairs, the mean largest weight of a
-# row, log n, the share of keys taking over 2/n and over 5/n, and the mass off the top columns
-# and the band ("rest") with block's share of it.
+# row, the share of keys taking over 2/n and over 5/n, and the mass off the top columns and the
+# band ("rest") with block's share of it. The forest reads each less a uniform map's of the same
+# length (above_chance), so that it reads a short sentence on the scale of a long segment.
 SHAPE_FEATURES = ("top1", "top2", "top3", "top5", "first_key", "last_key", "self", "next",
-                  "previous", "local", "same_sentence", "row_max", "log_n", "keys_2x", "keys_5x",
+                  "previous", "local", "same_sentence", "row_max", "keys_2x", "keys_5x",
                   "rest", "block_of_rest")
 CLASSIFIERS = ("forest", "rules")
 VERTICAL, DIAGONAL, MIXED, BLOCK, HETEROGENEOUS = range(len(PATTERNS))
@@ -267,7 +268,7 @@ def map_features(attn: np.ndarray, units: np.ndarray, columns: int = 3, stripe: 
     Returns
     -------
     float array ``[..., 5]``: vertical, diagonal, block (NaN with one sentence), entropy,
-    stripes (``[..., 5 + 17]`` with ``shape``; and the top columns and their masses if asked).
+    stripes (``[..., 5 + 16]`` with ``shape``; and the top columns and their masses if asked).
 
     Notes
     -----
@@ -296,7 +297,7 @@ def batch_features(batch: MapBatch, units: np.ndarray, columns: int = 3,
     """:func:`map_features` of every map of a batch, on the batch's device.
 
     ``units``: int ``[B, N]``, each token's sentence (:func:`example_units`, anything past an
-    example's length). Returns host arrays: features ``[B, L, H, 5]`` (``[B, L, H, 22]`` with
+    example's length). Returns host arrays: features ``[B, L, H, 5]`` (``[B, L, H, 21]`` with
     ``shape``: :data:`SHAPE_FEATURES` after them), the top columns ``[B, L, H, k]``
     and the off-band mass each receives (``k = min(columns, N)``; a top column past a shorter
     example's length has no mass).
@@ -355,11 +356,10 @@ def _shape_features(batch: MapBatch, units: np.ndarray, n, vertical, diagonal, b
     def share_above(times: float):
         above = valid & (cols > times / n[..., None])
         return xp.sum(xp.astype(above, f64), axis=-1) / n
-    log_n = xp.broadcast_to(xp.log(n), row_max.shape)
     rest = 1 - vertical - diagonal
     return [ranked[..., 0], ranked[..., 1], ranked[..., 2], xp.sum(ranked[..., :5], axis=-1),
             cols[..., 0], last, band((0,)), band((1,)), band((-1,)), band(range(-3, 4)), in_sentence,
-            row_max, log_n, share_above(2.0), share_above(5.0), rest, block / xp.clip(rest, min=1e-3)]
+            row_max, share_above(2.0), share_above(5.0), rest, block / xp.clip(rest, min=1e-3)]
 
 
 def _same_sentence(batch: MapBatch, units: np.ndarray):
@@ -442,16 +442,22 @@ def above_chance(features: np.ndarray, units: np.ndarray, columns: int,
     0 for a uniform map and 1 for a map entirely on the band or the columns, at any length;
     below chance it is negative. ``block`` is 0 for a uniform map by construction
     (:func:`block_contrast`) and is left as it is, as are ``entropy`` and ``stripes``. Two or
-    fewer tokens put every key on the band: there, both are 0.
+    fewer tokens put every key on the band: there, both are 0. The forest's
+    :data:`SHAPE_FEATURES`, where given, become their excess over the uniform map's, ``f - u``
+    (0 for a uniform map at any length: the forest, learned on Wikipedia segments of 50-128
+    tokens, reads a 9-word treebank sentence on the same scale).
     """
     return _excess(features, _uniform_features(len(units), columns, stripe))
 
 
 def _excess(features: np.ndarray, uniform: np.ndarray) -> np.ndarray:
     """``features`` ``[..., 5]`` with ``vertical`` and ``diagonal`` as shares above the
-    ``uniform`` level (broadcast against them: one length's ``[5]``, or a level per map):
-    :func:`above_chance`'s arithmetic."""
+    ``uniform`` level (broadcast against them: one length's ``[5]`` or ``[21]``, or a level per
+    map), and the shape features of ``[..., 21]`` less the uniform's: :func:`above_chance`'s arithmetic."""
     out = np.array(features, dtype=np.float64, copy=True)
+    if out.shape[-1] > len(FEATURES):
+        # (a uniform map's block is 0 by construction, NaN only as the one-sentence map it is made as)
+        out[..., len(FEATURES):] -= np.nan_to_num(uniform[..., len(FEATURES):])
     for i in (0, 1):
         level = uniform[..., i]
         above = level < 1 - 1e-9
@@ -461,9 +467,10 @@ def _excess(features: np.ndarray, uniform: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1024)
 def _uniform_features(n: int, columns: int, stripe: float) -> np.ndarray:
-    """:func:`map_features` of the uniform map of ``n`` tokens (the same for every input of that
-    length: computed once)."""
-    features = map_features(np.full((n, n), 1.0 / n), np.zeros(n, dtype=np.int64), columns, stripe)
+    """:func:`map_features` of the uniform map of ``n`` tokens, with its shape features (the same
+    for every input of that length: computed once)."""
+    features = map_features(np.full((n, n), 1.0 / n), np.zeros(n, dtype=np.int64), columns, stripe,
+                            shape=True)
     features.flags.writeable = False
     return features
 
@@ -503,7 +510,7 @@ class Forest:
 
     def predict(self, features: np.ndarray) -> np.ndarray:
         """Pattern index (:data:`PATTERNS`) of each map from its :func:`above_chance` features
-        with :data:`SHAPE_FEATURES` (``[..., 22]``); a NaN ``block`` (one sentence) is never block."""
+        with :data:`SHAPE_FEATURES` (``[..., 21]``); a NaN ``block`` (one sentence) is never block."""
         f = np.asarray(features, dtype=np.float64)
         flat = f.reshape(-1, f.shape[-1])
         if not len(flat):
@@ -1041,7 +1048,7 @@ def _block_threshold(block: np.ndarray, truth: np.ndarray, rows: np.ndarray, thr
 def features_for(maps: Sequence[np.ndarray], units: Sequence[np.ndarray], columns: int,
                  stripe: float = 1.0, shape: bool = False) -> np.ndarray:
     """``[maps, 5]``: :func:`map_features` of single maps (the labelled set), :func:`above_chance`
-    (``[maps, 22]`` with ``shape``: the forest's :data:`SHAPE_FEATURES` too).
+    (``[maps, 21]`` with ``shape``: the forest's :data:`SHAPE_FEATURES` too, less a uniform map's).
 
     The same numbers as one map at a time, computed per length: the maps of one length (and
     precision) in one batch (one call per map was mostly Python: ~10,000 calls for the grid of
@@ -1065,7 +1072,7 @@ def _as_float(attn) -> np.ndarray:
 
 def _single_maps_features(attn: np.ndarray, units: np.ndarray, columns: int, stripe: float,
                           shape: bool = False) -> np.ndarray:
-    """:func:`map_features` of ``[B, n, n]`` maps, map ``b`` with ``units[b]``: ``[B, 5]`` (or 22)."""
+    """:func:`map_features` of ``[B, n, n]`` maps, map ``b`` with ``units[b]``: ``[B, 5]`` (or 21)."""
     b, n = attn.shape[0], attn.shape[-1]
     batch = MapBatch(attn.reshape(b, 1, 1, n, n), lengths=[n] * b)
     features = batch_features(batch, units, columns, stripe, shape)[0]
