@@ -1125,8 +1125,14 @@ def evaluate_labels(maps: Sequence[np.ndarray], units: Sequence[np.ndarray],
     grid = dict(GRID if grid is None else grid)
     grid.setdefault("stripe", (1.0,))
     keys = {(k, s) for k in grid["columns"] for s in grid["stripe"]}
-    keys.add((thresholds.columns, thresholds.stripe))
-    features = {key: features_for(maps, units, *key) for key in sorted(keys)}
+    if classifier not in CLASSIFIERS:
+        raise ValueError(f"unknown pattern classifier {classifier!r}; known: {list(CLASSIFIERS)}")
+    config_key = (thresholds.columns, thresholds.stripe)
+    keys.add(config_key)
+    # the forest's features hold the config key's five first: computed once for both
+    shaped = features_for(maps, units, *config_key, shape=True) if classifier == "forest" else None
+    features = {key: shaped[:, :len(FEATURES)] if shaped is not None and key == config_key
+                else features_for(maps, units, *key) for key in sorted(keys)}
     halves = labels["half"].to_numpy()
     truth_all = labels["pattern"].to_numpy()
     tune_rows = halves == "tune"
@@ -1134,15 +1140,12 @@ def evaluate_labels(maps: Sequence[np.ndarray], units: Sequence[np.ndarray],
     tuned, tuned_score = tune({key: f[tune_rows] for key, f in features.items()},
                               list(truth_all[tune_rows]), grid,
                               block_rows=sentence_ticks[tune_rows] if sentence_ticks[tune_rows].any() else None)
-    chosen = features[(thresholds.columns, thresholds.stripe)]
-    if classifier == "forest":
-        shaped = features_for(maps, units, thresholds.columns, thresholds.stripe, shape=True)
-        forest = fit_forest(shaped[tune_rows], truth_all[tune_rows], thresholds.columns, thresholds.stripe)
+    chosen = features[config_key]
+    if shaped is not None:
+        forest = fit_forest(shaped[tune_rows], truth_all[tune_rows], *config_key)
         predicted, how = np.array(PATTERNS)[forest.predict(shaped)], forest.describe()
-    elif classifier == "rules":
-        predicted, how = np.array(PATTERNS)[classify(chosen, thresholds)], "the decision list"
     else:
-        raise ValueError(f"unknown pattern classifier {classifier!r}; known: {list(CLASSIFIERS)}")
+        predicted, how = np.array(PATTERNS)[classify(chosen, thresholds)], "the decision list"
     models = _models_of(labels)
     corpora = labels["corpus"].to_numpy() if "corpus" in labels else np.full(len(labels), "")
     everything = np.ones(len(labels), dtype=bool)
