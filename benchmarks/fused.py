@@ -97,10 +97,10 @@ def child(path: str, corpus: Path, work: Path, spill_every: int | None = None) -
     from headatlas.pipeline.jobs import limit_threads
 
     limit_threads(1)  # torch, BLAS, OpenMP: one thread, as an extraction job with threads: 1
-    from headatlas.corpora.records import read_jsonl
+    from headatlas.corpora.records import JsonlRecords
     from headatlas.encoders.models import load_model
 
-    sentences = list(read_jsonl(corpus))
+    sentences = JsonlRecords(corpus)  # as the extraction rules read it: on demand
     loaded = load_model(*MODEL, "cpu")
     limit_threads(1)
     start_cpu, start_wall = time.process_time(), time.perf_counter()
@@ -131,18 +131,20 @@ def child(path: str, corpus: Path, work: Path, spill_every: int | None = None) -
 
 
 def forward(loaded, sentences) -> None:
-    """The same batches through the model with sdpa attention, no weights returned."""
-    from collections import Counter
-
+    """The same batches through the model with sdpa attention, no weights returned: planned
+    from the lengths and each encoded in turn, as fused extraction does."""
+    import numpy as np
     import torch
 
-    from headatlas.encoders.inputs import collate, encode_corpus, length_batches
+    from headatlas.encoders.inputs import collate, corpus_lengths, encode_many, plan_batches
 
     loaded.model.set_attn_implementation("sdpa")
-    examples, _ = encode_corpus(loaded.tokenizer, enumerate(sentences), MAX_LENGTH, Counter())
+    lengths = corpus_lengths(loaded.tokenizer, sentences)
+    fits = np.flatnonzero((lengths > 0) & (lengths <= MAX_LENGTH))
     with torch.inference_mode():
-        for batch in length_batches(examples, BATCH_SIZE):
-            loaded.model(**collate(batch, loaded.tokenizer.pad_token_id or 0, "cpu"))
+        for batch in plan_batches(lengths[fits], BATCH_SIZE):
+            encoded = encode_many(loaded.tokenizer, [(int(i), sentences[i]) for i in fits[batch]])
+            loaded.model(**collate(encoded, loaded.tokenizer.pad_token_id or 0, "cpu"))
 
 
 def store_path(loaded, sentences, work: Path, files: list[Path]) -> dict:

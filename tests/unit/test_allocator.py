@@ -8,7 +8,6 @@ import sys
 import pytest
 
 from headatlas.encoders import allocator
-from headatlas.encoders.inputs import Encoded
 from headatlas.encoders.extract import largest_buffer
 
 # A batch as extraction makes it: per-layer float32 tensors above glibc's largest automatic mmap
@@ -68,7 +67,7 @@ def test_without_glibc_nothing_is_set(monkeypatch):
 
 
 def test_largest_buffer_by_hand():
-    examples = [Encoded(i, str(i), [0] * n, [0] * n, [-1] * n, 0) for i, n in enumerate((5, 10, 7))]
+    examples = (5, 10, 7)  # wordpieces
     # widest T = 10; 6 layers: packed float16 maps 2 * 6 bytes per cell beat a float32 layer (4)
     assert largest_buffer(examples, batch_size=32, n_layers=6, n_heads=12) == 32 * 12 * 100 * 12
     # one layer: its float32 attention (4 bytes per cell) is larger than the float16 pack (2)

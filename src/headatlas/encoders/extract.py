@@ -22,7 +22,7 @@ import queue
 import threading
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from headatlas.encoders.allocator import keep_buffers_in_heap
 from headatlas.encoders.batching import HostArray, pack_examples
-from headatlas.encoders.inputs import Encoded, collate, encode_corpus, length_batches
+from headatlas.encoders.inputs import collate, encode_corpus, length_batches
 from headatlas.corpora.records import Sentence
 from headatlas.errors import EmptyStoreError, ModelError
 from headatlas.encoders.models import LoadedModel, check_max_length
@@ -71,10 +71,11 @@ def capture_batch(model, inputs: dict[str, torch.Tensor], lengths: Sequence[int]
     return HostArray(pack_examples(forward_attentions(model, inputs), lengths, token_dims=2))
 
 
-def largest_buffer(examples: Sequence[Encoded], batch_size: int, n_layers: int, n_heads: int) -> int:
+def largest_buffer(widths: Iterable[int], batch_size: int, n_layers: int, n_heads: int) -> int:
     """Bytes of the largest per-batch array extraction allocates: a layer's float32 attention
-    ``[batch, heads, T, T]`` or the batch's packed float16 maps (every layer) at the widest ``T``."""
-    width = max(len(e) for e in examples)
+    ``[batch, heads, T, T]`` or the batch's packed float16 maps (every layer) at the widest of
+    the examples' ``widths`` (wordpieces)."""
+    width = int(max(widths))
     return batch_size * n_heads * width * width * max(4, 2 * n_layers)
 
 
@@ -200,7 +201,7 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
         raise EmptyStoreError(empty_store_message(attrs, len(skipped), stats["too_long"],
                                                   where=f"{out_path} not written{shard_note}"))
     attrs["norms"], recorder, warning = norm_recorder(loaded.model, norms)
-    keep_buffers_in_heap(largest_buffer(examples, batch_size, loaded.n_layers, loaded.n_heads))
+    keep_buffers_in_heap(largest_buffer(map(len, examples), batch_size, loaded.n_layers, loaded.n_heads))
     attrs["model_class"] = model_class(loaded.model)
     if warning:
         log.warning("%s", warning)

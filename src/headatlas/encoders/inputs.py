@@ -3,10 +3,12 @@ padded batches of examples of similar length, for extraction, gradients and the 
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
+import numpy as np
 import torch
 
 from headatlas.corpora.records import Sentence
@@ -112,16 +114,46 @@ def encode_corpus(tokenizer, sentences: Iterable[tuple[int, Sentence]], max_leng
 def length_batches(examples: Sequence[Encoded], batch_size: int,
                    max_tokens: int | None = None) -> Iterator[list[Encoded]]:
     """Batches of similar length: sort by length, cut every ``batch_size`` (or token budget)."""
-    ordered = sorted(examples, key=len)
-    batch: list[Encoded] = []
-    for example in ordered:
-        longest = max([len(example)] + [len(e) for e in batch[-1:]])
-        if batch and (len(batch) == batch_size or (max_tokens and longest * (len(batch) + 1) > max_tokens)):
-            yield batch
-            batch = []
-        batch.append(example)
-    if batch:
-        yield batch
+    for batch in plan_batches([len(e) for e in examples], batch_size, max_tokens):
+        yield [examples[k] for k in batch]
+
+
+def plan_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None = None) -> list[np.ndarray]:
+    """:func:`length_batches` from the examples' lengths alone: each batch as positions in
+    ``lengths``. Sorted by length (ties in order), cut every ``batch_size`` examples or where
+    the next would take the padded batch over ``max_tokens``."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.argsort(lengths, kind="stable")
+    cuts, size = [], 0
+    for k, n in enumerate(lengths[order].tolist()):
+        if size and (size == batch_size or (max_tokens and n * (size + 1) > max_tokens)):
+            cuts.append(k)
+            size = 0
+        size += 1
+    return np.split(order, cuts) if len(order) else []
+
+
+def corpus_lengths(tokenizer, sentences: Iterable[Sentence], chunk: int = 1024,
+                   token_types: bool | None = None) -> np.ndarray:
+    """Each record's wordpieces with its special tokens (0 for an empty one), in order: what
+    :func:`encode_corpus` would make, tokenised ``chunk`` records at a time and then dropped, so
+    a corpus of millions is planned in batches without holding its inputs (4 bytes a record)."""
+    lengths = array("i")
+    group: list[tuple[int, Sentence]] = []
+
+    def flush() -> None:
+        for e in encode_many(tokenizer, group, token_types, chunk):
+            lengths[e.index] = len(e)
+        group.clear()
+
+    for index, sentence in enumerate(sentences):
+        lengths.append(0)
+        if sentence.words:
+            group.append((index, sentence))
+        if len(group) == chunk:
+            flush()
+    flush()
+    return np.frombuffer(lengths, dtype=np.int32) if lengths else np.zeros(0, np.int32)
 
 
 def collate(batch: Sequence[Encoded], pad_id: int, device) -> dict[str, torch.Tensor]:

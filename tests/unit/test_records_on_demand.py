@@ -1,0 +1,84 @@
+"""A corpus read on demand: extraction jobs hold line offsets, not a corpus of millions.
+
+``JsonlRecords`` is the corpus file as a sequence (the extract and fused_extract rules read
+their corpus through it); a fused shard plans its batches from every record's length in one
+pass and then reads only the records of its own batches.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import pytest
+
+from headatlas.analyses.fused import Run, fused_extract, result_from_states
+from headatlas.corpora.records import JsonlRecords, Sentence, read_jsonl, write_jsonl
+from headatlas.encoders.inputs import encode_corpus
+from headatlas.errors import CorpusFormatError
+from tests.unit.test_contract import RECORDS, assert_same_result
+
+ATTRS = {"corpus": "contract", "corpus_sha256": "0" * 64}
+
+
+def test_records_on_demand_are_the_file_s_records(tmp_path):
+    path = tmp_path / "corpus.jsonl"
+    write_jsonl(path, RECORDS)
+    path.write_text(path.read_text() + "\n\n")  # blank lines are no records, as read_jsonl reads them
+    records = JsonlRecords(path)
+    assert len(records) == len(RECORDS)
+    assert records[1] == RECORDS[1] and records[-1] == RECORDS[-1]
+    assert records[0:2] == RECORDS[0:2] and list(records) == list(read_jsonl(path)) == RECORDS
+    with pytest.raises(IndexError):
+        records[len(RECORDS)]
+
+
+def test_a_damaged_record_is_named_by_its_line(tmp_path):
+    path = tmp_path / "corpus.jsonl"
+    write_jsonl(path, RECORDS)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], "", '{"id": "x", "words": ["cut'] + lines[1:]) + "\n")
+    records = JsonlRecords(path)
+    assert records[0] == RECORDS[0] and records[2] == RECORDS[1]
+    with pytest.raises(CorpusFormatError, match=r"corpus\.jsonl:3"):
+        records[1]
+
+
+class Reads(Sequence):
+    """A corpus that counts which records are read, and how many whole passes are made."""
+
+    def __init__(self, records):
+        self.records, self.read, self.passes = records, Counter(), 0
+
+    def __len__(self):
+        return len(self.records)
+
+    def __getitem__(self, index):
+        self.read[int(index)] += 1
+        return self.records[index]
+
+    def __iter__(self):
+        self.passes += 1
+        return iter(self.records)
+
+
+def test_a_fused_shard_reads_the_records_of_its_own_batches_only(tiny_model, tmp_path):
+    records = RECORDS * 4  # 12 records; batches of 2 in length order, dealt to 3 shards
+    kept, _ = encode_corpus(tiny_model.tokenizer, enumerate(records), 32, Counter())
+    by_length = [e.index for e in sorted(kept, key=len)]  # stable: ties in corpus order
+    batches = [by_length[k:k + 2] for k in range(0, len(by_length), 2)]
+    results = []
+    for shard in range(3):
+        corpus = Reads(records)
+        states = tmp_path / f"states-{shard}.h5"
+        fused_extract(tiny_model, corpus, states, [Run("entropy", "entropy")], max_length=32,
+                      batch_size=2, shard=shard, n_shards=3, progress=False, store_attrs=ATTRS)
+        own = {i for batch in batches[shard::3] for i in batch}
+        assert corpus.passes == 1 and set(corpus.read) == own  # one pass for the lengths
+        results.append(states)
+    whole = tmp_path / "whole.h5"
+    fused_extract(tiny_model, records, whole, [Run("entropy", "entropy")], max_length=32, batch_size=2,
+                  progress=False, store_attrs=ATTRS)
+    one, three = (result_from_states(p, "entropy", "entropy") for p in ([whole], results))
+    assert one.provenance["n_examples"] == three.provenance["n_examples"] == len(kept)
+    assert_same_result(one, three, rtol=1e-6)  # up to the order the shards' sums are added in
