@@ -31,8 +31,10 @@ WIKI = ROOT / "data/corpora/wikipedia/minilm.jsonl"
 
 # stage -> (file suffix, function name) of the functions whose cumulative time it is.
 STAGES = {
-    "tokenise and align (encode_corpus)": [("headatlas/encoders/extract.py", "encode_corpus")],
-    "pad (collate)": [("headatlas/encoders/extract.py", "collate")],
+    # the old code's name, then the new one's (the lengths pass and each batch's encoding)
+    "tokenise and align (encode_corpus)": [("headatlas/encoders/extract.py", "encode_corpus"),
+                                           ("headatlas/encoders/inputs.py", "encode_many")],
+    "pad (collate)": [("headatlas/encoders/extract.py", "collate"), ("headatlas/encoders/inputs.py", "collate")],
     "model call (forward incl. norm hooks)": [("torch/nn/modules/module.py", "_wrapped_call_impl")],
     "norm hooks (inside the forward)": [("headatlas/encoders/valuenorms.py", "hook")],
     # the old code's name, then the new one's (a profile of either checkout)

@@ -82,3 +82,22 @@ def test_a_fused_shard_reads_the_records_of_its_own_batches_only(tiny_model, tmp
     one, three = (result_from_states(p, "entropy", "entropy") for p in ([whole], results))
     assert one.provenance["n_examples"] == three.provenance["n_examples"] == len(kept)
     assert_same_result(one, three, rtol=1e-6)  # up to the order the shards' sums are added in
+
+
+def test_a_store_shard_reads_its_own_range_only_and_stores_what_it_did(tiny_model, tmp_path):
+    from headatlas.encoders.extract import extract, shard_range
+    from headatlas.store.reader import open_stores
+
+    records = [*RECORDS, Sentence(id="empty", words=[]), *RECORDS, *RECORDS]
+    corpus = Reads(records)
+    stats = extract(tiny_model, corpus, tmp_path / "store.h5", max_length=32, batch_size=2, shard=1,
+                    n_shards=2, progress=False, store_attrs=ATTRS)
+    part = shard_range(len(records), 1, 2)  # records 5..9: the empty one is not in it
+    assert corpus.passes == 0 and set(corpus.read) == set(part)
+    kept, skipped = encode_corpus(tiny_model.tokenizer, ((i, records[i]) for i in part), 32, Counter())
+    assert stats["kept"] == len(kept) and stats["too_long"] == len(skipped)
+    stored = list(open_stores(tmp_path / "store.h5"))
+    assert sorted(e.index for e in stored) == [e.index for e in kept]
+    by_index = {e.index: e for e in kept}
+    for example in stored:  # each example's inputs, as the whole shard's encoding gives them
+        assert example.input_ids.tolist() == by_index[example.index].input_ids

@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from headatlas.encoders.allocator import keep_buffers_in_heap
 from headatlas.encoders.batching import HostArray, pack_examples
-from headatlas.encoders.inputs import collate, encode_corpus, length_batches
+from headatlas.encoders.inputs import collate, corpus_lengths, count_unaligned, encode_many, plan_batches
 from headatlas.corpora.records import Sentence
 from headatlas.errors import EmptyStoreError, ModelError
 from headatlas.encoders.models import LoadedModel, check_max_length
@@ -185,31 +185,36 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
     nothing) when no record of this shard can be extracted.
     """
     check_max_length(max_length, loaded.model.config, loaded.info.get("model_name", loaded.model_class))
-    stats: Counter = Counter()
-    indices = shard_range(len(sentences), shard, n_shards)
-    examples, skipped = encode_corpus(loaded.tokenizer, ((i, sentences[i]) for i in indices),
-                                      max_length, stats)
     tok = loaded.tokenizer
+    # The shard's batches are planned from its records' lengths and each is encoded in turn
+    # (as fused extraction does): the job holds 4 bytes a record, not every record's inputs.
+    part = shard_range(len(sentences), shard, n_shards)
+    first, wordpieces = part.start, corpus_lengths(tok, (sentences[i] for i in part))
+    fits = (wordpieces > 0) & (wordpieces <= max_length)
+    skipped = [sentences[first + int(k)].id for k in np.flatnonzero(~fits)]
+    stats = Counter(empty=int((wordpieces == 0).sum()), too_long=int((wordpieces > max_length).sum()),
+                    kept=int(fits.sum()))
+    kept = np.flatnonzero(fits)
     device = next(loaded.model.parameters()).device
     attrs = {**loaded.info, **(store_attrs or {}), "n_layers": loaded.n_layers,
              "n_heads": loaded.n_heads, "max_length": max_length, "shard": shard,
              "n_shards": n_shards, **code_version(),
              **store_special_tokens(tok),
              "n_skipped": len(skipped), "n_too_long": stats["too_long"]}
-    if not examples:
+    if not len(kept):
         shard_note = f" (shard {shard} of {n_shards})" if n_shards > 1 else ""
         raise EmptyStoreError(empty_store_message(attrs, len(skipped), stats["too_long"],
                                                   where=f"{out_path} not written{shard_note}"))
     attrs["norms"], recorder, warning = norm_recorder(loaded.model, norms)
-    keep_buffers_in_heap(largest_buffer(map(len, examples), batch_size, loaded.n_layers, loaded.n_heads))
+    keep_buffers_in_heap(largest_buffer(wordpieces[kept], batch_size, loaded.n_layers, loaded.n_heads))
     attrs["model_class"] = model_class(loaded.model)
     if warning:
         log.warning("%s", warning)
-    expected = store_bytes([len(e) for e in examples], loaded.n_layers, loaded.n_heads,
+    expected = store_bytes(wordpieces[kept].tolist(), loaded.n_layers, loaded.n_heads,
                            attrs["norms"] == NORMS_RECORDED)
     check_free_space(Path(out_path).parent, expected)  # refuse now, not after hours
     with StoreWriter(out_path, attrs) as writer, recorder, \
-            tqdm(total=len(examples), desc=f"extract {Path(out_path).parent.name}", unit="ex",
+            tqdm(total=len(kept), desc=f"extract {Path(out_path).parent.name}", unit="ex",
                  disable=not progress, mininterval=2) as bar:
 
         writer.expected_bytes = expected
@@ -225,11 +230,14 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
 
         # The writer thread is joined before the store is closed (or, on an error, discarded).
         with WriteBehind(write_batch, write_ahead) as pending:
-            for batch in length_batches(examples, batch_size, max_tokens):
+            for positions in plan_batches(wordpieces[kept], batch_size, max_tokens):
+                batch = encode_many(tok, [(first + int(k), sentences[first + int(k)]) for k in kept[positions]])
+                for example in batch:
+                    count_unaligned(example, stats)
                 lengths = [len(e) for e in batch]
                 attn = capture_batch(loaded.model, collate(batch, tok.pad_token_id or 0, device), lengths)
                 pending.put((batch, attn, recorder.take_packed(lengths)))
         writer.skipped_ids = skipped
     log.info("extracted %d examples into %s; skipped %d (too long: %d, empty: %d)",
-             len(examples), out_path, len(skipped), stats["too_long"], stats["empty"])
+             len(kept), out_path, len(skipped), stats["too_long"], stats["empty"])
     return stats

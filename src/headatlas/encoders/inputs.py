@@ -102,13 +102,18 @@ def encode_corpus(tokenizer, sentences: Iterable[tuple[int, Sentence]], max_leng
             skipped.append(sentence.id)
             stats["too_long"] += 1
             continue
-        aligned = len({w for w in example.word_ids if w >= 0})
-        if aligned < example.n_words:
-            stats["examples_with_unaligned_words"] += 1
-            stats["unaligned_words"] += example.n_words - aligned
+        count_unaligned(example, stats)
         kept.append(example)
     stats["kept"] = len(kept)
     return kept, skipped
+
+
+def count_unaligned(example: Encoded, stats: Counter) -> None:
+    """Count the example's words the tokenizer gave no wordpiece (``stats``)."""
+    aligned = len({w for w in example.word_ids if w >= 0})
+    if aligned < example.n_words:
+        stats["examples_with_unaligned_words"] += 1
+        stats["unaligned_words"] += example.n_words - aligned
 
 
 def length_batches(examples: Sequence[Encoded], batch_size: int,
