@@ -133,17 +133,14 @@ def child(path: str, corpus: Path, work: Path, spill_every: int | None = None) -
 def forward(loaded, sentences) -> None:
     """The same batches through the model with sdpa attention, no weights returned: planned
     from the lengths and each encoded in turn, as fused extraction does."""
-    import numpy as np
     import torch
 
-    from headatlas.encoders.inputs import collate, corpus_lengths, encode_many, plan_batches
+    from headatlas.encoders.inputs import collate, encode_batch, plan_corpus
 
     loaded.model.set_attn_implementation("sdpa")
-    lengths = corpus_lengths(loaded.tokenizer, sentences)
-    fits = np.flatnonzero((lengths > 0) & (lengths <= MAX_LENGTH))
     with torch.inference_mode():
-        for batch in plan_batches(lengths[fits], BATCH_SIZE):
-            encoded = encode_many(loaded.tokenizer, [(int(i), sentences[i]) for i in fits[batch]])
+        for positions in plan_corpus(loaded.tokenizer, sentences, MAX_LENGTH).batches(BATCH_SIZE):
+            encoded = encode_batch(loaded.tokenizer, sentences, positions)
             loaded.model(**collate(encoded, loaded.tokenizer.pad_token_id or 0, "cpu"))
 
 

@@ -35,8 +35,8 @@ from headatlas.encoders.allocator import keep_buffers_in_heap, release_free_heap
 from headatlas.encoders.batching import HostArray, pack_examples
 from headatlas.encoders.extract import (forward_attentions, largest_buffer, shard_range,
                                         store_special_tokens)
-from headatlas.encoders.inputs import (Encoded, collate, corpus_lengths, encode, encode_many, length_batches,
-                                       plan_batches)
+from headatlas.encoders.inputs import (CorpusPlan, Encoded, collate, encode, encode_batch, length_batches,
+                                       plan_corpus)
 from headatlas.encoders.models import LoadedModel, check_max_length
 from headatlas.encoders.valuenorms import NormRecorder, model_class, norm_recorder, pack_norms
 from headatlas.errors import EmptyStoreError, ModelError, StoreError
@@ -155,27 +155,26 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
     check_max_length(max_length, loaded.model.config, loaded.info.get("model_name", loaded.model_class))
     tok, layers, heads = loaded.tokenizer, loaded.n_layers, loaded.n_heads
     # Batches are cut over the whole corpus and dealt to the shards, so an example's batch (and
-    # so its maps, to the last bit) does not depend on how many shards there are. They are
-    # planned from the records' lengths alone and each is encoded when its turn comes: a shard
-    # job holds 4 bytes per record of the corpus, not every record's inputs.
-    wordpieces = corpus_lengths(tok, sentences)
-    fits = np.flatnonzero((wordpieces > 0) & (wordpieces <= max_length))
-    batches = [fits[b] for b in plan_batches(wordpieces[fits], batch_size, max_tokens)][shard::n_shards]
+    # so its maps, to the last bit) does not depend on how many shards there are; each batch is
+    # encoded when its turn comes.
+    plan = plan_corpus(tok, sentences, max_length)
+    batches = plan.batches(batch_size, max_tokens)[shard::n_shards]
     n_kept = sum(len(batch) for batch in batches)
-    skipped, stats = _skipped(sentences, wordpieces, max_length, shard, n_shards)
+    skipped, stats = _skipped(sentences, plan, shard_range(len(sentences), shard, n_shards))
     stats["kept"] = n_kept
     attrs = {**loaded.info, **(store_attrs or {}), "n_layers": layers, "n_heads": heads,
              "max_length": max_length, "shard": shard, "n_shards": n_shards, **code_version(),
              "schema_version": SCHEMA_VERSION,  # of its exemplar store
              **store_special_tokens(tok), "n_skipped": len(skipped), "n_too_long": stats["too_long"]}
-    if not len(fits):  # a shard may be dealt no batch; the corpus must have examples
-        raise EmptyStoreError(empty_store_message(attrs, len(sentences) - len(fits), int(
-            (wordpieces > max_length).sum()), where=f"{states_path} not written"))
+    if not len(plan.kept):  # a shard may be dealt no batch; the corpus must have examples
+        left_out, empty = plan.left_out(range(len(sentences)))
+        raise EmptyStoreError(empty_store_message(attrs, len(left_out), len(left_out) - empty,
+                                                  where=f"{states_path} not written"))
     attrs["norms"], recorder, warning = norm_recorder(loaded.model, norms)
     attrs["model_class"] = model_class(loaded.model)
     if warning:
         log.warning("%s", warning)
-    streams = _streams(runs, layers, heads, inputs or {}, Source(attrs, skipped), fits)
+    streams = _streams(runs, layers, heads, inputs or {}, Source(attrs, skipped), plan.kept)
     if any(s.reads_norms for s in streams.values()) and attrs["norms"] != NORMS_RECORDED:
         raise EmptyStoreError(f"{states_path}: an analysis reads value norms, and this model has "
                               f"none (norms: {attrs['norms']}); set its `weightings: [attention]`")
@@ -189,7 +188,7 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                  and all(s.analysis.layered() for s in on_device_streams))
     by_layer = layerwise if by_layer is None else by_layer and layerwise
     if n_kept:
-        keep_buffers_in_heap(largest_buffer((wordpieces[b].max() for b in batches), batch_size, layers, heads))
+        keep_buffers_in_heap(largest_buffer((plan.length(b).max() for b in batches), batch_size, layers, heads))
     keep = exemplar_indices(len(sentences), exemplars, exemplar_seed, wanted)
     writer = StoreWriter(exemplar_path, {**attrs, "n_examples_in_corpus": n_kept}) if exemplar_path else None
     spill, unspilled, unreleased = None, 0, 0
@@ -199,7 +198,7 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
         with recorder, tqdm(total=n_kept, desc=f"fused {Path(states_path).parent.parent.name}",
                             unit="ex", disable=not progress, mininterval=2) as bar:
             for number, positions in enumerate(batches, start=1):
-                batch = encode_many(tok, [(int(i), sentences[i]) for i in positions])
+                batch = encode_batch(tok, sentences, positions)
                 start = time.process_time()
                 kept = [e for e in batch if e.index in keep] if writer is not None else []
                 host = not on_device or bool(kept) or bool(per_example)
@@ -242,7 +241,7 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
             writer = None
         seconds.update({k: s.seconds for k, s in streams.items()})
         attrs["cpu_seconds"] = json.dumps({k: round(v, 3) for k, v in seconds.items()})
-        lengths = {int(i): int(wordpieces[i]) for b in batches for i in b}
+        lengths = {int(i): int(n) for b in batches for i, n in zip(b, plan.length(b))}
         write_states(states_path, {k: (s.analysis, s.weighting) for k, s in streams.items()},
                      attrs, skipped, lengths, spill)
     finally:
@@ -278,15 +277,11 @@ def extract_examples(loaded: LoadedModel, sentences: Sequence[Sentence], indices
     return found
 
 
-def _skipped(sentences: Sequence[Sentence], wordpieces: np.ndarray, max_length: int, shard: int,
-             n_shards: int) -> tuple[list[str], Counter]:
+def _skipped(sentences: Sequence[Sentence], plan: CorpusPlan, part: range) -> tuple[list[str], Counter]:
     """The records of this shard's index range that were left out (each shard reports its
     range's, as a store shard does), and how many were empty or too long."""
-    part = shard_range(len(sentences), shard, n_shards)
-    pieces = wordpieces[part.start:part.stop]
-    skipped = [sentences[part.start + int(k)].id for k in np.flatnonzero((pieces == 0) | (pieces > max_length))]
-    empty = int((pieces == 0).sum())
-    return skipped, Counter(empty=empty, too_long=len(skipped) - empty)
+    left_out, empty = plan.left_out(part)
+    return [sentences[int(i)].id for i in left_out], Counter(empty=empty, too_long=len(left_out) - empty)
 
 
 def _batch_examples(loaded: LoadedModel, recorder, batch: Sequence[Encoded], attrs: dict) -> list[Example]:

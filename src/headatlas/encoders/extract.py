@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from headatlas.encoders.allocator import keep_buffers_in_heap
 from headatlas.encoders.batching import HostArray, pack_examples
-from headatlas.encoders.inputs import collate, corpus_lengths, count_unaligned, encode_many, plan_batches
+from headatlas.encoders.inputs import collate, count_unaligned, encode_batch, plan_corpus
 from headatlas.corpora.records import Sentence
 from headatlas.errors import EmptyStoreError, ModelError
 from headatlas.encoders.models import LoadedModel, check_max_length
@@ -186,15 +186,11 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
     """
     check_max_length(max_length, loaded.model.config, loaded.info.get("model_name", loaded.model_class))
     tok = loaded.tokenizer
-    # The shard's batches are planned from its records' lengths and each is encoded in turn
-    # (as fused extraction does): the job holds 4 bytes a record, not every record's inputs.
     part = shard_range(len(sentences), shard, n_shards)
-    first, wordpieces = part.start, corpus_lengths(tok, (sentences[i] for i in part))
-    fits = (wordpieces > 0) & (wordpieces <= max_length)
-    skipped = [sentences[first + int(k)].id for k in np.flatnonzero(~fits)]
-    stats = Counter(empty=int((wordpieces == 0).sum()), too_long=int((wordpieces > max_length).sum()),
-                    kept=int(fits.sum()))
-    kept = np.flatnonzero(fits)
+    plan = plan_corpus(tok, sentences, max_length, part)  # each batch encoded in its turn
+    kept, (left_out, empty) = plan.kept, plan.left_out(part)
+    skipped = [sentences[int(i)].id for i in left_out]
+    stats = Counter(empty=empty, too_long=len(left_out) - empty, kept=len(kept))
     device = next(loaded.model.parameters()).device
     attrs = {**loaded.info, **(store_attrs or {}), "n_layers": loaded.n_layers,
              "n_heads": loaded.n_heads, "max_length": max_length, "shard": shard,
@@ -206,11 +202,11 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
         raise EmptyStoreError(empty_store_message(attrs, len(skipped), stats["too_long"],
                                                   where=f"{out_path} not written{shard_note}"))
     attrs["norms"], recorder, warning = norm_recorder(loaded.model, norms)
-    keep_buffers_in_heap(largest_buffer(wordpieces[kept], batch_size, loaded.n_layers, loaded.n_heads))
+    keep_buffers_in_heap(largest_buffer(plan.length(kept), batch_size, loaded.n_layers, loaded.n_heads))
     attrs["model_class"] = model_class(loaded.model)
     if warning:
         log.warning("%s", warning)
-    expected = store_bytes(wordpieces[kept].tolist(), loaded.n_layers, loaded.n_heads,
+    expected = store_bytes(plan.length(kept).tolist(), loaded.n_layers, loaded.n_heads,
                            attrs["norms"] == NORMS_RECORDED)
     check_free_space(Path(out_path).parent, expected)  # refuse now, not after hours
     with StoreWriter(out_path, attrs) as writer, recorder, \
@@ -230,8 +226,8 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
 
         # The writer thread is joined before the store is closed (or, on an error, discarded).
         with WriteBehind(write_batch, write_ahead) as pending:
-            for positions in plan_batches(wordpieces[kept], batch_size, max_tokens):
-                batch = encode_many(tok, [(first + int(k), sentences[first + int(k)]) for k in kept[positions]])
+            for positions in plan.batches(batch_size, max_tokens):
+                batch = encode_batch(tok, sentences, positions)
                 for example in batch:
                     count_unaligned(example, stats)
                 lengths = [len(e) for e in batch]

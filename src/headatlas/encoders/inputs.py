@@ -141,8 +141,8 @@ def plan_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None
 def corpus_lengths(tokenizer, sentences: Iterable[Sentence], chunk: int = 1024,
                    token_types: bool | None = None) -> np.ndarray:
     """Each record's wordpieces with its special tokens (0 for an empty one), in order: what
-    :func:`encode_corpus` would make, tokenised ``chunk`` records at a time and then dropped, so
-    a corpus of millions is planned in batches without holding its inputs (4 bytes a record)."""
+    :func:`encode_corpus` would make, tokenised ``chunk`` records at a time and then dropped
+    (:class:`CorpusPlan`)."""
     lengths = array("i")
     group: list[tuple[int, Sentence]] = []
 
@@ -159,6 +159,50 @@ def corpus_lengths(tokenizer, sentences: Iterable[Sentence], chunk: int = 1024,
             flush()
     flush()
     return np.frombuffer(lengths, dtype=np.int32) if lengths else np.zeros(0, np.int32)
+
+
+@dataclass
+class CorpusPlan:
+    """A corpus, or a range of it, planned for extraction from its records' lengths alone
+    (:func:`plan_corpus`): 4 bytes a record, so that a job over a corpus of millions holds no
+    record's inputs; each batch is encoded when its turn comes (:func:`encode_batch`)."""
+
+    first: int  # corpus position of ``lengths[0]``
+    lengths: np.ndarray  # wordpieces of each record, special tokens included; 0: an empty record
+    max_length: int
+
+    def length(self, positions: np.ndarray) -> np.ndarray:
+        """Wordpieces of the records at these corpus positions."""
+        return self.lengths[np.asarray(positions) - self.first]
+
+    @property
+    def kept(self) -> np.ndarray:
+        """Corpus positions of the records that fit, in corpus order."""
+        return self.first + np.flatnonzero((self.lengths > 0) & (self.lengths <= self.max_length))
+
+    def left_out(self, part: range) -> tuple[np.ndarray, int]:
+        """Corpus positions in ``part`` of the records left out (empty or too long), and how
+        many of them are empty."""
+        lengths = self.lengths[part.start - self.first:part.stop - self.first]
+        empty = lengths == 0
+        return part.start + np.flatnonzero(empty | (lengths > self.max_length)), int(empty.sum())
+
+    def batches(self, batch_size: int, max_tokens: int | None = None) -> list[np.ndarray]:
+        """:func:`length_batches` of the records that fit, each batch as corpus positions."""
+        kept = self.kept
+        return [kept[b] for b in plan_batches(self.length(kept), batch_size, max_tokens)]
+
+
+def plan_corpus(tokenizer, sentences: Sequence[Sentence], max_length: int,
+                part: range | None = None) -> CorpusPlan:
+    """The :class:`CorpusPlan` of ``sentences`` (streamed once), or of the records in ``part``."""
+    records = iter(sentences) if part is None else (sentences[i] for i in part)
+    return CorpusPlan(0 if part is None else part.start, corpus_lengths(tokenizer, records), max_length)
+
+
+def encode_batch(tokenizer, sentences: Sequence[Sentence], positions: Iterable[int]) -> list[Encoded]:
+    """The records at these corpus positions, encoded (a batch of a :class:`CorpusPlan`)."""
+    return encode_many(tokenizer, [(int(i), sentences[int(i)]) for i in positions])
 
 
 def collate(batch: Sequence[Encoded], pad_id: int, device) -> dict[str, torch.Tensor]:
