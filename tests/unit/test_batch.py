@@ -132,8 +132,8 @@ def test_a_batch_read_one_layer_at_a_time_gives_the_state_of_the_whole(cls, name
     by_layer.add_reduced(layers[-1], join_layers([by_layer.reduce(b) for b in layers]))
     expected, found = whole.state(), by_layer.state()
     assert expected.keys() == found.keys()
-    for key in expected:
-        np.testing.assert_allclose(found[key], expected[key], rtol=1e-12, atol=1e-15, err_msg=key)
+    for key in expected:  # float32 products of one layer and of two may round apart (1.4e-7 on AVX2)
+        np.testing.assert_allclose(found[key], expected[key], rtol=1e-6, atol=1e-9, err_msg=key)
 
 
 def test_every_batched_analysis_reads_one_layer_at_a_time():
