@@ -101,3 +101,74 @@ def test_a_store_shard_reads_its_own_range_only_and_stores_what_it_did(tiny_mode
     by_index = {e.index: e for e in kept}
     for example in stored:  # each example's inputs, as the whole shard's encoding gives them
         assert example.input_ids.tolist() == by_index[example.index].input_ids
+
+
+# --- every record's length counted once (the corpus_lengths rule) -------------------------------
+
+def _lengths_file(tiny_model, records, path, **attrs):
+    from headatlas.encoders.inputs import corpus_lengths
+    from headatlas.store.lengths import write_lengths
+
+    write_lengths(path, corpus_lengths(tiny_model.tokenizer, records),
+                  {**ATTRS, "model_name": tiny_model.info["model_name"], **attrs})
+    return path
+
+
+def test_shards_given_the_counted_lengths_read_no_record_outside_their_batches(tiny_model, tmp_path):
+    from headatlas.encoders.extract import shard_range
+
+    records = [*RECORDS, Sentence(id="empty", words=[]), *RECORDS * 3]  # an empty record counts 0
+    lengths = _lengths_file(tiny_model, records, tmp_path / "lengths.h5")
+    kept, _ = encode_corpus(tiny_model.tokenizer, enumerate(records), 32, Counter())
+    by_length = [e.index for e in sorted(kept, key=len)]
+    batches = [by_length[k:k + 2] for k in range(0, len(by_length), 2)]
+    counted, results = [], []
+    for shard in range(3):
+        corpus, states = Reads(records), tmp_path / f"states-{shard}.h5"
+        counted.append(fused_extract(tiny_model, corpus, states, [Run("entropy", "entropy")], max_length=32,
+                                     batch_size=2, shard=shard, n_shards=3, progress=False,
+                                     store_attrs=ATTRS, lengths=lengths))
+        assert corpus.passes == 0  # no pass over the corpus: its lengths are read
+        own = {i for batch in batches[shard::3] for i in batch}
+        named = {3} if 3 in shard_range(len(records), shard, 3) else set()  # its skipped record's id
+        assert set(corpus.read) == own | named
+        results.append(states)
+    whole = tmp_path / "whole.h5"  # one job counting the lengths itself
+    alone = fused_extract(tiny_model, records, whole, [Run("entropy", "entropy")], max_length=32, batch_size=2,
+                          progress=False, store_attrs=ATTRS)
+    assert sum(c["kept"] for c in counted) == alone["kept"] == len(kept) == 12
+    assert sum(c["empty"] for c in counted) == alone["empty"] == 1
+    one, three = (result_from_states(p, "entropy", "entropy") for p in ([whole], results))
+    assert_same_result(one, three, rtol=1e-6)
+
+
+def test_lengths_of_another_corpus_model_or_tokenizer_are_refused_naming_the_file(tiny_model, tmp_path):
+    from headatlas.errors import StoreError
+    from headatlas.store.lengths import read_lengths
+
+    def run(path, records=RECORDS):
+        fused_extract(tiny_model, records, tmp_path / "states.h5", [Run("entropy", "entropy")], max_length=32,
+                      batch_size=2, progress=False, store_attrs=ATTRS, lengths=path)
+
+    with pytest.raises(StoreError, match=r"missing\.h5: no such lengths file.*snakemake"):
+        run(tmp_path / "missing.h5")
+    other = _lengths_file(tiny_model, RECORDS, tmp_path / "other.h5", corpus_sha256="1" * 64)
+    with pytest.raises(StoreError, match=r"other\.h5: counted for corpus_sha256 '1111.*rebuild it"):
+        run(other)
+    model = _lengths_file(tiny_model, RECORDS, tmp_path / "model.h5", model_name="bert")
+    with pytest.raises(StoreError, match=r"model\.h5: counted for model_name 'bert'"):
+        run(model)
+    fewer = _lengths_file(tiny_model, RECORDS[:2], tmp_path / "fewer.h5")
+    with pytest.raises(StoreError, match=r"fewer\.h5: 2 records' lengths for a corpus of 3"):
+        run(fewer)
+    shifted = _lengths_file(tiny_model, RECORDS[1:] + RECORDS[:1], tmp_path / "shifted.h5")  # another tokenisation
+    with pytest.raises(StoreError, match=r"shifted\.h5: record \d \(.*\) has \d+ wordpieces and its plan \d+"):
+        run(shifted)
+    assert not (tmp_path / "states.h5").exists()  # nothing that looks complete
+    damaged = tmp_path / "damaged.h5"
+    damaged.write_bytes(other.read_bytes()[:1000])
+    with pytest.raises(StoreError, match=r"damaged\.h5: not a readable lengths file"):
+        read_lengths(damaged, 3)
+    good = _lengths_file(tiny_model, RECORDS, tmp_path / "good.h5")
+    assert read_lengths(good, 3, corpus_sha256=None).tolist() == [
+        len(e) for e in encode_corpus(tiny_model.tokenizer, enumerate(RECORDS), 512, Counter())[0]]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -83,6 +84,20 @@ def test_no_map_is_stored_but_the_exemplars(fused_workflow):
         keys = first.keys
     assert "surface_table:analysis=entropy,weighting=-norm" in keys
     assert "clustering_distances:weighting=" in keys
+    # every record's length, counted once for the three shards, is what they extracted
+    from headatlas.store.lengths import read_lengths
+
+    corpus = fused_workflow / "data" / "corpora" / "wikipedia" / "tiny.jsonl"
+    n_records = len(corpus.read_text().splitlines())
+    lengths = read_lengths(results / "states" / "lengths.h5", n_records)
+    extracted = {}
+    for path in states:
+        with States(path) as shard:
+            extracted.update(zip(shard.example_index.tolist(), shard.lengths.tolist()))
+    config = yaml.safe_load((fused_workflow / "config.yaml").read_text())
+    fits = (lengths > 0) & (lengths <= config["extraction"]["max_length"])
+    assert sorted(extracted) == np.flatnonzero(fits).tolist()
+    assert all(lengths[i] == n for i, n in extracted.items())
 
 
 def test_an_option_change_reruns_the_extraction(fused_workflow):
@@ -93,3 +108,4 @@ def test_an_option_change_reruns_the_extraction(fused_workflow):
     changed.write_text(yaml.safe_dump(config))
     plan = snakemake(fused_workflow, "-n", "--cores", "1", "--configfile", str(changed)).stdout
     assert "fused_extract" in plan and "clustering_distances" in plan
+    assert "corpus_lengths" not in plan  # the records' lengths do not depend on an analysis

@@ -38,6 +38,8 @@ ENV = "../../envs/headatlas.yaml"
 STORE = f"{RESULTS}/{{model}}/{{corpus}}/attention/shard-{{shard}}.h5"
 # fused mode (`extraction.mode`): the analyses' states instead of the store, and a few maps
 STATES = f"{RESULTS}/{{model}}/{{corpus}}/states/shard-{{shard}}.h5"
+# every record's length, counted once for all the shards of a fused extraction
+LENGTHS = f"{RESULTS}/{{model}}/{{corpus}}/states/lengths.h5"
 EXEMPLARS = f"{RESULTS}/{{model}}/{{corpus}}/attention/exemplars-{{shard}}.h5"
 
 for omission in PLAN.omitted:

@@ -3,7 +3,8 @@
 # Two rules, one job: `extract` for the models of `extraction.keep_stores` (their stores stay on
 # disk), `extract_temp` for the others (their stores are temp(): deleted once every job reading
 # them has run; README "Disk"). In fused mode (`extraction.mode`), `fused_extract` instead: every
-# streaming job the run needs runs inside the forward pass, and only their states are written.
+# streaming job the run needs runs inside the forward pass, and only their states are written;
+# its shards plan their batches from every record's length, counted once by `corpus_lengths`.
 CORPUS_SUMMARY = Results(
     "corpora",
     f"{RESULTS}/{{model}}/{{corpus}}",
@@ -47,9 +48,36 @@ use rule extract as extract_temp with:
         model=one_of(PLAN.temp_stores),
 
 
+rule corpus_lengths:
+    input:
+        corpus=corpus_file,
+        model=model_inputs,
+        code=code("corpus_lengths.py"),
+    output:
+        lengths=LENGTHS,
+    log:
+        logs("corpus_lengths/{model}/{corpus}"),
+    benchmark:
+        benchmarks("corpus_lengths/{model}/{corpus}")
+    wildcard_constraints:
+        model=one_of(PLAN.fused_models),
+    priority: chain_priority
+    conda:
+        ENV
+    threads: EXTRACTION["threads"]
+    resources:
+        mem_mb=2000,
+    params:
+        **pick(EXTRACTION, "max_length"),
+        spec=lambda wc: MODELS[wc.model],
+    script:
+        "../scripts/corpus_lengths.py"
+
+
 rule fused_extract:
     input:
         corpus=corpus_file,
+        lengths=LENGTHS,
         model=model_inputs,
         files=run_files,
         code=code("fused_extract.py"),

@@ -32,6 +32,6 @@ with rule_logging(snakemake) as log:
         exemplars=params.exemplars, exemplar_seed=params.seed, wanted=params.wanted,
         max_length=params.max_length, batch_size=params.batch_size, max_tokens=params.max_tokens,
         shard=int(wc.shard), n_shards=params.shards, norms=params.norms,
-        view_bytes=params.view_memory_mb * 2**20, spill_every=params.spill_every,
+        view_bytes=params.view_memory_mb * 2**20, spill_every=params.spill_every, lengths=snakemake.input.lengths,
         store_attrs={"corpus": wc.corpus, "corpus_sha256": sha256(snakemake.input.corpus)})
     log.info("done: %s", dict(stats))

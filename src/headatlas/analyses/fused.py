@@ -43,6 +43,7 @@ from headatlas.errors import EmptyStoreError, ModelError, StoreError
 from headatlas.provenance import code_version
 from headatlas.store.example import Example
 from headatlas.store.halves import widen
+from headatlas.store.lengths import read_lengths
 from headatlas.store.reader import empty_store_message
 from headatlas.store.schema import NORMS_RECORDED, SCHEMA_VERSION, rebuild_hint
 from headatlas.store.states import Source, Spill, States, write_states
@@ -125,7 +126,7 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                   store_attrs: dict | None = None, progress: bool = True, norms: bool = True,
                   inputs: dict | None = None, on_device: bool | None = None,
                   view_bytes: int = VIEW_BYTES, by_layer: bool | None = None,
-                  spill_every: int = SPILL_EVERY) -> Counter:
+                  spill_every: int = SPILL_EVERY, lengths: str | Path | None = None) -> Counter:
     """Run ``runs`` over this shard of ``sentences`` inside the forward pass; write their states
     to ``states_path`` and the exemplars' maps to ``exemplar_path``.
 
@@ -149,6 +150,9 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
     (:class:`~headatlas.store.states.Spill`) and starts afresh, so the memory of what the runs
     keep per example does not grow with the shard; a result merges the parts exactly
     (:func:`result_from_states`). 0: every state held to the end.
+    ``lengths``: the file of every record's length (:mod:`headatlas.store.lengths`, the
+    ``corpus_lengths`` rule), counted once for all the shards; None: this job counts them (a
+    pass of the tokenizer over the whole corpus, whatever its shard).
     Raises as :func:`~headatlas.encoders.extract.extract` does (a ``max_length`` the model
     cannot take, no example to extract), and leaves nothing behind then.
     """
@@ -157,7 +161,10 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
     # Batches are cut over the whole corpus and dealt to the shards, so an example's batch (and
     # so its maps, to the last bit) does not depend on how many shards there are; each batch is
     # encoded when its turn comes.
-    plan = plan_corpus(tok, sentences, max_length)
+    counted = None if lengths is None else read_lengths(
+        lengths, len(sentences), corpus_sha256=(store_attrs or {}).get("corpus_sha256"),
+        model_name=loaded.info.get("model_name"))
+    plan = plan_corpus(tok, sentences, max_length, lengths=counted)
     batches = plan.batches(batch_size, max_tokens)[shard::n_shards]
     n_kept = sum(len(batch) for batch in batches)
     skipped, stats = _skipped(sentences, plan, shard_range(len(sentences), shard, n_shards))
@@ -198,7 +205,7 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
         with recorder, tqdm(total=n_kept, desc=f"fused {Path(states_path).parent.parent.name}",
                             unit="ex", disable=not progress, mininterval=2) as bar:
             for number, positions in enumerate(batches, start=1):
-                batch = encode_batch(tok, sentences, positions)
+                batch = _encode(tok, sentences, positions, plan, lengths)
                 start = time.process_time()
                 kept = [e for e in batch if e.index in keep] if writer is not None else []
                 host = not on_device or bool(kept) or bool(per_example)
@@ -275,6 +282,18 @@ def extract_examples(loaded: LoadedModel, sentences: Sequence[Sentence], indices
             for example in _batch_examples(loaded, recorder, batch, attrs):
                 found[example.index] = example.weighted(weighting)
     return found
+
+
+def _encode(tok, sentences: Sequence[Sentence], positions: np.ndarray, plan: CorpusPlan,
+            lengths: str | Path | None) -> list[Encoded]:
+    """A batch of the plan, encoded; lengths of another tokenizer or corpus refused, naming the
+    file they came from."""
+    try:
+        return encode_batch(tok, sentences, positions, plan)
+    except ValueError as err:
+        if lengths is None:
+            raise
+        raise StoreError(f"{lengths}: {err}; {rebuild_hint(lengths)}") from err
 
 
 def _skipped(sentences: Sequence[Sentence], plan: CorpusPlan, part: range) -> tuple[list[str], Counter]:

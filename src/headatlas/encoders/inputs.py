@@ -194,15 +194,35 @@ class CorpusPlan:
 
 
 def plan_corpus(tokenizer, sentences: Sequence[Sentence], max_length: int,
-                part: range | None = None) -> CorpusPlan:
-    """The :class:`CorpusPlan` of ``sentences`` (streamed once), or of the records in ``part``."""
+                part: range | None = None, lengths: np.ndarray | None = None) -> CorpusPlan:
+    """The :class:`CorpusPlan` of ``sentences`` (streamed once), or of the records in ``part``;
+    ``lengths``: the whole corpus's, counted before (:mod:`headatlas.store.lengths`), so that
+    no record is read here."""
+    first = 0 if part is None else part.start
+    if lengths is not None:
+        stop = len(sentences) if part is None else part.stop
+        if len(lengths) != len(sentences):
+            raise ValueError(f"{len(lengths)} lengths for a corpus of {len(sentences)} records")
+        return CorpusPlan(first, np.asarray(lengths[first:stop], dtype=np.int32), max_length)
     records = iter(sentences) if part is None else (sentences[i] for i in part)
-    return CorpusPlan(0 if part is None else part.start, corpus_lengths(tokenizer, records), max_length)
+    return CorpusPlan(first, corpus_lengths(tokenizer, records), max_length)
 
 
-def encode_batch(tokenizer, sentences: Sequence[Sentence], positions: Iterable[int]) -> list[Encoded]:
-    """The records at these corpus positions, encoded (a batch of a :class:`CorpusPlan`)."""
-    return encode_many(tokenizer, [(int(i), sentences[int(i)]) for i in positions])
+def encode_batch(tokenizer, sentences: Sequence[Sentence], positions: Iterable[int],
+                 plan: CorpusPlan | None = None) -> list[Encoded]:
+    """The records at these corpus positions, encoded (a batch of a :class:`CorpusPlan`);
+    with ``plan``, each checked to have the length the plan has for it (lengths counted by
+    another tokenizer, or on another corpus, would cut other batches than this job's)."""
+    positions = [int(i) for i in positions]
+    batch = encode_many(tokenizer, [(i, sentences[i]) for i in positions])
+    if plan is not None:
+        planned = plan.length(np.asarray(positions, dtype=np.int64)) if positions else []
+        wrong = next(((e, int(n)) for e, n in zip(batch, planned) if len(e) != n), None)
+        if wrong is not None:
+            raise ValueError(f"record {wrong[0].index} ({wrong[0].id}) has {len(wrong[0])} wordpieces and "
+                             f"its plan {wrong[1]}: its lengths were counted by another tokenizer or on "
+                             "another corpus")
+    return batch
 
 
 def collate(batch: Sequence[Encoded], pad_id: int, device) -> dict[str, torch.Tensor]:
