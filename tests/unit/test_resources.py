@@ -132,6 +132,10 @@ def test_the_slurm_profile_names_only_real_rules_and_has_no_fake_account():
     assert "slurm_account" not in profile["default-resources"]  # a made-up account breaks real clusters
     assert profile["set-resources"]["extract"]["slurm_partition"] == "gpu"
     assert profile["set-resources"]["extract"]["gres"] == "gpu:1"
+    # fused mode's extraction runs the model too: on a GPU node, with the threads extract has
+    fused, extract = profile["set-resources"]["fused_extract"], profile["set-resources"]["extract"]
+    assert (fused["slurm_partition"], fused["gres"]) == (extract["slurm_partition"], extract["gres"])
+    assert profile["set-threads"]["fused_extract"] == profile["set-threads"]["extract"]
     text = PROFILE.read_text()
     assert text.count(res.BEGIN) == 1 and text.count(res.END) == 1
     for rule, values in profile["set-resources"].items():
