@@ -32,7 +32,7 @@ import numpy as np
 from array_api_compat import array_namespace as compat_namespace
 from array_api_compat import is_numpy_array, to_device
 
-from headatlas.store.example import Example, token_masks
+from headatlas.store.example import Example
 
 # Zeros are clamped to the smallest normal float32 before the log: 0 * log(tiny) is exactly 0
 # (0 log 0 = 0), and the log stays on its fast path (a masked log is ~1.5x slower; a
@@ -170,8 +170,7 @@ class MapBatch:
             out = {k: np.zeros((len(self), self.width), bool) for k in ("cls", "sep", "punct")}
             for b, e in enumerate(self.examples):
                 n = e.n_tokens
-                out["cls"][b, :n], out["sep"][b, :n], out["punct"][b, :n] = token_masks(
-                    e.tokens, e.cls_token, e.sep_token)
+                out["cls"][b, :n], out["sep"][b, :n], out["punct"][b, :n] = e.masks
             return {"valid": self.valid(), **out}
         return self.shared("host_masks", compute)
 

@@ -32,7 +32,7 @@ from headatlas.analyses.batch import MapBatch, row_normalised, to_host
 from headatlas.analyses.result import Result
 from headatlas.analyses.sample import ExampleSample
 from headatlas.claims import Claim, against, holds_if, verdict
-from headatlas.store.example import Example, token_masks
+from headatlas.store.example import Example
 from headatlas.store.halves import exact_halves
 
 CLASSES = ("cls", "sep", "punct", "other")
@@ -54,7 +54,7 @@ SOURCE = "Kobayashi et al. 2020 §4"
 
 def class_onehot(example: Example) -> np.ndarray:
     """``[n, 4]`` float32 one-hot of each token's class: [CLS], [SEP], period/comma, other."""
-    cls, sep, punct = token_masks(example.tokens, example.cls_token, example.sep_token)
+    cls, sep, punct = example.masks
     punct = punct & ~cls & ~sep
     other = ~(cls | sep | punct)
     return np.stack([cls, sep, punct, other], axis=1).astype(np.float32)
