@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+import h5py
 import pytest
 
 from headatlas.analyses.fused import Run, fused_extract, result_from_states
@@ -169,6 +170,11 @@ def test_lengths_of_another_corpus_model_or_tokenizer_are_refused_naming_the_fil
     damaged.write_bytes(other.read_bytes()[:1000])
     with pytest.raises(StoreError, match=r"damaged\.h5: not a readable lengths file"):
         read_lengths(damaged, 3)
+    old = _lengths_file(tiny_model, RECORDS, tmp_path / "old.h5")
+    with h5py.File(old, "a") as f:  # another version's, or one whose writer was killed
+        f.attrs["format"] = "headatlas-lengths-0"
+    with pytest.raises(StoreError, match=r"old\.h5: not a complete lengths file of this version"):
+        read_lengths(old, 3)
     good = _lengths_file(tiny_model, RECORDS, tmp_path / "good.h5")
     assert read_lengths(good, 3, corpus_sha256=None).tolist() == [
         len(e) for e in encode_corpus(tiny_model.tokenizer, enumerate(RECORDS), 512, Counter())[0]]
