@@ -30,6 +30,9 @@ MARK = "_on_simulated_device"
 # device branches (``x.device.type != "cpu"``), and not CUDA, whose own calls need a GPU.
 DEVICE = torch.device("meta")
 TO_HOST = {"cpu", "tolist", "item"}
+# Reads of a device tensor's values on the host: on CUDA each waits for the device to finish
+# all it was given (a synchronisation), so a GPU path should make few, and none per layer.
+WAITS = TO_HOST | {"__bool__", "__int__", "__float__", "__index__"}
 ACROSS = {"__getitem__", "copy_"}  # host indices into a device tensor, and the copy itself, are fine
 
 
@@ -78,7 +81,12 @@ def _alias(x):
 
 class SimulatedDevice(TorchFunctionMode):
     """Inside ``with SimulatedDevice() as device:`` torch marks what is on the device and
-    refuses to mix it with the host (module docstring)."""
+    refuses to mix it with the host (module docstring); ``device.waits`` lists each read of a
+    device tensor on the host (:data:`WAITS`: what would wait for a GPU), by name."""
+
+    def __init__(self):
+        super().__init__()
+        self.waits: list[str] = []
 
     def place(self, module: torch.nn.Module) -> torch.nn.Module:
         """Put ``module``'s parameters and buffers on the device."""
@@ -99,6 +107,8 @@ class SimulatedDevice(TorchFunctionMode):
         if device:
             self._check(name, flat, args)
         target = _target(name, args, kwargs)
+        if device and (name in WAITS or (name == "to" and _kind(target) == "cpu")):
+            self.waits.append(name)
         if name in TO_HOST or (name == "to" and _kind(target) == "cpu"):
             return tree_map(_alias, func(*args, **kwargs))  # on the CPU the same tensor: a new one
         placing = _kind(target) == DEVICE.type

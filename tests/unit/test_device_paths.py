@@ -81,6 +81,31 @@ def test_fused_extraction_layer_by_layer_keeps_to_the_device(tiny_model, tmp_pat
         assert set(states.keys) == {run.key for run in runs}
 
 
+def test_a_layer_read_on_the_device_waits_for_no_copy(tiny_model, tmp_path, monkeypatch):
+    """On a GPU every copy to the host waits until the device has done all it was given. Layer by
+    layer, a copy in a run's reduce would stop the forward pass at each layer (bert-base: 84 times
+    a batch, head-type features and patterns, before); the copies belong in fold, once a batch."""
+    from headatlas.analyses import fused
+
+    runs = [run for run in every_run() if analysis_class(run.analysis).layered()]
+    inside: list[tuple[str, str]] = []
+    with SimulatedDevice() as device:
+        reduce = fused._Stream.reduce
+
+        def watched(stream, batch):
+            before = len(device.waits)
+            out = reduce(stream, batch)
+            inside.extend((stream.analysis.name, wait) for wait in device.waits[before:])
+            return out
+
+        monkeypatch.setattr(fused._Stream, "reduce", watched)
+        device.place(tiny_model.model)
+        fused_extract(tiny_model, RECORDS * 2, tmp_path / "states.h5", runs, exemplar_path=None, max_length=32,
+                      batch_size=2, progress=False, store_attrs=ATTRS, on_device=True, by_layer=True)
+    assert {name for name, _ in inside} == set() and inside == []
+    assert len(device.waits) > len(runs)  # the folds copy each run's reductions, once a batch
+
+
 def test_the_check_finds_the_patterns_mistake_the_gpu_found(tiny_model, tmp_path, monkeypatch):
     """Put back the host array the GPU check met (patterns' NaN block of a one-segment input,
     made without the batch's device): the simulated device must refuse it."""

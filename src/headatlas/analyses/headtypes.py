@@ -163,17 +163,20 @@ def distance_features(attn: np.ndarray, bins: np.ndarray, n_bins: int | None = N
     return binned_rows(MapBatch(maps, lengths=[n]), bins[None], n_bins)[0].reshape(*attn.shape[:-2], n_bins)
 
 
-def binned_rows(batch: MapBatch, bins: np.ndarray, n_bins: int) -> np.ndarray:
-    """:func:`distance_features` of every map of a batch, on its device; host float32
-    ``[B, maps, n_bins]``. ``bins``: int ``[B, N, N]`` (:func:`key_bins`; pairs past an
-    example's length are dropped, whatever their bin)."""
+def binned_rows(batch: MapBatch, bins: np.ndarray, n_bins: int, host: bool = True) -> np.ndarray:
+    """:func:`distance_features` of every map of a batch, on its device; float32
+    ``[B, maps, n_bins]``, on the host (``host=False``: on the batch's device, so that a layer
+    read on a GPU waits on no copy; :func:`check_features` on the host then). ``bins``: int
+    ``[B, N, N]`` (:func:`key_bins`; pairs past an example's length are dropped, whatever their
+    bin). A map with a row of no mass gets NaN features, which :func:`check_features` refuses."""
     xp = batch.xp
     n_maps, width = len(batch), batch.width
     totals = xp.sum(batch.attn, axis=-1, keepdims=True, dtype=xp.float32)
     valid = batch.valid()  # [B, N]
-    if bool(to_host(xp.any((totals[..., 0] <= 0) & (batch.token_mask("valid") > 0)[:, None, None]))):
-        raise ValueError("an attention row sums to 0; distance features need rows of positive mass")
-    rows = batch.attn / xp.where(totals > 0, totals, xp.ones_like(totals))
+    # a real query's row of no mass divides by NaN (its map's features NaN); padding rows by 1
+    empty = (totals <= 0) & (batch.token_mask("valid") > 0)[:, None, None, :, None]
+    rows = batch.attn / xp.where(totals > 0, totals, xp.where(empty, xp.full_like(totals, float("nan")),
+                                                              xp.ones_like(totals)))
     index = bins[:, :width, :width]
     if batch.padded:  # pairs past an example's length go to one more bin, which no column matches
         index = np.where(valid[:, :, None] & valid[:, None, :], index, n_bins)
@@ -182,7 +185,15 @@ def binned_rows(batch: MapBatch, bins: np.ndarray, n_bins: int) -> np.ndarray:
     index = batch.asarray(index.reshape(n_maps, width * width, 1).astype(np.int16))
     onehot = xp.astype(index == batch.asarray(np.arange(n_bins, dtype=np.int16)), xp.float32)
     flat = xp.matmul(xp.reshape(rows, (n_maps, -1, width * width)), onehot)
-    return to_host(flat / xp.astype(batch.n_tokens(), xp.float32)[:, None, None])
+    features = flat / xp.astype(batch.n_tokens(), xp.float32)[:, None, None]
+    return check_features(to_host(features)) if host else features
+
+
+def check_features(features: np.ndarray) -> np.ndarray:
+    """``features`` (host), refused when a map had a row of no mass (:func:`binned_rows`)."""
+    if np.isnan(features).any():
+        raise ValueError("an attention row sums to 0; distance features need rows of positive mass")
+    return features
 
 
 @register
@@ -238,11 +249,11 @@ class DistanceFeatures(Analysis):
                 n = example.n_tokens
                 out[b, :n, :n] = key_bins(n, special_masks(example), self.n_windows)
             return out
-        features = binned_rows(batch, batch.shared(f"key_bins:{self.n_windows}", bins), self.n_features)
-        return {"features": features.reshape(len(batch), len(batch.layers), self.n_heads, -1)}
+        features = binned_rows(batch, batch.shared(f"key_bins:{self.n_windows}", bins), self.n_features, host=False)
+        return {"features": batch.xp.reshape(features, (len(batch), len(batch.layers), self.n_heads, -1))}
 
     def fold(self, batch: MapBatch, reduced: dict) -> None:
-        features = to_host(reduced["features"]).reshape(len(batch), self.n_layers * self.n_heads, -1)
+        features = check_features(to_host(reduced["features"])).reshape(len(batch), self.n_layers * self.n_heads, -1)
         self._sum += features.sum(axis=0, dtype=np.float64)
         for example, feats in zip(batch.examples, features):
             if self._kept.admits(example.index):  # a copy: a view would hold the whole batch

@@ -293,12 +293,13 @@ def map_features(attn: np.ndarray, units: np.ndarray, columns: int = 3, stripe: 
 
 
 def batch_features(batch: MapBatch, units: np.ndarray, columns: int = 3,
-                   stripe: float = 1.0, shape: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   stripe: float = 1.0, shape: bool = False, host: bool = True) -> tuple:
     """:func:`map_features` of every map of a batch, on the batch's device.
 
     ``units``: int ``[B, N]``, each token's sentence (:func:`example_units`, anything past an
-    example's length). Returns host arrays: features ``[B, L, H, 5]`` (``[B, L, H, 21]`` with
-    ``shape``: :data:`SHAPE_FEATURES` after them), the top columns ``[B, L, H, k]``
+    example's length). Returns host arrays (``host=False``: arrays on the batch's device, so
+    that a layer read on a GPU waits on no copy): features ``[B, L, H, 5]`` (``[B, L, H, 21]``
+    with ``shape``: :data:`SHAPE_FEATURES` after them), the top columns ``[B, L, H, k]``
     and the off-band mass each receives (``k = min(columns, N)``; a top column past a shorter
     example's length has no mass).
     """
@@ -328,8 +329,8 @@ def batch_features(batch: MapBatch, units: np.ndarray, columns: int = 3,
     features = [vertical, diagonal, block, entropy, stripes]
     if shape:
         features += _shape_features(batch, units, n, vertical, diagonal, block)
-    return (to_host(xp.stack(features, axis=-1)), to_host(top),
-            to_host(xp.take_along_axis(off_col, top, axis=-1)))
+    out = (xp.stack(features, axis=-1), top, xp.take_along_axis(off_col, top, axis=-1))
+    return tuple(map(to_host, out)) if host else out
 
 
 def _shape_features(batch: MapBatch, units: np.ndarray, n, vertical, diagonal, block) -> list:
@@ -619,10 +620,11 @@ class AttentionPatterns(Analysis):
     def reduce(self, batch: MapBatch) -> dict:
         t = self._settings
         features, tops, top_masses = batch_features(batch, self._units_of(batch), t.columns, t.stripe,
-                                                    shape=self.classifier == "forest")
-        return {"features": features, "tops": tops, "top_masses": top_masses}  # host, [B, L, H, ...]
+                                                    shape=self.classifier == "forest", host=False)
+        return {"features": features, "tops": tops, "top_masses": top_masses}  # [B, L, H, ...], on the device
 
     def fold(self, batch: MapBatch, reduced: dict) -> None:
+        reduced = {key: to_host(value) for key, value in reduced.items()}  # once per batch, every layer
         masks, units = batch.host_masks(), self._units_of(batch)
         special = masks["cls"] | masks["sep"] | masks["punct"]  # [B, N]
         for b, n in enumerate(batch.lengths.tolist()):
