@@ -107,9 +107,10 @@ class SimulatedDevice(TorchFunctionMode):
         if device:
             self._check(name, flat, args)
         target = _target(name, args, kwargs)
-        if device and (name in WAITS or (name == "to" and _kind(target) == "cpu")):
+        to_host = name in TO_HOST or (name == "to" and _kind(target) == "cpu")
+        if device and (to_host or name in WAITS):
             self.waits.append(name)
-        if name in TO_HOST or (name == "to" and _kind(target) == "cpu"):
+        if to_host:
             return tree_map(_alias, func(*args, **kwargs))  # on the CPU the same tensor: a new one
         placing = _kind(target) == DEVICE.type
         if placing:

@@ -167,7 +167,7 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
     plan = plan_corpus(tok, sentences, max_length, lengths=counted)
     batches = plan.batches(batch_size, max_tokens)[shard::n_shards]
     n_kept = sum(len(batch) for batch in batches)
-    skipped, stats = _skipped(sentences, plan, shard_range(len(sentences), shard, n_shards))
+    skipped, stats = plan.skipped(sentences, shard_range(len(sentences), shard, n_shards))
     stats["kept"] = n_kept
     attrs = {**loaded.info, **(store_attrs or {}), "n_layers": layers, "n_heads": heads,
              "max_length": max_length, "shard": shard, "n_shards": n_shards, **code_version(),
@@ -294,13 +294,6 @@ def _encode(tok, sentences: Sequence[Sentence], positions: np.ndarray, plan: Cor
         if lengths is None:
             raise
         raise StoreError(f"{lengths}: {err}; {rebuild_hint(lengths)}") from err
-
-
-def _skipped(sentences: Sequence[Sentence], plan: CorpusPlan, part: range) -> tuple[list[str], Counter]:
-    """The records of this shard's index range that were left out (each shard reports its
-    range's, as a store shard does), and how many were empty or too long."""
-    left_out, empty = plan.left_out(part)
-    return [sentences[int(i)].id for i in left_out], Counter(empty=empty, too_long=len(left_out) - empty)
 
 
 def _batch_examples(loaded: LoadedModel, recorder, batch: Sequence[Encoded], attrs: dict) -> list[Example]:

@@ -188,9 +188,9 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
     tok = loaded.tokenizer
     part = shard_range(len(sentences), shard, n_shards)
     plan = plan_corpus(tok, sentences, max_length, part)  # each batch encoded in its turn
-    kept, (left_out, empty) = plan.kept, plan.left_out(part)
-    skipped = [sentences[int(i)].id for i in left_out]
-    stats = Counter(empty=empty, too_long=len(left_out) - empty, kept=len(kept))
+    kept, (skipped, stats) = plan.kept, plan.skipped(sentences, part)
+    stats["kept"] = len(kept)
+    widths = plan.length(kept)
     device = next(loaded.model.parameters()).device
     attrs = {**loaded.info, **(store_attrs or {}), "n_layers": loaded.n_layers,
              "n_heads": loaded.n_heads, "max_length": max_length, "shard": shard,
@@ -202,11 +202,11 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
         raise EmptyStoreError(empty_store_message(attrs, len(skipped), stats["too_long"],
                                                   where=f"{out_path} not written{shard_note}"))
     attrs["norms"], recorder, warning = norm_recorder(loaded.model, norms)
-    keep_buffers_in_heap(largest_buffer(plan.length(kept), batch_size, loaded.n_layers, loaded.n_heads))
+    keep_buffers_in_heap(largest_buffer(widths, batch_size, loaded.n_layers, loaded.n_heads))
     attrs["model_class"] = model_class(loaded.model)
     if warning:
         log.warning("%s", warning)
-    expected = store_bytes(plan.length(kept).tolist(), loaded.n_layers, loaded.n_heads,
+    expected = store_bytes(widths.tolist(), loaded.n_layers, loaded.n_heads,
                            attrs["norms"] == NORMS_RECORDED)
     check_free_space(Path(out_path).parent, expected)  # refuse now, not after hours
     with StoreWriter(out_path, attrs) as writer, recorder, \

@@ -6,6 +6,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -175,9 +176,9 @@ class CorpusPlan:
         """Wordpieces of the records at these corpus positions."""
         return self.lengths[np.asarray(positions) - self.first]
 
-    @property
+    @cached_property
     def kept(self) -> np.ndarray:
-        """Corpus positions of the records that fit, in corpus order."""
+        """Corpus positions of the records that fit, in corpus order (made once: an O(N) pass)."""
         return self.first + np.flatnonzero((self.lengths > 0) & (self.lengths <= self.max_length))
 
     def left_out(self, part: range) -> tuple[np.ndarray, int]:
@@ -186,6 +187,12 @@ class CorpusPlan:
         lengths = self.lengths[part.start - self.first:part.stop - self.first]
         empty = lengths == 0
         return part.start + np.flatnonzero(empty | (lengths > self.max_length)), int(empty.sum())
+
+    def skipped(self, sentences: Sequence[Sentence], part: range) -> tuple[list[str], Counter]:
+        """The ids of the records in ``part`` left out, and how many were empty or too long (what
+        a shard reports of its own index range)."""
+        left_out, empty = self.left_out(part)
+        return [sentences[int(i)].id for i in left_out], Counter(empty=empty, too_long=len(left_out) - empty)
 
     def batches(self, batch_size: int, max_tokens: int | None = None) -> list[np.ndarray]:
         """:func:`length_batches` of the records that fit, each batch as corpus positions."""
@@ -216,7 +223,7 @@ def encode_batch(tokenizer, sentences: Sequence[Sentence], positions: Iterable[i
     positions = [int(i) for i in positions]
     batch = encode_many(tokenizer, [(i, sentences[i]) for i in positions])
     if plan is not None:
-        planned = plan.length(np.asarray(positions, dtype=np.int64)) if positions else []
+        planned = plan.length(np.asarray(positions, dtype=np.int64))
         wrong = next(((e, int(n)) for e, n in zip(batch, planned) if len(e) != n), None)
         if wrong is not None:
             raise ValueError(f"record {wrong[0].index} ({wrong[0].id}) has {len(wrong[0])} wordpieces and "
