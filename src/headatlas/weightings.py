@@ -68,11 +68,18 @@ def norm_weighted(attn: np.ndarray, value_norms: np.ndarray) -> np.ndarray:
     -------
     float32 array of ``attn``'s shape.
     """
+    return norm_weighted_and_totals(attn, value_norms)[0]
+
+
+def norm_weighted_and_totals(attn: np.ndarray, value_norms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`norm_weighted`, and the float32 row sums ``[..., query, 1]`` of α_ij‖f_h(x_j)‖ it
+    divided by (what the norm view's entropy reads: :func:`headatlas.store.halves.norm_row_entropy`)."""
     if value_norms.shape != attn.shape[:-2] + attn.shape[-1:]:
         raise ValueError(f"value norms of shape {value_norms.shape} do not fit attention of shape "
                          f"{attn.shape} (expected {attn.shape[:-2] + attn.shape[-1:]})")
     weighted = attn.astype(np.float32, copy=False) * value_norms.astype(np.float32)[..., None, :]
-    return row_normalised(weighted)
+    totals = weighted.sum(axis=-1, keepdims=True)  # as row_normalised: the same values
+    return weighted / np.where(totals > 0, totals, 1), totals
 
 
 def weighting_note(attrs: dict) -> str:

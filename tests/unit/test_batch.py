@@ -84,6 +84,64 @@ def test_row_entropy_and_column_mass_by_hand():
         assert to_host(batch.column_mass())[0, 1, 2].tolist() == pytest.approx([1, 1, 0, 0])
 
 
+def test_a_stored_example_s_entropies_are_looked_up_and_only_for_its_own_maps():
+    from headatlas.store.halves import TINY
+
+    def arithmetic(maps):
+        return -np.vecdot(maps, np.log(np.clip(maps, TINY, None)))
+
+    e = EXAMPLES[1]
+    stored = replace(e).widened_from(e.attn.astype(np.float16))  # attn is exactly these halves widened
+    batch = MapBatch.of([stored])
+    assert batch._own_example() is stored
+    np.testing.assert_allclose(batch.row_entropy(), arithmetic(e.attn)[None], rtol=2e-6, atol=1e-6)
+    # its norm view's, from the view's parts: the arithmetic on the view's maps
+    norm = MapBatch.of([stored.weighted("norm")])
+    assert norm.examples[0]._norm_parts is not None
+    np.testing.assert_allclose(norm.row_entropy(), arithmetic(norm.attn), rtol=1e-5, atol=1e-6)
+    # not for a layer of the maps, a batch of two, or a copy with other maps
+    assert layer_of(batch, 1)._own_example() is None
+    assert MapBatch.of([stored, stored])._own_example() is None
+    assert replace(stored, attn=e.attn.copy()).halves is None
+
+
+def test_the_norm_view_of_a_batch_is_its_producers_or_made_once():
+    from headatlas.analyses.batch import Views
+    from headatlas.weightings import norm_weighted
+
+    e = EXAMPLES[0]
+    made = MapBatch.of([e])
+    norm = made.view("norm")
+    assert norm is made.view("norm") and norm.weighting == "norm" and made.view("attention") is made
+    np.testing.assert_array_equal(norm.attn[0], norm_weighted(e.attn, e.value_norms))
+    np.testing.assert_array_equal(norm.host_examples()[0].attn, norm.attn[0])  # its examples: its maps
+    with pytest.raises(ValueError, match="cannot be seen under attention"):
+        norm.view("attention")
+    # beside a producer's views: theirs (held weakly: once they are gone, made here again)
+    views = Views()
+    views["attention"] = MapBatch.of([e], views=views)
+    views["norm"] = MapBatch.of([e.weighted("norm")], views=views)
+    attention = views["attention"]
+    assert attention.view("norm") is views["norm"] and attention.norm_weighted() is views["norm"].attn
+    del views
+    np.testing.assert_array_equal(attention.norm_weighted(), norm.attn)
+
+
+def test_class_mass_is_each_query_s_mass_per_token_class():
+    from headatlas.store.example import TOKEN_CLASSES
+
+    batch = MapBatch.of(EXAMPLES)
+    mass = batch.class_mass()
+    assert mass.shape == (3, LAYERS, HEADS, 11, len(TOKEN_CLASSES))
+    for b, e in enumerate(EXAMPLES):  # tokens: [CLS] w... . [SEP]: classes cls, other..., punct, sep
+        n = e.n_tokens
+        expected = np.stack([e.attn[..., 0], e.attn[..., n - 1], e.attn[..., n - 2],
+                             e.attn[..., 1:n - 2].sum(-1)], axis=-1)
+        np.testing.assert_allclose(mass[b, :, :, :n], expected, rtol=1e-6)
+        assert not mass[b, :, :, n:].any()  # padding rows
+    np.testing.assert_allclose(to_host(as_torch(batch).class_mass()), mass, rtol=1e-6)
+
+
 def test_the_entropy_table_of_a_padded_batch_by_hand():
     from headatlas.analyses.surface import Entropy
 

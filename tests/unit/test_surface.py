@@ -137,6 +137,20 @@ def test_special_tokens_punct_with_word_marker():
     assert t["punct"].item() == pytest.approx(1.0)
 
 
+def test_special_tokens_when_a_special_token_is_also_punctuation():
+    # A tokenizer whose [SEP] is '.': that token is both [SEP] and punctuation, so the masks are
+    # not the token classes (punct there excludes [SEP]); the table keeps Clark's definitions.
+    # One head, n = 3 (CLS a .): every query puts 0.25 on [CLS], 0.25 on 'a', 0.5 on '.'.
+    a = np.zeros((1, 1, 3, 3))
+    a[..., 0], a[..., 1], a[..., 2] = 0.25, 0.25, 0.5
+    e = Example(index=0, id="x", tokens=["[CLS]", "a", "."], input_ids=np.zeros(3, np.int32),
+                token_type_ids=np.zeros(3, np.int8), word_ids=np.zeros(3, np.int32),
+                attn=a.astype(np.float32), sep_token=".")
+    t = run("special_tokens", [e])
+    assert t["cls"].item() == pytest.approx(0.25)
+    assert t["sep"].item() == pytest.approx(0.5) and t["punct"].item() == pytest.approx(0.5)
+
+
 def test_entropy_one_example(one):
     # Head 1: every row one-hot -> entropy 0 (0 log 0 = 0, no NaN); [CLS] row 0; max weight 1.
     # Head 2: row 0 one-hot -> 0; rows 1..5 (0.5, 0.5) -> log 2 each: mean 5 log 2 / 6;

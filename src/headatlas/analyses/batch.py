@@ -25,6 +25,7 @@ Analysis.reduce`), so that no more than one layer's maps are ever held.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
 from typing import Callable, Sequence
 
@@ -32,12 +33,9 @@ import numpy as np
 from array_api_compat import array_namespace as compat_namespace
 from array_api_compat import is_numpy_array, to_device
 
-from headatlas.store.example import Example
+from headatlas.store.example import TOKEN_CLASSES, Example
+from headatlas.store.halves import TINY
 
-# Zeros are clamped to the smallest normal float32 before the log: 0 * log(tiny) is exactly 0
-# (0 log 0 = 0), and the log stays on its fast path (a masked log is ~1.5x slower; a
-# denormal clamp ~5x).
-TINY = float(np.finfo(np.float32).tiny)
 
 
 def array_namespace(x):
@@ -64,11 +62,14 @@ class MapBatch:
     layers : which of the model's layers the L axis holds (default: all of them, from 0).
     shared : the cache of what depends on the examples alone (:meth:`shared`), handed to every
         batch of the same examples (the views, the layers); default: this batch's own.
+    views : the batches of the same examples and layers under each weighting (:class:`Views`),
+        where the producer made them side by side: what one view needs of another
+        (:meth:`norm_weighted`) is then computed once; default: none.
     """
 
     def __init__(self, attn, examples: Sequence[Example] = (), weighting: str = "attention",
                  lengths: Sequence[int] | None = None, value_norms=None, norm_map=None,
-                 layers: range | None = None, shared: dict | None = None):
+                 layers: range | None = None, shared: dict | None = None, views: "Views | None" = None):
         self.attn = attn
         self.layers = range(attn.shape[1]) if layers is None else layers
         if len(self.layers) != attn.shape[1]:
@@ -87,21 +88,26 @@ class MapBatch:
                              f"examples of lengths up to {self.lengths.max(initial=0)}")
         self._cache: dict = {}
         self._shared: dict = {} if shared is None else shared
+        # weakly: views -> batch -> views would be a cycle, whose maps only the garbage collector
+        # frees (a fused run's memory and time grew with it)
+        self._views = None if views is None else weakref.ref(views)
 
     @classmethod
-    def of(cls, examples: Sequence[Example], shared: dict | None = None) -> "MapBatch":
+    def of(cls, examples: Sequence[Example], shared: dict | None = None,
+           views: "Views | None" = None) -> "MapBatch":
         """The examples' numpy maps as a batch (one example: a view, no copy; else zero-padded);
         ``shared``: their cache of what depends on them alone (:meth:`shared`), if other
-        batches of them (another view) have one."""
+        batches of them (another view) have one; ``views``: those batches, by weighting."""
         examples = list(examples)
         norms = all(e.value_norms is not None and e.norm_map is not None for e in examples)
         if len(examples) == 1:
             e = examples[0]
             return cls(e.attn[None], examples, e.weighting, value_norms=e.value_norms[None] if norms else None,
-                       norm_map=e.norm_map[None] if norms else None, shared=shared)
+                       norm_map=e.norm_map[None] if norms else None, shared=shared, views=views)
         return cls(_padded([e.attn for e in examples], 2), examples, examples[0].weighting,
                    value_norms=_padded([e.value_norms for e in examples], 1) if norms else None,
-                   norm_map=_padded([e.norm_map for e in examples], 2) if norms else None, shared=shared)
+                   norm_map=_padded([e.norm_map for e in examples], 2) if norms else None, shared=shared,
+                   views=views)
 
     def select(self, rows: Sequence[int]) -> "MapBatch":
         """The batch of these rows only (its shared quantities computed afresh)."""
@@ -174,6 +180,20 @@ class MapBatch:
             return {"valid": self.valid(), **out}
         return self.shared("host_masks", compute)
 
+    def host_classes(self) -> np.ndarray:
+        """float32 ``[B, N, 4]`` numpy: each token's class one-hot
+        (:attr:`~headatlas.store.example.Example.class_onehot`), zero past each example's length."""
+        def compute():
+            out = np.zeros((len(self), self.width, len(TOKEN_CLASSES)), np.float32)
+            for b, example in enumerate(self.examples):
+                out[b, :example.n_tokens] = example.class_onehot
+            return out
+        return self.shared("host_classes", compute)
+
+    def token_classes(self):
+        """:meth:`host_classes` on the batch's device."""
+        return self.shared("token_classes", lambda: self.asarray(self.host_classes()))
+
     def asarray(self, host: np.ndarray):
         """A host array as an array of the batch's namespace, on its device."""
         return self.xp.asarray(host, device=None if is_numpy_array(self.attn) else self.attn.device)
@@ -182,15 +202,62 @@ class MapBatch:
         """float64 ``[B]`` lengths on the batch's device."""
         return self.shared("n_tokens", lambda: self.asarray(self.lengths.astype(np.float64)))
 
+    # --- the maps under another weighting ----------------------------------------------------
+
+    def view(self, weighting: str) -> "MapBatch":
+        """This batch under ``weighting``: the producer's batch of it where one was made beside
+        this one (``views``), else made here once from these maps (for the norm view: α_ij‖f_h(x_j)‖
+        with each row renormalised, :func:`headatlas.weightings.norm_weighted`'s operations)."""
+        if weighting == self.weighting:
+            return self
+        views = None if self._views is None else self._views()
+        if views is not None:
+            try:
+                return views[weighting]
+            except KeyError:  # the producer made no batch of that view
+                pass
+        if (self.weighting, weighting) != ("attention", "norm"):
+            raise ValueError(f"a batch of the {self.weighting} view cannot be seen under {weighting}")
+        if self.value_norms is None:
+            raise ValueError("the norm view needs the value norms (open the store with norms=True)")
+
+        def make():  # its examples without maps: the maps are the batch's (host_examples)
+            return MapBatch(row_normalised(self.attn * self.value_norms[..., None, :]),
+                            [replace(e, attn=None) for e in self.examples], weighting, self.lengths,
+                            self.value_norms, self.norm_map, self.layers, self._shared)
+        return self.cached(f"view:{weighting}", make)
+
+    def norm_weighted(self):
+        """float32 ``[B, L, H, N, N]``: Kobayashi's per-head view of these maps (:meth:`view`)."""
+        return self.view("norm").attn
+
     # --- per row or column, [B, L, H, N] --------------------------------------------------------
 
     def row_entropy(self):
         """float32 ``[B, L, H, N]``: ``-Σ_k a log a`` of each query row (nats; 0 log 0 = 0; 0 on
-        padding rows)."""
+        padding rows). A batch of one example's own maps asks the example, which looks a store's
+        up (:meth:`~headatlas.store.example.Example.row_entropy`), whatever the analysis."""
         def compute():
-            xp, attn = self.xp, self.attn
+            xp, attn, own = self.xp, self.attn, self._own_example()
+            if own is not None:
+                return own.row_entropy()[None]
             return -xp.vecdot(attn, xp.log(xp.clip(attn, min=TINY)))
         return self.cached("row_entropy", compute)
+
+    def _own_example(self) -> Example | None:
+        """The batch's one example, when the batch's maps are that example's own (all its layers,
+        its view: what it knows of them holds for the batch); else None."""
+        if len(self) != 1 or not self.examples or not is_numpy_array(self.attn):
+            return None
+        example = self.examples[0]
+        if example.attn is None or example.attn.shape != self.attn.shape[1:]:
+            return None
+        return example if np.may_share_memory(self.attn, example.attn) else None
+
+    def class_mass(self):
+        """float32 ``[B, L, H, N, 4]``: each query's mass on the keys of each token class
+        (:meth:`token_classes`; zero on padding rows)."""
+        return self.cached("class_mass", lambda: self.xp.matmul(self.attn, self.token_classes()[:, None, None]))
 
     def column_mass(self):
         """float64 ``[B, L, H, N]``: the attention each key receives, summed over the queries."""
@@ -199,6 +266,11 @@ class MapBatch:
     def diagonal(self, offset: int):
         """float32 ``[B, L, H, N - |offset|]``: the entries ``[i, i + offset]`` (zero on padding)."""
         return self.cached(f"diagonal:{offset}", lambda: self.xp.linalg.diagonal(self.attn, offset=offset))
+
+
+class Views(dict):
+    """Batches of the same examples and layers, by weighting (a subclass may make one when it is
+    first asked for): what a batch reads of its other views (:meth:`MapBatch.norm_weighted`)."""
 
 
 def layer_of(batch: MapBatch, layer: int, shared: dict | None = None) -> MapBatch:

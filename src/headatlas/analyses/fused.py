@@ -28,7 +28,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from headatlas.analyses.base import Analysis, analysis_class, finish
-from headatlas.analyses.batch import MapBatch, join_layers, row_normalised
+from headatlas.analyses.batch import MapBatch, Views, join_layers, row_normalised
 from headatlas.analyses.result import Result
 from headatlas.corpora.records import Sentence
 from headatlas.encoders.allocator import keep_buffers_in_heap, release_free_heap
@@ -42,6 +42,7 @@ from headatlas.encoders.valuenorms import NormRecorder, model_class, norm_record
 from headatlas.errors import EmptyStoreError, ModelError, StoreError
 from headatlas.provenance import code_version
 from headatlas.store.example import Example
+from headatlas.store import halves
 from headatlas.store.halves import widen
 from headatlas.store.lengths import read_lengths
 from headatlas.store.reader import empty_store_message
@@ -109,13 +110,13 @@ def _examples(batch: Sequence[Encoded], tokens: list[list[str]], attn: np.ndarra
             value_norms = widen(norms["value_norms"][v0:v0 + n_layers * n_heads * n]).reshape(n_layers, n_heads, n)
             norm_map = widen(norms["norm_map"][m0:m0 + n_layers * n * n]).reshape(n_layers, n, n)
             v0, m0 = v0 + n_layers * n_heads * n, m0 + n_layers * n * n
+        halves = attn[a0:a0 + size].reshape(n_layers, n_heads, n, n)
         yield Example(
             index=encoded.index, id=encoded.id, tokens=toks,
             input_ids=np.asarray(encoded.input_ids, np.int32),
             token_type_ids=np.asarray(encoded.token_type_ids, np.int8),
             word_ids=np.asarray(encoded.word_ids, np.int32),
-            attn=widen(attn[a0:a0 + size]).reshape(n_layers, n_heads, n, n),
-            value_norms=value_norms, norm_map=norm_map, **special)
+            attn=widen(halves), value_norms=value_norms, norm_map=norm_map, **special).widened_from(halves)
         a0 += size
 
 
@@ -178,6 +179,7 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
         raise EmptyStoreError(empty_store_message(attrs, len(left_out), len(left_out) - empty,
                                                   where=f"{states_path} not written"))
     attrs["norms"], recorder, warning = norm_recorder(loaded.model, norms)
+    halves.start_compiled()  # numba runs the value norms already: its other loops start in ~0.03 s
     attrs["model_class"] = model_class(loaded.model)
     if warning:
         log.warning("%s", warning)
@@ -439,16 +441,16 @@ def device_views(layers, norms, examples: Sequence[Example], weightings: Sequenc
     attn = stored(layers, 2)
     value_norms = stored([vn for vn, _ in norms], 1) if norms else None
     norm_map = stored([nm for _, nm in norms], 2) if norms else None
-    out, shared = {}, {} if shared is None else shared
+    out, shared = Views(), {} if shared is None else shared
     for weighting in weightings:
         if check_weighting(weighting) == "attention":
             out[weighting] = MapBatch(attn, examples, weighting, value_norms=value_norms, norm_map=norm_map,
-                                      layers=at, shared=shared)
+                                      layers=at, shared=shared, views=out)
             continue
         if value_norms is None:
             raise StoreError("the norm view needs value norms, and none were recorded")
         out[weighting] = MapBatch(row_normalised(attn * value_norms[..., None, :]), examples, weighting,
-                                  value_norms=value_norms, norm_map=norm_map, layers=at, shared=shared)
+                                  value_norms=value_norms, norm_map=norm_map, layers=at, shared=shared, views=out)
     return out
 
 
@@ -537,7 +539,7 @@ class _Stream:
         return batch if len(rows) == len(batch) else batch.select(rows)
 
 
-class _Views(dict):
+class _Views(Views):
     """One example under each weighting as a batch of one, computed when first asked for: the
     quantities the analyses share (row entropies, column masses) are computed once per view."""
 
@@ -547,7 +549,7 @@ class _Views(dict):
         self.shared: dict = {}  # what depends on the example alone, for every view
 
     def __missing__(self, weighting: str) -> MapBatch:
-        self[weighting] = MapBatch.of([self.example.weighted(weighting)], self.shared)
+        self[weighting] = MapBatch.of([self.example.weighted(weighting)], self.shared, views=self)
         return self[weighting]
 
 

@@ -159,31 +159,38 @@ def distance_features(attn: np.ndarray, bins: np.ndarray, n_bins: int | None = N
     if attn.shape[-2:] != (n, n) or bins.shape != (n, n):
         raise ValueError(f"attention {attn.shape} and bins {bins.shape} are not [.., n, n] / [n, n]")
     n_bins = int(bins.max()) + 1 if n_bins is None else n_bins
-    maps = np.asarray(attn, dtype=np.float32).reshape(1, -1, 1, n, n)
-    return binned_rows(MapBatch(maps, lengths=[n]), bins[None], n_bins)[0].reshape(*attn.shape[:-2], n_bins)
+    batch = MapBatch(np.asarray(attn, dtype=np.float32).reshape(1, -1, 1, n, n), lengths=[n])
+    return binned_rows(batch, bin_onehot(batch, bins[None], n_bins))[0].reshape(*attn.shape[:-2], n_bins)
 
 
-def binned_rows(batch: MapBatch, bins: np.ndarray, n_bins: int, host: bool = True) -> np.ndarray:
+def bin_onehot(batch: MapBatch, bins: np.ndarray, n_bins: int):
+    """float32 ``[B, N*N, n_bins]`` on the batch's device: 1 where a (query, key) pair of an
+    example is in bin b. ``bins``: int ``[B, N, N]`` (:func:`key_bins`); pairs past an example's
+    length are in no bin, whatever their bin. It depends on the examples alone: a caller keeps it
+    for every view and layer of them (:meth:`MapBatch.shared`)."""
+    width, valid = batch.width, batch.valid()  # [B, N]
+    index = bins[:, :width, :width]
+    if batch.padded:  # pairs past an example's length go to one more bin, which no column matches
+        index = np.where(valid[:, :, None] & valid[:, None, :], index, n_bins)
+    # made where the maps are, from the bins (int16: 1/40 of its bytes)
+    index = batch.asarray(index.reshape(len(batch), width * width, 1).astype(np.int16))
+    return batch.xp.astype(index == batch.asarray(np.arange(n_bins, dtype=np.int16)), batch.xp.float32)
+
+
+def binned_rows(batch: MapBatch, onehot, host: bool = True) -> np.ndarray:
     """:func:`distance_features` of every map of a batch, on its device; float32
     ``[B, maps, n_bins]``, on the host (``host=False``: on the batch's device, so that a layer
-    read on a GPU waits on no copy; :func:`check_features` on the host then). ``bins``: int
-    ``[B, N, N]`` (:func:`key_bins`; pairs past an example's length are dropped, whatever their
-    bin). A map with a row of no mass gets NaN features, which :func:`check_features` refuses."""
+    read on a GPU waits on no copy; :func:`check_features` on the host then). ``onehot``: the
+    examples' pairs' bins (:func:`bin_onehot`). A map with a row of no mass gets NaN features,
+    which :func:`check_features` refuses."""
     xp = batch.xp
     n_maps, width = len(batch), batch.width
     totals = xp.sum(batch.attn, axis=-1, keepdims=True, dtype=xp.float32)
-    valid = batch.valid()  # [B, N]
     # a real query's row of no mass divides by NaN (its map's features NaN); padding rows by 1
     empty = (totals <= 0) & (batch.token_mask("valid") > 0)[:, None, None, :, None]
     rows = batch.attn / xp.where(totals > 0, totals, xp.where(empty, xp.full_like(totals, float("nan")),
                                                               xp.ones_like(totals)))
-    index = bins[:, :width, :width]
-    if batch.padded:  # pairs past an example's length go to one more bin, which no column matches
-        index = np.where(valid[:, :, None] & valid[:, None, :], index, n_bins)
     # One matmul sums every row into its bins for all heads at once: [maps, N*N] @ [N*N, bins].
-    # The one-hot matrix is made where the maps are, from the bins (int16: 1/40 of its bytes).
-    index = batch.asarray(index.reshape(n_maps, width * width, 1).astype(np.int16))
-    onehot = xp.astype(index == batch.asarray(np.arange(n_bins, dtype=np.int16)), xp.float32)
     flat = xp.matmul(xp.reshape(rows, (n_maps, -1, width * width)), onehot)
     features = flat / xp.astype(batch.n_tokens(), xp.float32)[:, None, None]
     return check_features(to_host(features)) if host else features
@@ -243,13 +250,13 @@ class DistanceFeatures(Analysis):
         return len(SPECIAL) + 1 + self.n_windows
 
     def reduce(self, batch: MapBatch) -> dict:
-        def bins():
-            out = np.zeros((len(batch), batch.width, batch.width), np.int64)
+        def onehot():
+            bins = np.zeros((len(batch), batch.width, batch.width), np.int64)
             for b, example in enumerate(batch.examples):
                 n = example.n_tokens
-                out[b, :n, :n] = key_bins(n, special_masks(example), self.n_windows)
-            return out
-        features = binned_rows(batch, batch.shared(f"key_bins:{self.n_windows}", bins), self.n_features, host=False)
+                bins[b, :n, :n] = key_bins(n, special_masks(example), self.n_windows)
+            return bin_onehot(batch, bins, self.n_features)
+        features = binned_rows(batch, batch.shared(f"key_bin_onehot:{self.n_windows}", onehot), host=False)
         return {"features": batch.xp.reshape(features, (len(batch), len(batch.layers), self.n_heads, -1))}
 
     def fold(self, batch: MapBatch, reduced: dict) -> None:

@@ -25,17 +25,16 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from headatlas.analyses.base import Analysis, describe, register
 from headatlas.analyses.batch import MapBatch, row_normalised, to_host
 from headatlas.analyses.result import Result
 from headatlas.analyses.sample import ExampleSample
 from headatlas.claims import Claim, against, holds_if, verdict
-from headatlas.store.example import Example
+from headatlas.store.example import TOKEN_CLASSES
 from headatlas.store.halves import exact_halves
 
-CLASSES = ("cls", "sep", "punct", "other")
+CLASSES = TOKEN_CLASSES
 CLASS_LABELS = {"cls": "[CLS]", "sep": "[SEP]", "punct": ". or ,", "other": "other"}
 VIEWS = ("attention", "norm", "layer_norm")
 VIEW_LABELS = {"attention": "α", "norm": "‖αf(x)‖ (per head)", "layer_norm": "‖Σ_h αf(x)‖ (layer)"}
@@ -52,23 +51,10 @@ RHO_NEGATIVE = -0.3
 SOURCE = "Kobayashi et al. 2020 §4"
 
 
-def class_onehot(example: Example) -> np.ndarray:
-    """``[n, 4]`` float32 one-hot of each token's class: [CLS], [SEP], period/comma, other."""
-    cls, sep, punct = example.masks
-    punct = punct & ~cls & ~sep
-    other = ~(cls | sep | punct)
-    return np.stack([cls, sep, punct, other], axis=1).astype(np.float32)
-
-
 def class_onehots(batch: MapBatch) -> np.ndarray:
-    """:func:`class_onehot` of every example of a batch, ``[B, N, 4]`` float32 on the host, zero
-    past each example's length (kept on the batch: norm shares and rollout read the same)."""
-    def compute():
-        out = np.zeros((len(batch), batch.width, len(CLASSES)), np.float32)
-        for b, example in enumerate(batch.examples):
-            out[b, :example.n_tokens] = class_onehot(example)
-        return out
-    return batch.shared("class_onehots", compute)
+    """Each token's class one-hot ``[B, N, 4]`` float32 on the host, zero past each example's
+    length (:meth:`MapBatch.host_classes`: kept for every view and layer of the examples)."""
+    return batch.host_classes()
 
 
 def class_major(by_layer: np.ndarray, per_class: np.ndarray) -> np.ndarray:
@@ -142,12 +128,11 @@ class NormShares(Analysis):
             raise ValueError(f"examples {[e.id for e in batch.examples][:3]} have no value norms: {self.name} "
                              "reads a store opened with norms=True (run_analysis does this)")
         xp, f64 = batch.xp, batch.xp.float64
-        onehot = batch.shared("class_onehot", lambda: batch.asarray(class_onehots(batch)))  # [B, N, C]
-        attn, norms = batch.attn, batch.value_norms
-        per_head = row_normalised(attn * norms[..., None, :])
-        by_class = onehot[:, None, None]  # [B, 1, 1, N, C]
-        shares = [xp.mean(xp.sum(xp.matmul(attn, by_class), axis=3, dtype=f64), axis=2),
-                  xp.mean(xp.sum(xp.matmul(per_head, by_class), axis=3, dtype=f64), axis=2),
+        onehot, norms = batch.token_classes(), batch.value_norms  # [B, N, C]
+        # each query's mass per key class under α and under the per-head norm view (the norm
+        # view's own batch where the extraction made one: computed once for both analyses)
+        shares = [xp.mean(xp.sum(batch.class_mass(), axis=3, dtype=f64), axis=2),
+                  xp.mean(xp.sum(batch.view("norm").class_mass(), axis=3, dtype=f64), axis=2),
                   xp.sum(xp.matmul(row_normalised(batch.norm_map), onehot[:, None]), axis=2, dtype=f64)]
         return {"shares": xp.stack(shares, axis=2),  # [B, L, 3, C]
                 "norm_sums": xp.sum(xp.matmul(norms, onehot[:, None]), axis=2, dtype=f64),  # [B, L, C]
@@ -303,6 +288,8 @@ def compact(values: np.ndarray) -> np.ndarray:
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman's rank correlation (average ranks for ties); NaN with < 3 pairs or a constant side."""
+    from scipy.stats import spearmanr  # here: its import is 1.2 CPU-s, more than a small job's updates
+
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
     return float(spearmanr(x, y).statistic)

@@ -33,7 +33,7 @@ from headatlas.analyses.base import Analysis, describe, register
 from headatlas.analyses.batch import MapBatch, array_namespace, to_host
 from headatlas.analyses.batch import row_normalised
 from headatlas.analyses.result import Result
-from headatlas.analyses.norms import CLASS_LABELS, CLASSES, class_onehots
+from headatlas.analyses.norms import CLASS_LABELS, CLASSES
 
 SOURCES = ("attention", "norm")
 SOURCE_LABELS = {"attention": "rollout of α (mean over heads)",
@@ -137,7 +137,7 @@ class Rollout(Analysis):
 
     def fold(self, batch: MapBatch, reduced: dict) -> None:
         xp, f64 = batch.xp, batch.xp.float64
-        onehot = batch.shared("class_onehot", lambda: batch.asarray(class_onehots(batch)))
+        onehot = batch.token_classes()
         for s, source in enumerate(SOURCES):
             # [B, L, N, N]; a padding row rolls out to itself, and is dropped from the sums
             rolled = rollout(reduced[source], self.residual)

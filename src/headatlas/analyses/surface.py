@@ -120,8 +120,11 @@ class SpecialTokens(_Sums):
     def reduce(self, batch: MapBatch) -> dict:
         xp = batch.xp
         sep, valid = batch.token_mask("sep"), batch.token_mask("valid")
-        kinds = xp.stack([batch.token_mask("cls"), sep, batch.token_mask("punct")], axis=-1)
-        mass = xp.matmul(batch.attn, kinds[:, None, None])  # [B, L, H, N, 3]: each query's mass per kind
+        if _kinds_are_classes(batch):  # the token classes' first three: their masses are shared
+            mass = batch.class_mass()[..., :3]
+        else:
+            kinds = xp.stack([batch.token_mask("cls"), sep, batch.token_mask("punct")], axis=-1)
+            mass = xp.matmul(batch.attn, kinds[:, None, None])  # [B, L, H, N, 3]: each query's mass per kind
         f64 = xp.float64
         on_sep = mass[..., 1]  # [B, L, H, N]; zero on padding rows
         return {"to_kind": xp.sum(mass, axis=3, dtype=f64),  # [B, L, H, 3]
@@ -143,6 +146,15 @@ class SpecialTokens(_Sums):
             sep_from_sep=_ratio(self._sep_from[0], self._n_sep_queries),
             sep_from_other=_ratio(self._sep_from[1], self._n_queries - self._n_sep_queries),
         )})
+
+
+def _kinds_are_classes(batch: MapBatch) -> bool:
+    """Whether the [CLS], [SEP] and period/comma masks are the first three token classes
+    (:meth:`MapBatch.token_classes`): they are unless a period or comma is also [CLS] or [SEP]."""
+    def compute():
+        masks = batch.host_masks()
+        return not (masks["punct"] & (masks["cls"] | masks["sep"])).any()
+    return batch.shared("kinds_are_classes", compute)
 
 
 @register

@@ -9,9 +9,13 @@ from typing import Sequence
 import numpy as np
 
 from headatlas.errors import StoreError
-from headatlas.weightings import check_weighting, norm_weighted
+from headatlas.store.halves import TINY, norm_row_entropy, row_entropy
+from headatlas.weightings import check_weighting, norm_weighted_and_totals
 
 PUNCT_TOKENS = frozenset({".", ","})
+# The classes a token falls in for the analyses that pool keys by class (Kobayashi's shares,
+# rollout, Clark's special tokens): its own one-hot column each (Example.class_onehot).
+TOKEN_CLASSES = ("cls", "sep", "punct", "other")
 # Markers some tokenizers put before a word-initial piece (RoBERTa, SentencePiece).
 _WORD_MARKERS = "Ġ▁"
 
@@ -41,7 +45,9 @@ class Example:
     per row (:mod:`headatlas.weightings`). ``value_norms`` ``[layers, heads, key]``
     (‖f_h(x_j)‖) and ``norm_map`` ``[layers, query, key]`` (‖Σ_h α^h_ij f_h(x_j)‖)
     are set when the store was opened with ``norms=True`` (``value_norms`` also under
-    the norm weighting), else None.
+    the norm weighting), else None. ``halves``: the float16 values ``attn`` was widened
+    from, where it was (:meth:`widened_from`: a store's, a fused run's attention weights; None
+    otherwise): some quantities are a lookup of them (:func:`headatlas.store.halves.row_entropy`).
     ``cls_token``/``sep_token`` are the tokenizer's (the store's attributes);
     the defaults, BERT's, only serve examples built by hand.
     """
@@ -58,6 +64,25 @@ class Example:
     value_norms: np.ndarray | None = None
     norm_map: np.ndarray | None = None
     weighting: str = "attention"
+    # Not fields: a copy made with replace() (other maps, another view) carries neither.
+    halves = None  # the float16 values attn was widened from (widened_from)
+    _norm_parts = None  # a norm view's: the attention's halves and the row sums it was divided by
+
+    def widened_from(self, halves: np.ndarray) -> "Example":
+        """This example, knowing that ``attn`` is exactly ``halves`` (float16) widened."""
+        self.halves = halves
+        return self
+
+    def row_entropy(self) -> np.ndarray:
+        """float32 ``[layers, heads, query]``: ``-Σ_k a log a`` of each row of ``attn`` (nats, 0 log
+        0 = 0): looked up from the float16 values it was widened from, or for a norm view of
+        them from its parts (:mod:`headatlas.store.halves`); else the arithmetic."""
+        if self.halves is not None:
+            return row_entropy(self.halves)
+        if self._norm_parts is not None:
+            halves, totals = self._norm_parts
+            return norm_row_entropy(halves, self.attn, self.value_norms, totals)
+        return -np.vecdot(self.attn, np.log(np.clip(self.attn, TINY, None)))
 
     @property
     def n_tokens(self) -> int:
@@ -67,6 +92,14 @@ class Example:
     def masks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # once per example: every analysis asks (a Python pass over the tokens, 1-2% of a fused run)
         return token_masks(self.tokens, self.cls_token, self.sep_token)
+
+    @cached_property
+    def class_onehot(self) -> np.ndarray:
+        """float32 ``[n, 4]``: each token's :data:`TOKEN_CLASSES` ([CLS], [SEP], period/comma that
+        is neither, other), one-hot (a token both [CLS] and [SEP] is in both columns)."""
+        cls, sep, punct = self.masks
+        punct = punct & ~cls & ~sep
+        return np.stack([cls, sep, punct, ~(cls | sep | punct)], axis=1).astype(np.float32)
 
     @property
     def cls_mask(self) -> np.ndarray:
@@ -91,7 +124,10 @@ class Example:
         if self.weighting != "attention" or self.value_norms is None:
             raise StoreError(f"example {self.id}: the norm weighting needs the attention weights "
                              "and the value norms (open the store with norms=True)")
-        weighted = replace(self, attn=norm_weighted(self.attn, self.value_norms), weighting=weighting)
+        attn, totals = norm_weighted_and_totals(self.attn, self.value_norms)
+        weighted = replace(self, attn=attn, weighting=weighting)
         weighted.__dict__["masks"] = self.masks  # the same tokens
+        if self.halves is not None:
+            weighted._norm_parts = (self.halves, totals)
         return weighted
 

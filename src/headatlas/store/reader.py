@@ -197,7 +197,8 @@ class Store:
         t0, t1 = self._tok_offsets[i], self._tok_offsets[i + 1]
         a0, a1 = self._attn_offsets[i], self._attn_offsets[i + 1]
         n = int(t1 - t0)
-        attn = widen(self._attn[a0:a1]).reshape(self.n_layers, self.n_heads, n, n)
+        halves = self._attn[a0:a1].reshape(self.n_layers, self.n_heads, n, n)
+        attn = widen(halves)
         value_norms = norm_map = None
         if self.read_norms or self.weighting == "norm":
             size = self.n_layers * self.n_heads
@@ -217,6 +218,8 @@ class Store:
             **{name: self.attrs[name] for name in ("cls_token", "sep_token") if name in self.attrs},
             value_norms=value_norms, norm_map=norm_map,
         )
+        if halves.dtype == np.float16:
+            example.widened_from(halves)
         return example.weighted(self.weighting)
 
     def __iter__(self) -> Iterator[Example]:
