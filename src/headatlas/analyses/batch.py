@@ -12,11 +12,14 @@ only, so one implementation serves both places the maps come from:
 * a fused extraction on a GPU: the whole batch as a torch tensor on the device, so that only
   sums and per-example scores (kilobytes) are copied to the host, never a map.
 
-Quantities that more than one analysis needs (each row's entropy, each key column's mass, the
-diagonals) are computed once per batch and view and kept (:meth:`MapBatch.cached`); what depends
-on the examples alone (the token-class masks, an analysis's per-token bins) once per group of
-examples, for every view and layer of them (:meth:`MapBatch.shared`). So the analyses of a fused
-extraction share them.
+Quantities that more than one analysis needs (each row's entropy, each key column's mass, each
+query's mass per token class, the diagonals) are computed once per batch and view and kept
+(:meth:`MapBatch.cached`); what depends on the examples alone (the token-class masks, an
+analysis's per-token bins) once per group of examples, for every view and layer of them
+(:meth:`MapBatch.shared`); a view another view's analysis reads (the norm view, which norm shares
+reads beside α) once, from the producer's :class:`Views`. So the analyses of a fused extraction
+share them. A batch of one example read from float16 maps asks the example for its row
+entropies, which it looks up rather than computes (:meth:`~headatlas.store.example.Example.row_entropy`).
 
 A batch may hold some of the model's layers only (``layers``): a fused extraction on a device
 hands the analyses each layer's maps as the layer produces them (:meth:`headatlas.analyses.base.
@@ -35,7 +38,6 @@ from array_api_compat import is_numpy_array, to_device
 
 from headatlas.store.example import TOKEN_CLASSES, Example
 from headatlas.store.halves import TINY
-
 
 
 def array_namespace(x):
@@ -64,7 +66,7 @@ class MapBatch:
         batch of the same examples (the views, the layers); default: this batch's own.
     views : the batches of the same examples and layers under each weighting (:class:`Views`),
         where the producer made them side by side: what one view needs of another
-        (:meth:`norm_weighted`) is then computed once; default: none.
+        (:meth:`view`) is then computed once; default: none.
     """
 
     def __init__(self, attn, examples: Sequence[Example] = (), weighting: str = "attention",
@@ -227,10 +229,6 @@ class MapBatch:
                             self.value_norms, self.norm_map, self.layers, self._shared)
         return self.cached(f"view:{weighting}", make)
 
-    def norm_weighted(self):
-        """float32 ``[B, L, H, N, N]``: Kobayashi's per-head view of these maps (:meth:`view`)."""
-        return self.view("norm").attn
-
     # --- per row or column, [B, L, H, N] --------------------------------------------------------
 
     def row_entropy(self):
@@ -270,7 +268,7 @@ class MapBatch:
 
 class Views(dict):
     """Batches of the same examples and layers, by weighting (a subclass may make one when it is
-    first asked for): what a batch reads of its other views (:meth:`MapBatch.norm_weighted`)."""
+    first asked for): what a batch reads of its other views (:meth:`MapBatch.view`)."""
 
 
 def layer_of(batch: MapBatch, layer: int, shared: dict | None = None) -> MapBatch:
