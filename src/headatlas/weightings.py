@@ -50,8 +50,13 @@ def weighting_of_suffix(suffix: str) -> str:
 
 def row_normalised(weights: np.ndarray) -> np.ndarray:
     """``weights`` divided by their sum over the last axis (rows summing to 0 stay 0)."""
+    return row_normalised_and_totals(weights)[0]
+
+
+def row_normalised_and_totals(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`row_normalised`, and the sums ``[..., 1]`` it divided by."""
     totals = weights.sum(axis=-1, keepdims=True)
-    return weights / np.where(totals > 0, totals, 1)
+    return weights / np.where(totals > 0, totals, 1), totals
 
 
 def norm_weighted(attn: np.ndarray, value_norms: np.ndarray) -> np.ndarray:
@@ -78,8 +83,7 @@ def norm_weighted_and_totals(attn: np.ndarray, value_norms: np.ndarray) -> tuple
         raise ValueError(f"value norms of shape {value_norms.shape} do not fit attention of shape "
                          f"{attn.shape} (expected {attn.shape[:-2] + attn.shape[-1:]})")
     weighted = attn.astype(np.float32, copy=False) * value_norms.astype(np.float32)[..., None, :]
-    totals = weighted.sum(axis=-1, keepdims=True)  # as row_normalised: the same values
-    return weighted / np.where(totals > 0, totals, 1), totals
+    return row_normalised_and_totals(weighted)
 
 
 def weighting_note(attrs: dict) -> str:

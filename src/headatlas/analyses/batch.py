@@ -224,7 +224,7 @@ class MapBatch:
             raise ValueError("the norm view needs the value norms (open the store with norms=True)")
 
         def make():  # its examples without maps: the maps are the batch's (host_examples)
-            return MapBatch(row_normalised(self.attn * self.value_norms[..., None, :]),
+            return MapBatch(norm_weighted(self.attn, self.value_norms),
                             [replace(e, attn=None) for e in self.examples], weighting, self.lengths,
                             self.value_norms, self.norm_map, self.layers, self._shared)
         return self.cached(f"view:{weighting}", make)
@@ -285,6 +285,12 @@ def join_layers(parts: Sequence[dict]) -> dict:
     """:meth:`~headatlas.analyses.base.Analysis.reduce` of consecutive layers' batches joined on
     their layer axis (1): the reduction of the batch of all those layers."""
     return {key: array_namespace(parts[0][key]).concat([p[key] for p in parts], axis=1) for key in parts[0]}
+
+
+def norm_weighted(attn, value_norms):
+    """Kobayashi's per-head view of maps ``[..., H, N, N]`` and value norms ``[..., H, N]`` in
+    their namespace (:func:`headatlas.weightings.norm_weighted`'s operations, for any array)."""
+    return row_normalised(attn * value_norms[..., None, :])
 
 
 def row_normalised(x):

@@ -28,7 +28,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from headatlas.analyses.base import Analysis, analysis_class, finish
-from headatlas.analyses.batch import MapBatch, Views, join_layers, row_normalised
+from headatlas.analyses.batch import MapBatch, Views, join_layers, norm_weighted
 from headatlas.analyses.result import Result
 from headatlas.corpora.records import Sentence
 from headatlas.encoders.allocator import keep_buffers_in_heap, release_free_heap
@@ -449,7 +449,7 @@ def device_views(layers, norms, examples: Sequence[Example], weightings: Sequenc
             continue
         if value_norms is None:
             raise StoreError("the norm view needs value norms, and none were recorded")
-        out[weighting] = MapBatch(row_normalised(attn * value_norms[..., None, :]), examples, weighting,
+        out[weighting] = MapBatch(norm_weighted(attn, value_norms), examples, weighting,
                                   value_norms=value_norms, norm_map=norm_map, layers=at, shared=shared, views=out)
     return out
 

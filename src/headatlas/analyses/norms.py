@@ -51,12 +51,6 @@ RHO_NEGATIVE = -0.3
 SOURCE = "Kobayashi et al. 2020 §4"
 
 
-def class_onehots(batch: MapBatch) -> np.ndarray:
-    """Each token's class one-hot ``[B, N, 4]`` float32 on the host, zero past each example's
-    length (:meth:`MapBatch.host_classes`: kept for every view and layer of the examples)."""
-    return batch.host_classes()
-
-
 def class_major(by_layer: np.ndarray, per_class: np.ndarray) -> np.ndarray:
     """An example's sampled values ``[L, ≥ P]`` (each layer's, class by class, then padding) in
     the state's order: class by class, each class's layer by layer."""
@@ -141,7 +135,7 @@ class NormShares(Analysis):
     def fold(self, batch: MapBatch, reduced: dict) -> None:
         self._shares += np.moveaxis(to_host(reduced["shares"]).sum(axis=0), 1, 0)
         self._norm_sums += to_host(reduced["norm_sums"]).sum(axis=0)
-        self._class_tokens += class_onehots(batch).sum(axis=(0, 1))
+        self._class_tokens += batch.host_classes().sum(axis=(0, 1))
         self._n_queries += int(batch.lengths.sum())
         alpha, norm = to_host(reduced["alpha"]), to_host(reduced["norm"])
         for b, (example, per_class) in enumerate(zip(batch.examples, self._drawn(batch)[1])):
@@ -156,7 +150,7 @@ class NormShares(Analysis):
         ``head, query, key`` ``[3, B, L, P]`` layer by layer (P: the most pairs an example has in
         a layer; the rest 0), and per example its pairs per class ``[C]``."""
         def compute():
-            onehots = class_onehots(batch)
+            onehots = batch.host_classes()
             drawn = []
             for b, (example, n) in enumerate(zip(batch.examples, batch.lengths.tolist())):
                 # One generator per example, seeded by its corpus position: the sample does not

@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from headatlas.errors import StoreError
-from headatlas.store.halves import TINY, norm_row_entropy, row_entropy
+from headatlas.store.halves import arithmetic_row_entropy, norm_row_entropy, row_entropy
 from headatlas.weightings import check_weighting, norm_weighted_and_totals
 
 PUNCT_TOKENS = frozenset({".", ","})
@@ -82,7 +82,7 @@ class Example:
         if self._norm_parts is not None:
             halves, totals = self._norm_parts
             return norm_row_entropy(halves, self.attn, self.value_norms, totals)
-        return -np.vecdot(self.attn, np.log(np.clip(self.attn, TINY, None)))
+        return arithmetic_row_entropy(self.attn)
 
     @property
     def n_tokens(self) -> int:

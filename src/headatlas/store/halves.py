@@ -78,6 +78,11 @@ def widen(halves: np.ndarray) -> np.ndarray:
     return out
 
 
+def arithmetic_row_entropy(maps: np.ndarray) -> np.ndarray:
+    """float32 ``[...]``: ``-Σ_k a log a`` over the last axis of float32 maps, computed."""
+    return -np.vecdot(maps, np.log(np.clip(maps, TINY, None)))
+
+
 def row_entropy(halves: np.ndarray) -> np.ndarray:
     """float32 ``[...]``: ``-Σ_k a log a`` over the last axis of float16 maps ``halves`` (nats,
     0 log 0 = 0), each term from :data:`ENTROPY_TERMS`, summed in float64 (so the numpy and the
@@ -85,7 +90,7 @@ def row_entropy(halves: np.ndarray) -> np.ndarray:
     (:meth:`headatlas.analyses.batch.MapBatch.row_entropy`) to float32 rounding
     (tests/unit/test_halves.py); the compiled loop once :func:`widen` has started it (4x)."""
     bits = np.ascontiguousarray(halves, dtype=np.float16).view(np.uint16)
-    if not _compiled() or bits.ndim == 0 or bits.shape[-1] == 0:
+    if not _compiled() or bits.shape[-1] == 0:
         return np.take(ENTROPY_TERMS, bits).sum(axis=-1, dtype=np.float64).astype(np.float32)
     from headatlas.store._widen_kernel import entropy_rows
 
@@ -113,7 +118,7 @@ def norm_row_entropy(halves: np.ndarray, norm_view: np.ndarray, value_norms: np.
         raise ValueError(f"maps {bits.shape}, norm view {norm_view.shape}, value norms {value_norms.shape} "
                          f"and row sums {totals.shape} are not of one example")
     if not _compiled() or bits.shape[-1] == 0:
-        return -np.vecdot(norm_view, np.log(np.clip(norm_view, TINY, None)))
+        return arithmetic_row_entropy(norm_view)
     from headatlas.store._widen_kernel import norm_entropy_rows
 
     rows, n = bits.shape[-2:]
