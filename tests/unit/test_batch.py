@@ -159,15 +159,22 @@ def test_the_entropy_table_of_a_padded_batch_by_hand():
     assert acc.n_examples == 2 and acc.lengths.tolist() == [2, 4]
 
 
-@pytest.mark.parametrize("namespace", ["numpy", "torch"])
+@pytest.mark.parametrize("namespace", ["numpy", "torch", "compiled"])
 @pytest.mark.parametrize("cls", BATCHED, ids=lambda cls: cls.name)
-def test_a_padded_batch_gives_the_state_of_its_examples_one_at_a_time(cls, namespace):
+def test_a_padded_batch_gives_the_state_of_its_examples_one_at_a_time(cls, namespace, monkeypatch):
+    """``compiled``: the batch's per-row quantities from the compiled loops
+    (:mod:`headatlas.analyses._kernels`), the examples' from numpy."""
+    from headatlas.store import halves
+
+    monkeypatch.setattr(halves, "NUMPY_HALVES", 10 ** 18)
+    monkeypatch.setattr(halves, "_started", False)
     one = cls(LAYERS, HEADS)
     for e in EXAMPLES:
         one.add(e)
     batch = MapBatch.of(EXAMPLES)
+    monkeypatch.setattr(halves, "_started", namespace == "compiled")
     two = cls(LAYERS, HEADS)
-    two.add_batch(batch if namespace == "numpy" else as_torch(batch))
+    two.add_batch(as_torch(batch) if namespace == "torch" else batch)
     expected, found = one.state(), two.state()
     assert expected.keys() == found.keys()
     for key in expected:

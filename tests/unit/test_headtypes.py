@@ -57,7 +57,17 @@ def test_window_width_two_when_l_is_32():
                                                       ("win01", "win01", "win02", "win02", "win16")]
 
 
-def test_features_of_hand_built_heads():
+@pytest.fixture(params=["numpy", "compiled"])
+def loops(request, monkeypatch):
+    """Each by-hand answer from both paths of :func:`headtypes.binned_rows`."""
+    from headatlas.store import halves
+
+    monkeypatch.setattr(halves, "_started", request.param == "compiled")
+    monkeypatch.setattr(halves, "NUMPY_HALVES", 10 ** 18)
+    return request.param
+
+
+def test_features_of_hand_built_heads(loops):
     feats = ht.distance_features(three_heads(), ht.key_bins(16, specials(TOKENS16)), len(NAMES))[0]
     expected = np.zeros((3, len(NAMES)))
     # Previous-token head, per query s: s=0 -> [CLS] (itself), s=1 -> [CLS], s=6 -> ",",
@@ -80,7 +90,7 @@ def test_features_of_hand_built_heads():
     np.testing.assert_allclose(feats.sum(axis=-1), 1, atol=1e-6)
 
 
-def test_rows_are_renormalised_so_features_sum_to_one():
+def test_rows_are_renormalised_so_features_sum_to_one(loops):
     attn = three_heads() * np.float32(0.998)  # float16 storage leaves rows a little off 1
     feats = ht.distance_features(attn, ht.key_bins(16, specials(TOKENS16)), len(NAMES))
     np.testing.assert_allclose(feats.sum(axis=-1), 1, atol=1e-6)
@@ -90,7 +100,7 @@ def test_rows_are_renormalised_so_features_sum_to_one():
         ht.key_bins(16, np.zeros((4, 15), bool))
 
 
-def test_analysis_averages_inputs_with_equal_weight():
+def test_analysis_averages_inputs_with_equal_weight(loops):
     # Input 1 (16 tokens): head 3 uniform -> cls 1/16. Input 2 (32 tokens, [CLS] + 30 words +
     # [SEP]): uniform -> cls 1/32. Equal weight per input: (1/16 + 1/32) / 2 = 3/64.
     long_tokens = ["[CLS]"] + ["w"] * 30 + ["[SEP]"]

@@ -309,3 +309,23 @@ def test_sink_tokens_per_layer():
     sinks = sink_tokens(special)  # one head per layer
     assert sinks["sink"].tolist() == ["[CLS]", "[CLS]", "[SEP]", "[SEP]"]
     assert sinks["share"].tolist() == pytest.approx([0.5, 0.3, 0.6, 0.8])
+
+
+@pytest.mark.parametrize("namespace", ["numpy", "torch"])
+def test_special_tokens_of_a_padded_batch_by_hand(two, namespace):
+    """The ``two`` answers from one padded batch: [SEP] rows at 2, 3 (example 2) and 3, 5
+    (example 1) are read at the union of those rows, each example's own weighed."""
+    import torch
+
+    from headatlas.analyses.batch import MapBatch
+    from headatlas.analyses.surface import SpecialTokens
+
+    batch = MapBatch.of(two)
+    if namespace == "torch":
+        batch = MapBatch(torch.from_numpy(batch.attn), batch.examples)
+    analysis = SpecialTokens(1, 2)
+    analysis.add_batch(batch)
+    t = analysis.result().table
+    np.testing.assert_allclose(t["sep_from_sep"], [0.5, 0.5], atol=1e-7)
+    np.testing.assert_allclose(t["sep_from_other"], [0.5, 1 / 6], atol=1e-7)
+    np.testing.assert_allclose(t["sep"], [0.5, 0.3], atol=1e-7)

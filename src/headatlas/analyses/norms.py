@@ -123,10 +123,12 @@ class NormShares(Analysis):
                              "reads a store opened with norms=True (run_analysis does this)")
         xp, f64 = batch.xp, batch.xp.float64
         onehot, norms = batch.token_classes(), batch.value_norms  # [B, N, C]
-        # each query's mass per key class under α and under the per-head norm view (the norm
-        # view's own batch where the extraction made one: computed once for both analyses)
-        shares = [xp.mean(xp.sum(batch.class_mass(), axis=3, dtype=f64), axis=2),
-                  xp.mean(xp.sum(batch.view("norm").class_mass(), axis=3, dtype=f64), axis=2),
+        # the mass per key class, summed over the queries, under α and under the per-head norm
+        # view: each key column's mass by class (the norm view's own batch where the extraction
+        # made one, and its column masses, which other analyses share)
+        by_class = xp.astype(onehot, f64)[:, None]  # [B, 1, N, C]
+        shares = [xp.mean(xp.matmul(batch.column_mass(), by_class), axis=2),
+                  xp.mean(xp.matmul(batch.view("norm").column_mass(), by_class), axis=2),
                   xp.sum(xp.matmul(row_normalised(batch.norm_map), onehot[:, None]), axis=2, dtype=f64)]
         return {"shares": xp.stack(shares, axis=2),  # [B, L, 3, C]
                 "norm_sums": xp.sum(xp.matmul(norms, onehot[:, None]), axis=2, dtype=f64),  # [B, L, C]

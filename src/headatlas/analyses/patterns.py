@@ -351,7 +351,7 @@ def _shape_features(batch: MapBatch, units: np.ndarray, n, vertical, diagonal, b
     in_sentence, chance = same
     flat = xp.reshape(batch.attn, (*batch.attn.shape[:-2], width * width))
     in_sentence = xp.astype(xp.vecdot(flat, in_sentence[:, None, None, :]), f64) / n - chance
-    row_max = xp.sum(xp.astype(xp.max(batch.attn, axis=-1), f64), axis=-1) / n
+    row_max = xp.sum(xp.astype(batch.row_max(), f64), axis=-1) / n
     valid = batch.token_mask("valid")[:, None, None, :] > 0
 
     def share_above(times: float):

@@ -118,19 +118,15 @@ class SpecialTokens(_Sums):
         self._n_sep_queries = 0
 
     def reduce(self, batch: MapBatch) -> dict:
-        xp = batch.xp
-        sep, valid = batch.token_mask("sep"), batch.token_mask("valid")
-        if _kinds_are_classes(batch):  # the token classes' first three: their masses are shared
-            mass = batch.class_mass()[..., :3]
-        else:
-            kinds = xp.stack([batch.token_mask("cls"), sep, batch.token_mask("punct")], axis=-1)
-            mass = xp.matmul(batch.attn, kinds[:, None, None])  # [B, L, H, N, 3]: each query's mass per kind
-        f64 = xp.float64
-        on_sep = mass[..., 1]  # [B, L, H, N]; zero on padding rows
-        return {"to_kind": xp.sum(mass, axis=3, dtype=f64),  # [B, L, H, 3]
-                "sep_from": xp.stack([xp.sum(on_sep * sep[:, None, None], axis=-1, dtype=f64),
-                                      xp.sum(on_sep * (valid - sep)[:, None, None], axis=-1, dtype=f64)],
-                                     axis=2)}  # [B, L, 2, H]: from [SEP], from the others
+        # Both are sums over the queries, so both come from each key column's mass (one float64
+        # sum per column, shared with sinks and patterns), less what the [SEP] rows (one or two
+        # per example) give: no per-query mass per kind is made.
+        xp, f64 = batch.xp, batch.xp.float64
+        kinds = xp.stack([batch.token_mask(kind) for kind in ("cls", "sep", "punct")], axis=-1)  # [B, N, 3]
+        to_kind = xp.matmul(batch.column_mass(), xp.astype(kinds, f64)[:, None])  # [B, L, H, 3]
+        from_sep = _sep_from_sep(batch)  # [B, L, H]
+        # [B, L, 2, H]: from [SEP], from the others
+        return {"to_kind": to_kind, "sep_from": xp.stack([from_sep, to_kind[..., 1] - from_sep], axis=2)}
 
     def fold(self, batch: MapBatch, reduced: dict) -> None:
         self._to_kind += to_host(reduced["to_kind"]).sum(axis=0)
@@ -148,13 +144,15 @@ class SpecialTokens(_Sums):
         )})
 
 
-def _kinds_are_classes(batch: MapBatch) -> bool:
-    """Whether the [CLS], [SEP] and period/comma masks are the first three token classes
-    (:meth:`MapBatch.token_classes`): they are unless a period or comma is also [CLS] or [SEP]."""
-    def compute():
-        masks = batch.host_masks()
-        return not (masks["punct"] & (masks["cls"] | masks["sep"])).any()
-    return batch.shared("kinds_are_classes", compute)
+def _sep_from_sep(batch: MapBatch):
+    """float64 ``[B, L, H]``: the mass the [SEP] queries give the [SEP] keys, read from the rows
+    where some example of the batch has a [SEP] alone."""
+    xp, f64 = batch.xp, batch.xp.float64
+    host = batch.host_masks()["sep"]  # [B, N]
+    rows = np.flatnonzero(host.any(axis=0))
+    picked = xp.astype(xp.take(batch.attn, batch.asarray(rows), axis=-2), f64)  # [B, L, H, R, N]
+    on_sep = xp.sum(picked * xp.astype(batch.token_mask("sep"), f64)[:, None, None, None], axis=-1)
+    return xp.sum(on_sep * batch.asarray(host[:, rows].astype(np.float64))[:, None, None], axis=-1)
 
 
 @register
@@ -185,7 +183,7 @@ class Entropy(_Sums):
         row_entropy = batch.row_entropy()  # [B, L, H, N], zero on padding rows
         cls = batch.token_mask("cls")[:, None, None]
         sums = [xp.sum(row_entropy, axis=-1, dtype=f64), xp.sum(row_entropy * cls, axis=-1, dtype=f64),
-                xp.sum(xp.max(batch.attn, axis=-1), axis=-1, dtype=f64)]
+                xp.sum(batch.row_max(), axis=-1, dtype=f64)]
         return {"sums": xp.stack(sums, axis=2)}  # [B, L, 3, H]: entropy, [CLS] rows', largest weight
 
     def fold(self, batch: MapBatch, reduced: dict) -> None:

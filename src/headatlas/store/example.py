@@ -9,8 +9,8 @@ from typing import Sequence
 import numpy as np
 
 from headatlas.errors import StoreError
-from headatlas.store.halves import arithmetic_row_entropy, norm_row_entropy, row_entropy
-from headatlas.weightings import check_weighting, norm_weighted_and_totals
+from headatlas.store.halves import arithmetic_row_entropy, norm_row_entropy, norm_weighted_and_totals, row_entropy
+from headatlas.weightings import check_weighting
 
 PUNCT_TOKENS = frozenset({".", ","})
 # The classes a token falls in for the analyses that pool keys by class (Kobayashi's shares,
