@@ -282,3 +282,15 @@ def pytest_xdist_make_scheduler(config, log):
 
     config.option.loadscopereorder = False  # keep the order above
     return ByGroup(config, log)
+
+
+@pytest.fixture(params=["numpy", "compiled"])
+def loops(request, monkeypatch):
+    """A test run on both paths of the per-map quantities: numpy's, and the compiled loops a
+    process takes once it has widened enough maps or a fused extraction starts them
+    (:func:`headatlas.store.halves.compiled`)."""
+    from headatlas.store import halves
+
+    monkeypatch.setattr(halves, "_started", request.param == "compiled")
+    monkeypatch.setattr(halves, "NUMPY_HALVES", 10 ** 18)
+    return request.param

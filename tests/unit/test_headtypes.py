@@ -57,16 +57,6 @@ def test_window_width_two_when_l_is_32():
                                                       ("win01", "win01", "win02", "win02", "win16")]
 
 
-@pytest.fixture(params=["numpy", "compiled"])
-def loops(request, monkeypatch):
-    """Each by-hand answer from both paths of :func:`headtypes.binned_rows`."""
-    from headatlas.store import halves
-
-    monkeypatch.setattr(halves, "_started", request.param == "compiled")
-    monkeypatch.setattr(halves, "NUMPY_HALVES", 10 ** 18)
-    return request.param
-
-
 def test_features_of_hand_built_heads(loops):
     feats = ht.distance_features(three_heads(), ht.key_bins(16, specials(TOKENS16)), len(NAMES))[0]
     expected = np.zeros((3, len(NAMES)))

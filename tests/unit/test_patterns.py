@@ -40,6 +40,7 @@ def test_segments_change_with_the_token_type():
     assert segments_of(np.array([0, 0, 0])).tolist() == [0, 0, 0]
 
 
+@pytest.mark.usefixtures("loops")
 def test_vertical_map():
     # Every row on key 7: rows 6, 7, 8 are within the band (3/16), the other 13 rows are vertical.
     v, d, b, e, s = map_features(vertical_map(), TWO, 3)
@@ -49,6 +50,7 @@ def test_vertical_map():
     assert classify(np.array([v, d, b, e, s]), T) == PATTERNS.index("vertical")
 
 
+@pytest.mark.usefixtures("loops")
 def test_diagonal_maps_self_and_previous_token():
     identity = np.eye(N)
     previous = np.eye(N, k=-1)
@@ -59,6 +61,7 @@ def test_diagonal_maps_self_and_previous_token():
         assert classify(f, T) == PATTERNS.index("diagonal")  # block 0 (rest 0) is not block
 
 
+@pytest.mark.usefixtures("loops")
 def test_vertical_plus_diagonal_map():
     # Half on the token itself, half on key 7: the 13 rows away from key 7 put 0.5 off the band
     # (6.5 / 16); the band holds 16 x 0.5 (self) + 3 x 0.5 (rows 6-8 on key 7) = 9.5 / 16.
@@ -68,6 +71,7 @@ def test_vertical_plus_diagonal_map():
     assert classify(f, T) == PATTERNS.index("vertical+diagonal")
 
 
+@pytest.mark.usefixtures("loops")
 def test_block_map():
     # Two sentences of 5 tokens, uniform within each (1/5). A far pair (more than 3 apart) counts
     # against its mirror key 2i - j: in the map's own pairs, (4, 0) (mirror 8, the other
@@ -129,12 +133,14 @@ def test_sentences_within_segments():
                           np.array([-1, 0, 0, 1, 2, 2, -1]), np.zeros(7, int)).tolist() == [0] * 7
 
 
+@pytest.mark.usefixtures("loops")
 def test_block_is_undefined_for_one_segment():
     f = map_features(block_map(), ONE, 3)
     assert np.isnan(f[2])
     assert classify(f, T) == PATTERNS.index("heterogeneous")  # a NaN block never gives block
 
 
+@pytest.mark.usefixtures("loops")
 def test_uniform_map_has_entropy_one_and_is_heterogeneous():
     f = map_features(np.full((N, N), 1 / N), TWO, 3)
     assert f[3] == pytest.approx(1.0)
@@ -145,6 +151,7 @@ def test_uniform_map_has_entropy_one_and_is_heterogeneous():
     assert classify(f, T) == PATTERNS.index("heterogeneous")
 
 
+@pytest.mark.usefixtures("loops")
 def test_features_of_many_heads_at_once_match_one_by_one():
     maps = np.stack([vertical_map(), np.eye(N), block_map(), np.full((N, N), 1 / N)]).reshape(2, 2, N, N)
     together = map_features(maps, TWO, 3)
@@ -337,6 +344,7 @@ def stripes_map(n: int, keys: list[int]) -> np.ndarray:
     return a
 
 
+@pytest.mark.usefixtures("loops")
 def test_three_and_five_stripes_by_hand():
     # 20 tokens, one segment. Each stripe key j takes 1/s of every row; rows j-1, j, j+1 are on the
     # band, so the key's off-band mass per query is 17 / (20 s): 17/60 for 3 stripes, 17/100 for
@@ -497,3 +505,32 @@ def test_maps_drawn_with_sentence_ticks_tune_block():
                                       "and sentence ticks), 3 AI helper sessions", ""]})
     assert sentence_labelled(labels).tolist() == [False, True, False]
     assert not sentence_labelled(pd.DataFrame({"map": ["m0"]})).any()  # no source column
+
+
+def test_the_compiled_top_columns_and_block_are_numpy_s(monkeypatch):
+    """Ties (a stable sort keeps the lower key), stripes, padding: the compiled path gives the
+    top columns, stripes and vertical mass numpy's sort gives, and the same block."""
+    from headatlas.analyses.batch import MapBatch
+    from headatlas.analyses.patterns import batch_features
+    from headatlas.store import halves
+
+    rng = np.random.default_rng(7)
+    attn = np.zeros((2, 2, 3, N, N), np.float32)
+    attn[0] = np.round(rng.random((2, 3, N, N)) * 4) + 1  # few values: many tied columns
+    attn[1, :, :, :11, :11] = np.round(rng.random((2, 3, 11, 11)) * 4) + 1
+    attn[0, 0, 0, :, 4] += 8  # a stripe on key 4
+    attn[1, 0, 0, :11, 4] += 8
+    attn /= np.maximum(attn.sum(-1, keepdims=True), 1e-30)
+    units = np.stack([TWO, np.minimum(np.arange(N) // 6, 1)])
+    monkeypatch.setattr(halves, "NUMPY_HALVES", 10 ** 18)
+    out = {}
+    for on in (False, True):
+        monkeypatch.setattr(halves, "_started", on)
+        batch = MapBatch(attn, lengths=[N, 11])
+        assert batch.compiled_here() == on
+        out[on] = batch_features(batch, units, 3, 0.02)
+    features, top, mass = out[True]
+    np.testing.assert_array_equal(top, out[False][1])
+    np.testing.assert_allclose(mass, out[False][2], rtol=1e-12)
+    np.testing.assert_allclose(features, out[False][0], rtol=1e-9, atol=1e-12)
+    assert (features[..., 4] > 0).any()  # some stripes were counted

@@ -65,3 +65,64 @@ def binned_rows(maps, slots, lengths, n_bins, out):  # pragma: no cover (compile
             for k in range(n_bins):
                 out[b, m, k] = feature[k] / max(length, 1)
 
+
+
+
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def block_sums(maps, aside, example, key_at, mirror_at, keys, mirror, out):  # pragma: no cover (tested: patterns)
+    """:func:`headatlas.analyses.patterns._block`'s sums on the host: ``maps`` float32
+    ``[B, M, N * N]``, ``aside`` bool ``[B, M, N]`` (each map's top columns and stripes); the
+    contrasting pairs' example, flat positions ``i N + j`` and ``i N + 2i - j``, and keys ``j``
+    and ``2i - j`` (int32 ``[P]`` each, in example, query, key order); adds to ``out`` float64
+    ``[B, M]`` each map's ``a[i, j] - a[i, 2i - j]`` summed over its example's pairs with
+    neither key aside. Map by map, the pairs in the order they lie in the map: numpy's gather of
+    the pairs across the maps reads them 64 KB apart."""
+    for b in range(maps.shape[0]):
+        for m in range(maps.shape[1]):
+            flat, side, total = maps[b, m], aside[b, m], 0.0
+            for p in range(len(key_at)):
+                if example[p] == b and not (side[keys[p]] or side[mirror[p]]):
+                    total += np.float64(flat[key_at[p]]) - np.float64(flat[mirror_at[p]])
+            out[b, m] += total
+
+
+@numba.njit(nogil=True, cache=True)
+def top_columns(off_col, above, valid, k, top, in_top, vertical, stripes):  # pragma: no cover (tested through patterns)
+    """:func:`headatlas.analyses.patterns.batch_features`' top columns on the host, for finite
+    ``off_col`` float64 ``[R, N]`` (each map row: its keys' off-band mass), ``above`` ``[R]``
+    (a stripe's level), ``valid`` bool ``[R, N]`` (keys within the example): fills ``top``
+    int64 ``[R, k]`` (the k largest, ties to the lowest key: a stable sort's order),
+    ``in_top`` bool ``[R, N]`` (a top column or a stripe), ``vertical`` ``[R]`` (their mass)
+    and ``stripes`` ``[R]`` (how many stripes)."""
+    rows, n = off_col.shape
+    best = np.empty(k)
+    for r in range(rows):
+        row = off_col[r]
+        filled = 0
+        for j in range(n):
+            x = row[j]
+            if filled < k:
+                slot = filled
+                filled += 1
+            elif x > best[k - 1]:
+                slot = k - 1
+            else:
+                continue
+            while slot > 0 and best[slot - 1] < x:  # equal values keep the lower key ahead
+                best[slot] = best[slot - 1]
+                top[r, slot] = top[r, slot - 1]
+                slot -= 1
+            best[slot] = x
+            top[r, slot] = j
+        count, mass = 0, 0.0
+        for j in range(n):
+            stripe = valid[r, j] and row[j] >= above[r]
+            count += stripe
+            in_top[r, j] = stripe
+        for t in range(k):
+            in_top[r, top[r, t]] = True
+        for j in range(n):
+            if in_top[r, j]:
+                mass += row[j]
+        vertical[r] = mass
+        stripes[r] = count

@@ -315,13 +315,15 @@ def batch_features(batch: MapBatch, units: np.ndarray, columns: int = 3,
     diagonal = xp.sum(band, axis=-1) / n
     off_col = (batch.column_mass() - band) / n[..., None]  # [B, L, H, N] off-band mass per key, per query
     k = min(columns, width)
-    top = xp.argsort(-off_col, axis=-1, stable=True)[..., :k]  # ties: the lowest key
-    keys = batch.asarray(np.arange(width))
-    is_stripe = (off_col >= 1.0 / n[..., None] + stripe) & (batch.token_mask("valid") > 0)[:, None, None]
-    stripes = xp.astype(xp.sum(xp.astype(is_stripe, xp.int64), axis=-1), f64)
-    in_top = is_stripe | xp.any(keys[:, None] == top[..., None, :], axis=-1)
-    zero = xp.zeros_like(off_col)
-    vertical = xp.sum(xp.where(in_top, off_col, zero), axis=-1)
+    if batch.compiled_here() and np.isfinite(off_col).all():
+        top, in_top, vertical, stripes = _compiled_top_columns(batch, off_col, 1.0 / n + stripe, k)
+    else:
+        top = xp.argsort(-off_col, axis=-1, stable=True)[..., :k]  # ties: the lowest key
+        keys = batch.asarray(np.arange(width))
+        is_stripe = (off_col >= 1.0 / n[..., None] + stripe) & (batch.token_mask("valid") > 0)[:, None, None]
+        stripes = xp.astype(xp.sum(xp.astype(is_stripe, xp.int64), axis=-1), f64)
+        in_top = is_stripe | xp.any(keys[:, None] == top[..., None, :], axis=-1)
+        vertical = xp.sum(xp.where(in_top, off_col, xp.zeros_like(off_col)), axis=-1)
     block = _block(batch, units, in_top, diagonal)
     log_n = batch.asarray(np.log(np.maximum(lengths, 2)).astype(np.float64))[:, None, None]
     entropy = xp.sum(xp.astype(batch.row_entropy(), f64), axis=-1) / n / log_n
@@ -389,6 +391,8 @@ def _block(batch: MapBatch, units: np.ndarray, in_top, like):
     key = f"block_pairs:{hash(np.ascontiguousarray(units).tobytes())}"
     example, query, keys, mirror, members = batch.shared(key, lambda: tuple(
         batch.asarray(x) for x in _contrast_pairs(units, batch.lengths, batch.width)))
+    if batch.compiled_here():
+        return _compiled_block(batch, in_top, two, (example, query, keys, mirror))
     attn, f64 = batch.attn, xp.float64
     difference = xp.astype(attn[example, :, :, query, keys], f64) - xp.astype(attn[example, :, :, query, mirror], f64)
     aside = in_top[example, :, :, keys] | in_top[example, :, :, mirror]  # [P, L, H]
@@ -397,6 +401,39 @@ def _block(batch: MapBatch, units: np.ndarray, in_top, like):
     block = xp.reshape(xp.matmul(members, xp.reshape(kept, (n_pairs, n_layers * n_heads))),
                        (len(two), n_layers, n_heads)) / batch.n_tokens()[:, None, None]
     return xp.where(batch.asarray(two)[:, None, None], block, xp.full_like(block, float("nan")))
+
+
+def _compiled_top_columns(batch: MapBatch, off_col: np.ndarray, above: np.ndarray, k: int) -> tuple:
+    """:func:`batch_features`' top columns, what is in them (or a stripe), their mass and the
+    stripes, from one compiled loop per map (:func:`headatlas.analyses._kernels.top_columns`:
+    no sort of every row, no ``[..., N, k]`` comparison)."""
+    from headatlas.analyses._kernels import top_columns
+
+    shape, width = off_col.shape[:-1], batch.width
+    rows = int(np.prod(shape))
+    valid = np.ascontiguousarray(np.broadcast_to(batch.valid()[:, None, None], off_col.shape)).reshape(rows, width)
+    top, in_top = np.empty((rows, k), np.int64), np.empty((rows, width), bool)
+    vertical, stripes = np.empty(rows), np.empty(rows)
+    top_columns(np.ascontiguousarray(off_col).reshape(rows, width),
+                np.ascontiguousarray(np.broadcast_to(above, shape)).reshape(rows), valid, k, top, in_top,
+                vertical, stripes)
+    return (top.reshape(*shape, k), in_top.reshape(*shape, width), vertical.reshape(shape),
+            stripes.reshape(shape))
+
+
+def _compiled_block(batch: MapBatch, in_top: np.ndarray, two: np.ndarray, pairs: tuple) -> np.ndarray:
+    """:func:`_block` on the host from the compiled loop (:func:`headatlas.analyses._kernels.block_sums`)."""
+    from headatlas.analyses._kernels import block_sums
+
+    rows, width = len(two), batch.width
+    example, query, keys, mirror = (np.asarray(x, np.int32) for x in pairs)
+    shape = batch.attn.shape[1:-2]
+    sums = np.zeros((rows, int(np.prod(shape))))
+    block_sums(np.ascontiguousarray(batch.attn).reshape(rows, -1, width * width),
+               np.ascontiguousarray(in_top).reshape(rows, -1, width), example, query * width + keys,
+               query * width + mirror, keys, mirror, sums)
+    block = sums.reshape(rows, *shape) / batch.n_tokens()[:, None, None]
+    return np.where(two[:, None, None], block, np.nan)
 
 
 def _contrast_pairs(units: np.ndarray, lengths: Sequence[int], width: int) -> tuple[np.ndarray, ...]:
