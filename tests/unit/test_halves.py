@@ -1,18 +1,40 @@
+import importlib
+
 import numpy as np
 import pytest
 
 from headatlas.store.halves import widen
 
 
-def test_every_half_is_widened_as_numpy_does():
+@pytest.mark.parametrize("converter", ["table", "torch"])
+def test_every_half_is_widened_as_numpy_does(converter, monkeypatch):
+    import sys
+
+    if converter == "table":  # a process without torch: the table, NaN payloads too
+        monkeypatch.delitem(sys.modules, "torch", raising=False)
+    else:  # a process that has imported torch: torch converts
+        monkeypatch.setitem(sys.modules, "torch", importlib.import_module("torch"))
     halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
     expected = halves.astype(np.float32)
     got = widen(halves)
-    assert got.dtype == np.float32
-    assert got.view(np.uint32).tobytes() == expected.view(np.uint32).tobytes()  # NaN payloads too
+    assert got.dtype == np.float32 and got.shape == expected.shape
+    number = ~np.isnan(expected)
+    assert got[number].view(np.uint32).tobytes() == expected[number].view(np.uint32).tobytes()
+    assert np.isnan(got[~number]).all()
+    if converter == "table":
+        assert got.view(np.uint32).tobytes() == expected.view(np.uint32).tobytes()
+    else:  # torch quiets the signalling NaNs: 0x7c01 -> 0x7fc02000, not numpy's 0x7f802000
+        assert (got.view(np.uint32) != expected.view(np.uint32)).sum() == 1022
 
 
-def test_values_by_hand_and_shapes():
+@pytest.mark.parametrize("converter", ["table", "torch"])
+def test_values_by_hand_and_shapes(converter, monkeypatch):
+    import sys
+
+    if converter == "table":
+        monkeypatch.delitem(sys.modules, "torch", raising=False)
+    else:
+        monkeypatch.setitem(sys.modules, "torch", importlib.import_module("torch"))
     halves = np.array([[1.0, -2.0], [0.0, 6e-8]], dtype=np.float16)  # 6e-8 -> the smallest subnormal
     got = widen(halves)
     assert got.shape == (2, 2) and got.flags.c_contiguous
@@ -29,8 +51,11 @@ def test_other_dtypes_are_cast_by_numpy():
 
 
 def test_the_compiled_loop_gives_numpy_s_take(monkeypatch):
+    import sys
+
     from headatlas.store import halves
 
+    monkeypatch.delitem(sys.modules, "torch", raising=False)  # a process without torch: the table, the loop
     monkeypatch.setattr(halves, "_started", False)  # whatever a fused test in this process started
     patterns = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).reshape(256, 256)
     taken = widen(patterns)

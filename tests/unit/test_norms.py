@@ -340,3 +340,17 @@ def test_the_pairs_of_a_capped_sample_of_examples_and_the_shares_of_every_exampl
     assert acc.state()["pair_example"].tolist() == chosen
     both = merged(NormShares, [examples[1::2], examples[::2]], pairs_per_example=2, sample_examples=3).result()
     pd.testing.assert_frame_equal(both.tables["correlation"], capped.tables["correlation"], check_exact=True)
+
+
+def test_offset_sums_of_numpy_and_torch_agree_and_skip_missing_diagonals():
+    import torch
+
+    maps = np.random.default_rng(3).random((2, 3, 5, 5))
+    for max_offset in (0, 2, 7):  # 7: offsets 5-7 have no diagonal in a 5-token map
+        sums, counts = offset_sums(maps, max_offset)
+        expected = [[[np.trace(m, offset=k) if abs(k) < 5 else 0.0 for k in range(-max_offset, max_offset + 1)]
+                     for m in row] for row in maps]
+        np.testing.assert_allclose(sums, expected, rtol=1e-12)
+        np.testing.assert_allclose(offset_sums(torch.from_numpy(maps), max_offset)[0].numpy(), sums, rtol=1e-12)
+        assert counts.tolist() == [max(5 - abs(k), 0) for k in range(-max_offset, max_offset + 1)]
+    assert offset_sums(np.zeros((1, 0, 0)), 2)[0].tolist() == [[0.0] * 5]

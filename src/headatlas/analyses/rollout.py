@@ -24,10 +24,12 @@ Token-weighted means, as in :mod:`headatlas.analyses.surface`.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
-from array_api_compat import device
+from array_api_compat import device, is_numpy_array
 
 from headatlas.analyses.base import Analysis, describe, register
 from headatlas.analyses.batch import MapBatch, array_namespace, to_host
@@ -82,11 +84,30 @@ def offset_sums(maps, max_offset: int):
     xp = array_namespace(maps)
     n = maps.shape[-1]
     offsets = range(-max_offset, max_offset + 1)
+    counts = np.array([max(n - abs(k), 0) for k in offsets], dtype=np.float64)
+    if is_numpy_array(maps):  # one gather and one reduceat, not a diagonal and a sum per offset
+        index, starts, columns = _diagonals(n, max_offset)
+        sums = np.zeros((*maps.shape[:-2], len(offsets)))
+        if len(index):
+            picked = np.take(np.reshape(maps, (*maps.shape[:-2], n * n)), index, axis=-1).astype(np.float64)
+            sums[..., columns] = np.add.reduceat(picked, starts, axis=-1)
+        return sums, counts
     none = xp.zeros(maps.shape[:-2], dtype=xp.float64, device=device(maps))
     sums = xp.stack([xp.sum(xp.linalg.diagonal(maps, offset=k), axis=-1, dtype=xp.float64) if abs(k) < n else none
                      for k in offsets], axis=-1)
-    counts = np.array([max(n - abs(k), 0) for k in offsets], dtype=np.float64)
     return sums, counts
+
+
+@functools.lru_cache(maxsize=1024)
+def _diagonals(n: int, max_offset: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The flat positions ``i n + i + k`` of the diagonals ``k = -max_offset..max_offset`` of an
+    ``[n, n]`` map that has them (``|k| < n``), one after the other; where each starts; and
+    which of the offsets each is."""
+    kept = [k for k in range(-max_offset, max_offset + 1) if abs(k) < n]
+    rows = [np.arange(max(0, -k), min(n, n - k)) for k in kept]
+    index = np.concatenate([i * n + i + k for i, k in zip(rows, kept)]) if kept else np.zeros(0, np.int64)
+    starts = np.cumsum([0] + [len(i) for i in rows[:-1]]) if kept else np.zeros(0, np.int64)
+    return index, starts, np.array([k + max_offset for k in kept], np.int64)
 
 
 @register

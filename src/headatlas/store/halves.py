@@ -6,7 +6,10 @@ numpy's cast of float16 takes a slow path for subnormal halves, and attention we
 ``[6, 12, 128, 128]`` map. :func:`widen` looks every half up in a table of numpy's own cast of
 all 65,536 bit patterns instead, bitwise numpy's result by construction
 (tests/unit/test_halves.py checks all 65,536): numpy's ``take`` of the table, then, once a
-process has widened enough halves to pay for it, a compiled loop 2.6x faster per half.
+process has widened enough halves to pay for it, a compiled loop 2.6x faster per half. A process
+that has imported torch already (an extraction) lets torch convert them, with the CPU's own
+instruction where it has one (F16C): 3x the compiled loop, the same values (a signalling NaN
+comes back quiet: a NaN still, with another payload).
 
 The compiled loop costs about 0.7 CPU-s of a job to start (numba's import and the load of its
 cached kernel): a quarter of what a tiny store's analysis job took in all. Each process therefore
@@ -18,6 +21,8 @@ norms' kernel) starts the loops at once (:func:`start_compiled`).
 """
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 
@@ -68,8 +73,12 @@ def widen(halves: np.ndarray) -> np.ndarray:
     if halves.dtype != np.float16:
         return halves.astype(np.float32)
     bits = np.ascontiguousarray(halves).view(np.uint16)
+    torch = sys.modules.get("torch")
     if not compiled():
         _widened += bits.size
+    if torch is not None and bits.flags.writeable and bits.size:
+        return torch.from_numpy(bits.view(np.float16)).float().numpy().reshape(halves.shape)
+    if not compiled():
         return np.take(TABLE, bits).reshape(halves.shape)  # ascontiguousarray makes 0-d 1-d
     from headatlas.store._widen_kernel import lookup  # numba: ~0.7 s to start, once per process
 
