@@ -127,21 +127,6 @@ def test_the_norm_view_of_a_batch_is_its_producers_or_made_once():
     np.testing.assert_array_equal(attention.view("norm").attn, norm.attn)
 
 
-def test_class_mass_is_each_query_s_mass_per_token_class():
-    from headatlas.store.example import TOKEN_CLASSES
-
-    batch = MapBatch.of(EXAMPLES)
-    mass = batch.class_mass()
-    assert mass.shape == (3, LAYERS, HEADS, 11, len(TOKEN_CLASSES))
-    for b, e in enumerate(EXAMPLES):  # tokens: [CLS] w... . [SEP]: classes cls, other..., punct, sep
-        n = e.n_tokens
-        expected = np.stack([e.attn[..., 0], e.attn[..., n - 1], e.attn[..., n - 2],
-                             e.attn[..., 1:n - 2].sum(-1)], axis=-1)
-        np.testing.assert_allclose(mass[b, :, :, :n], expected, rtol=1e-6)
-        assert not mass[b, :, :, n:].any()  # padding rows
-    np.testing.assert_allclose(to_host(as_torch(batch).class_mass()), mass, rtol=1e-6)
-
-
 def test_the_entropy_table_of_a_padded_batch_by_hand():
     from headatlas.analyses.surface import Entropy
 

@@ -13,7 +13,7 @@ only, so one implementation serves both places the maps come from:
   sums and per-example scores (kilobytes) are copied to the host, never a map.
 
 Quantities that more than one analysis needs (each row's entropy and largest weight, each key
-column's mass, each query's mass per token class, the diagonals) are computed once per batch and view and kept
+column's mass, the diagonals) are computed once per batch and view and kept
 (:meth:`MapBatch.cached`); what depends on the examples alone (the token-class masks, an
 analysis's per-token bins) once per group of examples, for every view and layer of them
 (:meth:`MapBatch.shared`); a view another view's analysis reads (the norm view, which norm shares
@@ -38,8 +38,8 @@ import numpy as np
 from array_api_compat import array_namespace as compat_namespace
 from array_api_compat import is_numpy_array, to_device
 
-from headatlas.store.example import TOKEN_CLASSES, Example
 from headatlas.store import halves
+from headatlas.store.example import TOKEN_CLASSES, Example
 from headatlas.store.halves import TINY
 
 
@@ -254,11 +254,6 @@ class MapBatch:
         if example.attn is None or example.attn.shape != self.attn.shape[1:]:
             return None
         return example if np.may_share_memory(self.attn, example.attn) else None
-
-    def class_mass(self):
-        """float32 ``[B, L, H, N, 4]``: each query's mass on the keys of each token class
-        (:meth:`token_classes`; zero on padding rows)."""
-        return self.cached("class_mass", lambda: self.xp.matmul(self.attn, self.token_classes()[:, None, None]))
 
     def column_mass(self):
         """float64 ``[B, L, H, N]``: the attention each key receives, summed over the queries."""
