@@ -1,10 +1,13 @@
-"""Compiled loops of :mod:`headatlas.analyses.batch` and :mod:`headatlas.analyses.headtypes`,
-apart so that importing an analysis does not import numba: a batch takes them only once its
-process takes :mod:`headatlas.store.halves`' compiled loops (:func:`~headatlas.store.halves.compiled`).
+"""Compiled loops of :mod:`headatlas.analyses.batch`, :mod:`~headatlas.analyses.headtypes` and
+:mod:`~headatlas.analyses.patterns`, apart so that importing an analysis does not import numba: a
+batch takes them only once its process takes :mod:`headatlas.store.halves`' compiled loops
+(:func:`~headatlas.store.halves.compiled`).
 
 Each reads a map once where numpy makes one pass per quantity (a 4.7 MB float32 pass per
 128-token MiniLM map, 0.4-1 ms on these machines), and each agrees with the numpy path it
-replaces: :func:`map_sums` bitwise, :func:`binned_rows` to float32 rounding (tests/unit/test_kernels.py)."""
+replaces: :func:`map_sums` bitwise, :func:`top_columns`' columns and stripes exactly,
+:func:`binned_rows` to float32 rounding, the float64 sums to float64 rounding
+(tests/unit/test_kernels.py, tests/unit/test_patterns.py)."""
 
 from __future__ import annotations
 
@@ -64,8 +67,6 @@ def binned_rows(maps, slots, lengths, n_bins, out):  # pragma: no cover (compile
                     feature[:] = np.nan
             for k in range(n_bins):
                 out[b, m, k] = feature[k] / max(length, 1)
-
-
 
 
 @numba.njit(nogil=True, cache=True, boundscheck=False)
