@@ -193,7 +193,7 @@ def binned_rows(batch: MapBatch, bins: np.ndarray, n_bins: int, host: bool = Tru
     On the host, once the process takes the compiled loops, one pass per map does it
     (:func:`headatlas.analyses._kernels.binned_rows`: 1.0 against 2.0-2.3 ms per 128-token
     MiniLM example); else every row is divided by its total and one matmul sums every row into
-    its bins for all heads at once, ``[maps, N*N] @ [N*N, bins]``."""
+    its bins for all heads at once, ``[maps, N*N] @ [N*N, bins]``, in float64 as the loop sums."""
     def shared(name: str, make):
         return make() if key is None else batch.shared(f"{key}:{name}", make)
     xp = batch.xp
@@ -207,14 +207,17 @@ def binned_rows(batch: MapBatch, bins: np.ndarray, n_bins: int, host: bool = Tru
         _kernels.binned_rows(np.ascontiguousarray(batch.attn).reshape(n_maps, -1, width, width), slots,
                              batch.lengths, n_bins, out)
         return check_features(out) if host else out
-    onehot = shared("onehot", lambda: bin_onehot(batch, pair_bins(batch, bins, n_bins), n_bins))
-    totals = xp.sum(batch.attn, axis=-1, keepdims=True, dtype=xp.float32)
+    # in float64, as the compiled loop sums: float32 sums of 16,384 terms a bin would part from it
+    # in the 7th digit the tables print
+    f64 = xp.float64
+    onehot = shared("onehot", lambda: xp.astype(bin_onehot(batch, pair_bins(batch, bins, n_bins), n_bins), f64))
+    totals = xp.sum(batch.attn, axis=-1, keepdims=True, dtype=f64)
     # a real query's row of no mass divides by NaN (its map's features NaN); padding rows by 1
     empty = (totals <= 0) & (batch.token_mask("valid") > 0)[:, None, None, :, None]
-    rows = batch.attn / xp.where(totals > 0, totals, xp.where(empty, xp.full_like(totals, float("nan")),
-                                                            xp.ones_like(totals)))
+    rows = xp.astype(batch.attn, f64) / xp.where(totals > 0, totals, xp.where(
+        empty, xp.full_like(totals, float("nan")), xp.ones_like(totals)))
     flat = xp.matmul(xp.reshape(rows, (n_maps, -1, width * width)), onehot)
-    features = flat / xp.astype(batch.n_tokens(), xp.float32)[:, None, None]
+    features = xp.astype(flat / batch.n_tokens()[:, None, None], xp.float32)
     return check_features(to_host(features)) if host else features
 
 
