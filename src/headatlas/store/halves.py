@@ -73,12 +73,13 @@ def widen(halves: np.ndarray) -> np.ndarray:
     if halves.dtype != np.float16:
         return halves.astype(np.float32)
     bits = np.ascontiguousarray(halves).view(np.uint16)
-    torch = sys.modules.get("torch")
-    if not compiled():
+    by_table = not compiled()  # decided before this call's halves count
+    if by_table:
         _widened += bits.size
+    torch = sys.modules.get("torch")
     if torch is not None and bits.flags.writeable and bits.size:
         return torch.from_numpy(bits.view(np.float16)).float().numpy().reshape(halves.shape)
-    if not compiled():
+    if by_table:
         return np.take(TABLE, bits).reshape(halves.shape)  # ascontiguousarray makes 0-d 1-d
     from headatlas.store._widen_kernel import lookup  # numba: ~0.7 s to start, once per process
 
