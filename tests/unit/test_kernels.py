@@ -91,6 +91,35 @@ def test_binned_rows_agree_with_the_numpy_path(compiled):
     np.testing.assert_allclose(out[True].sum(-1), 1, atol=1e-6)  # every key of a real row is in a bin
 
 
+def test_key_bins_part_into_bins_by_key_and_by_distance():
+    # 4 tokens: [CLS] a , b; [CLS] and the comma are binned by the key, the rest by distance
+    special = np.zeros((4, 4), bool)
+    special[0, 0] = special[2, 2] = True
+    bins = ht.key_bins(4, special, 2)[None]  # windows: distance 1-2 -> 5, 3-4 -> 6
+    by_key, by_distance = ht.key_and_distance_bins(bins, np.array([4]), 7)
+    assert by_key.tolist() == [[0, -1, 2, -1]]
+    assert by_distance.tolist() == [[4, 5, 5, 6]]  # self, then the windows
+
+
+def test_bins_of_another_form_are_read_by_numpy_alone(compiled, monkeypatch):
+    from headatlas.analyses import _kernels
+
+    bins = ht.key_bins(6, np.zeros((4, 6), bool), 3)[None].copy()
+    bins[0, 1, 4] = 0  # one pair that neither its key nor its distance decides
+    assert ht.key_and_distance_bins(bins, np.array([6]), 8) is None
+    calls, loop = [], _kernels.binned_rows
+    monkeypatch.setattr(_kernels, "binned_rows", lambda *args: calls.append(args) or loop(*args))
+    out = {}
+    for on in (False, True):
+        compiled(on)
+        out[on] = ht.binned_rows(MapBatch(random_maps((1, 1, 2, 6, 6), 7), lengths=[6]), bins, 8)
+    assert not calls
+    np.testing.assert_array_equal(out[True], out[False])
+    bins[0, 1, 4] = bins[0, 0, 3]  # key_bins' own again: the loop reads it
+    ht.binned_rows(MapBatch(random_maps((1, 1, 2, 6, 6), 7), lengths=[6]), bins, 8)
+    assert len(calls) == 1
+
+
 def test_binned_rows_of_a_real_sized_input_agree(compiled):
     maps = random_maps((6, 12, 16, 16), 4) * np.float32(0.999)  # rows a little off 1, as float16 leaves them
     bins = ht.key_bins(16, specials(TOKENS16))

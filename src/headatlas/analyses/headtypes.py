@@ -53,6 +53,7 @@ ablation) treats the types as not applicable.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -175,6 +176,36 @@ def pair_bins(batch: MapBatch, bins: np.ndarray, n_bins: int) -> np.ndarray:
     return np.where(inside, index, n_bins).astype(np.int16)
 
 
+def key_and_distance_bins(index: np.ndarray, lengths: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``index`` (:func:`pair_bins`, ``[B, N, N]``) as int32 ``[B, N]`` twice, where its bins have
+    :func:`key_bins`' form: each key's bin where every query of its example gives the key one
+    (else -1), and for the other keys the bin at each distance ``|i - j|``; unused entries
+    ``n_bins``. None where some example's bins are of another form (the numpy path reads them)."""
+    by_key = np.full(index.shape[:2], -1, np.int32)
+    by_distance = np.full(index.shape[:2], n_bins, np.int32)
+    for b, n in enumerate(np.asarray(lengths).tolist()):
+        own = index[b, :n, :n].astype(np.int32)
+        fixed = (own == own[:1]).all(axis=0)  # the key alone decides
+        by_key[b, :n] = np.where(fixed, own[0], -1)
+        free = np.flatnonzero(~fixed)
+        if not len(free):
+            continue
+        # the first and the last of the other keys see every distance any of them has
+        first, last = free[0], free[-1]
+        distance = np.arange(n)
+        by_distance[b, :n] = np.where(distance <= n - 1 - first, own[np.minimum(first + distance, n - 1), first],
+                                      own[np.maximum(last - distance, 0), last])
+        if not np.array_equal(np.where(fixed, own[0], by_distance[b, _distances(n)]), own):
+            return None
+    return by_key, by_distance
+
+
+@functools.lru_cache(maxsize=64)
+def _distances(n: int) -> np.ndarray:
+    position = np.arange(n)
+    return np.abs(position[:, None] - position[None, :])
+
+
 def bin_onehot(batch: MapBatch, index: np.ndarray, n_bins: int):
     """float32 ``[B, N*N, n_bins]`` on the batch's device: 1 where a (query, key) pair of an
     example is in bin b (``index``: :func:`pair_bins`)."""
@@ -190,23 +221,23 @@ def binned_rows(batch: MapBatch, bins: np.ndarray, n_bins: int, host: bool = Tru
     is made of them is kept for every view and layer of the examples (:meth:`MapBatch.shared`).
     A map with a row of no mass gets NaN features, which :func:`check_features` refuses.
 
-    On the host, once the process takes the compiled loops, one pass per map does it
-    (:func:`headatlas.analyses._kernels.binned_rows`: 1.0 against 2.0-2.3 ms per 128-token
-    MiniLM example); else every row is divided by its total and one matmul sums every row into
-    its bins for all heads at once, ``[maps, N*N] @ [N*N, bins]``, in float64 as the loop sums."""
+    On the host, once the process takes the compiled loops, one pass per map does it for bins of
+    :func:`key_bins`' form (:func:`key_and_distance_bins`; :func:`headatlas.analyses._kernels.binned_rows`);
+    else every row is divided by its total and one matmul sums every row into its bins for all
+    heads at once, ``[maps, N*N] @ [N*N, bins]``, in float64 as the loop sums."""
     def shared(name: str, make):
         return make() if key is None else batch.shared(f"{key}:{name}", make)
     xp = batch.xp
     n_maps, width = len(batch), batch.width
     if batch.compiled_here():
-        from headatlas.analyses import _kernels
+        parts = shared("parts", lambda: key_and_distance_bins(pair_bins(batch, bins, n_bins), batch.lengths, n_bins))
+        if parts is not None:
+            from headatlas.analyses import _kernels
 
-        slots = shared("slots", lambda: pair_bins(batch, bins, n_bins).astype(np.int32) * 4
-                       + np.arange(width, dtype=np.int32) % 4)
-        out = np.empty((n_maps, int(np.prod(batch.attn.shape[1:-2])), n_bins), np.float32)
-        _kernels.binned_rows(np.ascontiguousarray(batch.attn).reshape(n_maps, -1, width, width), slots,
-                             batch.lengths, n_bins, out)
-        return check_features(out) if host else out
+            out = np.empty((n_maps, int(np.prod(batch.attn.shape[1:-2])), n_bins), np.float32)
+            _kernels.binned_rows(np.ascontiguousarray(batch.attn).reshape(n_maps, -1, width, width), *parts,
+                                 batch.lengths, n_bins, out)
+            return check_features(out) if host else out
     # in float64, as the compiled loop sums: float32 sums of 16,384 terms a bin would part from it
     # in the 7th digit the tables print
     f64 = xp.float64
