@@ -197,3 +197,25 @@ def test_the_loops_load_from_numba_s_cache():
     for _ in range(2):
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_block_sums_take_out_each_pair_with_a_key_aside_once():
+    from headatlas.analyses import _kernels, patterns
+
+    n, lengths = 12, np.array([12, 9])
+    units = np.zeros((2, n), np.int64)
+    units[0, 5:], units[1, 4:] = 1, 1  # two sentences each
+    contrast = patterns.block_contrast(units, lengths, n)
+    maps = random_maps((2, 3, n, n), 8)
+    maps[1, :, 9:], maps[1, :, :, 9:] = 0, 0
+    rng = np.random.default_rng(9)
+    aside = rng.random((2, 3, n)) < 0.3  # pairs with the key, the mirror or both aside
+    example, query, keys, mirror, _ = patterns._contrast_pairs(units, lengths, n)
+    expected = np.zeros((2, 3))
+    for b, i, j, k in zip(example, query, keys, mirror):
+        kept = ~(aside[b, :, j] | aside[b, :, k])
+        expected[b] += np.where(kept, maps[b, :, i, j].astype(np.float64) - maps[b, :, i, k], 0.0)
+    assert (aside[example, :, keys] & aside[example, :, mirror]).any()  # both ends aside somewhere
+    got = np.zeros((2, 3))
+    _kernels.block_sums(maps, aside, contrast.astype(np.int8), lengths, got)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)

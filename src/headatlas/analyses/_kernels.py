@@ -86,21 +86,35 @@ def binned_rows(maps, by_key, by_distance, lengths, n_bins, out):  # pragma: no 
                 out[b, m, k] = np.nan if empty else feature[k] / max(length, 1)
 
 
-@numba.njit(nogil=True, cache=True, boundscheck=False)
-def block_sums(maps, aside, example, key_at, mirror_at, keys, mirror, out):  # pragma: no cover (tested: patterns)
+@numba.njit(nogil=True, cache=True, fastmath={"reassoc"})
+def block_sums(maps, aside, contrast, lengths, out):  # pragma: no cover (tested through patterns)
     """:func:`headatlas.analyses.patterns._block`'s sums on the host: ``maps`` float32
-    ``[B, M, N * N]``, ``aside`` bool ``[B, M, N]`` (each map's top columns and stripes); the
-    contrasting pairs' example, flat positions ``i N + j`` and ``i N + 2i - j``, and keys ``j``
-    and ``2i - j`` (int32 ``[P]`` each, in example, query, key order); adds to ``out`` float64
-    ``[B, M]`` each map's ``a[i, j] - a[i, 2i - j]`` summed over its example's pairs with
-    neither key aside. Map by map, the pairs in the order they lie in the map: numpy's gather of
-    the pairs across the maps reads them 64 KB apart."""
+    ``[B, M, N, N]``, ``aside`` bool ``[B, M, N]`` (each map's top columns and stripes),
+    ``contrast`` int8 ``[B, N, N]`` (:func:`~headatlas.analyses.patterns.block_contrast`: +1 at
+    a contrasting pair's key, -1 at its mirror). Adds to ``out`` float64 ``[B, M]`` each map's
+    ``a[i, j] - a[i, 2i - j]`` summed over its example's pairs with neither key aside.
+
+    The whole contrast is one contiguous dot product per map; the pairs with a key aside (a few
+    columns a map) are then taken back out, column by column: each pair once, from its key's
+    column where that is aside, else from its mirror's."""
     for b in range(maps.shape[0]):
+        n = lengths[b]
+        weights = contrast[b]
         for m in range(maps.shape[1]):
-            flat, side, total = maps[b, m], aside[b, m], 0.0
-            for p in range(len(key_at)):
-                if example[p] == b and not (side[keys[p]] or side[mirror[p]]):
-                    total += np.float64(flat[key_at[p]]) - np.float64(flat[mirror_at[p]])
+            a, side, total = maps[b, m], aside[b, m], 0.0
+            for i in range(n):
+                row, weight = a[i], weights[i]
+                for j in range(n):
+                    total += np.float64(row[j]) * weight[j]
+            for c in range(n):
+                if not side[c]:
+                    continue
+                for i in range(n):
+                    w = weights[i, c]
+                    if w > 0:  # c is the pair's key
+                        total -= np.float64(a[i, c]) - np.float64(a[i, 2 * i - c])
+                    elif w < 0 and not side[2 * i - c]:  # c is the mirror of a pair whose key is not aside
+                        total -= np.float64(a[i, 2 * i - c]) - np.float64(a[i, c])
             out[b, m] += total
 
 
