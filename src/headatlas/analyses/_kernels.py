@@ -52,11 +52,11 @@ def binned_rows(maps, by_key, by_distance, lengths, n_bins, out):  # pragma: no 
     bins read those sums once per map. Sums in float64."""
     batch, maps_per, rows, n = maps.shape
     columns, diagonals = np.zeros(n), np.zeros(2 * n)
-    by_distance_key, feature = np.zeros(n, np.float32), np.zeros(n_bins + 1)
+    distance_decides, feature = np.zeros(n, np.float32), np.zeros(n_bins + 1)
     for b in range(batch):
         length = lengths[b]
         for j in range(n):
-            by_distance_key[j] = 1.0 if j < length and by_key[b, j] < 0 else 0.0
+            distance_decides[j] = 1.0 if j < length and by_key[b, j] < 0 else 0.0
         for m in range(maps_per):
             columns[:] = 0.0
             diagonals[:] = 0.0
@@ -74,7 +74,7 @@ def binned_rows(maps, by_key, by_distance, lengths, n_bins, out):  # pragma: no 
                     columns[j] += np.float64(row[j]) * scale
                 along = diagonals[n - 1 - i:n - 1 - i + length]  # along[j]: offset j - i
                 for j in range(length):
-                    along[j] += np.float64(row[j] * by_distance_key[j]) * scale
+                    along[j] += np.float64(row[j] * distance_decides[j]) * scale
             feature[:] = 0.0
             for j in range(length):
                 if by_key[b, j] >= 0:

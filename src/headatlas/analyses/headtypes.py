@@ -100,6 +100,15 @@ def feature_names(n_windows: int = N_WINDOWS) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # features
 
+@functools.lru_cache(maxsize=64)
+def _distances(n: int) -> np.ndarray:
+    """int ``[n, n]``: ``|i - j|`` of every (query, key) pair, read-only (one array per ``n``)."""
+    position = np.arange(n)
+    distances = np.abs(position[:, None] - position[None, :])
+    distances.setflags(write=False)
+    return distances
+
+
 def key_bins(n: int, special: np.ndarray, n_windows: int = N_WINDOWS) -> np.ndarray:
     """The feature bin of every (query, key) pair of an ``n``-token input.
 
@@ -121,8 +130,7 @@ def key_bins(n: int, special: np.ndarray, n_windows: int = N_WINDOWS) -> np.ndar
     special = np.asarray(special, dtype=bool)
     if special.shape != (len(SPECIAL), n):
         raise ValueError(f"special masks of shape {special.shape}, expected {(len(SPECIAL), n)}")
-    pos = np.arange(n)
-    d = np.abs(pos[:, None] - pos[None, :])
+    d = _distances(n)
     window = -(-d * n_windows // n) - 1  # ceil(d N / L) - 1, in integers: edges exact for every L
     bins = len(SPECIAL) + 1 + window
     bins[d == 0] = len(SPECIAL)
@@ -198,12 +206,6 @@ def key_and_distance_bins(index: np.ndarray, lengths: np.ndarray, n_bins: int) -
         if not np.array_equal(np.where(fixed, own[0], by_distance[b, _distances(n)]), own):
             return None
     return by_key, by_distance
-
-
-@functools.lru_cache(maxsize=64)
-def _distances(n: int) -> np.ndarray:
-    position = np.arange(n)
-    return np.abs(position[:, None] - position[None, :])
 
 
 def bin_onehot(batch: MapBatch, index: np.ndarray, n_bins: int):
