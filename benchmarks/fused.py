@@ -216,9 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = [measure(s, folder, paths, args.spill_every) for s in scales]
     smallest = rows[0]["paths"]
     for row in rows:
-        if "fused" in row["paths"]:
-            row["ratios"]["peak RSS fused / smallest scale's"] = (
-                row["paths"]["fused"]["peak_rss_kb"] / smallest["fused"]["peak_rss_kb"])
+        for path in ("fused", "fused_stats"):
+            if path in row["paths"]:
+                row["ratios"][f"peak RSS {path} / smallest scale's"] = (
+                    row["paths"][path]["peak_rss_kb"] / smallest[path]["peak_rss_kb"])
     args.out.write_text(json.dumps(rows, indent=2))
     print("| segments | " + " | ".join(rows[0]["ratios"]) + " |")
     print("|---" * (len(rows[0]["ratios"]) + 1) + "|")

@@ -193,11 +193,13 @@ ABBREVIATIONS = frozenset(
     "approx ca cf al etc op vol pp ed eds jan feb mar apr jun jul aug sep sept oct nov dec".split())
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _piece_text(token: str) -> str:
     """A wordpiece without its continuation or word-start mark (``##``, ``Ġ``, ``▁``)."""
     return token[2:] if token.startswith("##") else token.lstrip("Ġ▁")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def ends_sentence(word: str) -> bool:
     """Whether ``word`` (a whitespace word of the corpus, as its wordpieces spell it) ends a sentence."""
     word = word.rstrip(_CLOSERS).lstrip(_OPENERS)
@@ -217,24 +219,25 @@ def sentence_units(tokens: Sequence[str], word_ids: np.ndarray, segments: np.nda
     tokens, -1, stay with the sentence before them: ``[SEP]`` closes it; so does a word of
     closing quotes or brackets alone, as a treebank's ``." )`` spells it).
     """
-    words = np.asarray(word_ids)
-    segments = np.asarray(segments)
+    # Python lists and per-word answers (words and pieces repeat: cached), as this runs once per
+    # example: 0.11 against 0.33 ms per 128-token MiniLM segment with numpy scalars per token
+    words, segments = np.asarray(word_ids).tolist(), np.asarray(segments).tolist()
     text: dict[int, str] = {}
-    for token, w in zip(tokens, words.tolist()):
+    for token, w in zip(tokens, words):
         if w >= 0:
             text[w] = text.get(w, "") + _piece_text(token)
-    starts = np.zeros(len(words), dtype=np.int64)
+    ends = {w: ends_sentence(t) for w, t in text.items()}
+    spelt = {w: bool(t.strip(_CLOSERS)) for w, t in text.items()}  # more than closing marks
+    starts = [0] * len(words)
     ended = False  # the last word seen ended a sentence
     for i in range(1, len(words)):
-        previous, current = int(words[i - 1]), int(words[i])
+        previous, current = words[i - 1], words[i]
         if previous >= 0 and current != previous:
-            ended = ends_sentence(text[previous]) or (ended and not text[previous].strip(_CLOSERS))
+            ended = ends[previous] or (ended and not spelt[previous])
         new_word = current >= 0 and current != previous
-        starts[i] = segments[i] != segments[i - 1] or (
-            new_word and ended and bool(text[current].strip(_CLOSERS)))
-        if starts[i]:
-            ended = False
-    return np.cumsum(starts)
+        if segments[i] != segments[i - 1] or (new_word and ended and spelt[current]):
+            starts[i], ended = 1, False
+    return np.cumsum(np.array(starts, dtype=np.int64))
 
 
 def example_units(example: Example, sep_mask: np.ndarray | None = None) -> np.ndarray:
