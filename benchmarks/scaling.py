@@ -38,14 +38,21 @@ READ_S_PER_GB = 2.0     # CPU-seconds per GB read back as float32 (the floor of 
 # forwards, and the sustained write rate of one extraction job's store.
 GPU_FLOPS = 20e12
 DISK_GB_S = 0.5
-# Fused mode, measured on MiniLM at one thread (docs/performance.md "Batched statistics"): the
-# forward that returns maps and records value norms costs 1.15-1.3x the bare one; the default
-# config's per-head jobs on the surface corpus (14 runs, both views) 24.6-26.5 CPU-s per 1,000
-# segments of 72 maps with E[n²] = 16,277: ~2.2e-8 CPU-s per map element. The store path reads
-# the store once per run (14 reads) and does the same analysis work.
-FUSED_FORWARD = 1.2
-ANALYSIS_S_PER_ELEMENT = 2.2e-8
-STREAMING_READS = 14
+# Fused mode beside the store path, calibrated on one run (docs/scaling.md, "Fused mode"):
+# `benchmarks/fused.py --scale 1 10 --paths store_stats fused_stats` at c4a994e, MiniLM, both
+# views, the per-head statistics' 13 runs (clustering's distances left out), one thread. CPU
+# seconds of its rows, and their segments' Σn and Σn². The 1,000-segment row calibrates (its
+# segments fill the 128 wordpieces, as the table's do); the 9,388-segment row (E[n] = 98) checks.
+CALIBRATION = {"tokens": 127_576, "sum_n2": 16_276_516, "bare": 49.4, "forward_with_maps": 54.8,
+               "fused": 74.1, "store": 134.9}
+CHECK = {"tokens": 921_116, "sum_n2": 97_197_434, "bare": 364.5, "forward_with_maps": 392.0,
+         "fused": 527.5, "store": 997.3}
+# A path's CPU is then (forward FLOPs / CPU_FLOPS) x the forward-with-maps ratio (the forward
+# that returns the maps and records the value norms, over the bare one) plus a cost per map
+# element (L·H·n² per example): in fused mode the analyses' updates and the widening, in the
+# store path the write, 13 reads and the updates. Measured seconds are rescaled by this page's
+# forward rate over that run's, so that both terms are in one machine's seconds.
+
 # States: what two analyses keep per example (~39 KB per MiniLM segment measured before the cap):
 # norm shares' sampled pairs, capped per layer and token class (~27 KB at 6 layers, so ∝ L and
 # not n), and the head-type features (21 float32 per head and view, 2 views), both for at most
@@ -76,6 +83,24 @@ def states_bytes(L, H, N) -> float:
     """A fused run's states: norm shares' pairs (∝ L) and two views of head-type features for
     the sampled examples, and a few bytes per segment."""
     return min(N, SAMPLE_EXAMPLES) * (PAIRS_BYTES_PER_LAYER * L + 2 * L * H * 21 * 4) + N * BYTES_PER_SEGMENT
+
+
+def calibrated(run: dict = CALIBRATION) -> tuple[float, float, float]:
+    """The forward-with-maps ratio, and the fused and store paths' CPU-s per map element, from
+    one measured row (MiniLM)."""
+    L, H, d = MODELS["MiniLM-L6 (embedded)"]
+    flops = run["tokens"] * 2 * nonembedding_params(L, d) + 4 * L * d * run["sum_n2"]
+    speed = flops / CPU_FLOPS / run["bare"]
+    elements = L * H * run["sum_n2"]
+    return (run["forward_with_maps"] / run["bare"], (run["fused"] - run["forward_with_maps"]) * speed / elements,
+            (run["store"] - run["forward_with_maps"]) * speed / elements)
+
+
+def fused_over_store(L: int, H: int, d: int, tokens: float, sum_n2: float) -> tuple[float, float]:
+    """CPU-s of the store path and of fused mode for a corpus of ``tokens`` wordpieces and Σn²."""
+    with_maps, fused_per_element, store_per_element = calibrated()
+    forward = (tokens * 2 * nonembedding_params(L, d) + 4 * L * d * sum_n2) / CPU_FLOPS * with_maps
+    return forward + store_per_element * L * H * sum_n2, forward + fused_per_element * L * H * sum_n2
 
 
 def fmt_bytes(b: float) -> str:
@@ -109,22 +134,21 @@ def main() -> None:
               f"{fmt_bytes(2 * batch[0])} | {fmt_bytes(4 * batch[1])} / {fmt_bytes(2 * batch[1])} |")
 
     print()
-    print("| model | corpus | store | fused: states + exemplars | CPU-h store path (forward, write, "
-          f"{STREAMING_READS} reads, analyses) | CPU-h fused (forward with maps, analyses) |")
+    print("| model | corpus | store | fused: states + exemplars | CPU-h store path (forward with maps, write, "
+          "13 reads and updates) | CPU-h fused (forward with maps, updates) |")
     print("|---|---|---|---|---|---|")
     for model, (L, H, d) in MODELS.items():
         for corpus, (N, n, n2) in CORPORA.items():
             if not corpus.startswith("Wikipedia, 10^6"):
                 continue
-            size, flops = store_bytes(L, H, N, n, n2), forward_flops(L, d, N, n)
-            analyses = ANALYSIS_S_PER_ELEMENT * L * H * N * n2
+            size = store_bytes(L, H, N, n, n2)
             kept = states_bytes(L, H, N) + store_bytes(L, H, EXEMPLARS, n, n2)
-            store_path = (flops / CPU_FLOPS + size / 1e9 * (WRITE_S_PER_GB + STREAMING_READS * READ_S_PER_GB)
-                          + analyses)
-            fused = flops / CPU_FLOPS * FUSED_FORWARD + analyses
+            store_path, fused = fused_over_store(L, H, d, N * n, N * n2)
             print(f"| {model} | {corpus} | {fmt_bytes(size)} | {fmt_bytes(kept)} ({100 * kept / size:.3f}%) "
                   f"| {fmt_hours(store_path)} | {fmt_hours(fused)} ({fused / store_path:.2f}x) |")
-
+    store_path, fused = fused_over_store(*MODELS["MiniLM-L6 (embedded)"], CHECK["tokens"], CHECK["sum_n2"])
+    print(f"\nThe check row (MiniLM, {CHECK['tokens']:,} wordpieces): fused {fused / store_path:.2f}x the store "
+          f"path predicted, {CHECK['fused'] / CHECK['store']:.2f}x measured.")
 
 if __name__ == "__main__":
     main()
