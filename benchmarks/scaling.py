@@ -4,7 +4,8 @@
     python benchmarks/scaling.py            # prints the Markdown tables of docs/scaling.md
 
 Nothing is measured here: the per-unit costs below (CPU seconds per FLOP of the forward pass,
-per GB written and read) were measured on the embedded model (docs/scaling.md says where and
+per GB written and read, and fused mode's and the store path's per map element, from one row of
+``benchmarks/fused.py``) were measured on the embedded model (docs/scaling.md says where and
 how); every other number is arithmetic from them and from the model's and corpus's shapes.
 """
 
