@@ -80,6 +80,11 @@ def forward_flops(L, d, N, n) -> float:
     return N * n * (2 * nonembedding_params(L, d) + 4 * L * n * d)
 
 
+def corpus_flops(L, d, tokens, sum_n2) -> float:
+    """:func:`forward_flops` of a corpus given by its Σn and Σn² (segments of unequal length)."""
+    return tokens * 2 * nonembedding_params(L, d) + 4 * L * d * sum_n2
+
+
 def states_bytes(L, H, N) -> float:
     """A fused run's states: norm shares' pairs (∝ L) and two views of head-type features for
     the sampled examples, and a few bytes per segment."""
@@ -90,8 +95,7 @@ def calibrated(run: dict = CALIBRATION) -> tuple[float, float, float]:
     """The forward-with-maps ratio, and the fused and store paths' CPU-s per map element, from
     one measured row (MiniLM)."""
     L, H, d = MODELS["MiniLM-L6 (embedded)"]
-    flops = run["tokens"] * 2 * nonembedding_params(L, d) + 4 * L * d * run["sum_n2"]
-    speed = flops / CPU_FLOPS / run["bare"]
+    speed = corpus_flops(L, d, run["tokens"], run["sum_n2"]) / CPU_FLOPS / run["bare"]
     elements = L * H * run["sum_n2"]
     return (run["forward_with_maps"] / run["bare"], (run["fused"] - run["forward_with_maps"]) * speed / elements,
             (run["store"] - run["forward_with_maps"]) * speed / elements)
@@ -100,7 +104,7 @@ def calibrated(run: dict = CALIBRATION) -> tuple[float, float, float]:
 def fused_over_store(L: int, H: int, d: int, tokens: float, sum_n2: float) -> tuple[float, float]:
     """CPU-s of the store path and of fused mode for a corpus of ``tokens`` wordpieces and Σn²."""
     with_maps, fused_per_element, store_per_element = calibrated()
-    forward = (tokens * 2 * nonembedding_params(L, d) + 4 * L * d * sum_n2) / CPU_FLOPS * with_maps
+    forward = corpus_flops(L, d, tokens, sum_n2) / CPU_FLOPS * with_maps
     return forward + store_per_element * L * H * sum_n2, forward + fused_per_element * L * H * sum_n2
 
 
@@ -150,6 +154,7 @@ def main() -> None:
     store_path, fused = fused_over_store(*MODELS["MiniLM-L6 (embedded)"], CHECK["tokens"], CHECK["sum_n2"])
     print(f"\nThe check row (MiniLM, {CHECK['tokens']:,} wordpieces): fused {fused / store_path:.2f}x the store "
           f"path predicted, {CHECK['fused'] / CHECK['store']:.2f}x measured.")
+
 
 if __name__ == "__main__":
     main()
