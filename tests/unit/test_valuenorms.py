@@ -13,7 +13,7 @@ from headatlas.store.schema import NORMS_OFF, NORMS_RECORDED, NORMS_UNSUPPORTED
 from headatlas.store.example import Example
 from headatlas.store.reader import Store
 from headatlas.store.writer import StoreWriter
-from headatlas.encoders.valuenorms import (NormRecorder, _layer_norm_map_torch, _token_grams_by_key_head, gram_weights,
+from headatlas.encoders.valuenorms import (NormRecorder, _layer_norm_map_torch, _token_grams_batched, gram_weights,
                                   layer_norm_map, norm_recorder, token_grams, value_norms_and_map)
 from headatlas.weightings import norm_weighted
 
@@ -66,7 +66,8 @@ def test_compiled_and_tensor_norm_maps_agree():
 
 def test_the_device_token_grams_equal_the_cpu_chunks_and_the_definition():
     # G[t, h, g] = <f_h(x_t), f_g(x_t)>: the CPU's chunked upper triangle (chunks of 8 of 37
-    # tokens, so one is partial) and the device's one-key-head-at-a-time products.
+    # tokens, so one is partial) and the device's batched products over every key head (in one
+    # chunk, and in chunks of 8 tokens: 37 = 4 x 8 + 5).
     rng = torch.Generator().manual_seed(1)
     heads, dh, tokens = 4, 5, 37
     values = torch.randn(tokens, heads * dh, generator=rng)
@@ -74,9 +75,11 @@ def test_the_device_token_grams_equal_the_cpu_chunks_and_the_definition():
     f = (values.view(tokens, heads, 1, dh) @ dense.T.view(heads, dh, -1)).squeeze(-2)  # [t, h, hidden]
     definition = torch.einsum("thd,tgd->thg", f, f)
     cpu = token_grams(values, gram_weights(dense), heads, chunk=8)
-    device = _token_grams_by_key_head(values, gram_weights(dense), heads)
+    device = _token_grams_batched(values, gram_weights(dense), heads)
+    chunked = _token_grams_batched(values, gram_weights(dense), heads, chunk_bytes=8 * heads * heads * dh * 4)
     np.testing.assert_allclose(device.numpy(), cpu.numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(device.numpy(), definition.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(chunked.numpy(), device.numpy(), rtol=1e-6, atol=1e-6)
 
 
 @pytest.fixture(scope="module")

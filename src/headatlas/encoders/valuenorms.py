@@ -154,7 +154,7 @@ def token_grams(values: torch.Tensor, gram: torch.Tensor, n_heads: int,
     ``chunk`` tokens so the intermediates stay in cache.
     """
     if values.device.type != "cpu":
-        return _token_grams_by_key_head(values, gram, n_heads)
+        return _token_grams_batched(values, gram, n_heads)
     tokens, hidden = values.shape
     dh = hidden // n_heads
     out = values.new_empty(tokens, n_heads, n_heads)
@@ -171,17 +171,23 @@ def token_grams(values: torch.Tensor, gram: torch.Tensor, n_heads: int,
     return out
 
 
-def _token_grams_by_key_head(values: torch.Tensor, gram: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """:func:`token_grams` for a device: every token at once, one key head ``g`` at a time
-    (``y = v_g M[g, :]``, then ``G[h, g] = <v_h, y_h>``; ``M`` is symmetric): 3 operations per
-    head instead of the CPU's cache-sized chunks, which on a GPU are thousands of tiny kernels."""
+def _token_grams_batched(values: torch.Tensor, gram: torch.Tensor, n_heads: int,
+                             chunk_bytes: int = 2**27) -> torch.Tensor:
+    """:func:`token_grams` for a device, in a few large operations instead of the CPU's
+    cache-sized chunks (on a GPU, each small product is a kernel launch the host must issue):
+    ``y_g = v_g M[g, :]`` for every key head ``g`` at once (one batched product), then
+    ``G[h, g] = <v_h, y_g[h-block]>`` (``M`` is symmetric), over chunks of tokens whose ``y``
+    takes at most ``chunk_bytes``."""
     tokens, hidden = values.shape
     dh = hidden // n_heads
-    x = values.view(tokens, n_heads, dh)
+    per_token = n_heads * hidden * values.element_size()
+    size = max(1, chunk_bytes // per_token)
+    blocks = gram.view(n_heads, dh, hidden)  # M[g, :], one row block per key head
     out = values.new_empty(tokens, n_heads, n_heads)
-    for g in range(n_heads):
-        y = values[:, g * dh:(g + 1) * dh] @ gram[g * dh:(g + 1) * dh]  # [tokens, hidden]
-        out[:, :, g] = (x * y.view(tokens, n_heads, dh)).sum(-1)
+    for start in range(0, tokens, size):
+        x = values[start:start + size].view(-1, n_heads, dh)  # [t, h, dh]
+        y = torch.bmm(x.transpose(0, 1), blocks)  # [g, t, hidden]: v_g M[g, :]
+        out[start:start + size] = (y.view(n_heads, -1, n_heads, dh) * x).sum(-1).permute(1, 2, 0)
     return out
 
 
