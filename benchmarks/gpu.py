@@ -27,6 +27,14 @@ Timed, each after a warm-up batch, each with its own number of examples:
 - ``store``: :func:`headatlas.encoders.extract.extract` writing every map to an HDF5 store on
   local disk (``--disk``, default the system's temporary folder).
 
+- ``floor`` (``--floor``): the host's share, with compute made negligible: the same layers and
+  heads at 4 dimensions a head, batches of 2 inputs of 8 wordpieces: milliseconds per batch of
+  ``sdpa`` and of ``fused`` (the device path, layer by layer), and the torch operations each
+  issues per batch (counted at torch's dispatcher: on a GPU, each one the host issues, most a
+  kernel launch; on the CPU, counted in the code a GPU runs, on the tests' simulated device). A batch of the real geometry cannot take less than its path's floor, so
+  ``inputs x n / floor`` bounds its tokens/s; on the CPU (2 cores here) it is the measure of the
+  device path's overhead that needs no GPU.
+
 Reported (stdout and benchmarks/out/gpu.json): tokens/s of each path, its ratio to ``sdpa``,
 on CUDA its peak GPU memory above the model's weights (``torch.cuda.max_memory_allocated``),
 the bytes of maps copied from the device to the host per token (the store path and
@@ -41,6 +49,7 @@ transformers, numpy, h5py, pandas, scipy and scikit-learn (``requirements.txt``)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -186,6 +195,68 @@ def agreement(device_states: Path, host_states: Path) -> dict:
     return found
 
 
+@contextlib.contextmanager
+def device_branches(loaded, device: str):
+    """On the CPU, the code a GPU runs: the simulated device of the tests (the model on a device
+    that is not the CPU, so that code takes its device branches: the value norms' batched
+    products, not the CPU's cache-sized chunks); on a GPU, nothing to do."""
+    if device != "cpu":
+        yield
+        return
+    sys.path.insert(0, str(HERE.parent))
+    from tests.simulated_device import SimulatedDevice
+
+    with SimulatedDevice() as simulated:
+        simulated.place(loaded.model)
+        yield
+
+
+def floor(g: dict, device: str, family: str, folder: Path, batches: tuple[int, int] = (10, 40)) -> dict:
+    """Per batch of 2 inputs of 8 wordpieces, at ``g``'s layers and heads with 4 dimensions a
+    head (compute negligible): milliseconds of ``sdpa`` and ``fused`` (device path, layer by
+    layer), and torch operations issued (counted in untimed runs, on the CPU in the device's
+    branches: :func:`device_branches`); each the difference between
+    runs of ``batches`` batches, so that a run's own start and end (the plan, the states
+    written) are left out."""
+    from collections import Counter
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from headatlas.analyses.fused import fused_extract
+
+    tiny = {**g, "hidden": 4 * g["heads"], "n": 8, "batch": 2}
+    loaded = build(folder / "floor-model", tiny, device, family)
+    common = dict(max_length=tiny["n"], batch_size=tiny["batch"], progress=False,
+                  store_attrs={"corpus": "random", "corpus_sha256": ""}, exemplars=0, on_device=True, by_layer=True)
+
+    def run(path: str, count: int):
+        records = sentences(tiny["batch"] * count, tiny["n"])
+        if path == "sdpa":
+            examples = encoded(loaded, records, tiny)
+            # the model's device as the run sees it (the simulated one, where ops are counted)
+            return lambda: forwards(loaded, examples, tiny, next(loaded.model.parameters()).device, weights=False)
+        return lambda: fused_extract(loaded, records, folder / "floor.h5", per_head_runs(), **common)
+
+    ops = Counter()
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            ops[current] += 1
+            return func(*args, **(kwargs or {}))
+
+    found = {}
+    for path in ("sdpa", "fused"):
+        few, many = (run(path, count) for count in batches)
+        few()  # warm-up
+        seconds = timed(device, many) - timed(device, few)
+        for current, work in (("few", few), ("many", many)):
+            with device_branches(loaded, device), Count():
+                work()
+        extra = batches[1] - batches[0]
+        found[path] = {"ms_per_batch": 1e3 * seconds / extra, "ops_per_batch": (ops.pop("many") - ops.pop("few")) / extra}
+    return found
+
+
 def breakdown(loaded, records, path: Path, common: dict, device: str) -> dict:
     """Seconds of one fused extraction (device path) by stage, each stage synchronised on CUDA:
     the forward with the value norms recorded in it, the device views (the maps stacked, rounded
@@ -238,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
                         "default: each layer read as the model produces it)")
     parser.add_argument("--breakdown", action="store_true",
                         help="also time a fused extraction stage by stage (synchronised)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also time the paths' host floor: batches of negligible compute (module docstring)")
     parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS),
                         help="the paths to time (sdpa always runs: the others' ratios are to it)")
     parser.add_argument("--disk", type=Path, default=Path(tempfile.gettempdir()),
@@ -303,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.breakdown:
             records = sentences(g["fused"], g["n"])
             stages = breakdown(loaded, records, work / "breakdown.h5", {**common, **fused_only}, device)
+        lowest = floor(g, device, args.family, work) if args.floor else {}
         same = {}
         if "fused_host" in found:  # the device path on fused_host's inputs, untimed
             fused_extract(loaded, sentences(g["fused_host"], g["n"]), work / "kept" / "fused.h5", per_head_runs(),
@@ -325,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
                                  "all_layers_float32": 4 * one_layer * g["layers"]},
         "fused_vs_fused_host": same,
         "fused_breakdown": stages,
+        "floor": lowest,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
@@ -346,6 +421,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fused, stage by stage ({stages['examples']:,} inputs, {stages['seconds']:.2f} s):")
         for key, seconds in stages["stages"].items():
             print(f"  {key:32s} {seconds:8.3f} s  {seconds / stages['seconds']:6.1%}")
+    for name, row in lowest.items():
+        print(f"floor, {name}: {row['ms_per_batch']:.1f} ms and {row['ops_per_batch']:,.0f} torch operations per batch "
+              f"(2 inputs of 8 wordpieces, 4 dimensions a head): at most "
+              f"{g['batch'] * g['n'] / row['ms_per_batch'] * 1e3:,.0f} tokens/s in batches of {g['batch']} x {g['n']}")
     for key, row in same.items():
         print(f"fused vs fused_host, {key}: max relative difference {row['max_relative_difference']:.2e}, "
               f"claims {'equal' if row['claims_equal'] else 'DIFFER'}")

@@ -3,7 +3,8 @@
 #   1. the unit tests that run the tiny model, on CUDA (HEADATLAS_TEST_DEVICE=cuda): extraction,
 #      fused states against the store's tables, value norms, ablation, gradients, on the GPU's path;
 #   2. benchmarks/gpu.py at bert-base geometry, n = 128, float16: tokens/s and peak GPU memory of
-#      each path, and the device path's results against the host path's;
+#      each path, and the device path's results against the host path's; the host's floor per
+#      batch (compute negligible: what the operations the host issues cost on this GPU);
 #   3. the same at 512 wordpieces on a random MPNet-base geometry: peak GPU memory of the eager
 #      forward, fused (each layer read as it is produced) and store extraction; then fused
 #      taking every layer's maps at once (--whole-batch), and reading one example at a time.
@@ -22,7 +23,7 @@ status=0
 HEADATLAS_TEST_DEVICE=cuda timeout 120 python3 -m pytest -q -n 4 -p no:cacheprovider \
   tests/unit/test_{ablation,batch,contract,extract,fused,gradients,importance,provenance,squad,store,upos,valuenorms,write_behind}.py \
   2>&1 | tee "$out/pytest_cuda.log" | tail -25 || status=1
-timeout 200 python3 benchmarks/gpu.py --breakdown --out "$out/gpu_bert128.json" 2>&1 | tee "$out/gpu_bert128.log" || status=1
+timeout 200 python3 benchmarks/gpu.py --breakdown --floor --out "$out/gpu_bert128.json" 2>&1 | tee "$out/gpu_bert128.log" || status=1
 timeout 120 python3 benchmarks/gpu.py --family mpnet --length 512 --batch 16 --scale 0.03 \
   --paths eager fused store --breakdown --out "$out/gpu_mpnet512.json" 2>&1 | tee "$out/gpu_mpnet512.log" || status=1
 # the same fused extraction with every layer's maps at once (before the layer-by-layer reading)

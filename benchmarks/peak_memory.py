@@ -19,8 +19,9 @@ wordpieces (the embedded Wikipedia text run together and cut, :func:`segments`) 
 - ``fused_batch``: the same with ``on_device=True``: each whole batch as torch tensors, the
   path a GPU takes (its memory is then the GPU's; here the host's), every layer's maps taken
   from the forward pass at once (``by_layer=False``);
-- ``fused_layers``: the same read layer by layer as the model produces each layer
-  (``by_layer=True``, what a GPU run does by default): one layer's maps held, not L;
+- ``fused_layers``: the same read as the model produces each layer (``by_layer=True``, what a
+  GPU run does by default), as many layers at once as the batch's float32 maps of one view fit
+  in ``--view-memory-mb`` (``--layer-group 1``: one layer's maps held, not L);
 
 and the arithmetic of one batch's maps in float32: one layer's (B·H·n²·4 bytes) and every
 layer's (× L), which a forward returning its maps holds at once. Results in
@@ -76,7 +77,7 @@ def segments(model: str, length: int, count: int, folder: Path) -> Path:
 
 
 def child(path: str, model: str, corpus: Path, length: int, batch: int, work: Path,
-          view_memory_mb: int = 1024) -> dict:
+          view_memory_mb: int = 1024, layer_group: int | None = None) -> dict:
     sys.path.insert(0, str(HERE))
     from fused import vm_hwm_kb
     from gpu import encoded, forwards, per_head_runs
@@ -106,7 +107,7 @@ def child(path: str, model: str, corpus: Path, length: int, batch: int, work: Pa
 
         fused_extract(loaded, sentences, work / "states.h5", per_head_runs(), exemplars=0,
                       on_device=path != "fused", by_layer=path == "fused_layers",
-                      view_bytes=view_memory_mb * 2**20, **common)
+                      view_bytes=view_memory_mb * 2**20, layer_group=layer_group, **common)
     for leftover in work.glob("*.h5"):
         leftover.unlink()
     lengths = sorted(len(loaded.tokenizer(" ".join(s.words))["input_ids"]) for s in sentences[:5])
@@ -126,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--view-memory-mb", type=int, default=1024,
                         help="fused_batch, fused_layers: memory of one chunk of a batch's views "
                         "(extraction.view_memory_mb)")
+    parser.add_argument("--layer-group", type=int, default=None,
+                        help="fused_layers: layers read at once (default: as many as the batch's maps "
+                        "of one view fit in --view-memory-mb, as the pipeline does; 1: one at a time)")
     parser.add_argument("--child", choices=PATHS, help=argparse.SUPPRESS)
     parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
@@ -133,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.child:
         print(json.dumps(child(args.child, args.model, args.corpus, args.length, args.batch, args.work,
-                               args.view_memory_mb)))
+                               args.view_memory_mb, args.layer_group)))
         return 0
     work = HERE / "out" / "peak-memory-work"
     work.mkdir(parents=True, exist_ok=True)
@@ -143,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         out = subprocess.run([sys.executable, __file__, "--child", path, "--model", args.model,
                               "--length", str(args.length), "--batch", str(args.batch),
                               "--view-memory-mb", str(args.view_memory_mb),
+                              *(["--layer-group", str(args.layer_group)] if args.layer_group else []),
                               "--corpus", str(corpus), "--work", str(work)],
                              capture_output=True, text=True, cwd=ROOT)
         if out.returncode:
@@ -154,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     some = next(iter(found.values()))
     layer_maps = args.batch * some["n_heads"] * args.length ** 2 * 4
     result = {"model": args.model, "length": args.length, "examples": args.examples, "batch": args.batch,
-              "view_memory_mb": args.view_memory_mb,
+              "view_memory_mb": args.view_memory_mb, "layer_group": args.layer_group,
               "paths": found, "one_layer_maps_bytes": layer_maps,
               "all_layers_maps_bytes": layer_maps * some["n_layers"]}
     args.out.parent.mkdir(parents=True, exist_ok=True)

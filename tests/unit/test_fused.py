@@ -29,9 +29,10 @@ RUNS = [(cls, weighting) for cls in CLASSES
 
 # The fused runs compared with the store: one shard, three, and the path a GPU takes (forced
 # on the CPU: every batched analysis reads torch batches): three shards reading each layer's
-# maps as the model produces it (the default there; the host readers and the exemplars get
+# maps as the model produces it, one layer at a time (the host readers and the exemplars get
 # every layer's maps copied as they come), three shards of the batched analyses alone that way
-# (no host reader, no exemplar: no batch's maps are ever whole), three shards taking every
+# in groups of layers (the default there: both of the model's layers at once; no host reader,
+# no exemplar: no batch's maps are ever whole on the host), three shards taking every
 # layer's maps at once (by_layer=False), and one shard that way reading each batch one example
 # at a time (chunks of the views).
 SPILLED = "spilled"  # one shard whose runs write their states out after every batch but the last
@@ -79,6 +80,7 @@ def extract_both(model, folder, variants):
                           store_attrs=attrs, progress=False, inputs=shard_inputs,
                           on_device=variant in ON_DEVICE, by_layer=variant in (LAYERS, ONLY_DEVICE),
                           view_bytes=1 if variant == CHUNKS else VIEW_BYTES,
+                          layer_group=1 if variant == LAYERS else None,
                           spill_every=1 if variant == SPILLED else SPILL_EVERY)
             files[variant].append(states)
     return folder, files
@@ -314,6 +316,34 @@ def test_batched_analyses_on_the_device_copy_no_map_to_the_host(tiny_model, tmp_
         fused_extract(tiny_model, RECORDS, tmp_path / "other.h5", runs + [Run("head_distances", "head_distances")],
                       exemplar_path=None, max_length=32, batch_size=2, progress=False,
                       store_attrs={"corpus": "contract", "corpus_sha256": ""}, on_device=True)
+
+
+@pytest.mark.parametrize("view_bytes, layer_group, passes", [
+    (VIEW_BYTES, None, 1),  # both layers of the batch fit: one pass a batch
+    (VIEW_BYTES, 1, 2),  # asked for one layer at a time
+    (1, None, 4),  # no layer of the batch fits: one layer of one example at a time (2 x 2)
+], ids=["fits", "one-layer", "one-example"])
+def test_the_device_reads_as_many_layers_at_once_as_fit(tiny_model, tmp_path, monkeypatch, view_bytes,
+                                                        layer_group, passes):
+    """Each pass through a run is a few hundred operations the host issues (on a GPU, what a
+    small batch costs): a batch's layers are read in groups as large as ``view_bytes`` allows,
+    and the states do not depend on the grouping."""
+    from headatlas.analyses import fused
+
+    reads = []
+    reduce = fused._Stream.reduce
+    monkeypatch.setattr(fused._Stream, "reduce", lambda stream, batch: reads.append(batch.layers) or reduce(stream, batch))
+    runs = [Run(run_key(cls.name, w), cls.name, {}, w) for cls, w in RUNS if cls.batched()]
+    common = dict(exemplar_path=None, max_length=32, batch_size=2, progress=False, on_device=True,
+                  store_attrs={"corpus": "contract", "corpus_sha256": ""})
+    fused_extract(tiny_model, RECORDS[:2], tmp_path / "grouped.h5", runs, view_bytes=view_bytes,
+                  layer_group=layer_group, **common)
+    assert len(reads) == passes * len(runs)
+    assert {tuple(layers) for layers in reads} == ({(0, 1)} if passes == 1 else {(0,), (1,)})
+    fused_extract(tiny_model, RECORDS[:2], tmp_path / "whole.h5", runs, by_layer=False, **common)
+    for run in runs:
+        assert_same(*(result_from_states([tmp_path / f"{name}.h5"], run.key, run.analysis, run.weighting)
+                      for name in ("grouped", "whole")))
 
 
 @pytest.mark.parametrize("host", [False, True], ids=["device-alone", "with-host-readers"])

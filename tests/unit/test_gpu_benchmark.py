@@ -12,7 +12,7 @@ def test_the_gpu_benchmark_runs_its_paths_on_the_cpu(tmp_path, capsys):
     gpu = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gpu)
     out = tmp_path / "gpu.json"
-    assert gpu.main(["--quick", "--out", str(out), "--disk", str(tmp_path)]) == 0
+    assert gpu.main(["--quick", "--floor", "--out", str(out), "--disk", str(tmp_path)]) == 0
     result = json.loads(out.read_text())
     assert set(result["paths"]) == {"encode", "sdpa", "eager", "fused", "fused_host", "store"}
     assert result["device_to_host_bytes_per_token"]["fused"] == 0
@@ -25,5 +25,8 @@ def test_the_gpu_benchmark_runs_its_paths_on_the_cpu(tmp_path, capsys):
     assert len(result["fused_vs_fused_host"]) == 13
     assert all(row["claims_equal"] and row["max_relative_difference"] < 1e-5
                for row in result["fused_vs_fused_host"].values()), result["fused_vs_fused_host"]
+    # the floor: operations the device path issues per batch, counted where a GPU's code runs
+    floor = result["floor"]
+    assert floor["fused"]["ops_per_batch"] > 5 * floor["sdpa"]["ops_per_batch"] > 0
     assert "| fused |" in capsys.readouterr().out
     assert not list(tmp_path.glob("tmp*"))  # its work folder is gone

@@ -126,7 +126,7 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                   batch_size: int = 32, max_tokens: int | None = None, shard: int = 0, n_shards: int = 1,
                   store_attrs: dict | None = None, progress: bool = True, norms: bool = True,
                   inputs: dict | None = None, on_device: bool | None = None,
-                  view_bytes: int = VIEW_BYTES, by_layer: bool | None = None,
+                  view_bytes: int = VIEW_BYTES, by_layer: bool | None = None, layer_group: int | None = None,
                   spill_every: int = SPILL_EVERY, lengths: str | Path | None = None) -> Counter:
     """Run ``runs`` over this shard of ``sentences`` inside the forward pass; write their states
     to ``states_path`` and the exemplars' maps to ``exemplar_path``.
@@ -140,12 +140,13 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
     is read in chunks of examples whose float32 maps (one view) take at most ``view_bytes``
     (:data:`VIEW_BYTES`; at least one example a chunk), so the device holds the forward's maps
     and one chunk's views and temporaries, not the whole batch's.
-    ``by_layer``: whether the batched analyses on the device read each batch layer by layer
-    as the model produces it, each layer's maps dropped (or, where a host reader or an exemplar
-    needs them, copied to the host) before the next layer runs (:func:`_forward_by_layer`: the
-    device holds one layer's maps); default: whenever the device path runs and the model's
-    norms are recorded (the recorder's hooks hand the layers on). False: every layer's maps
-    first, then the analyses (as on the host).
+    ``by_layer``: whether the batched analyses on the device read each batch as the model
+    produces it, a group of layers at a time, each group's maps dropped (or, where a host reader
+    or an exemplar needs them, copied to the host) before the next group runs
+    (:func:`_forward_by_layer`: as many layers a group as the batch's float32 maps of one view
+    fit in ``view_bytes``, one at least; ``layer_group``: so many); default: whenever the device
+    path runs and the model's norms are recorded (the recorder's hooks hand the layers on).
+    False: every layer's maps first, then the analyses (as on the host).
     ``spill_every``: after every so many examples each run whose state grows with the examples
     (not :attr:`~headatlas.analyses.base.Analysis.bounded`) writes it out
     (:class:`~headatlas.store.states.Spill`) and starts afresh, so the memory of what the runs
@@ -214,7 +215,7 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
                 if by_layer:  # the device streams read each layer in the forward pass itself
                     inside = sum(s.seconds for s in on_device_streams)
                     examples = _forward_by_layer(loaded, recorder, batch, attrs, on_device_streams, host,
-                                                 view_bytes)
+                                                 view_bytes, layer_group)
                     chunks = ()
                     start += sum(s.seconds for s in on_device_streams) - inside  # theirs, not the forward's
                 else:
@@ -330,16 +331,20 @@ def _forward(loaded: LoadedModel, recorder, batch: Sequence[Encoded], attrs: dic
 
 def _forward_by_layer(loaded: LoadedModel, recorder: NormRecorder, batch: Sequence[Encoded], attrs: dict,
                       streams: Sequence["_Stream"], host: bool = False,
-                      view_bytes: int = VIEW_BYTES) -> Iterator[Example] | None:
+                      view_bytes: int = VIEW_BYTES, layer_group: int | None = None) -> Iterator[Example] | None:
     """One forward pass over ``batch`` whose maps the layered ``streams``
-    (:meth:`~headatlas.analyses.base.Analysis.reduce`) read layer by layer, as the model
-    produces them: each layer's views (in chunks of examples of at most ``view_bytes``) are
-    reduced and dropped before the next layer runs, and the model's outputs keep no map; after
-    the last layer each stream folds its layers' reductions. ``host``: each layer's maps (and
-    norms) are also packed and copied to the host as the layer runs, and the batch's examples
-    are returned as :func:`_forward` returns them (else None). Peak device memory: one layer's
-    maps and views, and the reductions (rollout's per-layer maps are the largest: 1/H of the
-    maps)."""
+    (:meth:`~headatlas.analyses.base.Analysis.reduce`) read as the model produces them, a group
+    of consecutive layers at a time: each group's views (in chunks of examples) are reduced and
+    dropped before the next group's last layer runs, and the model's outputs keep no map; after
+    the last layer each stream folds its groups' reductions. A group has as many layers as the
+    whole batch's float32 maps of one view fit in ``view_bytes`` (one at least; ``layer_group``:
+    so many), so that a batch makes few passes through the streams (each pass a few hundred
+    operations the host issues: on a GPU, the cost of a small batch); where one layer of the
+    batch does not fit, the group is one layer, read in chunks of examples whose maps fit.
+    ``host``: each layer's maps (and norms) are also packed and copied to the host as the layer
+    runs, and the batch's examples are returned as :func:`_forward` returns them (else None).
+    Peak device memory: a group's maps, and its views and temporaries (rollout's per-layer maps
+    are the largest: 1/H of the maps), and the reductions."""
     import torch
 
     tok = loaded.tokenizer
@@ -348,31 +353,43 @@ def _forward_by_layer(loaded: LoadedModel, recorder: NormRecorder, batch: Sequen
     sizes = [len(e) for e in batch]
     weightings = sorted({s.weighting for s in streams})
     chunks: list[tuple[slice, dict]] = []  # rows of the batch, and what their layers share
-    parts: dict = {}  # (chunk, stream) -> each layer's reductions
-    last: dict[int, dict[str, MapBatch]] = {}  # per chunk, its last layer's views (for fold)
-    done: list[int] = []  # the layers read so far
+    parts: dict = {}  # (chunk, stream) -> each group's reductions
+    last: dict[int, dict[str, MapBatch]] = {}  # per chunk, its last group's views (for fold)
+    done: list[int] = []  # the layers the model has run so far
+    pending: list[tuple] = []  # the layers not yet read: (α, value norms, norm map)
+    group: list[int] = []  # layers read at once (set at the first layer)
     copies: list[tuple[HostArray, object]] = []  # per layer, its packed maps and norms on the host
 
-    def on_layer(attn, value_norms, norm_map) -> None:
-        layer = len(done)
-        done.append(layer)
-        if host:
-            copies.append((HostArray(pack_examples([attn], sizes, token_dims=2)),
-                           pack_norms([(value_norms, norm_map)], sizes)))
-        if not chunks:
-            size = max(1, view_bytes // (4 * attn.shape[1] * attn.shape[-1] ** 2))
-            chunks.extend((slice(a, a + size), {}) for a in range(0, len(batch), size))
+    def read() -> None:
+        at = range(len(done) - len(pending), len(done))
         for c, (rows, shared) in enumerate(chunks):
-            views = device_views([attn[rows]], [(value_norms[rows], norm_map[rows])], metas[rows], weightings,
-                                 at=range(layer, layer + 1), shared=shared)
+            views = device_views([a[rows] for a, _, _ in pending], [(v[rows], m[rows]) for _, v, m in pending],
+                                 metas[rows], weightings, at=at, shared=shared)
             for s, stream in enumerate(streams):
                 parts.setdefault((c, s), []).append(stream.reduce(views[stream.weighting]))
             last[c] = views
             del views
+        pending.clear()
+
+    def on_layer(attn, value_norms, norm_map) -> None:
+        done.append(len(done))
+        if host:
+            copies.append((HostArray(pack_examples([attn], sizes, token_dims=2)),
+                           pack_norms([(value_norms, norm_map)], sizes)))
+        if not chunks:
+            one = 4 * attn.shape[1] * attn.shape[-1] ** 2  # one example's float32 maps of a layer
+            group.append(layer_group or max(1, min(loaded.n_layers, view_bytes // (one * len(batch)))))
+            size = max(1, view_bytes // (one * group[0]))
+            chunks.extend((slice(a, a + size), {}) for a in range(0, len(batch), size))
+        pending.append((attn, value_norms, norm_map))
+        if len(pending) == group[0]:
+            read()
 
     with torch.inference_mode(), recorder.layer_by_layer(on_layer):
         loaded.model(**collate(batch, tok.pad_token_id or 0, next(loaded.model.parameters()).device),
                      output_attentions=True, return_dict=True)
+    if pending:  # a last group of fewer layers
+        read()
     if len(done) != loaded.n_layers:
         raise ModelError(f"{len(done)} of {loaded.n_layers} layers' maps reached the "
                          "analyses: did every attention block run inside the recorder?")
