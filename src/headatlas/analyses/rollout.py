@@ -92,10 +92,13 @@ def offset_sums(maps, max_offset: int):
             picked = np.take(np.reshape(maps, (*maps.shape[:-2], n * n)), index, axis=-1).astype(np.float64)
             sums[..., columns] = np.add.reduceat(picked, starts, axis=-1)
         return sums, counts
-    none = xp.zeros(maps.shape[:-2], dtype=xp.float64, device=device(maps))
-    sums = xp.stack([xp.sum(xp.linalg.diagonal(maps, offset=k), axis=-1, dtype=xp.float64) if abs(k) < n else none
-                     for k in offsets], axis=-1)
-    return sums, counts
+    # a device: one gather and one product with each picked value's offset as a one-hot row
+    # (a diagonal and a sum per offset are 2·(2·max_offset + 1) operations for the host to issue)
+    index, starts, columns = _diagonals(n, max_offset)
+    one_hot = np.zeros((len(index), len(offsets)))
+    one_hot[np.arange(len(index)), np.repeat(columns, np.diff(np.append(starts, len(index))))] = 1
+    picked = xp.take(xp.reshape(maps, (*maps.shape[:-2], n * n)), xp.asarray(index, device=device(maps)), axis=-1)
+    return xp.matmul(xp.astype(picked, xp.float64), xp.asarray(one_hot, device=device(maps))), counts
 
 
 @functools.lru_cache(maxsize=1024)
