@@ -25,15 +25,15 @@ Timed, each after a warm-up batch, each with its own number of examples:
 - ``fused_host``: the same, each batch's maps copied to the host and read one example at a
   time with numpy (``on_device=False``, the CPU's path);
 - ``store``: :func:`headatlas.encoders.extract.extract` writing every map to an HDF5 store on
-  local disk (``--disk``, default the system's temporary folder).
-
+  local disk (``--disk``, default the system's temporary folder);
 - ``floor`` (``--floor``): the host's share, with compute made negligible: the same layers and
   heads at 4 dimensions a head, batches of 2 inputs of 8 wordpieces: milliseconds per batch of
-  ``sdpa`` and of ``fused`` (the device path, layer by layer), and the torch operations each
+  ``sdpa`` and of ``fused`` (the device path, as it reads the layers by default), from runs of
+  10 and 40 batches (their difference: a run's start and end left out), and the torch operations each
   issues per batch (counted at torch's dispatcher: on a GPU, each one the host issues, most a
-  kernel launch; on the CPU, counted in the code a GPU runs, on the tests' simulated device). A batch of the real geometry cannot take less than its path's floor, so
-  ``inputs x n / floor`` bounds its tokens/s; on the CPU (2 cores here) it is the measure of the
-  device path's overhead that needs no GPU.
+  kernel launch; on the CPU, counted in the code a GPU runs, on the tests' simulated device).
+  A batch of the real geometry cannot take less than its path's floor, so ``inputs x n / floor``
+  bounds its tokens/s; on the CPU it measures the device path's overhead without a GPU.
 
 Reported (stdout and benchmarks/out/gpu.json): tokens/s of each path, its ratio to ``sdpa``,
 on CUDA its peak GPU memory above the model's weights (``torch.cuda.max_memory_allocated``),
@@ -203,7 +203,8 @@ def device_branches(loaded, device: str):
     if device != "cpu":
         yield
         return
-    sys.path.insert(0, str(HERE.parent))
+    if str(HERE.parent) not in sys.path:  # the repository root: its tests package
+        sys.path.insert(0, str(HERE.parent))
     from tests.simulated_device import SimulatedDevice
 
     with SimulatedDevice() as simulated:
@@ -213,11 +214,11 @@ def device_branches(loaded, device: str):
 
 def floor(g: dict, device: str, family: str, folder: Path, batches: tuple[int, int] = (10, 40)) -> dict:
     """Per batch of 2 inputs of 8 wordpieces, at ``g``'s layers and heads with 4 dimensions a
-    head (compute negligible): milliseconds of ``sdpa`` and ``fused`` (device path, layer by
-    layer), and torch operations issued (counted in untimed runs, on the CPU in the device's
-    branches: :func:`device_branches`); each the difference between
-    runs of ``batches`` batches, so that a run's own start and end (the plan, the states
-    written) are left out."""
+    head (compute negligible): milliseconds of ``sdpa`` and ``fused`` (device path, reading the
+    layers as it does by default), and torch operations issued (counted in untimed runs, on the
+    CPU in the device's branches: :func:`device_branches`); each the difference between runs of
+    ``batches`` batches, so that a run's own start and end (the plan, the states written) are
+    left out."""
     from collections import Counter
 
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -253,7 +254,8 @@ def floor(g: dict, device: str, family: str, folder: Path, batches: tuple[int, i
             with device_branches(loaded, device), Count():
                 work()
         extra = batches[1] - batches[0]
-        found[path] = {"ms_per_batch": 1e3 * seconds / extra, "ops_per_batch": (ops.pop("many") - ops.pop("few")) / extra}
+        found[path] = {"ms_per_batch": 1e3 * seconds / extra,
+                       "ops_per_batch": (ops.pop("many") - ops.pop("few")) / extra}
     return found
 
 
@@ -310,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--breakdown", action="store_true",
                         help="also time a fused extraction stage by stage (synchronised)")
     parser.add_argument("--floor", action="store_true",
-                        help="also time the paths' host floor: batches of negligible compute (module docstring)")
+                        help="also time the host's floor per batch: negligible compute (module docstring)")
     parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS),
                         help="the paths to time (sdpa always runs: the others' ratios are to it)")
     parser.add_argument("--disk", type=Path, default=Path(tempfile.gettempdir()),

@@ -332,7 +332,8 @@ def test_the_device_reads_as_many_layers_at_once_as_fit(tiny_model, tmp_path, mo
 
     reads = []
     reduce = fused._Stream.reduce
-    monkeypatch.setattr(fused._Stream, "reduce", lambda stream, batch: reads.append(batch.layers) or reduce(stream, batch))
+    monkeypatch.setattr(fused._Stream, "reduce",
+                        lambda stream, batch: reads.append(batch.layers) or reduce(stream, batch))
     runs = [Run(run_key(cls.name, w), cls.name, {}, w) for cls, w in RUNS if cls.batched()]
     common = dict(exemplar_path=None, max_length=32, batch_size=2, progress=False, on_device=True,
                   store_attrs={"corpus": "contract", "corpus_sha256": ""})

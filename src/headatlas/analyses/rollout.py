@@ -94,11 +94,19 @@ def offset_sums(maps, max_offset: int):
         return sums, counts
     # a device: one gather and one product with each picked value's offset as a one-hot row
     # (a diagonal and a sum per offset are 2·(2·max_offset + 1) operations for the host to issue)
+    index, one_hot = _offset_selector(xp, n, max_offset, device(maps))
+    picked = xp.take(xp.reshape(maps, (*maps.shape[:-2], n * n)), index, axis=-1)
+    return xp.matmul(xp.astype(picked, xp.float64), one_hot), counts
+
+
+@functools.lru_cache(maxsize=256)
+def _offset_selector(xp, n: int, max_offset: int, where) -> tuple:
+    """:func:`_diagonals`' flat positions and a float64 one-hot ``[positions, 2·max_offset + 1]``
+    of each one's offset, on device ``where`` (kept: a copy to a device waits for it)."""
     index, starts, columns = _diagonals(n, max_offset)
-    one_hot = np.zeros((len(index), len(offsets)))
+    one_hot = np.zeros((len(index), 2 * max_offset + 1))
     one_hot[np.arange(len(index)), np.repeat(columns, np.diff(np.append(starts, len(index))))] = 1
-    picked = xp.take(xp.reshape(maps, (*maps.shape[:-2], n * n)), xp.asarray(index, device=device(maps)), axis=-1)
-    return xp.matmul(xp.astype(picked, xp.float64), xp.asarray(one_hot, device=device(maps))), counts
+    return xp.asarray(index, device=where), xp.asarray(one_hot, device=where)
 
 
 @functools.lru_cache(maxsize=1024)

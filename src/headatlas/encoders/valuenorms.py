@@ -172,7 +172,7 @@ def token_grams(values: torch.Tensor, gram: torch.Tensor, n_heads: int,
 
 
 def _token_grams_batched(values: torch.Tensor, gram: torch.Tensor, n_heads: int,
-                             chunk_bytes: int = 2**27) -> torch.Tensor:
+                         chunk_bytes: int = 2**27) -> torch.Tensor:
     """:func:`token_grams` for a device, in a few large operations instead of the CPU's
     cache-sized chunks (on a GPU, each small product is a kernel launch the host must issue):
     ``y_g = v_g M[g, :]`` for every key head ``g`` at once (one batched product), then
