@@ -26,11 +26,11 @@ Timed, each after a warm-up batch, each with its own number of examples:
   time with numpy (``on_device=False``, the CPU's path);
 - ``store``: :func:`headatlas.encoders.extract.extract` writing every map to an HDF5 store on
   local disk (``--disk``, default the system's temporary folder);
-- ``floor`` (``--floor``): the host's share, with compute made negligible: the same layers and
-  heads at 4 dimensions a head, batches of 2 inputs of 8 wordpieces: milliseconds per batch of
+- ``floor`` (``--floor``): the host's share, with compute made negligible: the same layers,
+  heads and batch size, 4 dimensions a head, inputs of 8 wordpieces: milliseconds per batch of
   ``sdpa`` and of ``fused`` (the device path, as it reads the layers by default), from runs of
-  10 and 40 batches (their difference: a run's start and end left out), and the torch operations each
-  issues per batch (counted at torch's dispatcher: on a GPU, each one the host issues, most a
+  10 and 40 batches (their difference: a run's start and end left out), and the torch
+  operations each issues per batch (counted at torch's dispatcher: on a GPU, each one the host issues, most a
   kernel launch; on the CPU, counted in the code a GPU runs, on the tests' simulated device).
   A batch of the real geometry cannot take less than its path's floor, so ``inputs x n / floor``
   bounds its tokens/s; on the CPU it measures the device path's overhead without a GPU.
@@ -213,8 +213,8 @@ def device_branches(loaded, device: str):
 
 
 def floor(g: dict, device: str, family: str, folder: Path, batches: tuple[int, int] = (10, 40)) -> dict:
-    """Per batch of 2 inputs of 8 wordpieces, at ``g``'s layers and heads with 4 dimensions a
-    head (compute negligible): milliseconds of ``sdpa`` and ``fused`` (device path, reading the
+    """Per batch of ``g``'s size, inputs of 8 wordpieces, at its layers and heads with 4
+    dimensions a head (compute negligible): milliseconds of ``sdpa`` and ``fused`` (device path, reading the
     layers as it does by default), and torch operations issued (counted in untimed runs, on the
     CPU in the device's branches: :func:`device_branches`); each the difference between runs of
     ``batches`` batches, so that a run's own start and end (the plan, the states written) are
@@ -225,7 +225,7 @@ def floor(g: dict, device: str, family: str, folder: Path, batches: tuple[int, i
 
     from headatlas.analyses.fused import fused_extract
 
-    tiny = {**g, "hidden": 4 * g["heads"], "n": 8, "batch": 2}
+    tiny = {**g, "hidden": 4 * g["heads"], "n": 8}  # the geometry's batch: per-input host work counts
     loaded = build(folder / "floor-model", tiny, device, family)
     common = dict(max_length=tiny["n"], batch_size=tiny["batch"], progress=False,
                   store_attrs={"corpus": "random", "corpus_sha256": ""}, exemplars=0, on_device=True, by_layer=True)
@@ -425,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {key:32s} {seconds:8.3f} s  {seconds / stages['seconds']:6.1%}")
     for name, row in lowest.items():
         print(f"floor, {name}: {row['ms_per_batch']:.1f} ms and {row['ops_per_batch']:,.0f} torch operations per batch "
-              f"(2 inputs of 8 wordpieces, 4 dimensions a head): at most "
+              f"({g['batch']} inputs of 8 wordpieces, 4 dimensions a head): at most "
               f"{g['batch'] * g['n'] / row['ms_per_batch'] * 1e3:,.0f} tokens/s in batches of {g['batch']} x {g['n']}")
     for key, row in same.items():
         print(f"fused vs fused_host, {key}: max relative difference {row['max_relative_difference']:.2e}, "
