@@ -23,7 +23,6 @@ import argparse
 import csv
 import resource
 import shutil
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -31,7 +30,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+if str(ROOT) not in sys.path:  # the repository root: the workflow tests' helpers
+    sys.path.insert(0, str(ROOT))
 # the per-head statistics' jobs on Wikipedia (their first output names each job)
 RULES = ("surface_table", "sink_rate", "headtypes_features", "patterns_heads", "norm_shares", "rollout")
 ANALYSES = ["surface", "sinks", "headtypes", "patterns", "norms"]  # rollout runs with norms
@@ -52,24 +52,21 @@ def config(mode: str, segments: int | None = None) -> dict:
 
 
 def folder(work: Path, mode: str, segments: int | None) -> Path:
+    from tests.workflow.conftest import copy_workflow
+
     root = work / mode
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    for name in ("Snakefile", "workflow", "profiles", "envs", "src"):
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, root / name)
+    copy_workflow(root)
     (root / "config.yaml").write_text(yaml.safe_dump(config(mode, segments)))
     return root
 
 
 def snakemake(root: Path, *args: str) -> str:
-    out = subprocess.run(SNAKEMAKE + ["--directory", str(root), "--snakefile", str(root / "Snakefile"), *args],
-                         capture_output=True, text=True, cwd=root)
-    if out.returncode:
-        raise SystemExit(f"snakemake {' '.join(args)} in {root} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+    """Snakemake's output in ``root`` (the workflow tests' runner: it raises on failure)."""
+    from tests.workflow.conftest import snakemake as run_snakemake
+
+    out = run_snakemake(root, *args)
     return out.stdout + out.stderr
 
 
