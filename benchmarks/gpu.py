@@ -26,6 +26,8 @@ Timed, each after a warm-up batch, each with its own number of examples:
   time with numpy (``on_device=False``, the CPU's path);
 - ``store``: :func:`headatlas.encoders.extract.extract` writing every map to an HDF5 store on
   local disk (``--disk``, default the system's temporary folder);
+- ``--breakdown``: fused's seconds by stage, each synchronised (:func:`breakdown`); ``--profile``:
+  a fused run under cProfile, unsynchronised (:func:`profiled`): where the host spends its time;
 - ``floor`` (``--floor``): the host's share, with compute made negligible: the same layers,
   heads and batch size, 4 dimensions a head, inputs of 8 wordpieces: milliseconds per batch of
   ``sdpa`` and of ``fused`` (the device path, as it reads the layers by default), from runs of
@@ -260,10 +262,13 @@ def floor(g: dict, device: str, family: str, folder: Path, batches: tuple[int, i
 
 
 def breakdown(loaded, records, path: Path, common: dict, device: str) -> dict:
-    """Seconds of one fused extraction (device path) by stage, each stage synchronised on CUDA:
-    the forward with the value norms recorded in it, the device views (the maps stacked, rounded
-    as a store holds them, the norm view; made chunk by chunk as the runs read them), each run's
-    batched update, and the rest (encoding the inputs, writing the states)."""
+    """Seconds of one fused extraction (device path) by stage, each stage synchronised on CUDA
+    and counted without the stages inside it: encoding the inputs, the forward with the value
+    norms recorded in it (the layers' maps packed as they come), the device views (the maps
+    stacked, rounded as a store holds them, the norm view), each run's reductions of the
+    layers (``name:view``, or its batched update when every layer is read at once) and its
+    fold (``name:view fold``: the layers joined, the per-example scores, the state), and the
+    rest (the plan, the states written)."""
     from collections import Counter
 
     import torch
@@ -271,30 +276,60 @@ def breakdown(loaded, records, path: Path, common: dict, device: str) -> dict:
     from headatlas.analyses import fused
     from headatlas.analyses.fused import fused_extract
 
-    spent = Counter()
-    real_forward, real_views, real_add = fused._forward, fused.device_views, fused._Stream.add_batch
+    spent, inside = Counter(), []  # per open stage, the seconds of the stages inside it
 
     def clocked(key: str, work):
         if device == "cuda":
             torch.cuda.synchronize()
         start = time.perf_counter()
-        out = work()
-        if device == "cuda":
-            torch.cuda.synchronize()
-        spent[key] += time.perf_counter() - start
-        return out
+        inside.append(0.0)
+        try:
+            return work()
+        finally:
+            if device == "cuda":
+                torch.cuda.synchronize()
+            seconds = time.perf_counter() - start
+            spent[key] += seconds - inside.pop()
+            if inside:
+                inside[-1] += seconds
 
-    fused._forward = lambda *a, **k: clocked("forward (with norms)", lambda: real_forward(*a, **k))
-    fused.device_views = lambda *a, **k: clocked("views", lambda: real_views(*a, **k))
-    fused._Stream.add_batch = lambda self, batch: clocked(f"{self.analysis.name}:{self.weighting}",
-                                                          lambda: real_add(self, batch))
+    stream = fused._Stream
+    patched = {(fused, "_encode"): lambda real: lambda *a, **k: clocked("encode", lambda: real(*a, **k)),
+               (fused, "_forward"): lambda real: lambda *a, **k: clocked("forward (with norms)", lambda: real(*a, **k)),
+               (fused, "_forward_by_layer"): lambda real: lambda *a, **k: clocked("forward (with norms)",
+                                                                                  lambda: real(*a, **k)),
+               (fused, "device_views"): lambda real: lambda *a, **k: clocked("views", lambda: real(*a, **k)),
+               (stream, "add_batch"): lambda real: lambda self, batch: clocked(
+                   f"{self.analysis.name}:{self.weighting}", lambda: real(self, batch)),
+               (stream, "reduce"): lambda real: lambda self, batch: clocked(
+                   f"{self.analysis.name}:{self.weighting}", lambda: real(self, batch)),
+               (stream, "fold"): lambda real: lambda self, batch, parts: clocked(
+                   f"{self.analysis.name}:{self.weighting} fold", lambda: real(self, batch, parts))}
+    reals = {where: getattr(*where) for where in patched}
+    for (owner, name), wrap in patched.items():
+        setattr(owner, name, wrap(reals[owner, name]))
     try:
         total = timed(device, lambda: fused_extract(loaded, records, path, per_head_runs(), exemplars=0,
                                                    on_device=True, **common))
     finally:
-        fused._forward, fused.device_views, fused._Stream.add_batch = real_forward, real_views, real_add
-    spent["rest (encoding, states)"] = total - sum(spent.values())
+        for (owner, name), real in reals.items():
+            setattr(owner, name, real)
+    spent["rest (plan, states)"] = total - sum(spent.values())
     return {"examples": len(records), "seconds": total, "stages": dict(spent.most_common())}
+
+
+def profiled(work, path: Path) -> None:
+    """``work`` under cProfile: the stats written to ``path``, the 30 functions that took the most
+    time of their own printed (on a GPU, time waiting for the device shows where the host reads
+    a result: a copy to the host, ``.item()``)."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.runcall(work)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    profiler.dump_stats(path)
+    pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(30)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -311,6 +346,9 @@ def main(argv: list[str] | None = None) -> int:
                         "default: each layer read as the model produces it)")
     parser.add_argument("--breakdown", action="store_true",
                         help="also time a fused extraction stage by stage (synchronised)")
+    parser.add_argument("--profile", action="store_true",
+                        help="also profile a fused extraction (cProfile, unsynchronised): OUT with .prof, "
+                        "and its 30 largest functions by own time printed")
     parser.add_argument("--floor", action="store_true",
                         help="also time the host's floor per batch: negligible compute (module docstring)")
     parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS),
@@ -378,6 +416,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.breakdown:
             records = sentences(g["fused"], g["n"])
             stages = breakdown(loaded, records, work / "breakdown.h5", {**common, **fused_only}, device)
+        if args.profile:
+            profiled(lambda: timed(device, lambda: paths["fused"](sentences(g["fused"], g["n"]))),
+                     args.out.with_suffix(".prof"))
         lowest = floor(g, device, args.family, work) if args.floor else {}
         same = {}
         if "fused_host" in found:  # the device path on fused_host's inputs, untimed
