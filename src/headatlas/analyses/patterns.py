@@ -398,15 +398,18 @@ def _block(batch: MapBatch, units: np.ndarray, in_top, like):
         contrast = batch.shared(f"block_contrast:{units_key}", lambda: block_contrast(
             units, batch.lengths, batch.width).astype(np.int8))
         return _compiled_block(batch, in_top, two, contrast)
-    example, query, keys, mirror, members = batch.shared(f"block_pairs:{units_key}", lambda: tuple(
+    example, query, keys, mirror, bounds = batch.shared(f"block_pairs:{units_key}", lambda: tuple(
         batch.asarray(x) for x in _contrast_pairs(units, batch.lengths, batch.width)))
     attn, f64 = batch.attn, xp.float64
     difference = xp.astype(attn[example, :, :, query, keys], f64) - xp.astype(attn[example, :, :, query, mirror], f64)
     aside = in_top[example, :, :, keys] | in_top[example, :, :, mirror]  # [P, L, H]
     kept = xp.where(aside, xp.zeros_like(difference), difference)
     n_pairs, n_layers, n_heads = kept.shape
-    block = xp.reshape(xp.matmul(members, xp.reshape(kept, (n_pairs, n_layers * n_heads))),
-                       (len(two), n_layers, n_heads)) / batch.n_tokens()[:, None, None]
+    # each example's sum over its pairs (consecutive: the pairs come example by example), as
+    # differences of one running sum at the examples' bounds
+    running = xp.cumulative_sum(xp.reshape(kept, (n_pairs, n_layers * n_heads)), axis=0, include_initial=True)
+    sums = xp.take(running, bounds[1:], axis=0) - xp.take(running, bounds[:-1], axis=0)
+    block = xp.reshape(sums, (len(two), n_layers, n_heads)) / batch.n_tokens()[:, None, None]
     return xp.where(batch.asarray(two)[:, None, None], block, xp.full_like(block, float("nan")))
 
 
@@ -445,10 +448,11 @@ def _compiled_block(batch: MapBatch, in_top: np.ndarray, two: np.ndarray, contra
 
 def _contrast_pairs(units: np.ndarray, lengths: Sequence[int], width: int) -> tuple[np.ndarray, ...]:
     """The +1 pairs of :func:`block_contrast` over a batch: example, query, key and mirror key
-    ``[P]`` each, and ``[B, P]`` (float64) one where a pair belongs to the example."""
-    example, query, keys = np.nonzero(block_contrast(units, lengths, width) > 0)
-    members = (np.arange(len(lengths))[:, None] == example[None, :]).astype(np.float64)
-    return example, query, keys, 2 * query - keys, members
+    ``[P]`` each (example by example), and ``[B + 1]`` the bounds of each example's pairs."""
+    counted, same, same_mirror = _contrast_masks(units, lengths, width)
+    example, query, keys = np.nonzero(counted & same & ~same_mirror)
+    bounds = np.searchsorted(example, np.arange(len(counted) + 1))
+    return example, query, keys, 2 * query - keys, bounds
 
 
 def block_contrast(units: np.ndarray, lengths: Sequence[int], width: int) -> np.ndarray:
@@ -464,16 +468,23 @@ def block_contrast(units: np.ndarray, lengths: Sequence[int], width: int) -> np.
     sentence's ends (squares along the diagonal). The rows far from a boundary, whose mirror
     keys lie in their sentence too, weigh nothing: block is read where sentences meet.
     """
-    out = np.zeros((len(lengths), width, width))
-    for b, n in enumerate(np.asarray(lengths).tolist()):
-        u = np.asarray(units[b, :n])
-        query, key = np.arange(n)[:, None], np.arange(n)[None, :]
-        mirror = 2 * query - key
-        counted = (np.abs(key - query) > BLOCK_LOCAL) & (mirror >= 0) & (mirror < n)
-        same = u[:, None] == u[None, :]
-        same_mirror = u[:, None] == u[np.clip(mirror, 0, n - 1)]
-        out[b, :n, :n] = np.where(counted, same.astype(float) - same_mirror, 0.0)
-    return out
+    counted, same, same_mirror = _contrast_masks(units, lengths, width)
+    return np.where(counted, same.astype(float) - same_mirror, 0.0)
+
+
+def _contrast_masks(units: np.ndarray, lengths: Sequence[int], width: int) -> tuple[np.ndarray, ...]:
+    """``[B, N, N]`` each, for the whole batch at once: whether :func:`block_contrast` weighs the
+    pair (key more than :data:`BLOCK_LOCAL` away, its mirror inside the input), whether the key
+    is in the query's sentence, and whether the mirror key is."""
+    units = np.asarray(units)[:, :width]
+    units = np.pad(units, ((0, 0), (0, width - units.shape[1])))  # past the lengths: never counted
+    n = np.asarray(lengths).reshape(-1, 1, 1)
+    query, key = np.arange(width)[:, None], np.arange(width)[None, :]
+    mirror = 2 * query - key
+    counted = (np.abs(key - query) > BLOCK_LOCAL) & (mirror >= 0) & (mirror < n) & (query < n) & (key < n)
+    same = units[:, :, None] == units[:, None, :]
+    same_mirror = units[:, :, None] == units[:, np.clip(mirror, 0, width - 1)]
+    return counted, same, same_mirror
 
 
 def above_chance(features: np.ndarray, units: np.ndarray, columns: int,
