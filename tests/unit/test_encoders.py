@@ -300,3 +300,30 @@ def loaded_config(folder):
     from transformers import AutoConfig
 
     return AutoConfig.from_pretrained(folder)
+
+
+def test_batches_are_encoded_one_ahead_in_order_and_errors_come_with_their_batch():
+    import threading
+
+    from headatlas.encoders.inputs import encoded_ahead
+
+    started = {k: threading.Event() for k in range(4)}
+
+    def encode(k):
+        started[k].set()
+        if k == 3:
+            raise ValueError("record 3 is malformed")
+        return [k]
+
+    got = []
+    ahead = encoded_ahead(encode, [0, 1, 2, 3])
+    for batch in ahead:
+        # the next batch is being encoded while this one is in the caller's hands
+        assert started[batch[0] + 1].wait(timeout=10)
+        got.append(batch)
+        if batch == [2]:
+            break
+    assert got == [[0], [1], [2]]
+    with pytest.raises(ValueError, match="record 3"):
+        list(encoded_ahead(encode, [2, 3]))
+    assert list(encoded_ahead(encode, [])) == []

@@ -35,8 +35,8 @@ from headatlas.encoders.allocator import keep_buffers_in_heap, release_free_heap
 from headatlas.encoders.batching import HostArray, pack_examples
 from headatlas.encoders.extract import (forward_attentions, largest_buffer, shard_range,
                                         store_special_tokens)
-from headatlas.encoders.inputs import (CorpusPlan, Encoded, collate, encode, encode_batch, length_batches,
-                                       plan_corpus)
+from headatlas.encoders.inputs import (CorpusPlan, Encoded, collate, encode, encode_batch, encoded_ahead,
+                                       length_batches, plan_corpus)
 from headatlas.encoders.models import LoadedModel, check_max_length
 from headatlas.encoders.valuenorms import NormRecorder, model_class, norm_recorder, pack_norms
 from headatlas.errors import EmptyStoreError, ModelError, StoreError
@@ -207,8 +207,8 @@ def fused_extract(loaded: LoadedModel, sentences: Sequence[Sentence], states_pat
         spill = Spill(states_path) if spill_every else None
         with recorder, tqdm(total=n_kept, desc=f"fused {Path(states_path).parent.parent.name}",
                             unit="ex", disable=not progress, mininterval=2) as bar:
-            for number, positions in enumerate(batches, start=1):
-                batch = _encode(tok, sentences, positions, plan, lengths)
+            ahead = encoded_ahead(functools.partial(_encode, tok, sentences, plan=plan, lengths=lengths), batches)
+            for number, batch in enumerate(ahead, start=1):
                 start = time.process_time()
                 kept = [e for e in batch if e.index in keep] if writer is not None else []
                 host = not on_device or bool(kept) or bool(per_example)

@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from headatlas.encoders.allocator import keep_buffers_in_heap
 from headatlas.encoders.batching import HostArray, pack_examples
-from headatlas.encoders.inputs import collate, count_unaligned, encode_batch, plan_corpus
+from headatlas.encoders.inputs import collate, count_unaligned, encode_batch, encoded_ahead, plan_corpus
 from headatlas.corpora.records import Sentence
 from headatlas.errors import EmptyStoreError, ModelError
 from headatlas.encoders.models import LoadedModel, check_max_length
@@ -226,8 +226,8 @@ def extract(loaded: LoadedModel, sentences: Sequence[Sentence], out_path: str | 
 
         # The writer thread is joined before the store is closed (or, on an error, discarded).
         with WriteBehind(write_batch, write_ahead) as pending:
-            for positions in plan.batches(batch_size, max_tokens):
-                batch = encode_batch(tok, sentences, positions)
+            for batch in encoded_ahead(lambda positions: encode_batch(tok, sentences, positions),
+                                       plan.batches(batch_size, max_tokens)):
                 for example in batch:
                     count_unaligned(example, stats)
                 lengths = [len(e) for e in batch]
