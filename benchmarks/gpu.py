@@ -263,7 +263,8 @@ def floor(g: dict, device: str, family: str, folder: Path, batches: tuple[int, i
 
 def breakdown(loaded, records, path: Path, common: dict, device: str) -> dict:
     """Seconds of one fused extraction (device path) by stage, each stage synchronised on CUDA
-    and counted without the stages inside it: encoding the inputs, the forward with the value
+    and counted without the stages inside it: encoding the inputs (in line, not a batch ahead on a
+    thread as a run does), the forward with the value
     norms recorded in it (the layers' maps packed as they come), the device views (the maps
     stacked, rounded as a store holds them, the norm view), each run's reductions of the
     layers (``name:view``, or its batched update when every layer is read at once) and its
@@ -294,7 +295,9 @@ def breakdown(loaded, records, path: Path, common: dict, device: str) -> dict:
                 inside[-1] += seconds
 
     stream = fused._Stream
-    patched = {(fused, "_encode"): lambda real: lambda *a, **k: clocked("encode", lambda: real(*a, **k)),
+    # encoding in line (a run encodes the next batch on a thread meanwhile), so that it is timed alone
+    patched = {(fused, "encoded_ahead"): lambda real: lambda encode, batches: map(encode, batches),
+               (fused, "_encode"): lambda real: lambda *a, **k: clocked("encode", lambda: real(*a, **k)),
                (fused, "_forward"): lambda real: lambda *a, **k: clocked("forward (with norms)", lambda: real(*a, **k)),
                (fused, "_forward_by_layer"): lambda real: lambda *a, **k: clocked("forward (with norms)",
                                                                                   lambda: real(*a, **k)),

@@ -28,7 +28,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from headatlas.analyses.base import Analysis, analysis_class, finish
-from headatlas.analyses.batch import MapBatch, Views, join_layers, norm_weighted
+from headatlas.analyses.batch import MapBatch, Views, join_layers, norm_weighted, upload
 from headatlas.analyses.result import Result
 from headatlas.corpora.records import Sentence
 from headatlas.encoders.allocator import keep_buffers_in_heap, release_free_heap
@@ -447,7 +447,7 @@ def device_views(layers, norms, examples: Sequence[Example], weightings: Sequenc
     if not weightings:
         return {}
     width = layers[0].shape[-1]
-    lengths = torch.tensor([e.n_tokens for e in examples], device=layers[0].device)
+    lengths = upload(np.array([e.n_tokens for e in examples]), layers[0].device)
     valid = torch.arange(width, device=lengths.device)[None, :] < lengths[:, None]
 
     def stored(tensors, token_dims: int):  # [B, L, ...]: as a store holds it, zero past each length
