@@ -23,12 +23,8 @@ plus the mean ‖f_h(x)‖ of each class, and the rank correlation (Spearman) of
 
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 import pandas as pd
-from array_api_compat import device as xp_device
-from array_api_compat import is_numpy_array
 
 from headatlas.analyses.base import Analysis, describe, register
 from headatlas.analyses.batch import MapBatch, row_normalised, to_host
@@ -55,19 +51,11 @@ RHO_NEGATIVE = -0.3
 SOURCE = "Kobayashi et al. 2020 §4"
 
 
-def class_major(by_layer: np.ndarray, per_class: np.ndarray) -> list[np.ndarray]:
-    """Each example's sampled values ``[B, L, ≥ P]`` (each layer's, class by class, then
-    padding) in the state's order, class by class, each class's layer by layer: one array per
-    example, float16 where every value of the batch is one (:func:`compact`). ``per_class``:
-    ``[B, C]``."""
-    by_layer = np.asarray(by_layer)
-    rows, layers, budget = len(per_class), by_layer.shape[1], int(per_class.max(initial=0))
-    starts = np.cumsum(per_class, axis=1) - per_class  # [B, C]: where each class's pairs start
-    at = np.minimum(starts[:, :, None] + np.arange(budget), max(by_layer.shape[2] - 1, 0))
-    cells = np.take_along_axis(by_layer[:, None], at[:, :, None, :], axis=-1) if budget else \
-        np.zeros((rows, per_class.shape[1], layers, 0), by_layer.dtype)  # [B, C, L, P]
-    kept = np.broadcast_to((np.arange(budget) < per_class[:, :, None])[:, :, None, :], cells.shape)
-    return np.split(compact(cells[kept]), np.cumsum(layers * per_class.sum(axis=1))[:-1])
+def class_major(by_layer: np.ndarray, per_class: np.ndarray) -> np.ndarray:
+    """An example's sampled values ``[L, ≥ P]`` (each layer's, class by class, then padding) in
+    the state's order: class by class, each class's layer by layer."""
+    bounds = np.cumsum([0, *per_class])
+    return np.concatenate([by_layer[:, a:b].ravel() for a, b in zip(bounds[:-1], bounds[1:])])
 
 
 @register
@@ -151,76 +139,57 @@ class NormShares(Analysis):
         self._norm_sums += to_host(reduced["norm_sums"]).sum(axis=0)
         self._class_tokens += batch.host_classes().sum(axis=(0, 1))
         self._n_queries += int(batch.lengths.sum())
-        # the pairs of the examples in the sample (now or later; the others' need not be built)
-        rows = [b for b, example in enumerate(batch.examples) if self._pairs_kept.admits(example.index)]
-        if not rows:
-            return
-        per_class = self._drawn(batch)[1][rows]
-        alpha, norm = (class_major(to_host(reduced[name])[rows], per_class) for name in ("alpha", "norm"))
-        counts = np.repeat(per_class[:, :, None], self.n_layers, axis=2)  # [rows, C, L]
-        for b, a, f, count in zip(rows, alpha, norm, counts):
-            self._pairs_kept.add(batch.examples[b].index, (a, f, count))
+        alpha, norm = to_host(reduced["alpha"]), to_host(reduced["norm"])
+        for b, (example, per_class) in enumerate(zip(batch.examples, self._drawn(batch)[1])):
+            if not self._pairs_kept.admits(example.index):
+                continue  # not in the sample (now or later): its pairs need not be built
+            self._pairs_kept.add(example.index, (compact(class_major(alpha[b], per_class)),
+                                                 compact(class_major(norm[b], per_class)),
+                                                 np.repeat(per_class[:, None], self.n_layers, axis=1)))
 
-    def _drawn(self, batch: MapBatch) -> tuple[np.ndarray, np.ndarray]:
+    def _drawn(self, batch: MapBatch) -> tuple[np.ndarray, list[np.ndarray]]:
         """The batch's sampled pairs, drawn once for every layer and view of its examples: their
         ``head, query, key`` ``[3, B, L, P]`` layer by layer (P: the most pairs an example has in
-        a layer; the rest 0), and the pairs per example and class ``[B, C]``."""
+        a layer; the rest 0), and per example its pairs per class ``[C]``."""
         def compute():
-            # One generator per example, seeded by its corpus position: the sample does not
-            # depend on the order the store (or its shards) yields examples in.
-            rngs = [np.random.default_rng([self.seed, example.index]) for example in batch.examples]
-            return self._sample_batch(batch.host_classes(), batch.lengths, rngs, batch.xp, batch.asarray)
+            onehots = batch.host_classes()
+            drawn = []
+            for b, (example, n) in enumerate(zip(batch.examples, batch.lengths.tolist())):
+                # One generator per example, seeded by its corpus position: the sample does not
+                # depend on the order the store (or its shards) yields examples in.
+                rng = np.random.default_rng([self.seed, example.index])
+                drawn.append(self._sample_pairs(onehots[b, :n].astype(bool), rng))
+            width = max((d[0].shape[1] for d in drawn), default=0)
+            index = np.zeros((3, len(drawn), self.n_layers, width), np.int64)
+            for b, (*head_query_key, _) in enumerate(drawn):
+                for i, x in enumerate(head_query_key):
+                    index[i, b, :, :x.shape[1]] = x
+            return index, [d[3] for d in drawn]
         return batch.shared(f"norm_pairs:{self.seed}:{self.pairs_per_example}", compute)
 
     def _sample_pairs(self, onehot: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-        """One example's sampled (head, query, key) pairs (:meth:`_sample_batch` of a batch of one):
+        """One example's sampled (head, query, key) pairs, the same for every layer's count:
         ``head, query, key`` ``[L, P]`` (each layer's pairs, class by class) and the pairs per
-        class ``[C]``."""
-        index, per_class = self._sample_batch(np.asarray(onehot)[None], np.array([len(onehot)]), [rng])
-        return (*index[:, 0], per_class[0])
-
-    def _sample_batch(self, onehots: np.ndarray, lengths: np.ndarray, rngs: list[np.random.Generator],
-                      xp=np, on: Callable = np.asarray) -> tuple[object, np.ndarray]:
-        """The sampled (head, query, key) pairs of a batch, each example's from its own generator
-        with one draw for every class and layer (that sequence fixes its sample): ``[3, B, L, P]``
-        (each example's pairs class by class, then 0; made where ``on`` puts arrays: the batch's
-        device, ``xp`` its namespace) and the pairs per example and class ``[B, C]`` (numpy). A class of at most
-        ``pairs_per_example`` (head, query, key) pairs gives every one; a larger class, that many
-        drawn uniformly with replacement. ``onehots``: ``[B, N, C]``, zero past each example's
-        length."""
-        n_heads, layers, budget = self.n_heads, self.n_layers, self.pairs_per_example
-        members = np.asarray(onehots).astype(bool)
-        counts = members.sum(axis=1)  # [B, C]
-        per_head = np.asarray(lengths).reshape(-1, 1) * counts  # (query, key) pairs per example and class
-        sizes = n_heads * per_head
-        per_class = np.minimum(sizes, budget)
-        chosen = np.broadcast_to(np.arange(budget), (*sizes.shape, layers, budget)).copy()  # [B, C, L, P]
-        for b, (rng, drawn) in enumerate(zip(rngs, sizes > budget)):
-            if drawn.any():
-                # uniform integers in [0, size) from uniform floats (numpy's integers() with an
-                # array of bounds took ~3x as long; the floats' 53 bits leave no bias a sample
-                # of 256 could see)
-                picks = rng.random((int(drawn.sum()), layers, budget)) * sizes[b, drawn][:, None, None]
-                chosen[b, drawn] = picks.astype(np.int64)
-        # pair p of a class of m keys is head p // (n m), query (p // m) % n, the class's key p % m
-        chosen = on(chosen)
-        per_head, m = (on(np.maximum(x, 1)[:, :, None, None]) for x in (per_head, counts))
-        head, rest = _divmod(chosen, per_head)
-        query, k = _divmod(rest, m)
-        keys = np.argsort(~members.transpose(0, 2, 1), axis=-1, kind="stable")  # [B, C, N]: each class's tokens first
-        starts = np.arange(keys.shape[0] * keys.shape[1]).reshape(keys.shape[:2]) * keys.shape[2]
-        key = xp.reshape(xp.take(on(keys.ravel()), xp.reshape(on(starts[:, :, None, None]) + k, (-1,))), k.shape)
-        # each example's kept pairs, layer by layer and class by class ([B, L, C, P] read in
-        # order), placed at the start of its row of the index
-        pairs = per_class.sum(axis=1)
-        kept = on(np.broadcast_to((np.arange(budget) < per_class[:, :, None])[:, None],
-                                  (len(sizes), layers, per_class.shape[1], budget)))
-        placed = on(np.broadcast_to(np.arange(pairs.max(initial=0)) < pairs[:, None, None],
-                                    (len(sizes), layers, pairs.max(initial=0))))
-        index = xp.zeros((3, *placed.shape), dtype=xp.int64, device=xp_device(chosen))
-        for i, field in enumerate((head, query, key)):
-            index[i][placed] = xp.permute_dims(field, (0, 2, 1, 3))[kept]
-        return index, per_class
+        class ``[C]``. One draw of the generator for every class and layer (its sequence
+        fixes the sample)."""
+        n_heads, n, layers, budget = self.n_heads, len(onehot), self.n_layers, self.pairs_per_example
+        keys = [np.flatnonzero(onehot[:, c]) for c in range(len(CLASSES))]
+        sizes = np.array([n_heads * n * len(k) for k in keys])
+        drawn = sizes > budget
+        # uniform integers in [0, size) from uniform floats (numpy's integers() with an array
+        # of bounds took ~3x as long: 91 vs 30 µs for 12 x 12 heads; the floats' 53 bits leave
+        # no bias a sample of 256 could see)
+        picks = iter((rng.random((int(drawn.sum()), layers, budget)) * sizes[drawn][:, None, None]).astype(np.int64))
+        columns = []
+        for c, size in enumerate(sizes):
+            if size == 0:
+                continue
+            chosen = next(picks) if drawn[c] else np.broadcast_to(np.arange(size), (layers, size))
+            head, query, k = np.unravel_index(chosen, (n_heads, n, len(keys[c])))
+            columns.append((head, query, keys[c][k]))
+        empty = np.zeros((layers, 0), np.int64)
+        head, query, key = (np.concatenate(x, axis=1) for x in zip(*columns)) if columns else (empty,) * 3
+        return head, query, key, np.minimum(sizes, budget)
 
     def _gather_pairs(self, batch: MapBatch) -> dict:
         """The sampled pairs of the batch's layers: their α and ‖f(x)‖ ``[B, L, P]`` gathered
@@ -228,9 +197,9 @@ class NormShares(Analysis):
         xp, width, n_heads = batch.xp, batch.width, self.n_heads
         head, query, key = self._drawn(batch)[0][:, :, batch.layers.start:batch.layers.stop]
         rows, layers = len(batch), len(batch.layers)
-        plane = batch.asarray((np.arange(rows)[:, None, None] * layers + np.arange(layers)[None, :, None]) * n_heads) + head
-        alpha = xp.take(xp.reshape(batch.attn, (-1,)), xp.reshape((plane * width + query) * width + key, (-1,)))
-        norm = xp.take(xp.reshape(batch.value_norms, (-1,)), xp.reshape(plane * width + key, (-1,)))
+        plane = (np.arange(rows)[:, None, None] * layers + np.arange(layers)[None, :, None]) * n_heads + head
+        alpha = xp.take(xp.reshape(batch.attn, (-1,)), batch.asarray(((plane * width + query) * width + key).ravel()))
+        norm = xp.take(xp.reshape(batch.value_norms, (-1,)), batch.asarray((plane * width + key).ravel()))
         return {"alpha": xp.reshape(alpha, head.shape), "norm": xp.reshape(norm, head.shape)}
 
     def _state(self) -> dict[str, np.ndarray]:
@@ -308,15 +277,9 @@ class NormShares(Analysis):
 
 def compact(values: np.ndarray) -> np.ndarray:
     """``values`` as float16 when that loses nothing (:func:`~headatlas.store.halves.exact_halves`:
-    half the memory a shard's samples take), else float32. (A state's pairs are float16 where
-    every example's are, so deciding per batch or per example gives the same state.)"""
+    half the memory a shard's samples take), else float32."""
     half = exact_halves(values)
     return values.astype(np.float32, copy=False) if half is None else half
-
-
-def _divmod(x, y):
-    """``x // y, x % y``: numpy's in one pass."""
-    return np.divmod(x, y) if is_numpy_array(x) else (x // y, x % y)
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
