@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The GPU check (issue 32), one script for a machine with one CUDA GPU, about 7 minutes:
+# The GPU check (issue 32), one script for a machine with one CUDA GPU, about 5 minutes (its
+# timeouts sum to 560 s, inside the device's 600 s a call):
 #   1. the unit tests that run the tiny model, on CUDA (HEADATLAS_TEST_DEVICE=cuda): extraction,
 #      fused states against the store's tables, value norms, ablation, gradients, on the GPU's path;
 #   2. benchmarks/gpu.py at bert-base geometry, n = 128, float16: tokens/s and peak GPU memory of
-#      each path, and the device path's results against the host path's; the host's floor per
-#      batch (compute negligible: what the operations the host issues cost on this GPU);
+#      each path, fused stage by stage and under cProfile (gpu_bert128.prof), and the device
+#      path's results against the host path's; the host's floor per batch (compute negligible:
+#      what the operations the host issues cost on this GPU);
 #   3. fused again in batches of 256 with a parallel tokenizer (8 threads);
 #   4. benchmarks/gpu.py at 512 wordpieces on a random MPNet-base geometry: peak GPU memory of the
 #      eager forward, fused (its layers read in groups as they are produced) and store extraction; then fused
@@ -21,21 +23,21 @@ nvidia-smi -L
 python3 -c "import torch, transformers, numpy, h5py; print('torch', torch.__version__, 'transformers',
 transformers.__version__, 'numpy', numpy.__version__, 'h5py', h5py.__version__, torch.cuda.get_device_name())"
 status=0
-HEADATLAS_TEST_DEVICE=cuda timeout 120 python3 -m pytest -q -n 4 -p no:cacheprovider \
+HEADATLAS_TEST_DEVICE=cuda timeout 100 python3 -m pytest -q -n 4 -p no:cacheprovider \
   tests/unit/test_{ablation,batch,contract,extract,fused,gradients,importance,provenance,squad,store,upos,valuenorms,write_behind}.py \
   2>&1 | tee "$out/pytest_cuda.log" | tail -25 || status=1
-timeout 200 python3 benchmarks/gpu.py --breakdown --floor --out "$out/gpu_bert128.json" 2>&1 | tee "$out/gpu_bert128.log" || status=1
+timeout 170 python3 benchmarks/gpu.py --breakdown --profile --floor --out "$out/gpu_bert128.json" 2>&1 | tee "$out/gpu_bert128.log" || status=1
 # fused in batches of 256, the tokenizer on 8 host threads (an extraction job with threads: 8 gets
 # as many): how far larger batches (fewer passes per token) and a parallel tokenizer lift fused
-TOKENIZERS_PARALLELISM=true RAYON_NUM_THREADS=8 timeout 90 python3 benchmarks/gpu.py --batch 256 \
+TOKENIZERS_PARALLELISM=true RAYON_NUM_THREADS=8 timeout 70 python3 benchmarks/gpu.py --batch 256 \
   --paths encode fused --out "$out/gpu_bert128_b256.json" 2>&1 | tee "$out/gpu_bert128_b256.log" || status=1
-timeout 120 python3 benchmarks/gpu.py --family mpnet --length 512 --batch 16 --scale 0.03 \
+timeout 100 python3 benchmarks/gpu.py --family mpnet --length 512 --batch 16 --scale 0.03 \
   --paths eager fused store --breakdown --out "$out/gpu_mpnet512.json" 2>&1 | tee "$out/gpu_mpnet512.log" || status=1
 # the same fused extraction with every layer's maps at once (before the layer-by-layer reading)
-timeout 90 python3 benchmarks/gpu.py --family mpnet --length 512 --batch 16 --scale 0.03 \
+timeout 60 python3 benchmarks/gpu.py --family mpnet --length 512 --batch 16 --scale 0.03 \
   --paths fused --whole-batch --out "$out/gpu_mpnet512_whole.json" 2>&1 | tee "$out/gpu_mpnet512_whole.log" || status=1
 # the same fused extraction reading each batch one example at a time (view_memory_mb below one
 # example's float32 maps): its peak GPU memory and speed against the default chunks above
-timeout 90 python3 benchmarks/gpu.py --family mpnet --length 512 --batch 16 --scale 0.03 \
+timeout 60 python3 benchmarks/gpu.py --family mpnet --length 512 --batch 16 --scale 0.03 \
   --paths fused --view-memory-mb 160 --out "$out/gpu_mpnet512_chunk1.json" 2>&1 | tee "$out/gpu_mpnet512_chunk1.log" || status=1
 exit $status
