@@ -263,13 +263,12 @@ def floor(g: dict, device: str, family: str, folder: Path, batches: tuple[int, i
 
 def breakdown(loaded, records, path: Path, common: dict, device: str) -> dict:
     """Seconds of one fused extraction (device path) by stage, each stage synchronised on CUDA
-    and counted without the stages inside it: encoding the inputs (in line, not a batch ahead on a
-    thread as a run does), the forward with the value
-    norms recorded in it (the layers' maps packed as they come), the device views (the maps
-    stacked, rounded as a store holds them, the norm view), each run's reductions of the
-    layers (``name:view``, or its batched update when every layer is read at once) and its
-    fold (``name:view fold``: the layers joined, the per-example scores, the state), and the
-    rest (the plan, the states written)."""
+    and counted without the stages inside it: encoding the inputs (in line, not a batch ahead on
+    a thread as a run does), the forward with the value norms recorded in it (the layers' maps
+    packed as they come), the device views (the maps stacked, rounded as a store holds them, the
+    norm view), each run's reductions of the layers (``name:view``, or its batched update when
+    every layer is read at once) and its fold (``name:view fold``: the layers joined, the
+    per-example scores, the state), and the rest (the plan, the states written)."""
     from collections import Counter
 
     import torch
@@ -420,8 +419,8 @@ def main(argv: list[str] | None = None) -> int:
             records = sentences(g["fused"], g["n"])
             stages = breakdown(loaded, records, work / "breakdown.h5", {**common, **fused_only}, device)
         if args.profile:
-            profiled(lambda: timed(device, lambda: paths["fused"](sentences(g["fused"], g["n"]))),
-                     args.out.with_suffix(".prof"))
+            records = sentences(g["fused"], g["n"])
+            profiled(lambda: timed(device, lambda: paths["fused"](records)), args.out.with_suffix(".prof"))
         lowest = floor(g, device, args.family, work) if args.floor else {}
         same = {}
         if "fused_host" in found:  # the device path on fused_host's inputs, untimed
