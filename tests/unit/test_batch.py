@@ -239,3 +239,24 @@ def test_an_analysis_without_a_batched_path_reads_the_batch_example_by_example()
     acc.add_batch(as_torch(MapBatch.of(EXAMPLES)))
     assert acc.seen == [float(e.attn[0, 0, 0, 0]) for e in EXAMPLES]
     assert acc.n_examples == 3 and acc.lengths.tolist() == [5, 7, 11]  # ascending
+
+
+def test_upload_keeps_each_host_array_s_values_shape_and_dtype():
+    from headatlas.analyses.batch import upload
+    from tests.conftest import TEST_DEVICE
+
+    device = torch.device("cuda" if TEST_DEVICE == "cuda" else "cpu")  # on CUDA: through pinned memory
+    arrays = [np.float64(2.5), np.arange(6, dtype=np.int64).reshape(2, 3), np.array([True, False]),
+              np.broadcast_to(np.arange(3, dtype=np.float32), (2, 3)),  # a view with a zero stride
+              np.arange(12.0)[::3]]  # not contiguous
+    for host in arrays:
+        on = upload(host, device)
+        assert on.device.type == device.type and on.shape == host.shape
+        assert on.dtype == torch.from_numpy(np.ascontiguousarray(host)).dtype
+        np.testing.assert_array_equal(on.cpu().numpy(), host)
+    # a host array changed after its upload: the copy on a device keeps the values it was given
+    # (pinned memory is a copy), the CPU's tensor shares the array's memory (as torch.asarray's)
+    host = np.zeros(4)
+    on = upload(host, device)
+    host[:] = 1
+    assert on.cpu().numpy().all() == (device.type == "cpu")
