@@ -355,34 +355,34 @@ def _forward_by_layer(loaded: LoadedModel, recorder: NormRecorder, batch: Sequen
     chunks: list[tuple[slice, dict]] = []  # rows of the batch, and what their layers share
     parts: dict = {}  # (chunk, stream) -> each group's reductions
     last: dict[int, dict[str, MapBatch]] = {}  # per chunk, its last group's views (for fold)
-    done: list[int] = []  # the layers the model has run so far
+    done = 0  # layers the model has run so far
     pending: list[tuple] = []  # the layers not yet read: (α, value norms, norm map)
-    group: list[int] = []  # layers read at once (set at the first layer)
+    group = 0  # layers read at once (set at the first layer)
     copies: list[tuple[HostArray, object]] = []  # per layer, its packed maps and norms on the host
 
     def read() -> None:
-        at = range(len(done) - len(pending), len(done))
+        at = range(done - len(pending), done)
         for c, (rows, shared) in enumerate(chunks):
-            views = device_views([a[rows] for a, _, _ in pending], [(v[rows], m[rows]) for _, v, m in pending],
-                                 metas[rows], weightings, at=at, shared=shared)
+            last[c] = views = device_views([a[rows] for a, _, _ in pending],
+                                           [(v[rows], m[rows]) for _, v, m in pending],
+                                           metas[rows], weightings, at=at, shared=shared)
             for s, stream in enumerate(streams):
                 parts.setdefault((c, s), []).append(stream.reduce(views[stream.weighting]))
-            last[c] = views
-            del views
         pending.clear()
 
     def on_layer(attn, value_norms, norm_map) -> None:
-        done.append(len(done))
+        nonlocal done, group
+        done += 1
         if host:
             copies.append((HostArray(pack_examples([attn], sizes, token_dims=2)),
                            pack_norms([(value_norms, norm_map)], sizes)))
         if not chunks:
             one = 4 * attn.shape[1] * attn.shape[-1] ** 2  # one example's float32 maps of a layer
-            group.append(layer_group or max(1, min(loaded.n_layers, view_bytes // (one * len(batch)))))
-            size = max(1, view_bytes // (one * group[0]))
+            group = layer_group or max(1, min(loaded.n_layers, view_bytes // (one * len(batch))))
+            size = max(1, view_bytes // (one * group))
             chunks.extend((slice(a, a + size), {}) for a in range(0, len(batch), size))
         pending.append((attn, value_norms, norm_map))
-        if len(pending) == group[0]:
+        if len(pending) == group:
             read()
 
     with torch.inference_mode(), recorder.layer_by_layer(on_layer):
@@ -390,8 +390,8 @@ def _forward_by_layer(loaded: LoadedModel, recorder: NormRecorder, batch: Sequen
                      output_attentions=True, return_dict=True)
     if pending:  # a last group of fewer layers
         read()
-    if len(done) != loaded.n_layers:
-        raise ModelError(f"{len(done)} of {loaded.n_layers} layers' maps reached the "
+    if done != loaded.n_layers:
+        raise ModelError(f"{done} of {loaded.n_layers} layers' maps reached the "
                          "analyses: did every attention block run inside the recorder?")
     for c in range(len(chunks)):
         for s, stream in enumerate(streams):
