@@ -342,6 +342,31 @@ def test_the_pairs_of_a_capped_sample_of_examples_and_the_shares_of_every_exampl
     pd.testing.assert_frame_equal(both.tables["correlation"], capped.tables["correlation"], check_exact=True)
 
 
+def test_once_the_sample_of_examples_is_full_only_the_examples_it_admits_draw_pairs():
+    """sample_examples = 3, fed in batches of 4 (8 examples, then 8 more): a batch draws pairs for
+    the examples the sample would keep and for no other; the state is the one-at-a-time pass's."""
+    from headatlas.analyses.batch import MapBatch
+    from headatlas.analyses.sample import example_key
+
+    rng = np.random.default_rng(5)
+    examples = [example(rng.dirichlet(np.ones(3), size=(1, 2, 3)).astype(np.float32),
+                        rng.uniform(0.5, 2, (1, 2, 3)).astype(np.float32), NORM_MAP, i) for i in range(16)]
+    batched, single = NormShares(1, 2, pairs_per_example=2, sample_examples=3), \
+        NormShares(1, 2, pairs_per_example=2, sample_examples=3)
+    for start in range(0, 16, 4):
+        batch = MapBatch.of(examples[start:start + 4])
+        kept = sorted(example_key(0, i) for i in range(start))[:3]  # the 3 smallest keys so far
+        would = [start == 0 or example_key(0, e.index) < kept[-1] for e in batch.examples]
+        per_class = batched._drawn(batch)[1]
+        assert [int(c.sum()) > 0 for c in per_class] == would  # 2 heads x 3 queries: pairs for every class
+        batched.add_batch(batch)
+    for e in examples:
+        single.add(e)
+    assert sum(would) < 4  # the last batch skipped an example: the test sees the skipping
+    for name, value in single.state().items():
+        np.testing.assert_array_equal(batched.state()[name], value, err_msg=name)
+
+
 def test_offset_sums_of_numpy_and_torch_agree_and_skip_missing_diagonals():
     import torch
 

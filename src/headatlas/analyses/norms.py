@@ -150,11 +150,18 @@ class NormShares(Analysis):
     def _drawn(self, batch: MapBatch) -> tuple[np.ndarray, list[np.ndarray]]:
         """The batch's sampled pairs, drawn once for every layer and view of its examples: their
         ``head, query, key`` ``[3, B, L, P]`` layer by layer (P: the most pairs an example has in
-        a layer; the rest 0), and per example its pairs per class ``[C]``."""
+        a layer; the rest 0), and per example its pairs per class ``[C]``. Only the examples the
+        sample of examples admits draw any: once it is full, few do, and :meth:`fold` would drop
+        the others' pairs (an example it does not admit now it never will)."""
+        admitted = np.array([self._pairs_kept.admits(e.index) for e in batch.examples], bool)
+
         def compute():
             onehots = batch.host_classes()
             drawn = []
             for b, (example, n) in enumerate(zip(batch.examples, batch.lengths.tolist())):
+                if not admitted[b]:
+                    drawn.append(self._no_pairs())
+                    continue
                 # One generator per example, seeded by its corpus position: the sample does not
                 # depend on the order the store (or its shards) yields examples in.
                 rng = np.random.default_rng([self.seed, example.index])
@@ -165,7 +172,8 @@ class NormShares(Analysis):
                 for i, x in enumerate(head_query_key):
                     index[i, b, :, :x.shape[1]] = x
             return index, [d[3] for d in drawn]
-        return batch.shared(f"norm_pairs:{self.seed}:{self.pairs_per_example}", compute)
+        key = f"norm_pairs:{self.seed}:{self.pairs_per_example}:{np.packbits(admitted).tobytes().hex()}"
+        return batch.shared(key, compute)
 
     def _sample_pairs(self, onehot: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
         """One example's sampled (head, query, key) pairs, the same for every layer's count:
@@ -187,9 +195,15 @@ class NormShares(Analysis):
             chosen = next(picks) if drawn[c] else np.broadcast_to(np.arange(size), (layers, size))
             head, query, k = np.unravel_index(chosen, (n_heads, n, len(keys[c])))
             columns.append((head, query, keys[c][k]))
-        empty = np.zeros((layers, 0), np.int64)
-        head, query, key = (np.concatenate(x, axis=1) for x in zip(*columns)) if columns else (empty,) * 3
+        if not columns:
+            return self._no_pairs()
+        head, query, key = (np.concatenate(x, axis=1) for x in zip(*columns))
         return head, query, key, np.minimum(sizes, budget)
+
+    def _no_pairs(self) -> tuple[np.ndarray, ...]:
+        """:meth:`_sample_pairs`' answer for an example that draws none."""
+        empty = np.zeros((self.n_layers, 0), np.int64)
+        return empty, empty, empty, np.zeros(len(CLASSES), np.int64)
 
     def _gather_pairs(self, batch: MapBatch) -> dict:
         """The sampled pairs of the batch's layers: their α and ‖f(x)‖ ``[B, L, P]`` gathered
