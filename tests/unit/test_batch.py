@@ -186,6 +186,33 @@ def test_a_batch_read_one_layer_at_a_time_gives_the_state_of_the_whole(cls, name
         np.testing.assert_allclose(found[key], expected[key], rtol=1e-6, atol=1e-9, err_msg=key)
 
 
+@pytest.mark.parametrize("namespace", ["numpy", "torch"])
+def test_norm_shares_gathers_the_pairs_of_the_rows_its_sample_admits_alone(namespace):
+    """sample_examples = 1, the sample full after a first batch: of a later padded batch, only
+    the rows whose key is below the kept one draw pairs; read layer by layer, the state is that
+    of every example added one at a time."""
+    from headatlas.analyses.norms import NormShares
+    from headatlas.analyses.sample import example_key
+
+    first, later = [example(1, 6)], [example(i, n) for i, n in ((4, 9), (5, 4), (6, 8), (7, 6), (8, 7))]
+    admitted = [b for b, e in enumerate(later) if example_key(0, e.index) < example_key(0, 1)]
+    assert admitted == [1, 3]  # corpus positions 5 and 7: the second evicts the first in the fold
+    one, by_layer = NormShares(LAYERS, HEADS, sample_examples=1), NormShares(LAYERS, HEADS, sample_examples=1)
+    for e in first + later:
+        one.add(e)
+    by_layer.add(first[0])
+    batch = MapBatch.of(later)
+    batch = batch if namespace == "numpy" else as_torch(batch)
+    shared = {}
+    layers = [layer_of(batch, layer, shared) for layer in range(LAYERS)]
+    reduced = join_layers([by_layer.reduce(b) for b in layers])
+    assert by_layer._drawn(layers[0]).rows.tolist() == admitted and to_host(reduced["alpha"]).shape[0] == len(admitted)
+    by_layer.add_reduced(layers[-1], reduced)
+    expected, found = one.state(), by_layer.state()
+    for key in expected:
+        np.testing.assert_allclose(found[key], expected[key], rtol=1e-6, atol=1e-9, err_msg=key)
+
+
 def test_every_batched_analysis_reads_one_layer_at_a_time():
     """A batched analysis that is not layered would make a device extraction hold every
     layer's maps again."""

@@ -357,8 +357,9 @@ def test_once_the_sample_of_examples_is_full_only_the_examples_it_admits_draw_pa
         batch = MapBatch.of(examples[start:start + 4])
         kept = sorted(example_key(0, i) for i in range(start))[:3]  # the 3 smallest keys so far
         would = [start == 0 or example_key(0, e.index) < kept[-1] for e in batch.examples]
-        per_class = batched._drawn(batch)[1]
-        assert [int(c.sum()) > 0 for c in per_class] == would  # 2 heads x 3 queries: pairs for every class
+        drawn = batched._drawn(batch)
+        assert drawn.rows.tolist() == [b for b, w in enumerate(would) if w]
+        assert len(drawn.per_class) == sum(would) and all(c.sum() == 2 * 3 for c in drawn.per_class)
         batched.add_batch(batch)
     for e in examples:
         single.add(e)

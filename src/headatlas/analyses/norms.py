@@ -23,6 +23,8 @@ plus the mean ‖f_h(x)‖ of each class, and the rank correlation (Spearman) of
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -49,6 +51,17 @@ COLLAPSE_FACTOR = 0.5
 # negative pooled ρ when no layer has one: issue 23 item 6, -0.53 pooled, about 0 per layer).
 RHO_NEGATIVE = -0.3
 SOURCE = "Kobayashi et al. 2020 §4"
+
+
+class Drawn(NamedTuple):
+    """A batch's sampled (head, query, key) pairs (:meth:`NormShares._drawn`): ``index``
+    ``[3, R, L, P]`` (head, query, key; each layer's pairs class by class, P the most pairs a row
+    has, the rest 0) of the batch's ``rows`` ``[R]`` that drew pairs, and each such row's pairs
+    per class ``per_class`` (``[C]`` each)."""
+
+    index: np.ndarray
+    rows: np.ndarray
+    per_class: list[np.ndarray]
 
 
 def class_major(by_layer: np.ndarray, per_class: np.ndarray) -> np.ndarray:
@@ -139,41 +152,37 @@ class NormShares(Analysis):
         self._norm_sums += to_host(reduced["norm_sums"]).sum(axis=0)
         self._class_tokens += batch.host_classes().sum(axis=(0, 1))
         self._n_queries += int(batch.lengths.sum())
-        alpha, norm = to_host(reduced["alpha"]), to_host(reduced["norm"])
-        for b, (example, per_class) in enumerate(zip(batch.examples, self._drawn(batch)[1])):
+        alpha, norm = to_host(reduced["alpha"]), to_host(reduced["norm"])  # [R, L, P]: the drawn rows
+        drawn = self._drawn(batch)
+        for r, (b, per_class) in enumerate(zip(drawn.rows.tolist(), drawn.per_class)):
+            example = batch.examples[b]
             if not self._pairs_kept.admits(example.index):
-                continue  # not in the sample (now or later): its pairs need not be built
-            self._pairs_kept.add(example.index, (compact(class_major(alpha[b], per_class)),
-                                                 compact(class_major(norm[b], per_class)),
+                continue  # evicted by an example before it in this batch
+            self._pairs_kept.add(example.index, (compact(class_major(alpha[r], per_class)),
+                                                 compact(class_major(norm[r], per_class)),
                                                  np.repeat(per_class[:, None], self.n_layers, axis=1)))
 
-    def _drawn(self, batch: MapBatch) -> tuple[np.ndarray, list[np.ndarray]]:
-        """The batch's sampled pairs, drawn once for every layer and view of its examples: their
-        ``head, query, key`` ``[3, B, L, P]`` layer by layer (P: the most pairs an example has in
-        a layer; the rest 0), and per example its pairs per class ``[C]``. Only the examples the
-        sample of examples admits draw any: once it is full, few do, and :meth:`fold` would drop
-        the others' pairs (an example it does not admit now it never will)."""
-        admitted = np.array([self._pairs_kept.admits(e.index) for e in batch.examples], bool)
+    def _drawn(self, batch: MapBatch) -> "Drawn":
+        """The batch's sampled pairs (:class:`Drawn`), drawn once for every layer and view of its
+        examples. Only the examples the sample of examples admits draw any: once it is full, few
+        do, and an example it does not admit now it never will (:class:`ExampleSample`)."""
+        rows = np.array([b for b, e in enumerate(batch.examples) if self._pairs_kept.admits(e.index)], np.int64)
 
         def compute():
-            onehots = batch.host_classes()
+            onehots, lengths = batch.host_classes(), batch.lengths
             drawn = []
-            for b, (example, n) in enumerate(zip(batch.examples, batch.lengths.tolist())):
-                if not admitted[b]:
-                    drawn.append(self._no_pairs())
-                    continue
+            for b in rows.tolist():
                 # One generator per example, seeded by its corpus position: the sample does not
                 # depend on the order the store (or its shards) yields examples in.
-                rng = np.random.default_rng([self.seed, example.index])
-                drawn.append(self._sample_pairs(onehots[b, :n].astype(bool), rng))
+                rng = np.random.default_rng([self.seed, batch.examples[b].index])
+                drawn.append(self._sample_pairs(onehots[b, :lengths[b]].astype(bool), rng))
             width = max((d[0].shape[1] for d in drawn), default=0)
             index = np.zeros((3, len(drawn), self.n_layers, width), np.int64)
-            for b, (*head_query_key, _) in enumerate(drawn):
+            for r, (*head_query_key, _) in enumerate(drawn):
                 for i, x in enumerate(head_query_key):
-                    index[i, b, :, :x.shape[1]] = x
-            return index, [d[3] for d in drawn]
-        key = f"norm_pairs:{self.seed}:{self.pairs_per_example}:{np.packbits(admitted).tobytes().hex()}"
-        return batch.shared(key, compute)
+                    index[i, r, :, :x.shape[1]] = x
+            return Drawn(index, rows, [d[3] for d in drawn])
+        return batch.shared(f"norm_pairs:{self.seed}:{self.pairs_per_example}:{rows.tobytes().hex()}", compute)
 
     def _sample_pairs(self, onehot: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
         """One example's sampled (head, query, key) pairs, the same for every layer's count:
@@ -206,12 +215,14 @@ class NormShares(Analysis):
         return empty, empty, empty, np.zeros(len(CLASSES), np.int64)
 
     def _gather_pairs(self, batch: MapBatch) -> dict:
-        """The sampled pairs of the batch's layers: their α and ‖f(x)‖ ``[B, L, P]`` gathered
-        where the batch is (one gather per array, one copy to the host each)."""
+        """The sampled pairs of the batch's layers: their α and ‖f(x)‖ ``[R, L, P]`` (the rows
+        that drew pairs, :class:`Drawn`) gathered where the batch is (one gather per array, one
+        copy to the host each)."""
         xp, width, n_heads = batch.xp, batch.width, self.n_heads
-        head, query, key = self._drawn(batch)[0][:, :, batch.layers.start:batch.layers.stop]
-        rows, layers = len(batch), len(batch.layers)
-        plane = (np.arange(rows)[:, None, None] * layers + np.arange(layers)[None, :, None]) * n_heads + head
+        drawn = self._drawn(batch)
+        head, query, key = drawn.index[:, :, batch.layers.start:batch.layers.stop]
+        layers = len(batch.layers)
+        plane = (drawn.rows[:, None, None] * layers + np.arange(layers)[None, :, None]) * n_heads + head
         alpha = xp.take(xp.reshape(batch.attn, (-1,)), batch.asarray(((plane * width + query) * width + key).ravel()))
         norm = xp.take(xp.reshape(batch.value_norms, (-1,)), batch.asarray((plane * width + key).ravel()))
         return {"alpha": xp.reshape(alpha, head.shape), "norm": xp.reshape(norm, head.shape)}
