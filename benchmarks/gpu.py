@@ -28,6 +28,9 @@ Timed, each after a warm-up batch, each with its own number of examples:
   local disk (``--disk``, default the system's temporary folder);
 - ``--breakdown``: fused's seconds by stage, each synchronised (:func:`breakdown`); ``--profile``:
   a fused run under cProfile, unsynchronised (:func:`profiled`): where the host spends its time;
+- ``--sample-examples K``: norm shares and distance features keep a sample of K examples, not
+  their 2,000: a run of a few thousand inputs then runs mostly past it, as a long corpus does
+  (an input past the sample draws no pairs: ``benchmarks/norm_pairs.py``);
 - ``floor`` (``--floor``): the host's share, with compute made negligible: the same layers,
   heads and batch size, 4 dimensions a head, inputs of 8 wordpieces: milliseconds per batch of
   ``sdpa`` and of ``fused`` (the device path, as it reads the layers by default), from runs of
@@ -79,6 +82,9 @@ PER_HEAD_RUNS = [("relative_position", "surface", {}, ("attention", "norm")),
                  ("patterns", "patterns", {}, ("attention",)),
                  ("norm_shares", "norms", {"pairs_per_example": 256, "seed": 0}, ("attention",)),
                  ("rollout", "rollout", {"max_offset": 8, "residual": 0.5}, ("attention",))]
+
+
+SAMPLED = ("distance_features", "norm_shares")  # the runs that keep a sample of examples (sample_examples)
 
 
 def build(folder: Path, g: dict, device: str, family: str = "bert"):
@@ -155,6 +161,12 @@ def forwards(loaded, examples, g: dict, device: str, weights: bool) -> None:
             if weights:
                 assert out.attentions is not None and len(out.attentions) == g["layers"]
     loaded.model.set_attn_implementation("eager")
+
+
+def sampled(limit: int) -> None:
+    """Every run of :data:`PER_HEAD_RUNS` that keeps a sample of examples keeps at most ``limit``."""
+    global PER_HEAD_RUNS
+    PER_HEAD_RUNS = [(a, m, {**o, "sample_examples": limit} if a in SAMPLED else o, w) for a, m, o, w in PER_HEAD_RUNS]
 
 
 def per_head_runs():
@@ -353,12 +365,17 @@ def main(argv: list[str] | None = None) -> int:
                         "and its 30 largest functions by own time printed")
     parser.add_argument("--floor", action="store_true",
                         help="also time the host's floor per batch: negligible compute (module docstring)")
+    parser.add_argument("--sample-examples", type=int,
+                        help="norm shares' and distance features' sample of examples (default theirs, 2,000; "
+                        "smaller: a run mostly past it, as every batch of a long corpus is)")
     parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS),
                         help="the paths to time (sdpa always runs: the others' ratios are to it)")
     parser.add_argument("--disk", type=Path, default=Path(tempfile.gettempdir()),
                         help="where the store path writes (local disk)")
     parser.add_argument("--out", type=Path, default=HERE / "out" / "gpu.json")
     args = parser.parse_args(argv)
+    if args.sample_examples:
+        sampled(args.sample_examples)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import torch
 
@@ -445,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         "fused_vs_fused_host": same,
         "fused_breakdown": stages,
         "floor": lowest,
+        "sample_examples": args.sample_examples,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
