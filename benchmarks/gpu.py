@@ -21,11 +21,14 @@ Timed, each after a warm-up batch, each with its own number of examples:
   views where they have two), states written, no map stored: each batch read where the model
   computed it (``on_device``: every one of these analyses is batched), no map copied to the
   host, each layer's maps read as the model produces them (``--whole-batch``: every layer's
-  at once, as before); forced on the CPU in quick mode so that CI runs that path;
+  at once, as before); forced on the CPU in quick mode so that CI runs that path; the corpus's
+  lengths counted beforehand, as the workflow's ``corpus_lengths`` job counts them once for
+  every shard (:class:`Counted`);
 - ``fused_host``: the same, each batch's maps copied to the host and read one example at a
   time with numpy (``on_device=False``, the CPU's path);
 - ``store``: :func:`headatlas.encoders.extract.extract` writing every map to an HDF5 store on
-  local disk (``--disk``, default the system's temporary folder);
+  local disk (``--disk``, default the system's temporary folder), counting the lengths itself
+  as its job does;
 - ``--breakdown``: fused's seconds by stage, each synchronised (:func:`breakdown`); ``--profile``:
   a fused run under cProfile, unsynchronised (:func:`profiled`): where the host spends its time;
 - ``--sample-examples K``: norm shares and distance features keep a sample of K examples, not
@@ -70,6 +73,7 @@ WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "a", "big", "red", "hou
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
 PATHS = ("encode", "sdpa", "eager", "fused", "fused_host", "store")
 FORWARD_ONLY = ("sdpa", "eager")  # timed on inputs encoded beforehand; the others encode, as extraction does
+PLANNED = ("fused", "fused_host")  # timed with their corpus's lengths counted beforehand (:class:`Counted`)
 GEOMETRY = {"full": dict(layers=12, heads=12, hidden=768, n=128, batch=64, encode=8192, sdpa=8192, eager=4096,
                          fused=2048, fused_host=256, store=1024),
             "quick": dict(layers=2, heads=4, hidden=64, n=32, batch=8, encode=64, sdpa=64, eager=64, fused=32,
@@ -125,6 +129,29 @@ def sentences(count: int, n: int, seed: int = 0):
 
     rng = random.Random(seed)
     return [Sentence(id=f"s{i}", words=[rng.choice(WORDS) for _ in range(n - 2)]) for i in range(count)]
+
+
+class Counted:
+    """Each corpus's lengths file (:mod:`headatlas.store.lengths`), counted once and untimed, as
+    the workflow's ``corpus_lengths`` job counts them once for every shard of a fused extraction
+    (:func:`~headatlas.analyses.fused.fused_extract`'s ``lengths``); the store path's ``extract``
+    counts its own, as its job does."""
+
+    def __init__(self, loaded, folder: Path):
+        self.loaded, self.folder, self._files = loaded, folder, {}
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, records) -> Path:
+        from headatlas.encoders.inputs import corpus_lengths
+        from headatlas.store.lengths import write_lengths
+
+        key = id(records)
+        if key not in self._files:  # the records are kept with their file: their id stays theirs
+            path = self.folder / f"lengths-{len(self._files)}.h5"
+            write_lengths(path, corpus_lengths(self.loaded.tokenizer, records),
+                          {"corpus": "random", "corpus_sha256": "", "model_name": self.loaded.info.get("model_name")})
+            self._files[key] = (records, path)
+        return self._files[key][1]
 
 
 def timed(device: str, work) -> float:
@@ -280,7 +307,8 @@ def breakdown(loaded, records, path: Path, common: dict, device: str) -> dict:
     packed as they come), the device views (the maps stacked, rounded as a store holds them, the
     norm view), each run's reductions of the layers (``name:view``, or its batched update when
     every layer is read at once) and its fold (``name:view fold``: the layers joined, the
-    per-example scores, the state), and the rest (the plan, the states written)."""
+    per-example scores, the state), and the rest (the plan from the counted lengths, the states
+    written)."""
     from collections import Counter
 
     import torch
@@ -400,13 +428,14 @@ def main(argv: list[str] | None = None) -> int:
             "encode": lambda r: encoded(loaded, r, g),
             "sdpa": lambda r: forwards(loaded, r, g, device, weights=False),
             "eager": lambda r: forwards(loaded, r, g, device, weights=True),
-            "fused": lambda r: fused_extract(loaded, r, work / "fused.h5", per_head_runs(),
+            "fused": lambda r: fused_extract(loaded, r, work / "fused.h5", per_head_runs(), lengths=counted(r),
                                              exemplars=0, on_device=True, **common, **fused_only),
             "fused_host": lambda r: fused_extract(loaded, r, work / "fused_host.h5", per_head_runs(),
-                                                  exemplars=0, on_device=False, **common),
+                                                  lengths=counted(r), exemplars=0, on_device=False, **common),
             "store": lambda r: extract(loaded, r, work / "store.h5", **common),
         }
         weights_bytes = torch.cuda.memory_allocated() if device == "cuda" else 0
+        counted = Counted(loaded, work / "lengths")
         found = {}
         for name, path in ((k, v) for k, v in paths.items() if k == "sdpa" or k in args.paths):
             warm_up = sentences(g["batch"], g["n"], seed=1)  # kernels, allocator, imports
@@ -416,6 +445,8 @@ def main(argv: list[str] | None = None) -> int:
             records = sentences(g[name], g["n"])
             if name in FORWARD_ONLY:  # inputs ready: the forward alone is timed
                 records = encoded(loaded, records, g)
+            if name in PLANNED:
+                counted(records)
             if device == "cuda":
                 torch.cuda.empty_cache()
                 torch.cuda.reset_peak_memory_stats()
@@ -434,9 +465,11 @@ def main(argv: list[str] | None = None) -> int:
         stages = {}
         if args.breakdown:
             records = sentences(g["fused"], g["n"])
-            stages = breakdown(loaded, records, work / "breakdown.h5", {**common, **fused_only}, device)
+            stages = breakdown(loaded, records, work / "breakdown.h5", {**common, **fused_only, "lengths": counted(records)},
+                               device)
         if args.profile:
             records = sentences(g["fused"], g["n"])
+            counted(records)
             profiled(lambda: timed(device, lambda: paths["fused"](records)), args.out.with_suffix(".prof"))
         lowest = floor(g, device, args.family, work) if args.floor else {}
         same = {}
