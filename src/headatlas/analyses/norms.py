@@ -162,7 +162,7 @@ class NormShares(Analysis):
                                                  compact(class_major(norm[r], per_class)),
                                                  np.repeat(per_class[:, None], self.n_layers, axis=1)))
 
-    def _drawn(self, batch: MapBatch) -> "Drawn":
+    def _drawn(self, batch: MapBatch) -> Drawn:
         """The batch's sampled pairs (:class:`Drawn`), drawn once for every layer and view of its
         examples. Only the examples the sample of examples admits draw any: once it is full, few
         do, and an example it does not admit now it never will (:class:`ExampleSample`)."""
@@ -204,15 +204,9 @@ class NormShares(Analysis):
             chosen = next(picks) if drawn[c] else np.broadcast_to(np.arange(size), (layers, size))
             head, query, k = np.unravel_index(chosen, (n_heads, n, len(keys[c])))
             columns.append((head, query, keys[c][k]))
-        if not columns:
-            return self._no_pairs()
-        head, query, key = (np.concatenate(x, axis=1) for x in zip(*columns))
+        empty = np.zeros((layers, 0), np.int64)
+        head, query, key = (np.concatenate(x, axis=1) for x in zip(*columns)) if columns else (empty,) * 3
         return head, query, key, np.minimum(sizes, budget)
-
-    def _no_pairs(self) -> tuple[np.ndarray, ...]:
-        """:meth:`_sample_pairs`' answer for an example that draws none."""
-        empty = np.zeros((self.n_layers, 0), np.int64)
-        return empty, empty, empty, np.zeros(len(CLASSES), np.int64)
 
     def _gather_pairs(self, batch: MapBatch) -> dict:
         """The sampled pairs of the batch's layers: their α and ‖f(x)‖ ``[R, L, P]`` (the rows
