@@ -680,11 +680,23 @@ class AttentionPatterns(Analysis):
 
     def fold(self, batch: MapBatch, reduced: dict) -> None:
         reduced = {key: to_host(value) for key, value in reduced.items()}  # once per batch, every layer
-        masks, units = batch.host_masks(), self._units_of(batch)
+        t, lengths, units = self._settings, batch.lengths, self._units_of(batch)
+        masks = batch.host_masks()
         special = masks["cls"] | masks["sep"] | masks["punct"]  # [B, N]
-        for b, n in enumerate(batch.lengths.tolist()):
-            self._add_maps(reduced["features"][b], units[b, :n], reduced["tops"][b],
-                           reduced["top_masses"][b], special[b])
+        # above_chance of every input at once: each row's uniform level is its length's
+        uniform = np.stack([_uniform_features(n, t.columns, t.stripe) for n in lengths.tolist()])
+        features = _excess(reduced["features"], uniform[:, None, None])  # [B, L, H, F]
+        inside = np.arange(batch.width) < lengths[:, None]
+        self._block_inputs += int(((units != units[:, :1]) & inside).any(axis=1).sum())  # > 1 sentence
+        # which keys the vertical mass goes to: the top columns' mass on special tokens
+        top, top_mass = reduced["tops"], reduced["top_masses"]  # [B, L, H, k]
+        on_special = (top_mass * special[np.arange(len(batch))[:, None, None, None], top]).sum(-1)
+        vertical = top_mass.sum(-1)
+        for b in range(len(batch)):  # input by input, as one at a time adds and groups them
+            self._sums += np.nan_to_num(features[b, ..., :len(FEATURES)])
+            self._pending.append((features[b], on_special[b], vertical[b]))
+            if len(self._pending) >= CLASSIFY_EVERY:
+                self._classify_pending()
 
     @staticmethod
     def _units_of(batch: MapBatch) -> np.ndarray:
@@ -696,18 +708,6 @@ class AttentionPatterns(Analysis):
                 units[b, :example.n_tokens] = example_units(example, sep[b, :example.n_tokens])
             return units
         return batch.shared("pattern_units", compute)
-
-    def _add_maps(self, features: np.ndarray, units: np.ndarray, top: np.ndarray,
-                  top_mass: np.ndarray, special: np.ndarray) -> None:
-        """One input's maps: their features summed now, their patterns counted with the group's."""
-        t = self._settings
-        features = above_chance(features, units, t.columns, t.stripe)
-        self._block_inputs += int(len(np.unique(units)) > 1)
-        self._sums += np.nan_to_num(features[..., :len(FEATURES)])
-        # Which keys the vertical mass goes to: the top columns' mass on special tokens.
-        self._pending.append((features, (top_mass * special[top]).sum(-1), top_mass.sum(-1)))
-        if len(self._pending) >= CLASSIFY_EVERY:
-            self._classify_pending()
 
     def _classify_pending(self) -> None:
         """Classify the maps of the inputs seen since the last call, and count their patterns."""
