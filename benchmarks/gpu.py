@@ -34,6 +34,10 @@ Timed, each after a warm-up batch, each with its own number of examples:
 - ``--sample-examples K``: norm shares and distance features keep a sample of K examples, not
   their 2,000: a run of a few thousand inputs then runs mostly past it, as a long corpus does
   (an input past the sample draws no pairs: ``benchmarks/norm_pairs.py``);
+- ``fused_xK`` (``--processes K``): ``fused`` in K processes at once on the one device, each
+  with its own model copy and inputs (as K shards' jobs share a GPU on one machine): their
+  tokens/s together, from the first start to the last end (:func:`concurrent`); where the host
+  sets fused's pace, each process's host work runs on a core of its own;
 - ``floor`` (``--floor``): the host's share, with compute made negligible: the same layers,
   heads and batch size, 4 dimensions a head, inputs of 8 wordpieces: milliseconds per batch of
   ``sdpa`` and of ``fused`` (the device path, as it reads the layers by default), from runs of
@@ -152,6 +156,80 @@ class Counted:
                           {"corpus": "random", "corpus_sha256": "", "model_name": self.loaded.info.get("model_name")})
             self._files[key] = (records, path)
         return self._files[key][1]
+
+
+def worker_flags(args) -> list[str]:
+    """The flags a worker of ``--processes`` takes from its parent: the same geometry and options."""
+    flags = ["--family", args.family, "--scale", str(args.scale), "--view-memory-mb", str(args.view_memory_mb),
+             "--disk", str(args.disk), "--processes", str(args.processes)]
+    flags += ["--quick"] * args.quick + ["--whole-batch"] * args.whole_batch
+    for name in ("length", "batch", "sample_examples"):
+        if getattr(args, name):
+            flags += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
+    return flags
+
+
+def concurrent(args) -> dict:
+    """``fused`` in ``args.processes`` processes at once on the one device (as ``extraction.shards``
+    jobs share a GPU on one machine), each with its own copy of the model and its own inputs
+    (``fused``'s number each): the host's work of each runs on its own core. Each prepares (model,
+    inputs, lengths, a warm-up batch), says so, and waits; all are released together. Timed from
+    the first start to the last end (``time.monotonic``: one clock for every process)."""
+    import subprocess
+
+    command = [sys.executable, str(Path(__file__).resolve()), *worker_flags(args)]
+    workers = [subprocess.Popen([*command, "--worker", str(i)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                text=True) for i in range(args.processes)]
+    try:
+        for w in workers:
+            if w.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"a worker of --processes failed to start (exit {w.wait()}); its error is above")
+        for w in workers:
+            w.stdin.write("go\n")
+            w.stdin.close()
+        done = [json.loads(w.stdout.readline()) for w in workers]
+    except BaseException:
+        for w in workers:
+            w.kill()
+        raise
+    finally:
+        for w in workers:
+            w.wait()
+            w.stdout.close()
+    seconds = max(d["end"] for d in done) - min(d["start"] for d in done)
+    examples = sum(d["examples"] for d in done)
+    return {"examples": examples, "seconds": seconds, "tokens_per_s": examples * done[0]["n"] / seconds,
+            "processes": args.processes, "each_seconds": [d["end"] - d["start"] for d in done]}
+
+
+def worker(args, g: dict, device: str) -> int:
+    """One process of :func:`concurrent`: ready, then (on a line from its parent) ``fused``, timed."""
+    import torch
+
+    from headatlas.analyses.fused import fused_extract
+
+    if device == "cuda":  # the host's cores shared out among the processes
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // args.processes))
+    with tempfile.TemporaryDirectory(dir=args.disk) as work:
+        work = Path(work)
+        loaded = build(work / "model", g, device, args.family)
+        counted = Counted(loaded, work / "lengths")
+        common = dict(max_length=g["n"], batch_size=g["batch"], progress=False, exemplars=0, on_device=True,
+                      store_attrs={"corpus": "random", "corpus_sha256": ""},
+                      view_bytes=args.view_memory_mb * 2**20, by_layer=not args.whole_batch)
+        warm_up = sentences(g["batch"], g["n"], seed=1)
+        fused_extract(loaded, warm_up, work / "warm.h5", per_head_runs(), lengths=counted(warm_up), **common)
+        records = sentences(g["fused"], g["n"], seed=2 + args.worker)
+        counted(records)
+        print("ready", flush=True)
+        sys.stdin.readline()
+        start = time.monotonic()
+        fused_extract(loaded, records, work / "fused.h5", per_head_runs(), lengths=counted(records), **common)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        end = time.monotonic()
+    print(json.dumps({"start": start, "end": end, "examples": len(records), "n": g["n"]}), flush=True)
+    return 0
 
 
 def timed(device: str, work) -> float:
@@ -396,6 +474,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample-examples", type=int,
                         help="norm shares' and distance features' sample of examples (default theirs, 2,000; "
                         "smaller: a run mostly past it, as every batch of a long corpus is)")
+    parser.add_argument("--processes", type=int, default=0,
+                        help="also time fused in this many processes at once on the one device (module docstring)")
+    parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # one of --processes' processes
     parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS),
                         help="the paths to time (sdpa always runs: the others' ratios are to it)")
     parser.add_argument("--disk", type=Path, default=Path(tempfile.gettempdir()),
@@ -418,6 +499,8 @@ def main(argv: list[str] | None = None) -> int:
     g = dict(GEOMETRY["quick" if args.quick else "full"])
     g.update({k: v for k, v in (("n", args.length), ("batch", args.batch)) if v})
     g.update({p: max(g["batch"], round(g[p] * args.scale)) for p in PATHS})
+    if args.worker is not None:
+        return worker(args, g, device)
     attrs = {"corpus": "random", "corpus_sha256": ""}
     with tempfile.TemporaryDirectory(dir=args.disk) as work:
         work = Path(work)
@@ -462,6 +545,8 @@ def main(argv: list[str] | None = None) -> int:
                 found[name]["disk_bytes"] = (work / "store.h5").stat().st_size
                 found[name]["disk_gb_per_s"] = found[name]["disk_bytes"] / seconds / 1e9
             print(f"{name:10s} {found[name]['tokens_per_s']:12,.0f} tokens/s", file=sys.stderr, flush=True)
+        if args.processes:
+            found[f"fused_x{args.processes}"] = concurrent(args)
         stages = {}
         if args.breakdown:
             records = sentences(g["fused"], g["n"])
@@ -487,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
         "paths": found,
         "ratio_to_sdpa": {k: v["tokens_per_s"] / found["sdpa"]["tokens_per_s"] for k, v in found.items()},
         # fused copies states and per-example scores only (kilobytes per batch)
-        "device_to_host_bytes_per_token": {"encode": 0, "sdpa": 0, "eager": 0, "fused": 0,
+        "device_to_host_bytes_per_token": {"encode": 0, "sdpa": 0, "eager": 0, "fused": 0, f"fused_x{args.processes}": 0,
                                            "fused_host": maps_per_token + norms_per_token,
                                            "store": maps_per_token + norms_per_token},
         "one_batch_maps_bytes": {"one_layer_float16": 2 * one_layer, "all_layers_float16": 2 * one_layer * g["layers"],

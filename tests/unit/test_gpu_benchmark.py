@@ -13,10 +13,15 @@ def test_the_gpu_benchmark_runs_its_paths_on_the_cpu(tmp_path, capsys):
     spec.loader.exec_module(gpu)
     out = tmp_path / "gpu.json"
     # a sample of 4 examples: the second batch of 8 draws norm shares' pairs for some rows alone
-    assert gpu.main(["--quick", "--floor", "--sample-examples", "4", "--out", str(out), "--disk", str(tmp_path)]) == 0
+    assert gpu.main(["--quick", "--floor", "--sample-examples", "4", "--processes", "2", "--out", str(out),
+                     "--disk", str(tmp_path)]) == 0
     result = json.loads(out.read_text())
     assert result["sample_examples"] == 4
-    assert set(result["paths"]) == {"encode", "sdpa", "eager", "fused", "fused_host", "store"}
+    assert set(result["paths"]) == {"encode", "sdpa", "eager", "fused", "fused_host", "store", "fused_x2"}
+    # two processes at once, each its own inputs, timed from the first start to the last end
+    both = result["paths"]["fused_x2"]
+    assert both["examples"] == 2 * result["paths"]["fused"]["examples"]
+    assert both["seconds"] >= max(both["each_seconds"]) > 0
     assert result["device_to_host_bytes_per_token"]["fused"] == 0
     assert result["ratio_to_sdpa"]["sdpa"] == 1.0
     assert all(row["tokens_per_s"] > 0 for row in result["paths"].values())
