@@ -130,20 +130,32 @@ def key_bins(n: int, special: np.ndarray, n_windows: int = N_WINDOWS) -> np.ndar
     special = np.asarray(special, dtype=bool)
     if special.shape != (len(SPECIAL), n):
         raise ValueError(f"special masks of shape {special.shape}, expected {(len(SPECIAL), n)}")
+    key = np.full(n, -1)
+    for j, mask in enumerate(special):
+        key[mask] = j  # (the last special class a key is in)
+    return np.where(key >= 0, key, _distance_bins(n, n_windows))  # special keys win over self and windows
+
+
+@functools.lru_cache(maxsize=64)
+def _distance_bins(n: int, n_windows: int) -> np.ndarray:
+    """:func:`key_bins` of an ``n``-token input without special tokens (self and windows: the
+    same for every input of that length), read-only."""
     d = _distances(n)
     window = -(-d * n_windows // n) - 1  # ceil(d N / L) - 1, in integers: edges exact for every L
     bins = len(SPECIAL) + 1 + window
     bins[d == 0] = len(SPECIAL)
-    for j, mask in enumerate(special):
-        bins[:, mask] = j  # special keys win over self and windows
+    bins.setflags(write=False)
     return bins
 
 
 def special_masks(example: Example) -> np.ndarray:
     """bool [4, n]: ``[CLS]``, ``[SEP]``, ``,``, ``.`` tokens of ``example``."""
     punct = example.punct_mask
-    ends = np.array([t[-1:] for t in example.tokens])
-    return np.stack([example.cls_mask, example.sep_mask, punct & (ends == ","), punct & (ends == ".")])
+    comma, period = np.zeros_like(punct), np.zeros_like(punct)
+    for i in np.flatnonzero(punct).tolist():  # the last character of the few punctuation tokens
+        end = example.tokens[i][-1:]
+        comma[i], period[i] = end == ",", end == "."
+    return np.stack([example.cls_mask, example.sep_mask, comma, period])
 
 
 def distance_features(attn: np.ndarray, bins: np.ndarray, n_bins: int | None = None) -> np.ndarray:
