@@ -46,15 +46,19 @@ def role_masks(tokens, cls_token: str, sep_token: str, width: int | None = None)
     past it), one role per token (the first that applies in ROLES' order for a token that is two
     things, e.g. a [SEP] that is also the first token)."""
     cls, sep, punct = token_masks(tokens, cls_token, sep_token)
-    sep &= ~cls
-    punct &= ~(cls | sep)
-    content = ~(cls | sep | punct)
-    first = np.zeros_like(content)
-    if content.any():
-        first[np.argmax(content)] = True
-    roles = np.stack([cls, sep, punct, first, content & ~first])
+    roles = roles_of(cls, sep, punct, np.ones_like(cls))
     pad = (width or len(tokens)) - len(tokens)
     return np.pad(roles, ((0, 0), (0, pad))) if pad > 0 else roles
+
+
+def roles_of(cls: np.ndarray, sep: np.ndarray, punct: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """:func:`role_masks` of token masks ``[..., N]`` (:func:`~headatlas.store.example.token_masks`,
+    False where ``valid`` is, past each input's length): ``[..., len(ROLES), N]``."""
+    sep = sep & ~cls
+    punct = punct & ~(cls | sep)
+    content = valid & ~(cls | sep | punct)
+    first = content & (np.cumsum(content, axis=-1) == 1)
+    return np.stack([cls, sep, punct, first, content & ~first], axis=-2)
 
 
 def key_importance(attn: np.ndarray) -> np.ndarray:
@@ -112,8 +116,10 @@ class SinkRate(Analysis):
         xp = batch.xp
         importance = batch.column_mass() / batch.n_tokens()[:, None, None, None]
         over = importance > self.epsilon
-        roles = batch.shared("sink_roles", lambda: batch.asarray(np.stack(
-            [role_masks(e.tokens, e.cls_token, e.sep_token, batch.width) for e in batch.examples])))
+        def batch_roles():  # [B, R, N], once for every layer and view of the examples
+            masks = batch.host_masks()
+            return batch.asarray(roles_of(masks["cls"], masks["sep"], masks["punct"], masks["valid"]))
+        roles = batch.shared("sink_roles", batch_roles)
         return {"any_key": xp.any(over, axis=-1),  # [B, L, H]
                 "per_role": xp.any(over[:, :, None] & roles[:, None, :, None], axis=-1),  # [B, L, R, H]
                 "top": xp.max(importance, axis=-1)}  # [B, L, H]
