@@ -114,6 +114,30 @@ def test_other_families_fused_states_give_their_store_tables(tiny_encoder_dirs, 
         assert_fused_is_store(found, cls, weighting, N_SHARDS)
 
 
+@pytest.mark.parametrize("family", ["bert-uncased", "roberta", "modernbert", "albert", "deberta-v2"])
+def test_a_device_batch_s_tokens_and_masks_are_the_tokenizer_s(tiny_encoder_dirs, family):
+    """The device path looks an input's tokens and token masks up in a table made once per
+    tokenizer: they are ``convert_ids_to_tokens``' and ``token_masks``' (byte-level ``Ġ,``,
+    SentencePiece's ``▁.``, the special tokens)."""
+    from headatlas.analyses.fused import _meta, _tokens
+    from headatlas.encoders.extract import store_special_tokens
+    from headatlas.encoders.inputs import encode_many
+    from headatlas.encoders.models import load_model
+    from headatlas.store.example import token_masks
+
+    loaded = load_model(f"tiny_{family}", {"path": str(tiny_encoder_dirs[family])}, device="cpu")
+    attrs = store_special_tokens(loaded.tokenizer)
+    batch = encode_many(loaded.tokenizer, list(enumerate(RECORDS)))
+    tokens, special = _tokens(loaded, batch, attrs)
+    for encoded, found in zip(batch, tokens):
+        assert found == loaded.tokenizer.convert_ids_to_tokens(encoded.input_ids)
+        example = _meta(encoded, found, special, loaded.tokenizer)
+        expected = token_masks(found, attrs["cls_token"], attrs["sep_token"])
+        assert all(np.array_equal(a, b) for a, b in zip(example.masks, expected))
+    punct = sum(int(_meta(e, t, special, loaded.tokenizer).masks[2].sum()) for e, t in zip(batch, tokens))
+    assert punct > 0  # the records' periods and commas are looked up too
+
+
 def assert_fused_is_store(extracted, cls, weighting, n_shards):
     folder, files = extracted
     pool = inputs(folder)

@@ -41,7 +41,7 @@ from headatlas.encoders.models import LoadedModel, check_max_length
 from headatlas.encoders.valuenorms import NormRecorder, model_class, norm_recorder, pack_norms
 from headatlas.errors import EmptyStoreError, ModelError, StoreError
 from headatlas.provenance import code_version
-from headatlas.store.example import Example
+from headatlas.store.example import Example, token_masks
 from headatlas.store import halves
 from headatlas.store.halves import widen
 from headatlas.store.lengths import read_lengths
@@ -325,7 +325,7 @@ def _forward(loaded: LoadedModel, recorder, batch: Sequence[Encoded], attrs: dic
             attn = HostArray(pack_examples(layers, sizes, token_dims=2)).numpy()
             examples = _examples(batch, tokens, attn, pack_norms(norms, sizes).arrays(),
                                  loaded.n_layers, loaded.n_heads, special)
-        metas = [_meta(e, t, special) for e, t in zip(batch, tokens)] if views else []
+        metas = [_meta(e, t, special, loaded.tokenizer) for e, t in zip(batch, tokens)] if views else []
         return examples, view_chunks(layers, norms, metas, views, view_bytes)
 
 
@@ -349,7 +349,7 @@ def _forward_by_layer(loaded: LoadedModel, recorder: NormRecorder, batch: Sequen
 
     tok = loaded.tokenizer
     tokens, special = _tokens(loaded, batch, attrs)
-    metas = [_meta(e, t, special) for e, t in zip(batch, tokens)]
+    metas = [_meta(e, t, special, loaded.tokenizer) for e, t in zip(batch, tokens)]
     sizes = [len(e) for e in batch]
     weightings = sorted({s.weighting for s in streams})
     chunks: list[tuple[slice, dict]] = []  # rows of the batch, and what their layers share
@@ -473,16 +473,34 @@ def device_views(layers, norms, examples: Sequence[Example], weightings: Sequenc
 
 def _tokens(loaded: LoadedModel, batch: Sequence[Encoded], attrs: dict) -> tuple[list[list[str]], dict]:
     """The batch's tokens, and the special tokens' strings an :class:`Example` carries."""
-    tokens = [loaded.tokenizer.convert_ids_to_tokens(e.input_ids) for e in batch]
-    return tokens, {k: attrs[k] for k in ("cls_token", "sep_token")}
+    special = {k: attrs[k] for k in ("cls_token", "sep_token")}
+    strings, _ = _vocabulary(loaded.tokenizer, special["cls_token"], special["sep_token"])
+    tokens = [[strings[i] for i in e.input_ids] if max(e.input_ids, default=0) < len(strings)
+              else loaded.tokenizer.convert_ids_to_tokens(e.input_ids) for e in batch]
+    return tokens, special
 
 
-def _meta(encoded: Encoded, tokens: list[str], special: dict) -> Example:
-    """An example without its maps (they stay in the device batch)."""
-    return Example(index=encoded.index, id=encoded.id, tokens=tokens,
-                   input_ids=np.asarray(encoded.input_ids, np.int32),
-                   token_type_ids=np.asarray(encoded.token_type_ids, np.int8),
-                   word_ids=np.asarray(encoded.word_ids, np.int32), attn=None, **special)
+@functools.lru_cache(maxsize=4)
+def _vocabulary(tokenizer, cls_token: str | None, sep_token: str | None) -> tuple[list[str], np.ndarray]:
+    """Every id's token (``convert_ids_to_tokens``) and its ``[CLS]``, ``[SEP]`` and period/comma
+    masks, bool ``[3, V]`` (:func:`~headatlas.store.example.token_masks`), made once per tokenizer: an
+    input's tokens and masks are then lookups, not a Python pass over its tokens per use."""
+    strings = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    return strings, np.stack(token_masks([s or "" for s in strings], cls_token, sep_token))
+
+
+def _meta(encoded: Encoded, tokens: list[str], special: dict, tokenizer=None) -> Example:
+    """An example without its maps (they stay in the device batch); with ``tokenizer``, its token
+    masks looked up (:func:`_vocabulary`)."""
+    ids = np.asarray(encoded.input_ids, np.int32)
+    example = Example(index=encoded.index, id=encoded.id, tokens=tokens, input_ids=ids,
+                      token_type_ids=np.asarray(encoded.token_type_ids, np.int8),
+                      word_ids=np.asarray(encoded.word_ids, np.int32), attn=None, **special)
+    if tokenizer is not None:
+        _, masks = _vocabulary(tokenizer, special["cls_token"], special["sep_token"])
+        if ids.max(initial=0) < masks.shape[1]:
+            example.masks = tuple(masks[:, ids])  # Example.masks, as token_masks would make them
+    return example
 
 
 def _keep(writer: StoreWriter, example: Example, n_words: int, attrs: dict) -> None:
