@@ -550,8 +550,8 @@ def main(argv: list[str] | None = None) -> int:
         stages = {}
         if args.breakdown:
             records = sentences(g["fused"], g["n"])
-            stages = breakdown(loaded, records, work / "breakdown.h5", {**common, **fused_only, "lengths": counted(records)},
-                               device)
+            planned = {**common, **fused_only, "lengths": counted(records)}
+            stages = breakdown(loaded, records, work / "breakdown.h5", planned, device)
         if args.profile:
             records = sentences(g["fused"], g["n"])
             counted(records)
@@ -572,7 +572,8 @@ def main(argv: list[str] | None = None) -> int:
         "paths": found,
         "ratio_to_sdpa": {k: v["tokens_per_s"] / found["sdpa"]["tokens_per_s"] for k, v in found.items()},
         # fused copies states and per-example scores only (kilobytes per batch)
-        "device_to_host_bytes_per_token": {"encode": 0, "sdpa": 0, "eager": 0, "fused": 0, f"fused_x{args.processes}": 0,
+        "device_to_host_bytes_per_token": {"encode": 0, "sdpa": 0, "eager": 0, "fused": 0,
+                                           f"fused_x{args.processes}": 0,
                                            "fused_host": maps_per_token + norms_per_token,
                                            "store": maps_per_token + norms_per_token},
         "one_batch_maps_bytes": {"one_layer_float16": 2 * one_layer, "all_layers_float16": 2 * one_layer * g["layers"],
