@@ -180,14 +180,20 @@ def concurrent(args) -> dict:
     command = [sys.executable, str(Path(__file__).resolve()), *worker_flags(args)]
     workers = [subprocess.Popen([*command, "--worker", str(i)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 text=True) for i in range(args.processes)]
+    def said(w, first: str) -> str:  # the worker's next line that starts so (a library may print too)
+        for line in w.stdout:
+            if line.startswith(first):
+                return line
+        raise RuntimeError(f"a worker of --processes ended (exit {w.wait()}) before it said {first!r}; "
+                           "its error is above")
+
     try:
         for w in workers:
-            if w.stdout.readline().strip() != "ready":
-                raise RuntimeError(f"a worker of --processes failed to start (exit {w.wait()}); its error is above")
+            said(w, "ready")
         for w in workers:
             w.stdin.write("go\n")
             w.stdin.close()
-        done = [json.loads(w.stdout.readline()) for w in workers]
+        done = [json.loads(said(w, "{")) for w in workers]
     except BaseException:
         for w in workers:
             w.kill()
