@@ -52,8 +52,8 @@ def role_masks(tokens, cls_token: str, sep_token: str, width: int | None = None)
 
 
 def roles_of(cls: np.ndarray, sep: np.ndarray, punct: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """:func:`role_masks` of token masks ``[..., N]`` (:func:`~headatlas.store.example.token_masks`,
-    False where ``valid`` is, past each input's length): ``[..., len(ROLES), N]``."""
+    """:func:`role_masks` of token masks ``[..., N]`` (:func:`~headatlas.store.example.token_masks`;
+    ``valid``: the positions within each input, no role past its length): ``[..., len(ROLES), N]``."""
     sep = sep & ~cls
     punct = punct & ~(cls | sep)
     content = valid & ~(cls | sep | punct)
