@@ -158,6 +158,17 @@ class Counted:
         return self._files[key][1]
 
 
+def extraction_options(g: dict) -> dict:
+    """What every extraction path of the benchmark is given: ``g``'s length and batch, no progress bar."""
+    return dict(max_length=g["n"], batch_size=g["batch"], progress=False,
+                store_attrs={"corpus": "random", "corpus_sha256": ""})
+
+
+def device_options(args) -> dict:
+    """What fused's device path is given besides: its views' memory and how it reads the layers."""
+    return dict(view_bytes=args.view_memory_mb * 2**20, by_layer=not args.whole_batch)
+
+
 def worker_flags(args) -> list[str]:
     """The flags a worker of ``--processes`` takes from its parent: the same geometry and options."""
     flags = ["--family", args.family, "--scale", str(args.scale), "--view-memory-mb", str(args.view_memory_mb),
@@ -220,9 +231,7 @@ def worker(args, g: dict, device: str) -> int:
         work = Path(work)
         loaded = build(work / "model", g, device, args.family)
         counted = Counted(loaded, work / "lengths")
-        common = dict(max_length=g["n"], batch_size=g["batch"], progress=False, exemplars=0, on_device=True,
-                      store_attrs={"corpus": "random", "corpus_sha256": ""},
-                      view_bytes=args.view_memory_mb * 2**20, by_layer=not args.whole_batch)
+        common = dict(**extraction_options(g), **device_options(args), exemplars=0, on_device=True)
         warm_up = sentences(g["batch"], g["n"], seed=1)
         fused_extract(loaded, warm_up, work / "warm.h5", per_head_runs(), lengths=counted(warm_up), **common)
         records = sentences(g["fused"], g["n"], seed=2 + args.worker)
@@ -352,8 +361,7 @@ def floor(g: dict, device: str, family: str, folder: Path, batches: tuple[int, i
 
     tiny = {**g, "hidden": 4 * g["heads"], "n": 8}  # the geometry's batch: per-input host work counts
     loaded = build(folder / "floor-model", tiny, device, family)
-    common = dict(max_length=tiny["n"], batch_size=tiny["batch"], progress=False,
-                  store_attrs={"corpus": "random", "corpus_sha256": ""}, exemplars=0, on_device=True, by_layer=True)
+    common = dict(**extraction_options(tiny), exemplars=0, on_device=True, by_layer=True)
 
     def run(path: str, count: int):
         records = sentences(tiny["batch"] * count, tiny["n"])
@@ -507,12 +515,10 @@ def main(argv: list[str] | None = None) -> int:
     g.update({p: max(g["batch"], round(g[p] * args.scale)) for p in PATHS})
     if args.worker is not None:
         return worker(args, g, device)
-    attrs = {"corpus": "random", "corpus_sha256": ""}
     with tempfile.TemporaryDirectory(dir=args.disk) as work:
         work = Path(work)
         loaded = build(work / "model", g, device, args.family)
-        common = dict(max_length=g["n"], batch_size=g["batch"], progress=False, store_attrs=attrs)
-        fused_only = dict(view_bytes=args.view_memory_mb * 2**20, by_layer=not args.whole_batch)
+        common, fused_only = extraction_options(g), device_options(args)
         paths = {
             "encode": lambda r: encoded(loaded, r, g),
             "sdpa": lambda r: forwards(loaded, r, g, device, weights=False),

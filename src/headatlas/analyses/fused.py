@@ -489,17 +489,16 @@ def _vocabulary(tokenizer, cls_token: str | None, sep_token: str | None) -> tupl
     return strings, np.stack(token_masks([s or "" for s in strings], cls_token, sep_token))
 
 
-def _meta(encoded: Encoded, tokens: list[str], special: dict, tokenizer=None) -> Example:
-    """An example without its maps (they stay in the device batch); with ``tokenizer``, its token
-    masks looked up (:func:`_vocabulary`)."""
+def _meta(encoded: Encoded, tokens: list[str], special: dict, tokenizer) -> Example:
+    """An example without its maps (they stay in the device batch), its token masks looked up
+    in ``tokenizer``'s table (:func:`_vocabulary`)."""
     ids = np.asarray(encoded.input_ids, np.int32)
     example = Example(index=encoded.index, id=encoded.id, tokens=tokens, input_ids=ids,
                       token_type_ids=np.asarray(encoded.token_type_ids, np.int8),
                       word_ids=np.asarray(encoded.word_ids, np.int32), attn=None, **special)
-    if tokenizer is not None:
-        _, masks = _vocabulary(tokenizer, special["cls_token"], special["sep_token"])
-        if ids.max(initial=0) < masks.shape[1]:
-            example.masks = tuple(masks[:, ids])  # Example.masks, as token_masks would make them
+    _, masks = _vocabulary(tokenizer, special["cls_token"], special["sep_token"])
+    if ids.max(initial=0) < masks.shape[1]:  # else made from the tokens when first asked for
+        example.masks = tuple(masks[:, ids])  # Example.masks, as token_masks would make them
     return example
 
 
