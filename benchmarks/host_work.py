@@ -18,7 +18,9 @@ newer code can run:
 - ``patterns fold``: :class:`AttentionPatterns`' fold of a batch at bert-base geometry (12 x 12),
   its reduction made beforehand (one classification of 256 inputs in every 4 batches);
 - ``tokens and masks``: fused's tokens and examples of a batch of MiniLM segments, each with its
-  token masks (``headatlas.analyses.fused._tokens`` and ``_meta``; the embedded model's tokenizer).
+  token masks (``headatlas.analyses.fused._tokens`` and ``_meta``; the embedded model's tokenizer);
+- ``sentence units``: patterns' sentences of each of those segments (``AttentionPatterns._units_of``:
+  the segments, then the sentences within them, that the block feature reads).
 
 Norm shares' pairs have their own benchmark (``benchmarks/norm_pairs.py``). Printed:
 milliseconds per batch, the best of ``--rounds``, each on fresh inputs (masks made again). Run
@@ -94,8 +96,8 @@ def patterns_fold(args) -> float:
     return best_ms(lambda: AttentionPatterns(12, 12), four, args.rounds) / 4
 
 
-def tokens_and_masks(args) -> float:
-    from headatlas.analyses import fused
+def wikipedia_batch(args):
+    """The embedded model, and a batch of its Wikipedia segments encoded, with its special tokens."""
     from headatlas.corpora import wikipedia
     from headatlas.encoders.extract import store_special_tokens
     from headatlas.encoders.inputs import encode_many
@@ -106,8 +108,14 @@ def tokens_and_masks(args) -> float:
     articles = wikipedia.load_articles(wikipedia.find_summaries())
     made, _ = wikipedia.make_segments(articles, wikipedia.piece_counter(tok), n=args.batch, max_length=args.length,
                                       seed=0)
-    batch = encode_many(tok, list(enumerate(made)))
-    attrs = store_special_tokens(tok)
+    return loaded, encode_many(tok, list(enumerate(made))), store_special_tokens(tok)
+
+
+def tokens_and_masks(args) -> float:
+    from headatlas.analyses import fused
+
+    loaded, batch, attrs = wikipedia_batch(args)
+    tok = loaded.tokenizer
     looked_up = "tokenizer" in inspect.signature(fused._meta).parameters  # the table of each id's token
 
     def examples(_):
@@ -117,8 +125,28 @@ def tokens_and_masks(args) -> float:
     return best_ms(lambda: None, examples, args.rounds)
 
 
+def sentence_units(args) -> float:
+    from headatlas.analyses import fused
+    from headatlas.analyses.batch import MapBatch
+    from headatlas.analyses.patterns import AttentionPatterns
+    from headatlas.store.example import Example
+
+    loaded, batch, attrs = wikipedia_batch(args)
+    tokens, _ = fused._tokens(loaded, batch, attrs)
+
+    def examples():  # each round a new batch: its sentences not yet found
+        made = []
+        for e, t in zip(batch, tokens):
+            n = len(t)
+            made.append(Example(e.index, e.id, t, np.asarray(e.input_ids), np.asarray(e.token_type_ids),
+                                np.asarray(e.word_ids), np.full((1, 1, n, n), 1 / n, np.float32)))
+            made[-1].masks  # noqa: B018  (fused makes them with the inputs: ``tokens and masks``)
+        return MapBatch.of(made)
+    return best_ms(examples, AttentionPatterns._units_of, args.rounds)
+
+
 STEPS = {"head-type bins": head_type_bins, "sink roles": sink_roles, "patterns fold": patterns_fold,
-         "tokens and masks": tokens_and_masks}
+         "tokens and masks": tokens_and_masks, "sentence units": sentence_units}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,8 @@ from headatlas.analyses.base import run_analysis
 from headatlas.analyses.patterns import (PATTERNS, AttentionPatterns, Thresholds, above_chance,
                                          agreement, classify, cohen_kappa, confusion,
                                          block_contrast, corpus_shares, crosstab_types, ends_sentence,
-                                         example_segments, sentence_labelled, sentence_units,
+                                         example_segments, example_segments_many, sentence_labelled,
+                                         sentence_units, sentence_units_many,
                                          features_for, layer_shares, map_features, paper_claims,
                                          per_class, segments_of, tune, wilson)
 from headatlas.store.example import Example
@@ -415,6 +416,80 @@ def test_segments_without_token_types_follow_the_separators():
     # one sentence: one segment; BERT's token types win where they vary
     assert example_segments(np.zeros(4, dtype=int), np.array([0, 0, 0, 1], bool)).tolist() == [0] * 4
     assert example_segments(np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1], bool)).tolist() == [0, 0, 1, 1]
+
+
+def reference_units(tokens, word_ids, segments):
+    """:func:`sentence_units` as its rule reads, token by token: the oracle of its array version."""
+    from headatlas.analyses.patterns import _CLOSERS, _piece_text
+    words, segments = list(word_ids), list(segments)
+    text = {}
+    for token, w in zip(tokens, words):
+        if w >= 0:
+            text[w] = text.get(w, "") + _piece_text(token)
+    ends = {w: ends_sentence(t) for w, t in text.items()}
+    spelt = {w: bool(t.strip(_CLOSERS)) for w, t in text.items()}
+    starts, ended = [0] * len(words), False
+    for i in range(1, len(words)):
+        previous, current = words[i - 1], words[i]
+        if previous >= 0 and current != previous:
+            ended = ends[previous] or (ended and not spelt[previous])
+        new_word = current >= 0 and current != previous
+        if segments[i] != segments[i - 1] or (new_word and ended and spelt[current]):
+            starts[i], ended = 1, False
+    return np.cumsum(np.array(starts, dtype=np.int64))
+
+
+def reference_segments(types, sep):
+    """:func:`example_segments` as its rule reads, input by input."""
+    types, sep = np.asarray(types), np.asarray(sep, bool)
+    if len(types) and (types != types[0]).any():
+        return segments_of(types)
+    run_ends = sep & ~np.append(sep[1:], False)
+    closed = np.concatenate([[0], np.cumsum(run_ends)[:-1]]) if len(sep) else sep.astype(int)
+    return np.minimum(closed, max(int(run_ends.sum()) - 1, 0))
+
+
+def random_input(rng):
+    """Tokens, word ids, token types and separators of a random input: words of pieces with and
+    without marks, closing marks alone, abbreviations, specials anywhere, a word split by one."""
+    pieces = ["it", "rains", ".", "!", "?", "...", "u", "##s", "Dr", "Ġx", "▁y", '"', ")", "”", "(", "e.g.",
+              "fig", "##.", "’", "]", "ok", "Ġ", "2", "ĠWho", "'", "?!"]
+    tokens, words, types, sep, word = [], [], [], [], -1
+    for _ in range(rng.integers(0, 24)):
+        kind = rng.random()
+        if kind < 0.12:  # a special token, a separator half the time
+            tokens.append("[SEP]" if rng.random() < 0.5 else "[CLS]")
+            words.append(-1)
+            sep.append(tokens[-1] == "[SEP]")
+        else:
+            if kind < 0.55 or word < 0 or words[-1] != word:
+                word = word + 1 if kind < 0.97 or word < 0 else word  # now and then a word resumes
+            tokens.append(str(rng.choice(pieces)))
+            words.append(word)
+            sep.append(False)
+        types.append(int(rng.random() < 0.1) if not types else types[-1] ^ int(rng.random() < 0.08))
+    for end, special in ((0, "[CLS]" if rng.random() < 0.7 else "[SEP]"), (len(tokens) + 1, "[SEP]")):
+        if rng.random() < 0.6:  # most inputs open and close with special tokens
+            tokens.insert(end, special)
+            words.insert(end, -1)
+            sep.insert(end, special == "[SEP]")
+            types.insert(end, types[0] if end == 0 and types else types[-1] if types else 0)
+    return tokens, np.array(words, np.int64), np.array(types, np.int64), np.array(sep, bool)
+
+
+def test_sentence_units_of_many_inputs_are_each_inputs_own():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        inputs = [random_input(rng) for _ in range(rng.integers(1, 6))]
+        for typed in (True, False):  # BERT's token types, or none (segments by separator)
+            types = [t if typed else np.zeros_like(t) for _, _, t, _ in inputs]
+            segments = example_segments_many(types, [s for *_, s in inputs])
+            expected = [reference_segments(t, s) for t, (*_, s) in zip(types, inputs)]
+            assert [a.tolist() for a in segments] == [b.tolist() for b in expected]
+            units = sentence_units_many([i[0] for i in inputs], [i[1] for i in inputs], segments)
+            assert [a.tolist() for a in units] == [reference_units(i[0], i[1], g).tolist()
+                                                   for i, g in zip(inputs, segments)]
+            assert all(a.dtype == np.int64 for a in units + segments)
 
 
 def test_cohen_kappa_by_hand():

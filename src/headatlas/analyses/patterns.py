@@ -80,7 +80,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import asdict, dataclass, fields
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -173,13 +173,63 @@ def example_segments(token_type_ids: np.ndarray, sep_mask: np.ndarray) -> np.nda
     separator tokens but the last (the final ``</s>`` closes B). A one-sentence input
     has one run and stays one segment.
     """
-    types = np.asarray(token_type_ids)
-    if len(types) and (types != types[0]).any():
-        return segments_of(types)
-    sep = np.asarray(sep_mask, dtype=bool)
-    run_ends = sep & ~np.append(sep[1:], False)  # last token of each separator run
-    closed = np.concatenate([[0], np.cumsum(run_ends)[:-1]]) if len(sep) else sep.astype(int)
-    return np.minimum(closed, max(int(run_ends.sum()) - 1, 0))
+    return example_segments_many([token_type_ids], [sep_mask])[0]
+
+
+def example_segments_many(token_type_ids: Sequence[np.ndarray], sep_masks: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """:func:`example_segments` of each input, all of them in one pass of array operations."""
+    inputs = _EndToEnd.of(token_type_ids)
+    return inputs.split(_segments(inputs.joined(token_type_ids), inputs.joined(sep_masks).astype(bool), inputs))
+
+
+class _EndToEnd(NamedTuple):
+    """Inputs laid end to end: every input's length, and of those with tokens where each opens in
+    the joined arrays, how long it is (``spans``) and a mask of their first tokens."""
+
+    lengths: np.ndarray
+    opening: np.ndarray
+    spans: np.ndarray
+    first: np.ndarray
+
+    @classmethod
+    def of(cls, parts: Sequence) -> "_EndToEnd":
+        lengths = np.array([len(p) for p in parts], np.int64)
+        spans = lengths[lengths > 0]
+        opening = np.cumsum(spans) - spans
+        first = np.zeros(int(lengths.sum()), bool)
+        first[opening] = True
+        return cls(lengths, opening, spans, first)
+
+    def joined(self, parts: Sequence) -> np.ndarray:
+        return np.concatenate(parts) if len(self.first) else np.zeros(0, np.int64)
+
+    def within(self, steps: np.ndarray) -> np.ndarray:
+        """The running count of ``steps`` within each input."""
+        counted = np.cumsum(steps)
+        return counted - np.repeat(counted[self.first], self.spans)
+
+    def each(self, totals: np.ndarray) -> np.ndarray:
+        """Per-input ``totals`` (of the inputs with tokens) at each of their tokens."""
+        return np.repeat(totals, self.spans)
+
+    def split(self, joined: np.ndarray) -> list[np.ndarray]:
+        return np.split(joined.astype(np.int64), np.cumsum(self.lengths)[:-1])
+
+
+def _segments(types: np.ndarray, sep: np.ndarray, inputs: _EndToEnd) -> np.ndarray:
+    """:func:`example_segments` of inputs laid end to end."""
+    if not len(types):
+        return np.zeros(0, np.int64)
+    first = inputs.first
+    last = np.roll(first, -1)
+    # by token type: a new segment wherever the type changes
+    by_type = inputs.within(~first & (types != np.roll(types, 1)))
+    typed = inputs.each(np.add.reduceat(types != inputs.each(types[inputs.opening]), inputs.opening) > 0)
+    # by separator: after each separator run's last token, but the input's last run
+    run_ends = sep & ~(np.roll(sep, -1) & ~last)
+    closed = inputs.within(np.roll(run_ends, 1) & ~first)
+    runs = inputs.each(np.add.reduceat(run_ends.astype(np.int64), inputs.opening))
+    return np.where(typed, by_type, np.minimum(closed, np.maximum(runs - 1, 0)))
 
 
 # A word ending a sentence: it ends in . ! or ? (closing quotes or brackets may follow), and is
@@ -209,6 +259,28 @@ def ends_sentence(word: str) -> bool:
     return not core or ("." not in core and len(core) > 1 and core not in ABBREVIATIONS)
 
 
+_FLAGS: dict[str, int] = {}  # wordpiece -> _piece_flags (a dict: looked up once per token of every input)
+
+
+def _piece_flags(token: str) -> int:
+    """1 if the wordpiece holds a sentence-ending mark (``.``, ``!``, ``?``), 2 if it is only
+    closing marks (or nothing) once its word-start mark is off: what :func:`sentence_units` asks
+    of a word's pieces before it spells any word out."""
+    text = _piece_text(token)
+    return (1 if any(c in text for c in ".!?") else 0) | (0 if text.strip(_CLOSERS) else 2)
+
+
+def _flags_of(tokens: list[str]) -> np.ndarray:
+    if len(_FLAGS) > 1 << 18:  # a bound, as the other caches of pieces have
+        _FLAGS.clear()
+    flags = list(map(_FLAGS.get, tokens))
+    if None in flags:
+        for token in set(t for t, f in zip(tokens, flags) if f is None):
+            _FLAGS[token] = _piece_flags(token)
+        flags = list(map(_FLAGS.__getitem__, tokens))
+    return np.array(flags, np.int64)
+
+
 def sentence_units(tokens: Sequence[str], word_ids: np.ndarray, segments: np.ndarray) -> np.ndarray:
     """int ``[n]``: the sentence of each token, within its segment (:func:`example_segments`).
 
@@ -219,25 +291,54 @@ def sentence_units(tokens: Sequence[str], word_ids: np.ndarray, segments: np.nda
     tokens, -1, stay with the sentence before them: ``[SEP]`` closes it; so does a word of
     closing quotes or brackets alone, as a treebank's ``." )`` spells it).
     """
-    # Python lists and per-word answers (words and pieces repeat: cached), as this runs once per
-    # example: 0.11 against 0.33 ms per 128-token MiniLM segment with numpy scalars per token
-    words, segments = np.asarray(word_ids).tolist(), np.asarray(segments).tolist()
-    text: dict[int, str] = {}
-    for token, w in zip(tokens, words):
-        if w >= 0:
-            text[w] = text.get(w, "") + _piece_text(token)
-    ends = {w: ends_sentence(t) for w, t in text.items()}
-    spelt = {w: bool(t.strip(_CLOSERS)) for w, t in text.items()}  # more than closing marks
-    starts = [0] * len(words)
-    ended = False  # the last word seen ended a sentence
-    for i in range(1, len(words)):
-        previous, current = words[i - 1], words[i]
-        if previous >= 0 and current != previous:
-            ended = ends[previous] or (ended and not spelt[previous])
-        new_word = current >= 0 and current != previous
-        if segments[i] != segments[i - 1] or (new_word and ended and spelt[current]):
-            starts[i], ended = 1, False
-    return np.cumsum(np.array(starts, dtype=np.int64))
+    return sentence_units_many([tokens], [word_ids], [segments])[0]
+
+
+def sentence_units_many(tokens: Sequence[Sequence[str]], word_ids: Sequence[np.ndarray],
+                        segments: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """:func:`sentence_units` of each input, all of them in one pass of array operations."""
+    inputs = _EndToEnd.of(tokens)
+    return inputs.split(_units([t for ts in tokens for t in ts], inputs.joined(word_ids).astype(np.int64),
+                               inputs.joined(segments), inputs))
+
+
+def _units(tokens: list[str], words: np.ndarray, segments: np.ndarray, inputs: _EndToEnd) -> np.ndarray:
+    """:func:`sentence_units` of inputs laid end to end.
+
+    Read token by token, the rule keeps one flag, whether the last word ended a sentence: a word
+    spelt with more than closing marks sets it to whether it :func:`ends_sentence` when the next
+    token is not of it; a word of closing marks alone leaves it; a segment change (and an input's
+    start) clears it. A new word that is spelt starts a sentence where the flag is set, so the flag
+    at each token is the latest of those events before it, found with a running maximum. (A
+    sentence start clears the flag too, but the word that started it sets it again before any
+    other word begins.) Only words with a ``.``, ``!`` or ``?`` among their pieces are spelt out."""
+    if not len(words):
+        return np.zeros(0, np.int64)
+    first, flags = inputs.first, _flags_of(tokens)
+    # words numbered across the inputs: each input's from after the last one's
+    sizes = np.maximum(np.maximum.reduceat(words, inputs.opening), -1) + 1
+    known = words >= 0
+    word = np.where(known, words + inputs.each(np.cumsum(sizes) - sizes), -1)
+    n_words = int(word.max(initial=0)) + 1  # at least one: the lookups below index with 0 for non-words
+    spelt = np.bincount(word[known], weights=(flags[known] & 2) == 0, minlength=n_words) > 0
+    marked = np.bincount(word[known], weights=flags[known] & 1, minlength=n_words) > 0
+    ends = np.zeros(n_words, bool)
+    picked = np.flatnonzero(known & marked[np.maximum(word, 0)])
+    text: dict[int, str] = {}  # spelt out only where a piece has a mark
+    for i, w in zip(picked.tolist(), word[picked].tolist()):
+        text[w] = text.get(w, "") + _piece_text(tokens[i])
+    for w, t in text.items():
+        ends[w] = ends_sentence(t)
+    position = np.arange(len(words))
+    previous, current = np.roll(word, 1), word
+    changed = ~first & (current != previous)
+    sets = changed & (previous >= 0) & spelt[np.maximum(previous, 0)]  # at the token after the word
+    cleared = first | (segments != np.roll(segments, 1))
+    last_set = np.maximum.accumulate(np.where(sets, position, -1))
+    last_clear = np.maximum.accumulate(np.where(cleared, position, -1))  # a set before it, on its token too
+    ended = (last_set > last_clear) & ends[np.maximum(previous[np.maximum(last_set, 0)], 0)]
+    new_word = changed & (current >= 0) & spelt[np.maximum(current, 0)]
+    return inputs.within(~first & (cleared | (new_word & ended)))
 
 
 def example_units(example: Example, sep_mask: np.ndarray | None = None) -> np.ndarray:
@@ -702,10 +803,14 @@ class AttentionPatterns(Analysis):
     def _units_of(batch: MapBatch) -> np.ndarray:
         """int ``[B, N]``: each token's sentence (:func:`example_units`)."""
         def compute():
-            sep = batch.host_masks()["sep"]
+            examples = batch.examples
+            inputs = _EndToEnd.of([e.tokens for e in examples])
+            valid = np.arange(batch.width) < inputs.lengths[:, None]  # [B, N]: the tokens, in order
+            segments = _segments(inputs.joined([e.token_type_ids for e in examples]),
+                                 batch.host_masks()["sep"][valid], inputs)
             units = np.zeros((len(batch), batch.width), np.int64)
-            for b, example in enumerate(batch.examples):
-                units[b, :example.n_tokens] = example_units(example, sep[b, :example.n_tokens])
+            units[valid] = _units([t for e in examples for t in e.tokens],
+                                  inputs.joined([e.word_ids for e in examples]).astype(np.int64), segments, inputs)
             return units
         return batch.shared("pattern_units", compute)
 
