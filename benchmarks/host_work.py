@@ -15,6 +15,8 @@ newer code can run:
   :func:`headtypes.special_masks` (the bins :class:`DistanceFeatures` makes once per batch);
 - ``sink roles``: :class:`SinkRate`'s update of a batch of one layer and one head (its maps
   negligible: what is left is the token roles it makes once per batch, and its fold);
+- ``token classes``: the one-hot token classes of a batch (``MapBatch.host_classes``: rollout's
+  shares read them);
 - ``patterns fold``: :class:`AttentionPatterns`' fold of a batch at bert-base geometry (12 x 12),
   its reduction made beforehand (one classification of 256 inputs in every 4 batches);
 - ``tokens and masks``: fused's tokens and examples of a batch of MiniLM segments, each with its
@@ -83,6 +85,12 @@ def sink_roles(args) -> float:
     return best_ms(lambda: MapBatch.of(inputs(args.batch, args.length)), SinkRate(1, 1).add_batch, args.rounds)
 
 
+def token_classes(args) -> float:
+    from headatlas.analyses.batch import MapBatch
+
+    return best_ms(lambda: MapBatch.of(inputs(args.batch, args.length)), MapBatch.host_classes, args.rounds)
+
+
 def patterns_fold(args) -> float:
     from headatlas.analyses.batch import MapBatch
     from headatlas.analyses.patterns import AttentionPatterns
@@ -145,7 +153,8 @@ def sentence_units(args) -> float:
     return best_ms(examples, AttentionPatterns._units_of, args.rounds)
 
 
-STEPS = {"head-type bins": head_type_bins, "sink roles": sink_roles, "patterns fold": patterns_fold,
+STEPS = {"head-type bins": head_type_bins, "sink roles": sink_roles, "token classes": token_classes,
+         "patterns fold": patterns_fold,
          "tokens and masks": tokens_and_masks, "sentence units": sentence_units}
 
 

@@ -73,6 +73,17 @@ def test_shared_quantities_are_computed_once_per_batch():
     assert batch.row_entropy() is batch.row_entropy()
 
 
+def test_the_token_classes_of_a_batch_are_each_example_s_padded():
+    both = replace(example(3, 4), tokens=["[CLS]", ",", "[SEP]", "[CLS]"], cls_token="[CLS]", sep_token="[CLS]")
+    examples = [*EXAMPLES, both]  # a token both [CLS] and [SEP] is in both columns
+    classes = MapBatch.of(examples).host_classes()
+    assert classes.shape == (4, 11, 4) and classes.dtype == np.float32
+    for b, e in enumerate(examples):
+        np.testing.assert_array_equal(classes[b, :e.n_tokens], e.class_onehot)
+        assert not classes[b, e.n_tokens:].any()
+    assert classes[3, :, :2].tolist() == [[1, 1], [0, 0], [0, 0], [1, 1]] + [[0, 0]] * 7
+
+
 def test_row_entropy_and_column_mass_by_hand():
     # uniform rows over n keys: entropy log n; each key receives n * (1/n) = 1 over the queries
     uniform = [replace(EXAMPLES[0], attn=np.full((LAYERS, HEADS, n, n), 1 / n, np.float32),

@@ -39,7 +39,7 @@ from array_api_compat import array_namespace as compat_namespace
 from array_api_compat import is_numpy_array, to_device
 
 from headatlas.store import halves
-from headatlas.store.example import TOKEN_CLASSES, Example
+from headatlas.store.example import Example
 from headatlas.store.halves import TINY
 
 
@@ -202,11 +202,12 @@ class MapBatch:
     def host_classes(self) -> np.ndarray:
         """float32 ``[B, N, 4]`` numpy: each token's class one-hot
         (:attr:`~headatlas.store.example.Example.class_onehot`), zero past each example's length."""
-        def compute():
-            out = np.zeros((len(self), self.width, len(TOKEN_CLASSES)), np.float32)
-            for b, example in enumerate(self.examples):
-                out[b, :example.n_tokens] = example.class_onehot
-            return out
+        def compute():  # from the batch's masks, as class_onehot makes each example's
+            masks = self.host_masks()
+            cls, sep = masks["cls"], masks["sep"]
+            punct = masks["punct"] & ~cls & ~sep
+            other = masks["valid"] & ~(cls | sep | punct)
+            return np.stack([cls, sep, punct, other], axis=-1).astype(np.float32)
         return self.shared("host_classes", compute)
 
     def token_classes(self):

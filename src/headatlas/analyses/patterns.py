@@ -766,7 +766,9 @@ class AttentionPatterns(Analysis):
             raise ValueError(f"unknown pattern classifier {classifier!r}; known: {list(CLASSIFIERS)}")
         self.thresholds, self.classifier, self.labels = thresholds, classifier, labels
         self._settings = Thresholds.from_dict(thresholds)
-        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # inputs not yet classified
+        # inputs not yet classified, in runs of a batch's inputs: features, special and vertical mass
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._n_pending = 0
         self._counts = np.zeros((n_layers, n_heads, len(PATTERNS)), dtype=np.int64)
         self._sums = np.zeros((n_layers, n_heads, len(FEATURES)))
         self._block_inputs = np.int64(0)
@@ -793,10 +795,16 @@ class AttentionPatterns(Analysis):
         top, top_mass = reduced["tops"], reduced["top_masses"]  # [B, L, H, k]
         on_special = (top_mass * special[np.arange(len(batch))[:, None, None, None], top]).sum(-1)
         vertical = top_mass.sum(-1)
-        for b in range(len(batch)):  # input by input, as one at a time adds and groups them
-            self._sums += np.nan_to_num(features[b, ..., :len(FEATURES)])
-            self._pending.append((features[b], on_special[b], vertical[b]))
-            if len(self._pending) >= CLASSIFY_EVERY:
+        clean = np.nan_to_num(features[..., :len(FEATURES)])
+        for b in range(len(batch)):  # input by input, as one at a time adds them
+            self._sums += clean[b]
+        start = 0
+        while start < len(batch):  # classified in groups of CLASSIFY_EVERY inputs, as one at a time
+            rows = slice(start, start + min(len(batch) - start, CLASSIFY_EVERY - self._n_pending))
+            self._pending.append((features[rows], on_special[rows], vertical[rows]))
+            self._n_pending += rows.stop - rows.start
+            start = rows.stop
+            if self._n_pending >= CLASSIFY_EVERY:
                 self._classify_pending()
 
     @staticmethod
@@ -818,8 +826,8 @@ class AttentionPatterns(Analysis):
         """Classify the maps of the inputs seen since the last call, and count their patterns."""
         if not self._pending:
             return
-        features, special, vertical = (np.stack(part) for part in zip(*self._pending))
-        self._pending = []
+        features, special, vertical = (np.concatenate(part) for part in zip(*self._pending))
+        self._pending, self._n_pending = [], 0
         if self.classifier == "forest":
             labels = self._forest().predict(features)
         else:
