@@ -11,8 +11,9 @@ whatever the device. This times those steps on one batch of ``--batch`` inputs o
 wordpieces ([CLS], words with a period every tenth, [SEP]), each step in a way both older and
 newer code can run:
 
-- ``head-type bins``: each input's distance-feature bins, :func:`headtypes.key_bins` of its
-  :func:`headtypes.special_masks` (the bins :class:`DistanceFeatures` makes once per batch);
+- ``head-type bins``: the distance-feature bins :class:`DistanceFeatures` makes once per batch
+  (:func:`headtypes.batch_key_bins`; older code: :func:`headtypes.key_bins` of each input's
+  :func:`headtypes.special_masks`);
 - ``sink roles``: :class:`SinkRate`'s update of a batch of one layer and one head (its maps
   negligible: what is left is the token roles it makes once per batch, and its fold);
 - ``token classes``: the one-hot token classes of a batch (``MapBatch.host_classes``: rollout's
@@ -72,10 +73,16 @@ def best_ms(make, work, rounds: int) -> float:
 
 def head_type_bins(args) -> float:
     from headatlas.analyses import headtypes
+    from headatlas.analyses.batch import MapBatch
 
-    return best_ms(lambda: inputs(args.batch, args.length),
-                   lambda batch: [headtypes.key_bins(e.n_tokens, headtypes.special_masks(e), 16) for e in batch],
-                   args.rounds)
+    def bins(batch):  # the batch's, as DistanceFeatures.reduce makes them (up to e05223f: input by input)
+        if hasattr(headtypes, "batch_key_bins"):
+            return headtypes.batch_key_bins(batch, 16)
+        out = np.zeros((len(batch), batch.width, batch.width), np.int64)
+        for b, e in enumerate(batch.examples):
+            out[b, :e.n_tokens, :e.n_tokens] = headtypes.key_bins(e.n_tokens, headtypes.special_masks(e), 16)
+        return out
+    return best_ms(lambda: MapBatch.of(inputs(args.batch, args.length)), bins, args.rounds)
 
 
 def sink_roles(args) -> float:

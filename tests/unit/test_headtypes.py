@@ -50,6 +50,27 @@ def test_bins_of_a_16_token_input():
     assert bins[1, 13] == IDX["win12"]  # distance 12 -> window 12 (width 1)
 
 
+def test_a_batch_s_bins_are_each_example_s_padded():
+    from headatlas.analyses.batch import MapBatch
+
+    rng = np.random.default_rng(0)
+    pool = ["w", ",", ".", "!", "x.", "a,", "[CLS]", "[SEP]", "...", ";"]
+    examples = []
+    for index, n in enumerate([9, 4, 9, 1, 17, 6]):
+        tokens = ["[CLS]", *rng.choice(pool, max(n - 2, 0)).tolist(), "[SEP]"][:n]
+        attn = np.full((1, 1, n, n), 1 / n, np.float32)
+        examples.append(Example(index, f"e{index}", tokens, np.arange(n), np.zeros(n), np.arange(n), attn))
+    batch = MapBatch.of(examples)
+    for n_windows in (16, 3):
+        bins = ht.batch_key_bins(batch, n_windows)
+        assert bins.shape == (6, 17, 17) and bins.dtype == np.int16
+        for b, e in enumerate(examples):
+            n = e.n_tokens
+            np.testing.assert_array_equal(bins[b, :n, :n], ht.key_bins(n, ht.special_masks(e), n_windows))
+            assert not bins[b, n:].any() and not bins[b, :, n:].any()
+    assert {0, 1, 2, 3} <= set(np.unique(bins).tolist())  # every kind of special key is among them
+
+
 def test_window_width_two_when_l_is_32():
     # L = 32, N = 16: width 2, so distances 1-2 -> win01, 3-4 -> win02, 31 -> win16.
     bins = ht.key_bins(32, np.zeros((4, 32), bool))

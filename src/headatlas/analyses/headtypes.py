@@ -158,6 +158,25 @@ def special_masks(example: Example) -> np.ndarray:
     return np.stack([example.cls_mask, example.sep_mask, comma, period])
 
 
+def batch_key_bins(batch: MapBatch, n_windows: int = N_WINDOWS) -> np.ndarray:
+    """int16 ``[B, N, N]`` (host): :func:`key_bins` of :func:`special_masks` of each example of
+    ``batch``, 0 past its length; made for the whole batch at once from its token masks."""
+    masks = batch.host_masks()
+    rows, columns = np.nonzero(masks["punct"])  # the last character of the few punctuation tokens
+    ends = np.array([batch.examples[b].tokens[i][-1:] for b, i in zip(rows.tolist(), columns.tolist())], dtype=object)
+    key = np.full(masks["valid"].shape, -1, np.int16)
+    for j, (r, c) in enumerate((np.nonzero(masks["cls"]), np.nonzero(masks["sep"]),
+                                (rows[ends == ","], columns[ends == ","]), (rows[ends == "."], columns[ends == "."]))):
+        key[r, c] = j  # (the last special class a key is in)
+    lengths = batch.lengths
+    out = np.zeros((len(batch), batch.width, batch.width), np.int16)
+    for n in np.unique(lengths).tolist():
+        out[lengths == n, :n, :n] = _distance_bins(n, n_windows)
+    # special keys win over self and windows
+    np.copyto(out, key[:, None, :], where=masks["valid"][:, :, None] & (key >= 0)[:, None, :])
+    return out
+
+
 def distance_features(attn: np.ndarray, bins: np.ndarray, n_bins: int | None = None) -> np.ndarray:
     """One input's distance features: per head, its rows binned, normalised and averaged.
 
@@ -320,14 +339,9 @@ class DistanceFeatures(Analysis):
         return len(SPECIAL) + 1 + self.n_windows
 
     def reduce(self, batch: MapBatch) -> dict:
-        def bins():
-            out = np.zeros((len(batch), batch.width, batch.width), np.int64)
-            for b, example in enumerate(batch.examples):
-                n = example.n_tokens
-                out[b, :n, :n] = key_bins(n, special_masks(example), self.n_windows)
-            return out
         key = f"key_bins:{self.n_windows}"
-        features = binned_rows(batch, batch.shared(key, bins), self.n_features, host=False, key=key)
+        bins = batch.shared(key, lambda: batch_key_bins(batch, self.n_windows))
+        features = binned_rows(batch, bins, self.n_features, host=False, key=key)
         return {"features": batch.xp.reshape(features, (len(batch), len(batch.layers), self.n_heads, -1))}
 
     def fold(self, batch: MapBatch, reduced: dict) -> None:
