@@ -205,6 +205,20 @@ def test_rollout_by_hand():
     np.testing.assert_allclose(sums / counts, [0.0625, 0.5, 0.4375])  # offsets -1, 0, +1
 
 
+def test_rollout_of_a_torch_batch_is_the_numpy_rule_bit_for_bit_on_its_products():
+    import torch
+
+    rolled = rollout(torch.tensor([[A1, A2]], dtype=torch.float64))  # [B, L, n, n]: the device's branch
+    np.testing.assert_allclose(rolled[0, 1].numpy(), [[0.625, 0.375, 0], [0.125, 0.375, 0.5], [0.5, 0, 0.5]])
+    maps = torch.rand(3, 5, 7, 7, generator=torch.Generator().manual_seed(0))
+    maps = maps / maps.sum(-1, keepdim=True)
+    mixed = (0.5 * maps + 0.5 * torch.eye(7)) / (0.5 * maps + 0.5 * torch.eye(7)).sum(-1, keepdim=True)
+    products = [mixed[:, 0]]
+    for layer in range(1, 5):  # torch.matmul, layer by layer: the rule as the numpy branch reads it
+        products.append(torch.matmul(mixed[:, layer], products[-1]))
+    assert torch.equal(rollout(maps), torch.stack(products, dim=1))
+
+
 def test_rollout_analysis_from_both_sources_by_hand():
     attn = np.array([[A1], [A2]], dtype=np.float32)  # 2 layers, 1 head
     # The norm maps: layer 1 proportional to A1; layer 2's first row (0, 1, 1) -> (0, 1/2, 1/2).

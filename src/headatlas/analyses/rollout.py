@@ -66,12 +66,27 @@ def rollout(maps, residual: float = 0.5):
     n = maps.shape[-1]
     eye = xp.eye(n, dtype=maps.dtype, device=device(maps))
     mixed = row_normalised((1 - residual) * maps + residual * eye)
+    if not is_numpy_array(maps) and maps.ndim == 4:
+        return _rollout_batched(mixed)
     steps, current = [], None
     for layer in range(maps.shape[-3]):
         step = mixed[..., layer, :, :]
         current = step if current is None else xp.matmul(step, current)
         steps.append(current)
     return xp.stack(steps, axis=-3)
+
+
+def _rollout_batched(mixed):
+    """:func:`rollout`'s products of a torch batch ``[B, L, n, n]`` with one ``bmm`` a layer (the
+    kernel ``matmul`` calls, which issues four more operations around it: on a device, each one the
+    host's), the layers taken apart in one operation."""
+    import torch
+
+    first, *rest = torch.unbind(mixed, dim=1)
+    steps = [first]
+    for step in rest:
+        steps.append(torch.bmm(step, steps[-1]))
+    return torch.stack(steps, dim=1)
 
 
 def offset_sums(maps, max_offset: int):
