@@ -39,7 +39,7 @@ from array_api_compat import array_namespace as compat_namespace
 from array_api_compat import is_numpy_array, to_device
 
 from headatlas.store import halves
-from headatlas.store.example import Example
+from headatlas.store.example import Example, class_onehot_of
 from headatlas.store.halves import TINY
 
 
@@ -202,12 +202,9 @@ class MapBatch:
     def host_classes(self) -> np.ndarray:
         """float32 ``[B, N, 4]`` numpy: each token's class one-hot
         (:attr:`~headatlas.store.example.Example.class_onehot`), zero past each example's length."""
-        def compute():  # from the batch's masks, as class_onehot makes each example's
+        def compute():  # from the batch's masks at once
             masks = self.host_masks()
-            cls, sep = masks["cls"], masks["sep"]
-            punct = masks["punct"] & ~cls & ~sep
-            other = masks["valid"] & ~(cls | sep | punct)
-            return np.stack([cls, sep, punct, other], axis=-1).astype(np.float32)
+            return class_onehot_of(masks["cls"], masks["sep"], masks["punct"], masks["valid"])
         return self.shared("host_classes", compute)
 
     def token_classes(self):

@@ -56,7 +56,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -130,10 +130,17 @@ def key_bins(n: int, special: np.ndarray, n_windows: int = N_WINDOWS) -> np.ndar
     special = np.asarray(special, dtype=bool)
     if special.shape != (len(SPECIAL), n):
         raise ValueError(f"special masks of shape {special.shape}, expected {(len(SPECIAL), n)}")
-    key = np.full(n, -1)
-    for j, mask in enumerate(special):
-        key[mask] = j  # (the last special class a key is in)
+    key = special_keys(special)
     return np.where(key >= 0, key, _distance_bins(n, n_windows))  # special keys win over self and windows
+
+
+def special_keys(special: np.ndarray) -> np.ndarray:
+    """int16 ``[..., n]``: the :data:`SPECIAL` class of each key (the last it is in), -1 for none,
+    of masks ``[..., 4, n]`` (:func:`special_masks`)."""
+    key = np.full(special.shape[:-2] + special.shape[-1:], -1, np.int16)
+    for j in range(special.shape[-2]):
+        np.copyto(key, j, where=special[..., j, :])
+    return key
 
 
 @functools.lru_cache(maxsize=64)
@@ -150,24 +157,27 @@ def _distance_bins(n: int, n_windows: int) -> np.ndarray:
 
 def special_masks(example: Example) -> np.ndarray:
     """bool [4, n]: ``[CLS]``, ``[SEP]``, ``,``, ``.`` tokens of ``example``."""
-    punct = example.punct_mask
-    comma, period = np.zeros_like(punct), np.zeros_like(punct)
-    for i in np.flatnonzero(punct).tolist():  # the last character of the few punctuation tokens
-        end = example.tokens[i][-1:]
-        comma[i], period[i] = end == ",", end == "."
+    comma, period = _comma_and_period(example.punct_mask, example.tokens)
     return np.stack([example.cls_mask, example.sep_mask, comma, period])
+
+
+def _comma_and_period(punct: np.ndarray, tokens: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """Masks like ``punct`` (``[n]`` of one input's ``tokens``, or ``[B, n]`` of each input's) of
+    its tokens that end in ``,`` and in ``.``: the last character of the few punctuation tokens."""
+    rows = [tokens] if punct.ndim == 1 else tokens
+    b, i = np.nonzero(punct.reshape(len(rows), -1))
+    ends = [rows[r][c][-1:] for r, c in zip(b.tolist(), i.tolist())]
+    comma, period = np.zeros((len(rows), punct.shape[-1]), bool), np.zeros((len(rows), punct.shape[-1]), bool)
+    comma[b, i], period[b, i] = [end == "," for end in ends], [end == "." for end in ends]
+    return comma.reshape(punct.shape), period.reshape(punct.shape)
 
 
 def batch_key_bins(batch: MapBatch, n_windows: int = N_WINDOWS) -> np.ndarray:
     """int16 ``[B, N, N]`` (host): :func:`key_bins` of :func:`special_masks` of each example of
     ``batch``, 0 past its length; made for the whole batch at once from its token masks."""
     masks = batch.host_masks()
-    rows, columns = np.nonzero(masks["punct"])  # the last character of the few punctuation tokens
-    ends = np.array([batch.examples[b].tokens[i][-1:] for b, i in zip(rows.tolist(), columns.tolist())], dtype=object)
-    key = np.full(masks["valid"].shape, -1, np.int16)
-    for j, (r, c) in enumerate((np.nonzero(masks["cls"]), np.nonzero(masks["sep"]),
-                                (rows[ends == ","], columns[ends == ","]), (rows[ends == "."], columns[ends == "."]))):
-        key[r, c] = j  # (the last special class a key is in)
+    comma, period = _comma_and_period(masks["punct"], [e.tokens for e in batch.examples])
+    key = special_keys(np.stack([masks["cls"], masks["sep"], comma, period], axis=1))  # [B, N]
     lengths = batch.lengths
     out = np.zeros((len(batch), batch.width, batch.width), np.int16)
     for n in np.unique(lengths).tolist():

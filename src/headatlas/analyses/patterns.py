@@ -200,7 +200,11 @@ class _EndToEnd(NamedTuple):
 
     @classmethod
     def of(cls, parts: Sequence) -> "_EndToEnd":
-        lengths = np.array([len(p) for p in parts], np.int64)
+        return cls.of_lengths(np.array([len(p) for p in parts], np.int64))
+
+    @classmethod
+    def of_lengths(cls, lengths: np.ndarray) -> "_EndToEnd":
+        lengths = np.asarray(lengths, np.int64)
         spans = lengths[lengths > 0]
         opening = np.cumsum(spans) - spans
         first = np.zeros(int(lengths.sum()), bool)
@@ -795,7 +799,6 @@ class AttentionPatterns(Analysis):
         self._settings = Thresholds.from_dict(thresholds)
         # inputs not yet classified, in runs of a batch's inputs: features, special and vertical mass
         self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self._n_pending = 0
         self._counts = np.zeros((n_layers, n_heads, len(PATTERNS)), dtype=np.int64)
         self._sums = np.zeros((n_layers, n_heads, len(FEATURES)))
         self._block_inputs = np.int64(0)
@@ -827,11 +830,10 @@ class AttentionPatterns(Analysis):
             self._sums += clean[b]
         start = 0
         while start < len(batch):  # classified in groups of CLASSIFY_EVERY inputs, as one at a time
-            rows = slice(start, start + min(len(batch) - start, CLASSIFY_EVERY - self._n_pending))
-            self._pending.append((features[rows], on_special[rows], vertical[rows]))
-            self._n_pending += rows.stop - rows.start
-            start = rows.stop
-            if self._n_pending >= CLASSIFY_EVERY:
+            stop = min(len(batch), start + CLASSIFY_EVERY - sum(len(run[0]) for run in self._pending))
+            self._pending.append((features[start:stop], on_special[start:stop], vertical[start:stop]))
+            start = stop
+            if sum(len(run[0]) for run in self._pending) >= CLASSIFY_EVERY:
                 self._classify_pending()
 
     @staticmethod
@@ -843,8 +845,7 @@ class AttentionPatterns(Analysis):
                 units = np.zeros((1, batch.width), np.int64)
                 units[0, :examples[0].n_tokens] = example_units(examples[0], batch.host_masks()["sep"][0])
                 return units
-            inputs = _EndToEnd.of([e.tokens for e in examples])
-            valid = np.arange(batch.width) < inputs.lengths[:, None]  # [B, N]: the tokens, in order
+            inputs, valid = _EndToEnd.of_lengths(batch.lengths), batch.valid()  # valid: the tokens, in order
             segments = _segments(inputs.joined([e.token_type_ids for e in examples]),
                                  batch.host_masks()["sep"][valid], inputs)
             units = np.zeros((len(batch), batch.width), np.int64)
@@ -858,7 +859,7 @@ class AttentionPatterns(Analysis):
         if not self._pending:
             return
         features, special, vertical = (np.concatenate(part) for part in zip(*self._pending))
-        self._pending, self._n_pending = [], 0
+        self._pending = []
         if self.classifier == "forest":
             labels = self._forest().predict(features)
         else:

@@ -20,6 +20,13 @@ TOKEN_CLASSES = ("cls", "sep", "punct", "other")
 _WORD_MARKERS = "Ġ▁"
 
 
+def class_onehot_of(cls: np.ndarray, sep: np.ndarray, punct: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """float32 ``[..., N, 4]``: :attr:`Example.class_onehot` of token masks ``[..., N]``
+    (:func:`token_masks`; ``valid``: the positions within each input, no class past its length)."""
+    punct = punct & ~cls & ~sep
+    return np.stack([cls, sep, punct, valid & ~(cls | sep | punct)], axis=-1).astype(np.float32)
+
+
 def token_masks(tokens: Sequence[str], cls_token: str,
                 sep_token: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Boolean ``[n]`` masks of ``[CLS]``, ``[SEP]`` and period/comma tokens.
@@ -98,8 +105,7 @@ class Example:
         """float32 ``[n, 4]``: each token's :data:`TOKEN_CLASSES` ([CLS], [SEP], period/comma that
         is neither, other), one-hot (a token both [CLS] and [SEP] is in both columns)."""
         cls, sep, punct = self.masks
-        punct = punct & ~cls & ~sep
-        return np.stack([cls, sep, punct, ~(cls | sep | punct)], axis=1).astype(np.float32)
+        return class_onehot_of(cls, sep, punct, np.ones_like(cls))
 
     @property
     def cls_mask(self) -> np.ndarray:
